@@ -1,0 +1,75 @@
+package io.nicstack.nic;
+
+import org.agrona.MutableDirectBuffer;
+
+/**
+ * A device that moves whole Ethernet frames in bursts, DPDK style.
+ *
+ * <p>Receive: {@link #receive(FrameHandler, int)} hands up to {@code limit} frames to the handler,
+ * each in a device-owned buffer that is valid only for the duration of the callback.
+ *
+ * <p>Transmit: {@link #claim()} returns a device-owned buffer for the next frame (the frame starts
+ * at index 0 and may be up to {@link #maxFrameLength()} bytes); {@link #commit(int)} queues it with
+ * its final length; {@link #flush()} hands all queued frames to the medium. When {@link #BURST}
+ * frames are queued, {@link #claim()} flushes first. Buffers are reused: nothing is allocated per
+ * frame.
+ *
+ * <p>A device is driven by one thread (the event loop that owns it); it is not thread safe.
+ */
+public interface NetDevice extends AutoCloseable
+{
+    /** Largest number of frames moved in one burst. */
+    int BURST = 32;
+
+    /** Ethernet header length without FCS or VLAN tag. */
+    int ETHERNET_HEADER_LENGTH = 14;
+
+    /** Name of the device, e.g. {@code tap:nst0} or {@code mem:a}. */
+    String name();
+
+    /** IP MTU of the link (the largest Ethernet payload). */
+    int mtu();
+
+    /** Largest frame this device accepts or delivers: {@code mtu() + 14}. */
+    default int maxFrameLength()
+    {
+        return mtu() + ETHERNET_HEADER_LENGTH;
+    }
+
+    /**
+     * Receive up to {@code limit} frames (at most {@link #BURST}), calling the handler once per frame.
+     *
+     * @return the number of frames delivered.
+     */
+    int receive(FrameHandler handler, int limit);
+
+    /** Buffer for the next frame to transmit, valid until {@link #commit(int)} or {@link #abort()}. */
+    MutableDirectBuffer claim();
+
+    /** Queue the claimed frame with {@code length} bytes starting at index 0. */
+    void commit(int length);
+
+    /** Give back the claimed buffer without sending anything. */
+    void abort();
+
+    /**
+     * Send every committed frame.
+     *
+     * @return the number of frames handed to the medium (frames the medium refused are counted as
+     *         drops by the device, never retried forever).
+     */
+    int flush();
+
+    /**
+     * Idle hook for the event loop: wait at most {@code timeoutNanos} for a frame to become readable.
+     *
+     * @return true when the device has (or may have) frames to read.
+     */
+    boolean awaitReadable(long timeoutNanos);
+
+    /** Frames the device itself had to drop (full queue, medium refused, oversize). */
+    long droppedFrames();
+
+    @Override
+    void close();
+}
