@@ -1,0 +1,180 @@
+package io.nicstack.stack;
+
+import org.agrona.DirectBuffer;
+
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
+import io.nicstack.stack.icmp.Icmp;
+import io.nicstack.stack.iface.Arp;
+import io.nicstack.stack.iface.IpProtocolHandler;
+import io.nicstack.stack.iface.Ipv4;
+import io.nicstack.stack.iface.Link;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.udp.Udp;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.IcmpHeader;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
+
+/**
+ * One host stack on one device: Ethernet demultiplexing, ARP, IPv4, ICMP and UDP, driven by
+ * {@link #poll(long)} with an injected clock. Single threaded: everything runs on the caller of poll.
+ */
+public final class NetStack implements FrameHandler
+{
+    private final NetDevice device;
+    private final StackConfig config;
+    private final StackCounters counters;
+    private final Timers timers;
+    private final Link link;
+    private final Arp arp;
+    private final Ipv4 ipv4;
+    private final Icmp icmp;
+    private final Udp udp;
+    private final EthernetFrame eth = new EthernetFrame();
+    private final Ipv4Header quoted = new Ipv4Header();
+    private long now;
+    private long lastDeviceDrops;
+
+    public NetStack(final NetDevice device, final StackConfig config, final StackCounters counters, final long nowNanos)
+    {
+        this.device = device;
+        this.config = config;
+        this.counters = counters;
+        this.now = nowNanos;
+        this.timers = new Timers(nowNanos);
+        this.link = new Link(device, config.mac(), counters);
+        this.arp = new Arp(config, link, counters, timers);
+        this.ipv4 = new Ipv4(config, link, arp, counters, timers, this::onReassemblyTimeout);
+        this.icmp = new Icmp(ipv4, counters);
+        this.udp = new Udp(ipv4, icmp, counters);
+        ipv4.register(Ipv4Header.PROTOCOL_ICMP, icmp);
+        ipv4.register(Ipv4Header.PROTOCOL_UDP, udp);
+    }
+
+    /** Send the gratuitous ARP that announces us (call once when the link is up). */
+    public void start(final long nowNanos)
+    {
+        now = nowNanos;
+        arp.announce();
+        link.flush();
+    }
+
+    /**
+     * One run-to-completion round: a receive burst, due timers, then one transmit burst.
+     *
+     * @return work done (frames received plus timers run), 0 when idle.
+     */
+    public int poll(final long nowNanos)
+    {
+        now = nowNanos;
+        final int frames = device.receive(this, NetDevice.BURST);
+        final int expired = timers.poll(nowNanos);
+        link.flush();
+        final long deviceDrops = device.droppedFrames();
+        if (deviceDrops != lastDeviceDrops)
+        {
+            counters.add(StackCounter.DEVICE_DROPS, deviceDrops - lastDeviceDrops);
+            lastDeviceDrops = deviceDrops;
+        }
+        return frames + expired;
+    }
+
+    @Override
+    public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+    {
+        counters.increment(StackCounter.FRAMES_IN);
+        counters.add(StackCounter.BYTES_IN, length);
+        if (!eth.wrapChecked(buffer, offset, length))
+        {
+            counters.increment(StackCounter.ETH_DROP_TRUNCATED);
+            return;
+        }
+        final long destination = eth.destination();
+        if (destination != link.mac() && destination != MacAddress.BROADCAST)
+        {
+            counters.increment(StackCounter.ETH_DROP_NOT_FOR_US);
+            return;
+        }
+        switch (eth.etherType())
+        {
+            case EthernetFrame.ETHERTYPE_IPV4:
+                ipv4.input(buffer, eth.payloadOffset(), eth.payloadLength(), now);
+                break;
+            case EthernetFrame.ETHERTYPE_ARP:
+                arp.input(buffer, eth.payloadOffset(), eth.payloadLength(), now);
+                break;
+            default:
+                counters.increment(StackCounter.ETH_DROP_UNKNOWN_ETHERTYPE);
+                break;
+        }
+    }
+
+    private void onReassemblyTimeout(final DirectBuffer buffer, final int offset, final int length, final long nowNanos)
+    {
+        // RFC 1122 3.3.2: SHOULD send time exceeded (code 1) when fragment zero arrived.
+        if (length >= Ipv4Header.MIN_HEADER_LENGTH)
+        {
+            quoted.wrap(buffer, offset, length);
+            if (!ipv4.isBroadcast(quoted.destination()))
+            {
+                icmp.sendError(IcmpHeader.TYPE_TIME_EXCEEDED, 1, quoted.source(), buffer, offset, length, nowNanos);
+            }
+        }
+    }
+
+    /** Register an upper-layer protocol (TCP arrives this way). */
+    public void register(final int protocol, final IpProtocolHandler handler)
+    {
+        ipv4.register(protocol, handler);
+    }
+
+    public NetDevice device()
+    {
+        return device;
+    }
+
+    public StackConfig config()
+    {
+        return config;
+    }
+
+    public StackCounters counters()
+    {
+        return counters;
+    }
+
+    public Timers timers()
+    {
+        return timers;
+    }
+
+    public Arp arp()
+    {
+        return arp;
+    }
+
+    public Ipv4 ipv4()
+    {
+        return ipv4;
+    }
+
+    public Icmp icmp()
+    {
+        return icmp;
+    }
+
+    public Udp udp()
+    {
+        return udp;
+    }
+
+    /** Time of the current (or last) poll. */
+    public long now()
+    {
+        return now;
+    }
+}

@@ -1,0 +1,150 @@
+package io.nicstack.stack.icmp;
+
+import java.nio.ByteBuffer;
+
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.stack.iface.IpProtocolHandler;
+import io.nicstack.stack.iface.Ipv4;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.IcmpHeader;
+import io.nicstack.stack.wire.Ipv4Header;
+
+/**
+ * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests) and
+ * rate-limited error messages (destination unreachable, time exceeded).
+ */
+public final class Icmp implements IpProtocolHandler
+{
+    /** RFC 1812 4.3.2.3: an error quotes as much of the offending datagram as fits in 576 bytes. */
+    private static final int MAX_ERROR_DATAGRAM = 576;
+
+    private final Ipv4 ip;
+    private final StackCounters counters;
+    private final IcmpHeader icmp = new IcmpHeader();
+    private final IcmpHeader reply = new IcmpHeader();
+    private final UnsafeBuffer scratch = new UnsafeBuffer(ByteBuffer.allocateDirect(65536));
+    private final long nanosPerToken;
+    private final long burstNanos;
+    private long bucketTime = Long.MIN_VALUE;
+
+    public Icmp(final Ipv4 ip, final StackCounters counters)
+    {
+        this.ip = ip;
+        this.counters = counters;
+        final int perSecond = Math.max(1, ip.config().icmpErrorsPerSecond());
+        this.nanosPerToken = 1_000_000_000L / perSecond;
+        this.burstNanos = nanosPerToken * Math.max(1, ip.config().icmpErrorBurst());
+    }
+
+    @Override
+    public void onDatagram(
+        final Ipv4Header header,
+        final DirectBuffer buffer,
+        final int offset,
+        final int length,
+        final boolean broadcast,
+        final long now)
+    {
+        if (!icmp.wrapChecked(buffer, offset, length))
+        {
+            counters.increment(StackCounter.ICMP_DROP_TRUNCATED);
+            return;
+        }
+        if (!icmp.checksumValid())
+        {
+            counters.increment(StackCounter.ICMP_DROP_BAD_CHECKSUM);
+            return;
+        }
+        if (icmp.type() != IcmpHeader.TYPE_ECHO_REQUEST)
+        {
+            counters.increment(StackCounter.ICMP_IN_OTHER);
+            return;
+        }
+        if (broadcast)
+        {
+            // RFC 1122 3.2.2.6 allows silently discarding echo requests to broadcast (smurf defence).
+            counters.increment(StackCounter.ICMP_DROP_BROADCAST_ECHO);
+            return;
+        }
+        counters.increment(StackCounter.ICMP_IN_ECHO_REQUESTS);
+        // RFC 792: the reply carries the request's identifier, sequence number and data unchanged.
+        scratch.putBytes(0, buffer, offset, length);
+        reply.wrap(scratch, 0, length).type(IcmpHeader.TYPE_ECHO_REPLY).code(0).updateChecksum();
+        if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, scratch, 0, length, now))
+        {
+            counters.increment(StackCounter.ICMP_OUT_ECHO_REPLIES);
+        }
+    }
+
+    /**
+     * Send an ICMP error about {@code original} (its IP header at {@code original.offset()}), unless
+     * RFC 1122 3.2.2 forbids it or the rate limit says no.
+     */
+    public void sendError(final int type, final int code, final Ipv4Header original, final boolean broadcast, final long now)
+    {
+        // RFC 1122 3.2.2: never about a broadcast, a non-initial fragment, or another ICMP error.
+        if (broadcast || original.fragmentOffset() != 0 || isIcmpError(original))
+        {
+            return;
+        }
+        final int quoted = Math.min(original.totalLength(), MAX_ERROR_DATAGRAM - Ipv4Header.MIN_HEADER_LENGTH - IcmpHeader.HEADER_LENGTH);
+        sendError(type, code, original.source(), original.buffer(), original.offset(), quoted, now);
+    }
+
+    /** Send an ICMP error to {@code destination} quoting {@code quoted} bytes of the offending datagram. */
+    public void sendError(
+        final int type,
+        final int code,
+        final int destination,
+        final DirectBuffer buffer,
+        final int offset,
+        final int quoted,
+        final long now)
+    {
+        if (!takeToken(now))
+        {
+            counters.increment(StackCounter.ICMP_OUT_RATE_LIMITED);
+            return;
+        }
+        final int length = IcmpHeader.HEADER_LENGTH + quoted;
+        scratch.putBytes(IcmpHeader.HEADER_LENGTH, buffer, offset, quoted);
+        reply.wrap(scratch, 0, length).type(type).code(code).checksum(0).restOfHeader(0).updateChecksum();
+        if (ip.send(destination, Ipv4Header.PROTOCOL_ICMP, scratch, 0, length, now))
+        {
+            counters.increment(type == IcmpHeader.TYPE_TIME_EXCEEDED ? StackCounter.ICMP_OUT_TIME_EXCEEDED : StackCounter.ICMP_OUT_UNREACHABLE);
+        }
+    }
+
+    private boolean isIcmpError(final Ipv4Header original)
+    {
+        if (original.protocol() != Ipv4Header.PROTOCOL_ICMP)
+        {
+            return false;
+        }
+        final int at = original.offset() + original.headerLength();
+        if (original.totalLength() <= original.headerLength())
+        {
+            return true;
+        }
+        final int type = original.buffer().getByte(at) & 0xFF;
+        return type != IcmpHeader.TYPE_ECHO_REQUEST && type != IcmpHeader.TYPE_ECHO_REPLY;
+    }
+
+    /** Token bucket kept as a single timestamp: the bucket is full when bucketTime <= now - burst. */
+    private boolean takeToken(final long now)
+    {
+        if (bucketTime == Long.MIN_VALUE || now - bucketTime > burstNanos)
+        {
+            bucketTime = now - burstNanos;
+        }
+        if (now - bucketTime < nanosPerToken)
+        {
+            return false;
+        }
+        bucketTime += nanosPerToken;
+        return true;
+    }
+}

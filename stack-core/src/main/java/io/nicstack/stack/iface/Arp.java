@@ -1,0 +1,365 @@
+package io.nicstack.stack.iface;
+
+import java.nio.ByteBuffer;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.collections.Int2IntHashMap;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.Ipv4Address;
+import io.nicstack.stack.wire.MacAddress;
+
+/**
+ * ARP (RFC 826) for one Ethernet link: a bounded cache, requests with retry and timeout, a bounded
+ * queue of frames waiting for resolution, replies, and a gratuitous ARP on start (RFC 5227 §3).
+ *
+ * <p>Entries live in preallocated parallel arrays indexed by slot; {@link Int2IntHashMap} maps an
+ * address to its slot. Nothing is allocated after construction.
+ */
+public final class Arp
+{
+    private static final int FREE = 0;
+    private static final int INCOMPLETE = 1;
+    private static final int REACHABLE = 2;
+    private static final int NONE = -1;
+
+    private final StackConfig config;
+    private final Link link;
+    private final StackCounters counters;
+    private final Timers timers;
+    private final ArpPacket arp = new ArpPacket();
+    private final EthernetFrame eth = new EthernetFrame();
+
+    private final Int2IntHashMap slotByAddress;
+    private final int[] address;
+    private final long[] mac;
+    private final int[] state;
+    private final long[] expiresAt;
+    private final int[] retries;
+    private final long[] timerId;
+    private int used;
+    private int evictCursor;
+
+    // Frames waiting for resolution: fixed slots in one buffer.
+    private final UnsafeBuffer queue;
+    private final int queueSlotLength;
+    private final int[] queueNextHop;
+    private final int[] queueLength;
+    private int queued;
+
+    private final Timers.Handler retryHandler = this::onRetryTimer;
+
+    public Arp(final StackConfig config, final Link link, final StackCounters counters, final Timers timers)
+    {
+        this.config = config;
+        this.link = link;
+        this.counters = counters;
+        this.timers = timers;
+        final int n = config.arpCacheSize();
+        slotByAddress = new Int2IntHashMap(n * 2, 0.65f, NONE);
+        address = new int[n];
+        mac = new long[n];
+        state = new int[n];
+        expiresAt = new long[n];
+        retries = new int[n];
+        timerId = new long[n];
+        java.util.Arrays.fill(timerId, Timers.NO_TIMER);
+
+        final int q = config.arpQueueFrames();
+        queueSlotLength = link.device().maxFrameLength();
+        queue = new UnsafeBuffer(ByteBuffer.allocateDirect(q * queueSlotLength));
+        queueNextHop = new int[q];
+        queueLength = new int[q];
+    }
+
+    /** Announce our address: a gratuitous ARP request (sender and target protocol address both ours). */
+    public void announce()
+    {
+        sendArp(ArpPacket.OP_REQUEST, MacAddress.BROADCAST, 0L, config.address());
+    }
+
+    /**
+     * MAC for {@code nextHop}, or -1 when unknown; an unknown address gets a request (and a cache
+     * entry in INCOMPLETE state) so the caller can {@link #enqueue} its frame.
+     */
+    public long resolve(final int nextHop, final long now)
+    {
+        if (nextHop == 0xFFFF_FFFF || nextHop == config.subnetBroadcast())
+        {
+            return MacAddress.BROADCAST;
+        }
+        final int slot = slotByAddress.get(nextHop);
+        if (slot != NONE)
+        {
+            if (state[slot] == REACHABLE)
+            {
+                if (now - expiresAt[slot] >= 0 && timerId[slot] == Timers.NO_TIMER)
+                {
+                    // Stale: keep using the old MAC, but confirm it with a unicast request (RFC 1122 2.3.2.1).
+                    retries[slot] = 0;
+                    sendArp(ArpPacket.OP_REQUEST, mac[slot], 0L, nextHop);
+                    timerId[slot] = timers.schedule(now + config.arpRetryNanos(), retryHandler);
+                }
+                return mac[slot];
+            }
+            return -1;
+        }
+        final int fresh = allocate(nextHop);
+        state[fresh] = INCOMPLETE;
+        retries[fresh] = 0;
+        sendArp(ArpPacket.OP_REQUEST, MacAddress.BROADCAST, 0L, nextHop);
+        timerId[fresh] = timers.schedule(now + config.arpRetryNanos(), retryHandler);
+        return -1;
+    }
+
+    /** Keep a copy of a complete frame until {@code nextHop} resolves; false (and counted) when the queue is full. */
+    public boolean enqueue(final int nextHop, final DirectBuffer frame, final int length)
+    {
+        if (queued == queueLength.length || length > queueSlotLength)
+        {
+            counters.increment(StackCounter.ARP_QUEUE_OVERFLOW);
+            return false;
+        }
+        queue.putBytes(queued * queueSlotLength, frame, 0, length);
+        queueNextHop[queued] = nextHop;
+        queueLength[queued] = length;
+        queued++;
+        return true;
+    }
+
+    /** Frames currently waiting for resolution. */
+    public int queuedFrames()
+    {
+        return queued;
+    }
+
+    /** Cached MAC for {@code ip} in any usable state, or -1. */
+    public long lookup(final int ip)
+    {
+        final int slot = slotByAddress.get(ip);
+        return slot != NONE && state[slot] == REACHABLE ? mac[slot] : -1;
+    }
+
+    /** Process an ARP packet (the Ethernet payload) that arrived on the link. */
+    public void input(final DirectBuffer buffer, final int offset, final int length, final long now)
+    {
+        if (!arp.wrapChecked(buffer, offset, length)
+            || arp.hardwareType() != ArpPacket.HTYPE_ETHERNET
+            || arp.protocolType() != EthernetFrame.ETHERTYPE_IPV4
+            || arp.hardwareLength() != 6
+            || arp.protocolLength() != 4
+            || (arp.operation() != ArpPacket.OP_REQUEST && arp.operation() != ArpPacket.OP_REPLY)
+            || MacAddress.isMulticast(arp.senderHardwareAddress()))
+        {
+            counters.increment(StackCounter.ARP_DROP_MALFORMED);
+            return;
+        }
+        final int spa = arp.senderProtocolAddress();
+        final int tpa = arp.targetProtocolAddress();
+        final long sha = arp.senderHardwareAddress();
+        final boolean forUs = tpa == config.address();
+
+        // RFC 826 "packet reception": merge the sender's mapping if we know it; add it if the packet is for us.
+        if (spa != 0 && spa != config.address() && config.onLink(spa))
+        {
+            final int slot = slotByAddress.get(spa);
+            if (slot != NONE)
+            {
+                learn(slot, sha, now);
+            }
+            else if (forUs)
+            {
+                learn(allocate(spa), sha, now);
+            }
+        }
+
+        if (!forUs)
+        {
+            counters.increment(StackCounter.ARP_DROP_NOT_FOR_US);
+            return;
+        }
+        if (arp.operation() == ArpPacket.OP_REQUEST)
+        {
+            counters.increment(StackCounter.ARP_IN_REQUESTS);
+            sendArp(ArpPacket.OP_REPLY, sha, sha, spa);
+        }
+        else
+        {
+            counters.increment(StackCounter.ARP_IN_REPLIES);
+        }
+    }
+
+    private void learn(final int slot, final long hardwareAddress, final long now)
+    {
+        state[slot] = REACHABLE;
+        mac[slot] = hardwareAddress;
+        expiresAt[slot] = now + config.arpEntryLifetimeNanos();
+        retries[slot] = 0;
+        if (timerId[slot] != Timers.NO_TIMER)
+        {
+            timers.cancel(timerId[slot]);
+            timerId[slot] = Timers.NO_TIMER;
+        }
+        releaseQueued(address[slot], hardwareAddress);
+    }
+
+    private void releaseQueued(final int nextHop, final long hardwareAddress)
+    {
+        int kept = 0;
+        for (int i = 0; i < queued; i++)
+        {
+            final int len = queueLength[i];
+            if (queueNextHop[i] == nextHop)
+            {
+                final MutableDirectBuffer frame = link.claim(hardwareAddress, 0);
+                frame.putBytes(0, queue, i * queueSlotLength, len);
+                eth.wrap(frame, 0, EthernetFrame.HEADER_LENGTH).destination(hardwareAddress);
+                link.commit(len);
+            }
+            else
+            {
+                if (kept != i)
+                {
+                    queue.putBytes(kept * queueSlotLength, queue, i * queueSlotLength, len);
+                    queueNextHop[kept] = queueNextHop[i];
+                    queueLength[kept] = len;
+                }
+                kept++;
+            }
+        }
+        queued = kept;
+    }
+
+    private void dropQueued(final int nextHop)
+    {
+        int kept = 0;
+        for (int i = 0; i < queued; i++)
+        {
+            final int len = queueLength[i];
+            if (queueNextHop[i] == nextHop)
+            {
+                counters.increment(StackCounter.ARP_RESOLUTION_FAILED);
+            }
+            else
+            {
+                if (kept != i)
+                {
+                    queue.putBytes(kept * queueSlotLength, queue, i * queueSlotLength, len);
+                    queueNextHop[kept] = queueNextHop[i];
+                    queueLength[kept] = len;
+                }
+                kept++;
+            }
+        }
+        queued = kept;
+    }
+
+    private void onRetryTimer(final long now, final long id)
+    {
+        for (int slot = 0; slot < address.length; slot++)
+        {
+            if (timerId[slot] == id)
+            {
+                timerId[slot] = Timers.NO_TIMER;
+                if (state[slot] == FREE)
+                {
+                    return;
+                }
+                if (++retries[slot] >= config.arpMaxRetries())
+                {
+                    // RFC 1122 2.3.2.1: give up, flush the entry and whatever waited for it.
+                    dropQueued(address[slot]);
+                    free(slot);
+                    return;
+                }
+                final long dst = state[slot] == REACHABLE ? mac[slot] : MacAddress.BROADCAST;
+                sendArp(ArpPacket.OP_REQUEST, dst, 0L, address[slot]);
+                timerId[slot] = timers.schedule(now + config.arpRetryNanos(), retryHandler);
+                return;
+            }
+        }
+    }
+
+    private int allocate(final int ip)
+    {
+        int slot = NONE;
+        if (used < address.length)
+        {
+            for (int i = 0; i < address.length; i++)
+            {
+                if (state[i] == FREE)
+                {
+                    slot = i;
+                    break;
+                }
+            }
+        }
+        else
+        {
+            // Full: evict round-robin (a hostile sender cannot pin the cache: entries are only created for us).
+            counters.increment(StackCounter.ARP_CACHE_FULL);
+            slot = evictCursor;
+            evictCursor = (evictCursor + 1) % address.length;
+            dropQueued(address[slot]);
+            free(slot);
+        }
+        used++;
+        address[slot] = ip;
+        state[slot] = INCOMPLETE;
+        slotByAddress.put(ip, slot);
+        return slot;
+    }
+
+    private void free(final int slot)
+    {
+        if (timerId[slot] != Timers.NO_TIMER)
+        {
+            timers.cancel(timerId[slot]);
+            timerId[slot] = Timers.NO_TIMER;
+        }
+        slotByAddress.remove(address[slot]);
+        state[slot] = FREE;
+        used--;
+    }
+
+    private void sendArp(final int operation, final long ethDestination, final long targetMac, final int targetIp)
+    {
+        final MutableDirectBuffer frame = link.claim(ethDestination, EthernetFrame.ETHERTYPE_ARP);
+        arp.wrap(frame, EthernetFrame.HEADER_LENGTH, ArpPacket.LENGTH)
+            .hardwareType(ArpPacket.HTYPE_ETHERNET)
+            .protocolType(EthernetFrame.ETHERTYPE_IPV4)
+            .hardwareLength(6)
+            .protocolLength(4)
+            .operation(operation)
+            .senderHardwareAddress(link.mac())
+            .senderProtocolAddress(config.address())
+            .targetHardwareAddress(targetMac)
+            .targetProtocolAddress(targetIp);
+        // Pad to the 60-byte Ethernet minimum; the kernel pads taps' frames too.
+        final int length = EthernetFrame.HEADER_LENGTH + ArpPacket.LENGTH;
+        frame.setMemory(length, 60 - length, (byte)0);
+        link.commit(60);
+        counters.increment(operation == ArpPacket.OP_REQUEST ? StackCounter.ARP_OUT_REQUESTS : StackCounter.ARP_OUT_REPLIES);
+    }
+
+    @Override
+    public String toString()
+    {
+        final StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < address.length; i++)
+        {
+            if (state[i] != FREE)
+            {
+                sb.append(Ipv4Address.format(address[i])).append(' ')
+                    .append(state[i] == REACHABLE ? MacAddress.format(mac[i]) : "incomplete").append('\n');
+            }
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,338 @@
+package io.nicstack.stack.iface;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.storage.Reassembler;
+import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.Ipv4Header;
+
+/**
+ * IPv4 for a host (RFC 791, RFC 1122 §3.2): input validation with a counted reason for every drop,
+ * reassembly, demultiplexing to upper layers, and output with next-hop resolution and fragmentation.
+ */
+public final class Ipv4
+{
+    private static final int MAX_PAYLOAD = 65535 - Ipv4Header.MIN_HEADER_LENGTH;
+    private static final int OPTION_EOL = 0;
+    private static final int OPTION_NOP = 1;
+
+    private final StackConfig config;
+    private final Link link;
+    private final Arp arp;
+    private final StackCounters counters;
+    private final Reassembler reassembler;
+    private final IpProtocolHandler[] handlers = new IpProtocolHandler[256];
+    private final Ipv4Header in = new Ipv4Header();
+    private final Ipv4Header out = new Ipv4Header();
+    private final Ipv4Header reassembled = new Ipv4Header();
+    private final int mtu;
+    private int nextId;
+
+    public Ipv4(
+        final StackConfig config,
+        final Link link,
+        final Arp arp,
+        final StackCounters counters,
+        final Timers timers,
+        final Reassembler.TimeoutListener reassemblyTimeout)
+    {
+        this.config = config;
+        this.link = link;
+        this.arp = arp;
+        this.counters = counters;
+        this.mtu = Math.min(config.mtu(), link.device().mtu());
+        this.reassembler = new Reassembler(
+            config.reassemblyMaxDatagrams(),
+            config.reassemblyMaxFragments(),
+            config.reassemblyMaxBytes(),
+            config.reassemblyMaxBytesPerSource(),
+            config.reassemblyTimeoutNanos(),
+            timers,
+            (buffer, offset, length, now) ->
+            {
+                counters.increment(StackCounter.IPV4_REASSEMBLY_TIMEOUTS);
+                counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
+                reassemblyTimeout.onTimeout(buffer, offset, length, now);
+            });
+        this.nextId = config.address() * 31;
+    }
+
+    /** Register the handler for an IP protocol number. */
+    public void register(final int protocol, final IpProtocolHandler handler)
+    {
+        handlers[protocol] = handler;
+    }
+
+    public int mtu()
+    {
+        return mtu;
+    }
+
+    public StackConfig config()
+    {
+        return config;
+    }
+
+    public Reassembler reassembler()
+    {
+        return reassembler;
+    }
+
+    /** Process the Ethernet payload of an IPv4 frame. */
+    public void input(final DirectBuffer buffer, final int offset, final int length, final long now)
+    {
+        // RFC 1122 3.2.1: validate before anything else reads the header; each failure has its own counter.
+        if (length < Ipv4Header.MIN_HEADER_LENGTH)
+        {
+            counters.increment(StackCounter.IPV4_DROP_TRUNCATED);
+            return;
+        }
+        final Ipv4Header ip = in.wrap(buffer, offset, length);
+        if (ip.version() != 4)
+        {
+            counters.increment(StackCounter.IPV4_DROP_BAD_VERSION);
+            return;
+        }
+        final int headerLength = ip.headerLength();
+        if (headerLength < Ipv4Header.MIN_HEADER_LENGTH || headerLength > length)
+        {
+            counters.increment(StackCounter.IPV4_DROP_BAD_HEADER_LENGTH);
+            return;
+        }
+        final int totalLength = ip.totalLength();
+        if (totalLength < headerLength || totalLength > length)
+        {
+            counters.increment(StackCounter.IPV4_DROP_BAD_TOTAL_LENGTH);
+            return;
+        }
+        if (!ip.checksumValid())
+        {
+            counters.increment(StackCounter.IPV4_DROP_BAD_CHECKSUM);
+            return;
+        }
+        if (headerLength > Ipv4Header.MIN_HEADER_LENGTH && !optionsWellFormed(buffer, offset + 20, headerLength - 20))
+        {
+            counters.increment(StackCounter.IPV4_DROP_BAD_OPTIONS);
+            return;
+        }
+        // RFC 1122 3.2.1.7: a host must accept TTL 1; TTL 0 is never legal on the wire (no sender may emit it).
+        if (ip.ttl() == 0)
+        {
+            counters.increment(StackCounter.IPV4_DROP_TTL);
+            return;
+        }
+        final int source = ip.source();
+        if (isBroadcastOrMulticast(source))
+        {
+            // RFC 1122 3.2.1.3: silently discard datagrams whose source is broadcast or multicast.
+            counters.increment(StackCounter.IPV4_DROP_BAD_SOURCE);
+            return;
+        }
+        final int destination = ip.destination();
+        final boolean broadcast = destination == 0xFFFF_FFFF || destination == config.subnetBroadcast();
+        if (destination != config.address() && !broadcast)
+        {
+            counters.increment(StackCounter.IPV4_DROP_NOT_FOR_US);
+            return;
+        }
+        if (ip.reservedFlag())
+        {
+            counters.increment(StackCounter.IPV4_DROP_BAD_FRAGMENT);
+            return;
+        }
+        final IpProtocolHandler handler = handlers[ip.protocol()];
+        if (handler == null)
+        {
+            counters.increment(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL);
+            return;
+        }
+
+        if (ip.moreFragments() || ip.fragmentOffset() != 0)
+        {
+            reassemble(ip, offset + headerLength, totalLength - headerLength, broadcast, now);
+            return;
+        }
+        handler.onDatagram(ip, buffer, offset + headerLength, totalLength - headerLength, broadcast, now);
+    }
+
+    private void reassemble(final Ipv4Header ip, final int payloadOffset, final int payloadLength, final boolean broadcast, final long now)
+    {
+        final int result = reassembler.accept(ip, payloadOffset, payloadLength, now);
+        switch (result)
+        {
+            case Reassembler.QUEUED:
+                counters.increment(StackCounter.IPV4_FRAGMENTS_QUEUED);
+                break;
+            case Reassembler.COMPLETE:
+                counters.increment(StackCounter.IPV4_FRAGMENTS_QUEUED);
+                counters.increment(StackCounter.IPV4_REASSEMBLED);
+                final DirectBuffer datagram = reassembler.datagramBuffer();
+                final int length = reassembler.datagramLength();
+                final Ipv4Header whole = reassembled.wrap(datagram, 0, length);
+                final int headerLength = whole.headerLength();
+                try
+                {
+                    handlers[whole.protocol()].onDatagram(whole, datagram, headerLength, length - headerLength, broadcast, now);
+                }
+                finally
+                {
+                    reassembler.releaseCompleted();
+                }
+                break;
+            case Reassembler.DROP_DUPLICATE:
+                counters.increment(StackCounter.IPV4_DROP_FRAGMENT_DUPLICATE);
+                break;
+            case Reassembler.DROP_OVERLAP:
+                counters.increment(StackCounter.IPV4_DROP_FRAGMENT_OVERLAP);
+                counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
+                break;
+            case Reassembler.DROP_OVERFLOW:
+                counters.increment(StackCounter.IPV4_DROP_REASSEMBLY_OVERFLOW);
+                break;
+            default:
+                counters.increment(StackCounter.IPV4_DROP_BAD_FRAGMENT);
+                break;
+        }
+    }
+
+    /** RFC 791 options: single-byte EOL and NOP, every other option has a length of at least 2 inside the header. */
+    private static boolean optionsWellFormed(final DirectBuffer buffer, final int offset, final int length)
+    {
+        int i = 0;
+        while (i < length)
+        {
+            final int kind = buffer.getByte(offset + i) & 0xFF;
+            if (kind == OPTION_EOL)
+            {
+                return true;
+            }
+            if (kind == OPTION_NOP)
+            {
+                i++;
+                continue;
+            }
+            if (i + 1 >= length)
+            {
+                return false;
+            }
+            final int optionLength = buffer.getByte(offset + i + 1) & 0xFF;
+            if (optionLength < 2 || i + optionLength > length)
+            {
+                return false;
+            }
+            i += optionLength;
+        }
+        return true;
+    }
+
+    private static boolean isBroadcastOrMulticast(final int address)
+    {
+        return address == 0xFFFF_FFFF || (address >>> 28) == 0xE;
+    }
+
+    /** True when {@code address} is one of ours or a broadcast we accept. */
+    public boolean isBroadcast(final int address)
+    {
+        return address == 0xFFFF_FFFF || address == config.subnetBroadcast();
+    }
+
+    /**
+     * Send {@code payload[offset, offset + length)} as the payload of one IPv4 datagram from our
+     * address, fragmenting above the MTU. Returns false (counted) when it cannot be sent.
+     */
+    public boolean send(
+        final int destination,
+        final int protocol,
+        final DirectBuffer payload,
+        final int offset,
+        final int length,
+        final long now)
+    {
+        if (length > MAX_PAYLOAD)
+        {
+            counters.increment(StackCounter.IPV4_OUT_TOO_BIG);
+            return false;
+        }
+        final int nextHop;
+        if (config.onLink(destination) || isBroadcast(destination))
+        {
+            nextHop = destination;
+        }
+        else if (config.gateway() != 0)
+        {
+            nextHop = config.gateway();
+        }
+        else
+        {
+            counters.increment(StackCounter.IPV4_OUT_NO_ROUTE);
+            return false;
+        }
+        final long mac = arp.resolve(nextHop, now);
+        final int id = nextId++ & 0xFFFF;
+        counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
+
+        final int maxPayload = mtu - Ipv4Header.MIN_HEADER_LENGTH;
+        if (length <= maxPayload)
+        {
+            emit(mac, nextHop, destination, protocol, id, false, 0, payload, offset, length);
+            return true;
+        }
+        // RFC 791 fragmentation: every fragment but the last carries a multiple of 8 bytes.
+        final int chunk = maxPayload & ~7;
+        for (int sent = 0; sent < length; sent += chunk)
+        {
+            final int n = Math.min(chunk, length - sent);
+            emit(mac, nextHop, destination, protocol, id, sent + n < length, sent, payload, offset + sent, n);
+            counters.increment(StackCounter.IPV4_OUT_FRAGMENTS);
+        }
+        return true;
+    }
+
+    private void emit(
+        final long mac,
+        final int nextHop,
+        final int destination,
+        final int protocol,
+        final int id,
+        final boolean moreFragments,
+        final int fragmentOffset,
+        final DirectBuffer payload,
+        final int offset,
+        final int length)
+    {
+        final MutableDirectBuffer frame = link.claim(mac < 0 ? 0 : mac, EthernetFrame.ETHERTYPE_IPV4);
+        final int ipOffset = EthernetFrame.HEADER_LENGTH;
+        final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + length;
+        out.wrap(frame, ipOffset, totalLength)
+            .versionAndIhl(5)
+            .tos(0)
+            .totalLength(totalLength)
+            .identification(id)
+            .flagsAndFragmentOffset(false, moreFragments, fragmentOffset)
+            .ttl(config.defaultTtl())
+            .protocol(protocol)
+            .source(config.address())
+            .destination(destination)
+            .updateChecksum();
+        frame.putBytes(ipOffset + Ipv4Header.MIN_HEADER_LENGTH, payload, offset, length);
+        int frameLength = ipOffset + totalLength;
+        if (frameLength < 60)
+        {
+            frame.setMemory(frameLength, 60 - frameLength, (byte)0);
+            frameLength = 60;
+        }
+        if (mac < 0)
+        {
+            arp.enqueue(nextHop, frame, frameLength);
+            link.abort();
+        }
+        else
+        {
+            link.commit(frameLength);
+        }
+    }
+}

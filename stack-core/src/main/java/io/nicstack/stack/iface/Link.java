@@ -1,0 +1,63 @@
+package io.nicstack.stack.iface;
+
+import org.agrona.MutableDirectBuffer;
+
+import io.nicstack.nic.NetDevice;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.EthernetFrame;
+
+/** The stack's side of a {@link NetDevice}: frame emission with the source MAC filled and frames counted. */
+public final class Link
+{
+    private final NetDevice device;
+    private final long mac;
+    private final StackCounters counters;
+    private final EthernetFrame eth = new EthernetFrame();
+    private MutableDirectBuffer claimed;
+
+    public Link(final NetDevice device, final long mac, final StackCounters counters)
+    {
+        this.device = device;
+        this.mac = mac;
+        this.counters = counters;
+    }
+
+    public long mac()
+    {
+        return mac;
+    }
+
+    public NetDevice device()
+    {
+        return device;
+    }
+
+    /** Claim the next frame buffer with its Ethernet header written (destination, our source, type). */
+    public MutableDirectBuffer claim(final long destinationMac, final int etherType)
+    {
+        claimed = device.claim();
+        eth.wrap(claimed, 0, EthernetFrame.HEADER_LENGTH).destination(destinationMac).source(mac).etherType(etherType);
+        return claimed;
+    }
+
+    /** Queue the claimed frame with {@code length} bytes including the Ethernet header. */
+    public void commit(final int length)
+    {
+        claimed = null;
+        device.commit(length);
+        counters.increment(StackCounter.FRAMES_OUT);
+        counters.add(StackCounter.BYTES_OUT, length);
+    }
+
+    public void abort()
+    {
+        claimed = null;
+        device.abort();
+    }
+
+    public int flush()
+    {
+        return device.flush();
+    }
+}

@@ -1,0 +1,244 @@
+package io.nicstack.stack.iface;
+
+import io.nicstack.stack.wire.Ipv4Address;
+import io.nicstack.stack.wire.MacAddress;
+
+/** Addresses and limits of one stack instance; plain fluent setters, read once at construction. */
+public final class StackConfig
+{
+    private long mac;
+    private int address;
+    private int prefixLength = 24;
+    private int gateway;
+    private int mtu = 1500;
+    private int defaultTtl = 64;
+
+    private int arpCacheSize = 256;
+    private int arpQueueFrames = 64;
+    private long arpRetryNanos = 1_000_000_000L;
+    private int arpMaxRetries = 3;
+    private long arpEntryLifetimeNanos = 60_000_000_000L;
+
+    private long reassemblyTimeoutNanos = 30_000_000_000L;
+    private int reassemblyMaxDatagrams = 64;
+    private int reassemblyMaxFragments = 64;
+    private int reassemblyMaxBytes = 4 << 20;
+    private int reassemblyMaxBytesPerSource = 1 << 20;
+
+    private int icmpErrorsPerSecond = 100;
+    private int icmpErrorBurst = 50;
+
+    public static StackConfig of(final String cidr)
+    {
+        final int slash = cidr.indexOf('/');
+        final StackConfig c = new StackConfig();
+        c.address(Ipv4Address.parse(slash < 0 ? cidr : cidr.substring(0, slash)));
+        if (slash >= 0)
+        {
+            c.prefixLength(Integer.parseInt(cidr.substring(slash + 1)));
+        }
+        return c;
+    }
+
+    /** A locally administered unicast MAC derived from the IPv4 address: 02:00:a.b.c.d. */
+    public static long macFor(final int address)
+    {
+        return 0x0200_0000_0000L | (address & 0xFFFF_FFFFL);
+    }
+
+    public long mac()
+    {
+        return mac != 0 ? mac : macFor(address);
+    }
+
+    public StackConfig mac(final long mac)
+    {
+        if (MacAddress.isMulticast(mac))
+        {
+            throw new IllegalArgumentException("MAC must be unicast: " + MacAddress.format(mac));
+        }
+        this.mac = mac;
+        return this;
+    }
+
+    public int address()
+    {
+        return address;
+    }
+
+    public StackConfig address(final int address)
+    {
+        this.address = address;
+        return this;
+    }
+
+    public int prefixLength()
+    {
+        return prefixLength;
+    }
+
+    public StackConfig prefixLength(final int prefixLength)
+    {
+        if (prefixLength < 1 || prefixLength > 30)
+        {
+            throw new IllegalArgumentException("prefix length must be 1..30: " + prefixLength);
+        }
+        this.prefixLength = prefixLength;
+        return this;
+    }
+
+    public int gateway()
+    {
+        return gateway;
+    }
+
+    public StackConfig gateway(final int gateway)
+    {
+        this.gateway = gateway;
+        return this;
+    }
+
+    public int mtu()
+    {
+        return mtu;
+    }
+
+    public StackConfig mtu(final int mtu)
+    {
+        if (mtu < 576 || mtu > 9000)
+        {
+            throw new IllegalArgumentException("MTU must be 576..9000: " + mtu);
+        }
+        this.mtu = mtu;
+        return this;
+    }
+
+    public int defaultTtl()
+    {
+        return defaultTtl;
+    }
+
+    public int arpCacheSize()
+    {
+        return arpCacheSize;
+    }
+
+    public StackConfig arpCacheSize(final int n)
+    {
+        this.arpCacheSize = n;
+        return this;
+    }
+
+    public int arpQueueFrames()
+    {
+        return arpQueueFrames;
+    }
+
+    public StackConfig arpQueueFrames(final int n)
+    {
+        this.arpQueueFrames = n;
+        return this;
+    }
+
+    public long arpRetryNanos()
+    {
+        return arpRetryNanos;
+    }
+
+    public int arpMaxRetries()
+    {
+        return arpMaxRetries;
+    }
+
+    public long arpEntryLifetimeNanos()
+    {
+        return arpEntryLifetimeNanos;
+    }
+
+    public long reassemblyTimeoutNanos()
+    {
+        return reassemblyTimeoutNanos;
+    }
+
+    public StackConfig reassemblyTimeoutNanos(final long nanos)
+    {
+        this.reassemblyTimeoutNanos = nanos;
+        return this;
+    }
+
+    public int reassemblyMaxDatagrams()
+    {
+        return reassemblyMaxDatagrams;
+    }
+
+    public StackConfig reassemblyMaxDatagrams(final int n)
+    {
+        this.reassemblyMaxDatagrams = n;
+        return this;
+    }
+
+    public int reassemblyMaxFragments()
+    {
+        return reassemblyMaxFragments;
+    }
+
+    public int reassemblyMaxBytes()
+    {
+        return reassemblyMaxBytes;
+    }
+
+    public StackConfig reassemblyMaxBytes(final int n)
+    {
+        this.reassemblyMaxBytes = n;
+        return this;
+    }
+
+    public int reassemblyMaxBytesPerSource()
+    {
+        return reassemblyMaxBytesPerSource;
+    }
+
+    public StackConfig reassemblyMaxBytesPerSource(final int n)
+    {
+        this.reassemblyMaxBytesPerSource = n;
+        return this;
+    }
+
+    public int icmpErrorsPerSecond()
+    {
+        return icmpErrorsPerSecond;
+    }
+
+    public int icmpErrorBurst()
+    {
+        return icmpErrorBurst;
+    }
+
+    public StackConfig icmpErrorRate(final int perSecond, final int burst)
+    {
+        this.icmpErrorsPerSecond = perSecond;
+        this.icmpErrorBurst = burst;
+        return this;
+    }
+
+    public int netmask()
+    {
+        return Ipv4Address.prefixMask(prefixLength);
+    }
+
+    public int subnetBroadcast()
+    {
+        return address | ~netmask();
+    }
+
+    public boolean onLink(final int ip)
+    {
+        return (ip & netmask()) == (address & netmask());
+    }
+
+    @Override
+    public String toString()
+    {
+        return Ipv4Address.format(address) + "/" + prefixLength + " mac " + MacAddress.format(mac()) + " mtu " + mtu;
+    }
+}

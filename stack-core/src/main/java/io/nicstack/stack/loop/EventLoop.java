@@ -1,0 +1,74 @@
+package io.nicstack.stack.loop;
+
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.NanoClock;
+
+import io.nicstack.stack.NetStack;
+
+/**
+ * Poll-mode, run-to-completion loop: burst RX, process, timers, burst TX; an Agrona idle strategy
+ * while there is nothing to do, and after a while the device's own readiness wait (poll(2) on a
+ * tap), bounded so that timers still fire on time.
+ */
+public final class EventLoop implements Runnable
+{
+    /** Rounds without work before the loop blocks in the device instead of spinning. */
+    private static final int SPIN_ROUNDS = 1_000;
+    private static final long MAX_BLOCK_NANOS = 1_000_000L;
+
+    private final NetStack stack;
+    private final NanoClock clock;
+    private final IdleStrategy idle;
+    private final Runnable[] tasks;
+    private volatile boolean running = true;
+
+    /**
+     * @param tasks extra work run once per round on the loop thread (services, the next issue's pipes).
+     */
+    public EventLoop(final NetStack stack, final NanoClock clock, final IdleStrategy idle, final Runnable... tasks)
+    {
+        this.stack = stack;
+        this.clock = clock;
+        this.idle = idle;
+        this.tasks = tasks;
+    }
+
+    /** One round; returns the work done. */
+    public int doWork()
+    {
+        for (final Runnable task : tasks)
+        {
+            task.run();
+        }
+        return stack.poll(clock.nanoTime());
+    }
+
+    @Override
+    public void run()
+    {
+        stack.start(clock.nanoTime());
+        int idleRounds = 0;
+        while (running)
+        {
+            if (doWork() > 0)
+            {
+                idleRounds = 0;
+                idle.reset();
+            }
+            else if (++idleRounds < SPIN_ROUNDS)
+            {
+                idle.idle();
+            }
+            else
+            {
+                stack.device().awaitReadable(MAX_BLOCK_NANOS);
+            }
+        }
+    }
+
+    /** Ask the loop to return from {@link #run()} after the current round. */
+    public void stop()
+    {
+        running = false;
+    }
+}

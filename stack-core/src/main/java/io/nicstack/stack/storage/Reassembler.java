@@ -1,0 +1,385 @@
+package io.nicstack.stack.storage;
+
+import java.nio.ByteBuffer;
+
+import org.agrona.DirectBuffer;
+import org.agrona.collections.Int2IntHashMap;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.wire.Ipv4Header;
+
+/**
+ * IPv4 reassembly (RFC 791 §3.2, with the hole bookkeeping of RFC 815 kept as a sorted list of
+ * received ranges).
+ *
+ * <p>Defences, in the spirit of Linux after FragmentSmack (CVE-2018-5391): a bounded number of
+ * datagrams in progress, a bounded number of fragments per datagram, a cap on bytes held in total and
+ * per source address, and an overlapping fragment discards the whole datagram (as RFC 5722 requires
+ * for IPv6), so overlaps can neither rewrite accepted bytes nor make the reassembler work harder.
+ * An exact duplicate is dropped on its own. Buffers are allocated once per context and reused.
+ *
+ * <p>A reassembled datagram is contiguous in the context buffer: the first fragment's IP header
+ * (with total length, flags and offset rewritten) followed by the payload.
+ */
+public final class Reassembler
+{
+    /** Result of {@link #accept}. */
+    public static final int QUEUED = 0;
+    public static final int COMPLETE = 1;
+    public static final int DROP_DUPLICATE = 2;
+    public static final int DROP_OVERLAP = 3;
+    public static final int DROP_OVERFLOW = 4;
+    public static final int DROP_MALFORMED = 5;
+
+    /** Told when a datagram times out (for ICMP time exceeded, RFC 1122 §3.3.2). */
+    @FunctionalInterface
+    public interface TimeoutListener
+    {
+        /** {@code header} is the first fragment's IP header plus up to 8 payload bytes, or length 0 if absent. */
+        void onTimeout(DirectBuffer buffer, int offset, int length, long now);
+    }
+
+    private static final int MAX_DATAGRAM = 65535;
+    private static final int BUFFER_CAPACITY = 60 + MAX_DATAGRAM;
+
+    private final int maxBytes;
+    private final int maxBytesPerSource;
+    private final int maxFragments;
+    private final long timeoutNanos;
+    private final Timers timers;
+    private final TimeoutListener timeoutListener;
+    private final Context[] contexts;
+    private final Int2IntHashMap bytesBySource = new Int2IntHashMap(0);
+    private final Timers.Handler expiry = this::onExpiry;
+    private final Ipv4Header ip = new Ipv4Header();
+    private int bytesHeld;
+    private int active;
+    private Context completed;
+
+    public Reassembler(
+        final int maxDatagrams,
+        final int maxFragments,
+        final int maxBytes,
+        final int maxBytesPerSource,
+        final long timeoutNanos,
+        final Timers timers,
+        final TimeoutListener timeoutListener)
+    {
+        this.maxFragments = maxFragments;
+        this.maxBytes = maxBytes;
+        this.maxBytesPerSource = maxBytesPerSource;
+        this.timeoutNanos = timeoutNanos;
+        this.timers = timers;
+        this.timeoutListener = timeoutListener;
+        contexts = new Context[maxDatagrams];
+        for (int i = 0; i < maxDatagrams; i++)
+        {
+            contexts[i] = new Context(maxFragments);
+        }
+    }
+
+    /**
+     * Add one fragment. {@code header} must be a validated IPv4 header with MF set or a non-zero
+     * offset; {@code payloadOffset}/{@code payloadLength} locate its payload in the same buffer.
+     * On {@link #COMPLETE} read the datagram with {@link #datagramBuffer()} and {@link #datagramLength()},
+     * then call {@link #releaseCompleted()}.
+     */
+    public int accept(final Ipv4Header header, final int payloadOffset, final int payloadLength, final long now)
+    {
+        final int start = header.fragmentOffset();
+        final int end = start + payloadLength;
+        final boolean more = header.moreFragments();
+        // RFC 791: every fragment but the last carries a multiple of 8 bytes; nothing may pass 65535.
+        if ((more && (payloadLength == 0 || (payloadLength & 7) != 0)) || end + header.headerLength() > MAX_DATAGRAM)
+        {
+            return DROP_MALFORMED;
+        }
+        final int source = header.source();
+        Context c = find(source, header.destination(), header.identification(), header.protocol());
+        if (c == null)
+        {
+            c = open(header, now);
+            if (c == null)
+            {
+                return DROP_OVERFLOW;
+            }
+        }
+        if (!more)
+        {
+            if (c.totalLength >= 0 && c.totalLength != end || end < c.highestEnd)
+            {
+                discard(c);
+                return DROP_OVERLAP;
+            }
+            c.totalLength = end;
+        }
+        else if (c.totalLength >= 0 && end > c.totalLength)
+        {
+            discard(c);
+            return DROP_OVERLAP;
+        }
+
+        final int insertAt = c.insertionPoint(start, end);
+        if (insertAt == Context.DUPLICATE)
+        {
+            return DROP_DUPLICATE;
+        }
+        if (insertAt == Context.OVERLAP)
+        {
+            discard(c);
+            return DROP_OVERLAP;
+        }
+        if (c.count == maxFragments
+            || bytesHeld + payloadLength > maxBytes
+            || bytesBySource.get(source) + payloadLength > maxBytesPerSource)
+        {
+            discard(c);
+            return DROP_OVERFLOW;
+        }
+        c.insert(insertAt, start, end);
+        c.buffer.putBytes(c.headerLength + start, header.buffer(), payloadOffset, payloadLength);
+        c.bytes += payloadLength;
+        bytesHeld += payloadLength;
+        bytesBySource.put(source, bytesBySource.get(source) + payloadLength);
+        if (c.highestEnd < end)
+        {
+            c.highestEnd = end;
+        }
+        if (start == 0)
+        {
+            c.copyHeader(header);
+        }
+        if (c.isComplete())
+        {
+            timers.cancel(c.timerId);
+            c.timerId = Timers.NO_TIMER;
+            ip.wrap(c.buffer, 0, c.headerLength + c.totalLength)
+                .totalLength(c.headerLength + c.totalLength)
+                .flagsAndFragmentOffset(false, false, 0)
+                .updateChecksum();
+            completed = c;
+            return COMPLETE;
+        }
+        return QUEUED;
+    }
+
+    /** Buffer holding the last completed datagram, header at index 0. */
+    public DirectBuffer datagramBuffer()
+    {
+        return completed.buffer;
+    }
+
+    public int datagramLength()
+    {
+        return completed.headerLength + completed.totalLength;
+    }
+
+    /** Free the context of the last completed datagram. */
+    public void releaseCompleted()
+    {
+        if (completed != null)
+        {
+            free(completed);
+            completed = null;
+        }
+    }
+
+    /** Datagrams in progress. */
+    public int active()
+    {
+        return active;
+    }
+
+    /** Payload bytes held in all contexts. */
+    public int bytesHeld()
+    {
+        return bytesHeld;
+    }
+
+    private Context find(final int source, final int destination, final int id, final int protocol)
+    {
+        for (final Context c : contexts)
+        {
+            if (c.inUse && c.source == source && c.destination == destination && c.id == id && c.protocol == protocol)
+            {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private Context open(final Ipv4Header header, final long now)
+    {
+        for (final Context c : contexts)
+        {
+            if (!c.inUse)
+            {
+                c.open(header.source(), header.destination(), header.identification(), header.protocol());
+                c.timerId = timers.schedule(now + timeoutNanos, expiry);
+                active++;
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private void discard(final Context c)
+    {
+        free(c);
+    }
+
+    private void free(final Context c)
+    {
+        if (c.timerId != Timers.NO_TIMER)
+        {
+            timers.cancel(c.timerId);
+            c.timerId = Timers.NO_TIMER;
+        }
+        bytesHeld -= c.bytes;
+        final int left = bytesBySource.get(c.source) - c.bytes;
+        if (left <= 0)
+        {
+            bytesBySource.remove(c.source);
+        }
+        else
+        {
+            bytesBySource.put(c.source, left);
+        }
+        c.inUse = false;
+        active--;
+    }
+
+    private void onExpiry(final long now, final long timerId)
+    {
+        for (final Context c : contexts)
+        {
+            if (c.inUse && c.timerId == timerId)
+            {
+                c.timerId = Timers.NO_TIMER;
+                if (c.hasFirst)
+                {
+                    final int len = Math.min(c.headerLength + 8, c.headerLength + c.firstEnd());
+                    timeoutListener.onTimeout(c.buffer, 0, len, now);
+                }
+                else
+                {
+                    timeoutListener.onTimeout(c.buffer, 0, 0, now);
+                }
+                free(c);
+                return;
+            }
+        }
+    }
+
+    /** One datagram in progress. */
+    private static final class Context
+    {
+        static final int DUPLICATE = -1;
+        static final int OVERLAP = -2;
+
+        final UnsafeBuffer buffer = new UnsafeBuffer(ByteBuffer.allocateDirect(BUFFER_CAPACITY));
+        final int[] starts;
+        final int[] ends;
+        int count;
+        boolean inUse;
+        int source;
+        int destination;
+        int id;
+        int protocol;
+        int totalLength;
+        int highestEnd;
+        int headerLength;
+        boolean hasFirst;
+        int bytes;
+        long timerId = Timers.NO_TIMER;
+
+        Context(final int maxFragments)
+        {
+            starts = new int[maxFragments];
+            ends = new int[maxFragments];
+        }
+
+        void open(final int source, final int destination, final int id, final int protocol)
+        {
+            inUse = true;
+            this.source = source;
+            this.destination = destination;
+            this.id = id;
+            this.protocol = protocol;
+            count = 0;
+            totalLength = -1;
+            highestEnd = 0;
+            // Payload is stored after room for the largest header; moved behind the real one on copyHeader.
+            headerLength = 60;
+            hasFirst = false;
+            bytes = 0;
+        }
+
+        /** Index where [start, end) goes in the sorted range list, or DUPLICATE / OVERLAP. */
+        int insertionPoint(final int start, final int end)
+        {
+            int i = 0;
+            while (i < count && starts[i] < start)
+            {
+                i++;
+            }
+            if (i < count && starts[i] == start && ends[i] == end)
+            {
+                return DUPLICATE;
+            }
+            if (i > 0 && ends[i - 1] > start)
+            {
+                return OVERLAP;
+            }
+            if (i < count && starts[i] < end)
+            {
+                return OVERLAP;
+            }
+            return i;
+        }
+
+        void insert(final int at, final int start, final int end)
+        {
+            System.arraycopy(starts, at, starts, at + 1, count - at);
+            System.arraycopy(ends, at, ends, at + 1, count - at);
+            starts[at] = start;
+            ends[at] = end;
+            count++;
+        }
+
+        void copyHeader(final Ipv4Header header)
+        {
+            final int realLength = header.headerLength();
+            if (realLength != headerLength)
+            {
+                // Slide the payload received so far so it follows the real header directly.
+                buffer.putBytes(realLength, buffer, headerLength, Math.max(highestEnd, 0));
+                headerLength = realLength;
+            }
+            buffer.putBytes(0, header.buffer(), header.offset(), realLength);
+            hasFirst = true;
+        }
+
+        int firstEnd()
+        {
+            return count > 0 && starts[0] == 0 ? ends[0] : 0;
+        }
+
+        boolean isComplete()
+        {
+            if (totalLength < 0 || count == 0 || starts[0] != 0)
+            {
+                return false;
+            }
+            for (int i = 1; i < count; i++)
+            {
+                if (starts[i] != ends[i - 1])
+                {
+                    return false;
+                }
+            }
+            return ends[count - 1] == totalLength && hasFirst;
+        }
+    }
+}

@@ -1,0 +1,145 @@
+package io.nicstack.stack.udp;
+
+import java.nio.ByteBuffer;
+
+import org.agrona.DirectBuffer;
+import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.stack.icmp.Icmp;
+import io.nicstack.stack.iface.IpProtocolHandler;
+import io.nicstack.stack.iface.Ipv4;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.IcmpHeader;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.UdpHeader;
+
+/** UDP (RFC 768, RFC 1122 §4.1): checksum validation, port demultiplexing, port unreachable, sending. */
+public final class Udp implements IpProtocolHandler
+{
+    /** Largest payload of one datagram: 65535 - 20 (IPv4) - 8 (UDP). */
+    public static final int MAX_PAYLOAD = 65507;
+
+    private final Ipv4 ip;
+    private final Icmp icmp;
+    private final StackCounters counters;
+    private final Int2ObjectHashMap<UdpSocket> sockets = new Int2ObjectHashMap<>();
+    private final UdpHeader in = new UdpHeader();
+    private final UdpHeader out = new UdpHeader();
+    private final UnsafeBuffer scratch = new UnsafeBuffer(ByteBuffer.allocateDirect(65536));
+
+    public Udp(final Ipv4 ip, final Icmp icmp, final StackCounters counters)
+    {
+        this.ip = ip;
+        this.icmp = icmp;
+        this.counters = counters;
+    }
+
+    /** Bind {@code port} with an inline handler. */
+    public UdpSocket bind(final int port, final UdpHandler handler)
+    {
+        return bind(port, handler, 0);
+    }
+
+    /** Bind {@code port} with a receive queue of about {@code queueBytes}, drained by {@link UdpSocket#receive}. */
+    public UdpSocket bind(final int port, final int queueBytes)
+    {
+        return bind(port, null, queueBytes);
+    }
+
+    private UdpSocket bind(final int port, final UdpHandler handler, final int queueBytes)
+    {
+        if (port < 1 || port > 65535)
+        {
+            throw new IllegalArgumentException("udp port out of range: " + port);
+        }
+        if (sockets.containsKey(port))
+        {
+            throw new IllegalStateException("udp port in use: " + port);
+        }
+        final UdpSocket socket = new UdpSocket(this, port, handler, queueBytes);
+        sockets.put(port, socket);
+        return socket;
+    }
+
+    void unbind(final int port)
+    {
+        sockets.remove(port);
+    }
+
+    @Override
+    public void onDatagram(
+        final Ipv4Header header,
+        final DirectBuffer buffer,
+        final int offset,
+        final int length,
+        final boolean broadcast,
+        final long now)
+    {
+        if (!in.wrapChecked(buffer, offset, length))
+        {
+            counters.increment(StackCounter.UDP_DROP_TRUNCATED);
+            return;
+        }
+        final int udpLength = in.datagramLength();
+        if (udpLength < UdpHeader.HEADER_LENGTH || udpLength > length)
+        {
+            counters.increment(StackCounter.UDP_DROP_TRUNCATED);
+            return;
+        }
+        // The UDP length may be shorter than the IP payload (RFC 768); trailing bytes are not ours.
+        in.wrap(buffer, offset, udpLength);
+        if (!in.checksumValid(header.source(), header.destination()))
+        {
+            counters.increment(StackCounter.UDP_DROP_BAD_CHECKSUM);
+            return;
+        }
+        final UdpSocket socket = sockets.get(in.destinationPort());
+        if (socket == null)
+        {
+            counters.increment(StackCounter.UDP_DROP_NO_PORT);
+            // RFC 1122 4.1.3.1: SHOULD send ICMP port unreachable.
+            icmp.sendError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PORT_UNREACHABLE, header, broadcast, now);
+            return;
+        }
+        if (socket.deliver(header.source(), in.sourcePort(), buffer, offset + UdpHeader.HEADER_LENGTH,
+            udpLength - UdpHeader.HEADER_LENGTH, now))
+        {
+            counters.increment(StackCounter.UDP_IN_DATAGRAMS);
+        }
+        else
+        {
+            counters.increment(StackCounter.UDP_DROP_RECEIVE_QUEUE_FULL);
+        }
+    }
+
+    boolean send(
+        final int sourcePort,
+        final int address,
+        final int port,
+        final DirectBuffer buffer,
+        final int offset,
+        final int length,
+        final long now)
+    {
+        if (length < 0 || length > MAX_PAYLOAD)
+        {
+            throw new IllegalArgumentException("udp payload length out of range: " + length);
+        }
+        final int datagramLength = UdpHeader.HEADER_LENGTH + length;
+        scratch.putBytes(UdpHeader.HEADER_LENGTH, buffer, offset, length);
+        out.wrap(scratch, 0, datagramLength)
+            .sourcePort(sourcePort)
+            .destinationPort(port)
+            .datagramLength(datagramLength)
+            .checksum(0)
+            .updateChecksum(ip.config().address(), address);
+        final boolean sent = ip.send(address, Ipv4Header.PROTOCOL_UDP, scratch, 0, datagramLength, now);
+        if (sent)
+        {
+            counters.increment(StackCounter.UDP_OUT_DATAGRAMS);
+        }
+        return sent;
+    }
+}

@@ -1,0 +1,101 @@
+package io.nicstack.stack.udp;
+
+import java.nio.ByteBuffer;
+
+import org.agrona.BitUtil;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.MessageHandler;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+
+/**
+ * A bound UDP port. Datagrams either go to a {@link UdpHandler} inline, or, without one, into a
+ * bounded receive queue drained with {@link #receive(UdpHandler, int)}. Used from the event loop thread.
+ */
+public final class UdpSocket
+{
+    private static final int MSG_TYPE = 1;
+    private static final int META_LENGTH = 8;
+
+    private final Udp udp;
+    private final int port;
+    private final UdpHandler handler;
+    private final OneToOneRingBuffer queue;
+    private final MessageHandler queueReader = this::onQueued;
+    private UdpHandler drainHandler;
+    private boolean open = true;
+    private long now;
+
+    UdpSocket(final Udp udp, final int port, final UdpHandler handler, final int queueBytes)
+    {
+        this.udp = udp;
+        this.port = port;
+        this.handler = handler;
+        this.queue = handler != null ? null : new OneToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
+            BitUtil.findNextPositivePowerOfTwo(Math.max(queueBytes, 1 << 16)) + RingBufferDescriptor.TRAILER_LENGTH)));
+    }
+
+    public int port()
+    {
+        return port;
+    }
+
+    /** Send a datagram from this port; false (counted) when it cannot be sent. */
+    public boolean send(final int address, final int destinationPort, final DirectBuffer buffer, final int offset, final int length, final long nowNanos)
+    {
+        if (!open)
+        {
+            throw new IllegalStateException("socket closed: udp port " + port);
+        }
+        return udp.send(port, address, destinationPort, buffer, offset, length, nowNanos);
+    }
+
+    /** Deliver up to {@code limit} queued datagrams to {@code receiver}; returns how many. */
+    public int receive(final UdpHandler receiver, final int limit)
+    {
+        if (queue == null)
+        {
+            return 0;
+        }
+        drainHandler = receiver;
+        return queue.read(queueReader, limit);
+    }
+
+    private void onQueued(final int msgType, final MutableDirectBuffer buffer, final int index, final int length)
+    {
+        drainHandler.onDatagram(this, buffer.getInt(index), buffer.getInt(index + 4), buffer, index + META_LENGTH, length - META_LENGTH, now);
+    }
+
+    public void close()
+    {
+        if (open)
+        {
+            open = false;
+            udp.unbind(port);
+        }
+    }
+
+    /** Called by {@link Udp}; false when the receive queue is full. */
+    boolean deliver(final int source, final int sourcePort, final DirectBuffer buffer, final int offset, final int length, final long nowNanos)
+    {
+        now = nowNanos;
+        if (handler != null)
+        {
+            handler.onDatagram(this, source, sourcePort, buffer, offset, length, nowNanos);
+            return true;
+        }
+        final int index = queue.tryClaim(MSG_TYPE, META_LENGTH + length);
+        if (index < 0)
+        {
+            return false;
+        }
+        final var b = queue.buffer();
+        b.putInt(index, source);
+        b.putInt(index + 4, sourcePort);
+        b.putBytes(index + META_LENGTH, buffer, offset, length);
+        queue.commit(index);
+        return true;
+    }
+}

@@ -1,0 +1,477 @@
+package io.nicstack.stack;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.IcmpHeader;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
+import io.nicstack.stack.wire.UdpHeader;
+
+import static io.nicstack.stack.Frames.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/** Frame-level behaviour of ARP, IPv4, ICMP and UDP with an injected clock. */
+class NetStackTest
+{
+    private static final long SECOND = 1_000_000_000L;
+
+    private TestDevice device;
+    private StackCounters counters;
+    private NetStack stack;
+    private long now = 1_000 * SECOND;
+    private long mac;
+
+    @BeforeEach
+    void setUp()
+    {
+        device = new TestDevice(1500);
+        counters = StackCounters.inMemory();
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/24"), counters, now);
+        mac = stack.config().mac();
+    }
+
+    private List<byte[]> exchange(final byte[]... frames)
+    {
+        for (final byte[] f : frames)
+        {
+            device.inject(f);
+        }
+        stack.poll(now);
+        return device.takeSent();
+    }
+
+    private void learnPeer()
+    {
+        exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, PEER_MAC, PEER_IP, 0, STACK_IP)));
+    }
+
+    private static Ipv4Header ipOf(final byte[] frame)
+    {
+        final Ipv4Header ip = new Ipv4Header();
+        assertTrue(ip.wrapChecked(new UnsafeBuffer(frame), 14, frame.length - 14));
+        assertTrue(ip.checksumValid(), "IPv4 header checksum");
+        return ip;
+    }
+
+    @Test
+    void gratuitousArpOnStart()
+    {
+        stack.start(now);
+        final List<byte[]> sent = device.takeSent();
+        assertEquals(1, sent.size());
+        final ArpPacket arp = new ArpPacket();
+        arp.wrap(new UnsafeBuffer(sent.get(0)), 14, 28);
+        assertEquals(ArpPacket.OP_REQUEST, arp.operation());
+        assertEquals(STACK_IP, arp.senderProtocolAddress());
+        assertEquals(STACK_IP, arp.targetProtocolAddress());
+        assertEquals(mac, arp.senderHardwareAddress());
+    }
+
+    @Test
+    void arpRequestForUsGetsReplyAndTeachesTheSender()
+    {
+        final List<byte[]> sent = exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, PEER_MAC, PEER_IP, 0, STACK_IP)));
+        assertEquals(1, sent.size());
+        final UnsafeBuffer b = new UnsafeBuffer(sent.get(0));
+        final EthernetFrame eth = new EthernetFrame().wrap(b, 0, b.capacity());
+        assertEquals(PEER_MAC, eth.destination());
+        final ArpPacket reply = new ArpPacket().wrap(b, 14, 28);
+        assertEquals(ArpPacket.OP_REPLY, reply.operation());
+        assertEquals(mac, reply.senderHardwareAddress());
+        assertEquals(STACK_IP, reply.senderProtocolAddress());
+        assertEquals(PEER_MAC, reply.targetHardwareAddress());
+        assertEquals(PEER_IP, reply.targetProtocolAddress());
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP));
+        assertEquals(1, counters.get(StackCounter.ARP_IN_REQUESTS));
+    }
+
+    @Test
+    void arpRequestForAnotherHostIsIgnored()
+    {
+        final List<byte[]> sent = exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, PEER_MAC, PEER_IP, 0, 0xC612_0063)));
+        assertTrue(sent.isEmpty());
+        assertEquals(1, counters.get(StackCounter.ARP_DROP_NOT_FOR_US));
+        assertEquals(-1, stack.arp().lookup(PEER_IP), "no entry created for traffic not meant for us");
+    }
+
+    @Test
+    void echoRequestFromUnknownPeerWaitsForArpThenIsAnswered()
+    {
+        final byte[] data = "ping-payload-0123456789".getBytes();
+        final List<byte[]> first = exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 7, false, 0,
+            icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 0x1234, 1, data))));
+        assertEquals(1, first.size(), "only an ARP request goes out; the reply waits");
+        final ArpPacket request = new ArpPacket().wrap(new UnsafeBuffer(first.get(0)), 14, 28);
+        assertEquals(ArpPacket.OP_REQUEST, request.operation());
+        assertEquals(PEER_IP, request.targetProtocolAddress());
+        assertEquals(1, stack.arp().queuedFrames());
+
+        final List<byte[]> second = exchange(ethernet(mac, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, PEER_MAC, PEER_IP, mac, STACK_IP)));
+        assertEquals(1, second.size());
+        assertEchoReply(second.get(0), 0x1234, 1, data);
+        assertEquals(0, stack.arp().queuedFrames());
+    }
+
+    private static void assertEchoReply(final byte[] frame, final int id, final int seq, final byte[] data)
+    {
+        final Ipv4Header ip = ipOf(frame);
+        assertEquals(PEER_IP, ip.destination());
+        assertEquals(STACK_IP, ip.source());
+        assertEquals(Ipv4Header.PROTOCOL_ICMP, ip.protocol());
+        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+        assertEquals(IcmpHeader.TYPE_ECHO_REPLY, icmp.type());
+        assertTrue(icmp.checksumValid());
+        assertEquals(id, icmp.identifier());
+        assertEquals(seq, icmp.sequenceNumber());
+        final byte[] got = new byte[data.length];
+        ip.buffer().getBytes(ip.payloadOffset() + 8, got);
+        assertArrayEquals(data, got);
+    }
+
+    @Test
+    void fragmentedEchoRequestIsReassembledAndTheReplyFragmented()
+    {
+        learnPeer();
+        final byte[] data = new byte[4000];
+        new Random(1).nextBytes(data);
+        final byte[] icmp = icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 9, 2, data);
+        // Fragments of 1480 bytes, delivered last first.
+        final byte[][] fragments = fragment(icmp, 1480, 77, Ipv4Header.PROTOCOL_ICMP);
+        final List<byte[]> sent = exchange(fragments[2], fragments[0], fragments[1]);
+        assertEquals(3, sent.size(), "4008 bytes of ICMP leave as three fragments");
+        final byte[] whole = reassemble(sent);
+        final UnsafeBuffer b = new UnsafeBuffer(whole);
+        final IcmpHeader reply = new IcmpHeader().wrap(b, 0, whole.length);
+        assertEquals(IcmpHeader.TYPE_ECHO_REPLY, reply.type());
+        assertTrue(reply.checksumValid());
+        assertArrayEquals(data, Arrays.copyOfRange(whole, 8, whole.length));
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLED));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /** Split an L4 payload into IPv4 fragment frames from the peer. */
+    private byte[][] fragment(final byte[] l4, final int chunk, final int id, final int protocol)
+    {
+        final int n = (l4.length + chunk - 1) / chunk;
+        final byte[][] frames = new byte[n][];
+        for (int i = 0; i < n; i++)
+        {
+            final int from = i * chunk;
+            final int to = Math.min(l4.length, from + chunk);
+            frames[i] = fromPeer(mac, ipv4(PEER_IP, STACK_IP, protocol, id, to < l4.length, from, Arrays.copyOfRange(l4, from, to)));
+        }
+        return frames;
+    }
+
+    /** Reassemble our outbound fragments (checking their headers) into the L4 payload. */
+    private static byte[] reassemble(final List<byte[]> frames)
+    {
+        int total = -1;
+        final byte[] out = new byte[65536];
+        int id = -1;
+        for (final byte[] f : frames)
+        {
+            final Ipv4Header ip = ipOf(f);
+            assertTrue(ip.totalLength() + 14 <= 1514, "fragment fits the MTU");
+            if (id < 0)
+            {
+                id = ip.identification();
+            }
+            assertEquals(id, ip.identification());
+            final int len = ip.totalLength() - 20;
+            if (ip.moreFragments())
+            {
+                assertEquals(0, len % 8);
+            }
+            else
+            {
+                total = ip.fragmentOffset() + len;
+            }
+            ip.buffer().getBytes(ip.payloadOffset(), out, ip.fragmentOffset(), len);
+        }
+        assertTrue(total > 0);
+        return Arrays.copyOf(out, total);
+    }
+
+    @Test
+    void udpDatagramToBoundPortIsDeliveredAndEchoed()
+    {
+        learnPeer();
+        stack.udp().bind(7, (socket, src, srcPort, buffer, offset, length, t) -> socket.send(src, srcPort, buffer, offset, length, t));
+        final byte[] data = "hello udp".getBytes();
+        final List<byte[]> sent = exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 17, 1, false, 0, udp(PEER_IP, STACK_IP, 40000, 7, data))));
+        assertEquals(1, sent.size());
+        final Ipv4Header ip = ipOf(sent.get(0));
+        final UdpHeader udp = new UdpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+        assertEquals(7, udp.sourcePort());
+        assertEquals(40000, udp.destinationPort());
+        assertTrue(udp.checksumValid(STACK_IP, PEER_IP));
+        assertNotEquals(0, udp.checksum(), "we always send a checksum");
+        final byte[] got = new byte[data.length];
+        ip.buffer().getBytes(ip.payloadOffset() + 8, got);
+        assertArrayEquals(data, got);
+    }
+
+    @Test
+    void udpQueuedSocketReceivesInOrder()
+    {
+        final var socket = stack.udp().bind(5000, 1 << 16);
+        for (int i = 0; i < 3; i++)
+        {
+            exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 17, i, false, 0, udp(PEER_IP, STACK_IP, 4000 + i, 5000, new byte[] {(byte)i}))));
+        }
+        final int[] seen = new int[3];
+        final int n = socket.receive((s, src, srcPort, buffer, offset, length, t) ->
+        {
+            assertEquals(1, length);
+            seen[buffer.getByte(offset)] = srcPort;
+        }, 10);
+        assertEquals(3, n);
+        assertArrayEquals(new int[] {4000, 4001, 4002}, seen);
+    }
+
+    @Test
+    void udpToClosedPortGetsPortUnreachableQuotingTheDatagram()
+    {
+        learnPeer();
+        final byte[] datagram = ipv4(PEER_IP, STACK_IP, 17, 5, false, 0, udp(PEER_IP, STACK_IP, 40000, 9999, "x".getBytes()));
+        final List<byte[]> sent = exchange(fromPeer(mac, datagram));
+        assertEquals(1, sent.size());
+        final Ipv4Header ip = ipOf(sent.get(0));
+        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+        assertEquals(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, icmp.type());
+        assertEquals(IcmpHeader.CODE_PORT_UNREACHABLE, icmp.code());
+        assertTrue(icmp.checksumValid());
+        final byte[] quoted = new byte[datagram.length];
+        ip.buffer().getBytes(ip.payloadOffset() + 8, quoted);
+        assertArrayEquals(datagram, quoted, "RFC 792: the whole (short) datagram is quoted");
+        assertEquals(1, counters.get(StackCounter.UDP_DROP_NO_PORT));
+    }
+
+    @Test
+    void icmpErrorsAreRateLimited()
+    {
+        learnPeer();
+        final byte[] frame = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 17, 5, false, 0, udp(PEER_IP, STACK_IP, 1, 9999, new byte[0])));
+        int sent = 0;
+        for (int i = 0; i < 200; i++)
+        {
+            sent += exchange(frame).size();
+        }
+        final int burst = stack.config().icmpErrorBurst();
+        assertEquals(burst, sent);
+        assertEquals(200 - burst, counters.get(StackCounter.ICMP_OUT_RATE_LIMITED));
+        now += SECOND;
+        for (int i = 0; i < 200; i++)
+        {
+            sent += exchange(frame).size();
+        }
+        assertEquals(2 * burst, sent, "one second refills the bucket up to its burst size");
+    }
+
+    @Test
+    void everyMalformedIpv4HeaderHasItsOwnDropReason()
+    {
+        learnPeer();
+        final byte[] good = ipv4(PEER_IP, STACK_IP, 1, 1, false, 0, icmpEcho(8, 1, 1, new byte[8]));
+        final long truncated = counters.get(StackCounter.IPV4_DROP_TRUNCATED);
+        final byte[] runt = Arrays.copyOf(fromPeer(mac, good), 14 + 19);
+        assertTrue(exchange(runt).isEmpty());
+        assertEquals(truncated + 1, counters.get(StackCounter.IPV4_DROP_TRUNCATED));
+        assertDrop(StackCounter.IPV4_DROP_BAD_VERSION, patch(good, 0, 0x65), true);
+        assertDrop(StackCounter.IPV4_DROP_BAD_HEADER_LENGTH, patch(good, 0, 0x44), true);
+        assertDrop(StackCounter.IPV4_DROP_BAD_HEADER_LENGTH, patch(good, 0, 0x4F), true);
+        assertDrop(StackCounter.IPV4_DROP_BAD_TOTAL_LENGTH, patch(good, 2, 0x05), true);
+        assertDrop(StackCounter.IPV4_DROP_BAD_TOTAL_LENGTH, patch(patch(good, 2, 0), 3, 19), true);
+        assertDrop(StackCounter.IPV4_DROP_BAD_CHECKSUM, patch(good, 10, good[10] ^ 0x01), false);
+        assertDrop(StackCounter.IPV4_DROP_TTL, patch(good, 8, 0), true);
+        assertDrop(StackCounter.IPV4_DROP_NOT_FOR_US, ipv4(PEER_IP, 0xC612_0009, 1, 1, false, 0, new byte[8]), false);
+        assertDrop(StackCounter.IPV4_DROP_BAD_SOURCE, ipv4(0xE000_0001, STACK_IP, 1, 1, false, 0, new byte[8]), false);
+        assertDrop(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL, ipv4(PEER_IP, STACK_IP, 99, 1, false, 0, new byte[8]), false);
+        assertDrop(StackCounter.ICMP_DROP_BAD_CHECKSUM, patch(good, 22, good[22] ^ 0x10), false);
+        // Options: IHL 6 with one option of length 0.
+        final byte[] withOption = new byte[24 + 16];
+        System.arraycopy(good, 0, withOption, 0, 20);
+        withOption[0] = 0x46;
+        withOption[3] = (byte)withOption.length;
+        withOption[20] = 7;
+        withOption[21] = 0;
+        assertDrop(StackCounter.IPV4_DROP_BAD_OPTIONS, withOption, true);
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    @Test
+    void ipv4OptionsAreSkipped()
+    {
+        learnPeer();
+        final byte[] icmp = icmpEcho(8, 3, 4, new byte[16]);
+        final byte[] d = new byte[24 + icmp.length];
+        final byte[] base = ipv4(PEER_IP, STACK_IP, 1, 1, false, 0, icmp);
+        System.arraycopy(base, 0, d, 0, 20);
+        d[0] = 0x46;
+        d[3] = (byte)d.length;
+        d[20] = (byte)0x94; // router alert (RFC 2113), length 4
+        d[21] = 4;
+        System.arraycopy(icmp, 0, d, 24, icmp.length);
+        final UnsafeBuffer b = new UnsafeBuffer(d);
+        new Ipv4Header().wrap(b, 0, d.length).updateChecksum();
+        final List<byte[]> sent = exchange(fromPeer(mac, d));
+        assertEquals(1, sent.size());
+        assertEchoReply(sent.get(0), 3, 4, new byte[16]);
+    }
+
+    private static byte[] patch(final byte[] d, final int index, final int value)
+    {
+        final byte[] c = d.clone();
+        c[index] = (byte)value;
+        return c;
+    }
+
+    private void assertDrop(final StackCounter reason, final byte[] datagram, final boolean fixChecksum)
+    {
+        final byte[] d = datagram.clone();
+        if (fixChecksum && d.length >= 20 && (d[0] & 0xF) >= 5 && (d[0] & 0xF) * 4 <= d.length)
+        {
+            final UnsafeBuffer b = new UnsafeBuffer(d);
+            new Ipv4Header().wrap(b, 0, d.length).updateChecksum();
+        }
+        final long before = counters.get(reason);
+        final List<byte[]> sent = exchange(fromPeer(mac, d));
+        assertEquals(before + 1, counters.get(reason), reason.label());
+        assertTrue(sent.isEmpty(), "nothing is sent for " + reason.label());
+    }
+
+    @Test
+    void reassemblyTimesOutAndSendsTimeExceeded()
+    {
+        learnPeer();
+        final byte[][] fragments = fragment(icmpEcho(8, 1, 1, new byte[3000]), 1480, 9, 1);
+        exchange(fragments[0], fragments[1]);
+        assertEquals(1, stack.ipv4().reassembler().active());
+        now += 29 * SECOND;
+        assertTrue(exchange().isEmpty());
+        now += 2 * SECOND;
+        final List<byte[]> sent = exchange();
+        assertEquals(1, sent.size());
+        final Ipv4Header ip = ipOf(sent.get(0));
+        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+        assertEquals(IcmpHeader.TYPE_TIME_EXCEEDED, icmp.type());
+        assertEquals(1, icmp.code());
+        assertEquals(0, stack.ipv4().reassembler().active());
+        assertEquals(0, stack.ipv4().reassembler().bytesHeld());
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLY_TIMEOUTS));
+        // The late last fragment opens a new context and never completes alone.
+        exchange(fragments[2]);
+        assertEquals(0, counters.get(StackCounter.IPV4_REASSEMBLED));
+    }
+
+    @Test
+    void overlappingFragmentDiscardsTheWholeDatagram()
+    {
+        learnPeer();
+        final byte[] icmp = icmpEcho(8, 1, 1, new byte[2000]);
+        final byte[][] fragments = fragment(icmp, 1024, 11, 1);
+        // A fragment at offset 512 overlapping the first one's second half.
+        final byte[] overlap = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 11, true, 512, new byte[512]));
+        assertTrue(exchange(fragments[0], overlap, fragments[1]).isEmpty());
+        assertEquals(1, counters.get(StackCounter.IPV4_DROP_FRAGMENT_OVERLAP));
+        assertEquals(0, counters.get(StackCounter.IPV4_REASSEMBLED));
+        assertEquals(1, stack.ipv4().reassembler().active(), "fragment 1 opened a fresh context after the discard");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    @Test
+    void duplicateFragmentIsDroppedAndReassemblyStillCompletes()
+    {
+        learnPeer();
+        final byte[][] fragments = fragment(icmpEcho(8, 1, 1, new byte[2000]), 1024, 12, 1);
+        final List<byte[]> sent = exchange(fragments[0], fragments[0], fragments[1]);
+        assertEquals(2, sent.size(), "reply of 2008 bytes in two fragments");
+        assertEquals(1, counters.get(StackCounter.IPV4_DROP_FRAGMENT_DUPLICATE));
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLED));
+    }
+
+    @Test
+    void reassemblyMemoryIsCappedPerSource()
+    {
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/24").reassemblyMaxBytesPerSource(8 * 1024), counters, now);
+        learnPeer();
+        // 20 datagrams, each with only its first 1024-byte fragment: 8 fit, the rest overflow.
+        for (int i = 0; i < 20; i++)
+        {
+            exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 100 + i, true, 0, new byte[1024])));
+        }
+        assertEquals(8, stack.ipv4().reassembler().active());
+        assertTrue(stack.ipv4().reassembler().bytesHeld() <= 8 * 1024);
+        assertEquals(12, counters.get(StackCounter.IPV4_DROP_REASSEMBLY_OVERFLOW));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    @Test
+    void fragmentsBeyond65535AreMalformed()
+    {
+        learnPeer();
+        exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 5, false, 65528, new byte[16])));
+        assertEquals(1, counters.get(StackCounter.IPV4_DROP_BAD_FRAGMENT));
+        exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 6, true, 0, new byte[13])));
+        assertEquals(2, counters.get(StackCounter.IPV4_DROP_BAD_FRAGMENT), "non-last fragment not a multiple of 8");
+    }
+
+    @Test
+    void unresolvedNextHopGivesUpAfterRetries()
+    {
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        socket.send(0xC612_0005, 9, new UnsafeBuffer(new byte[10]), 0, 10, now);
+        stack.poll(now);
+        assertEquals(1, device.takeSent().size(), "first ARP request");
+        int requests = 0;
+        for (int i = 0; i < 5; i++)
+        {
+            now += SECOND;
+            requests += exchange().size();
+        }
+        assertEquals(2, requests, "three requests in all (RFC 1122 2.3.2.1 bounds them)");
+        assertEquals(1, counters.get(StackCounter.ARP_RESOLUTION_FAILED));
+        assertEquals(0, stack.arp().queuedFrames());
+    }
+
+    @Test
+    void arpQueueIsBounded()
+    {
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        final int limit = stack.config().arpQueueFrames();
+        for (int i = 0; i < limit + 10; i++)
+        {
+            socket.send(0xC612_0005, 9, new UnsafeBuffer(new byte[10]), 0, 10, now);
+        }
+        assertEquals(limit, stack.arp().queuedFrames());
+        assertEquals(10, counters.get(StackCounter.ARP_QUEUE_OVERFLOW));
+    }
+
+    @Test
+    void framesNotForUsAreCounted()
+    {
+        exchange(ethernet(0x0A00_0000_0099L, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4, new byte[46]));
+        exchange(ethernet(mac, PEER_MAC, 0x86DD, new byte[46]));
+        exchange(new byte[10]);
+        assertEquals(1, counters.get(StackCounter.ETH_DROP_NOT_FOR_US));
+        assertEquals(1, counters.get(StackCounter.ETH_DROP_UNKNOWN_ETHERTYPE));
+        assertEquals(1, counters.get(StackCounter.ETH_DROP_TRUNCATED));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+}
