@@ -1,0 +1,225 @@
+package io.nicstack.nic.fault;
+
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * Decorator that injects seeded loss, rate policing, corruption, duplication, reordering and delay in each direction
+ * (smoltcp phy/fault_injector.rs, Aeron's LossGenerator).
+ *
+ * <p>Frames held for delay or reordering are let go by a later {@link #receive(FrameHandler, int)} (receive side) or
+ * {@link #flush()} (transmit side) once {@code clock} says they are due, so the event loop must keep calling both.
+ * Transmitted frames are staged in a buffer of this device and copied into the inner device's claimed buffer; received
+ * frames are passed through untouched or, when corrupted or held, as copies, never modified in the inner buffer.
+ * Print {@link #toString()} on failure: it holds both seeds.
+ */
+public final class FaultInjectingDevice implements NetDevice
+{
+    /** Default number of frames each direction can hold for {@code delay}. */
+    public static final int DEFAULT_HOLD_FRAMES = 1024;
+
+    private final NetDevice inner;
+    private final NanoClock clock;
+    private final FaultLine rx;
+    private final FaultLine tx;
+    private final String name;
+
+    private final UnsafeBuffer txFrame;
+    private boolean claimed;
+    private final FrameHandler txToInner = this::transmitToInner;
+
+    private final FrameHandler rxFromInner = this::receiveFromInner;
+    private FrameHandler rxHandler;
+    private long rxNowNanos;
+    private int rxDelivered;
+
+    /** Wrap {@code inner} with faults per direction, holding up to {@link #DEFAULT_HOLD_FRAMES} delayed frames each. */
+    public FaultInjectingDevice(
+        final NetDevice inner, final FaultConfig rx, final FaultConfig tx, final NanoClock clock)
+    {
+        this(inner, rx, tx, clock, DEFAULT_HOLD_FRAMES);
+    }
+
+    /** As the four-argument constructor with room for {@code holdFrames} delayed frames per direction. */
+    public FaultInjectingDevice(
+        final NetDevice inner, final FaultConfig rx, final FaultConfig tx, final NanoClock clock, final int holdFrames)
+    {
+        if (holdFrames < 1)
+        {
+            throw new IllegalArgumentException("holdFrames must be at least 1: " + holdFrames);
+        }
+
+        this.inner = inner;
+        this.clock = clock;
+        this.name = "fault:" + inner.name();
+        final long nowNanos = clock.nanoTime();
+        this.rx = new FaultLine(rx, inner.maxFrameLength(), holdFrames, nowNanos);
+        this.tx = new FaultLine(tx, inner.maxFrameLength(), holdFrames, nowNanos);
+        this.txFrame = new UnsafeBuffer(new byte[inner.maxFrameLength()]);
+    }
+
+    /** The decorated device. */
+    public NetDevice inner()
+    {
+        return inner;
+    }
+
+    /** Faults applied to received frames. */
+    public FaultConfig rxConfig()
+    {
+        return rx.config();
+    }
+
+    /** Faults applied to transmitted frames. */
+    public FaultConfig txConfig()
+    {
+        return tx.config();
+    }
+
+    /** Counters of faults injected into received frames. */
+    public FaultStats rxStats()
+    {
+        return rx.stats();
+    }
+
+    /** Counters of faults injected into transmitted frames. */
+    public FaultStats txStats()
+    {
+        return tx.stats();
+    }
+
+    @Override
+    public String name()
+    {
+        return name;
+    }
+
+    @Override
+    public int mtu()
+    {
+        return inner.mtu();
+    }
+
+    @Override
+    public int maxFrameLength()
+    {
+        return inner.maxFrameLength();
+    }
+
+    /** Delivers due held frames first, then frames from the inner device; a duplicate may exceed {@code limit}. */
+    @Override
+    public int receive(final FrameHandler handler, final int limit)
+    {
+        final int max = Math.min(limit, BURST);
+        final long nowNanos = clock.nanoTime();
+        int delivered = rx.release(nowNanos, handler, max);
+        if (delivered < max)
+        {
+            rxHandler = handler;
+            rxNowNanos = nowNanos;
+            rxDelivered = 0;
+            try
+            {
+                inner.receive(rxFromInner, max - delivered);
+            }
+            finally
+            {
+                rxHandler = null;
+            }
+            delivered += rxDelivered;
+        }
+
+        return delivered;
+    }
+
+    @Override
+    public MutableDirectBuffer claim()
+    {
+        claimed = true;
+        return txFrame;
+    }
+
+    @Override
+    public void commit(final int length)
+    {
+        if (!claimed)
+        {
+            throw new IllegalStateException("commit without claim on " + name);
+        }
+        if (length < 0 || length > txFrame.capacity())
+        {
+            throw new IllegalArgumentException(
+                "frame length " + length + " outside 0.." + txFrame.capacity() + " on " + name);
+        }
+
+        claimed = false;
+        tx.process(txFrame, 0, length, clock.nanoTime(), txToInner);
+    }
+
+    @Override
+    public void abort()
+    {
+        claimed = false;
+    }
+
+    /** Hands due held frames to the inner device, then flushes it. */
+    @Override
+    public int flush()
+    {
+        tx.release(clock.nanoTime(), txToInner, Integer.MAX_VALUE);
+        return inner.flush();
+    }
+
+    /** Readable when a held frame is due or the inner device is; waits no longer than the next due time. */
+    @Override
+    public boolean awaitReadable(final long timeoutNanos)
+    {
+        if (!rx.holding())
+        {
+            return inner.awaitReadable(timeoutNanos);
+        }
+
+        final long dueInNanos = rx.nextDueNanos() - clock.nanoTime();
+        if (dueInNanos <= 0)
+        {
+            return true;
+        }
+
+        return inner.awaitReadable(Math.min(timeoutNanos, dueInNanos)) || rx.nextDueNanos() - clock.nanoTime() <= 0;
+    }
+
+    /** Drops of the inner device plus frames this device could not hold; injected faults are in the stats. */
+    @Override
+    public long droppedFrames()
+    {
+        return inner.droppedFrames() + rx.overflowDropped() + tx.overflowDropped();
+    }
+
+    @Override
+    public void close()
+    {
+        inner.close();
+    }
+
+    /** Name and both configurations with their seeds, enough to replay a run. */
+    @Override
+    public String toString()
+    {
+        return name + " rx[" + rx.config() + "] tx[" + tx.config() + "]";
+    }
+
+    private void receiveFromInner(final DirectBuffer buffer, final int offset, final int length)
+    {
+        rxDelivered += rx.process(buffer, offset, length, rxNowNanos, rxHandler);
+    }
+
+    private void transmitToInner(final DirectBuffer buffer, final int offset, final int length)
+    {
+        inner.claim().putBytes(0, buffer, offset, length);
+        inner.commit(length);
+    }
+}

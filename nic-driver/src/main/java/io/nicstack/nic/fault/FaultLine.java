@@ -1,0 +1,244 @@
+package io.nicstack.nic.fault;
+
+import io.nicstack.nic.FrameHandler;
+import org.agrona.BitUtil;
+import org.agrona.BufferUtil;
+import org.agrona.DirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.util.SplittableRandom;
+
+/**
+ * One direction of a {@link FaultInjectingDevice}: frames go in, zero or more come out to a sink now or later.
+ *
+ * <p>Stages in order: loss, rate policer, corruption (of a copy), duplication, reordering (hold one frame until the
+ * next has passed), delay (a FIFO of copies in preallocated slots; every frame has the same delay, so due times are in
+ * order). Random draws happen in a fixed order
+ * and only for configured faults, so a seed and the same input replay exactly.
+ */
+final class FaultLine
+{
+    /** A frame held for reordering is let go after this long even if no other frame came. */
+    static final long REORDER_TIMEOUT_NANOS = 1_000_000;
+
+    /** The policer's bucket holds this much time at the configured rate (but at least one frame). */
+    static final long RATE_BURST_NANOS = 10_000_000;
+
+    private final FaultConfig config;
+    private final FaultStats stats = new FaultStats();
+    private final SplittableRandom random;
+
+    private final double bytesPerNano;
+    private final double burstBytes;
+    private double tokens;
+    private long lastRefillNanos;
+
+    private final UnsafeBuffer corruptFrame;
+    private final UnsafeBuffer reorderFrame;
+    private int reorderLength = -1;
+    private long reorderSinceNanos;
+
+    private final UnsafeBuffer[] heldFrames;
+    private final int[] heldLengths;
+    private final long[] heldDueNanos;
+    private int heldHead;
+    private int heldCount;
+
+    FaultLine(final FaultConfig config, final int maxFrameLength, final int holdFrames, final long nowNanos)
+    {
+        this.config = config;
+        this.random = new SplittableRandom(config.seed());
+
+        bytesPerNano = config.rateBitsPerSecond() / 8e9;
+        burstBytes = Math.max(maxFrameLength, bytesPerNano * RATE_BURST_NANOS);
+        tokens = burstBytes;
+        lastRefillNanos = nowNanos;
+
+        corruptFrame = config.corrupt() > 0 ? new UnsafeBuffer(new byte[maxFrameLength]) : null;
+        reorderFrame = config.reorder() > 0 ? new UnsafeBuffer(new byte[maxFrameLength]) : null;
+
+        final int slots = config.delayNanos() > 0 ? holdFrames : 0;
+        heldFrames = new UnsafeBuffer[slots];
+        heldLengths = new int[slots];
+        heldDueNanos = new long[slots];
+        if (slots > 0)
+        {
+            final int slotLength = BitUtil.align(maxFrameLength, BitUtil.CACHE_LINE_LENGTH);
+            final UnsafeBuffer memory = new UnsafeBuffer(
+                BufferUtil.allocateDirectAligned(Math.multiplyExact(slots, slotLength), BitUtil.CACHE_LINE_LENGTH));
+            for (int i = 0; i < slots; i++)
+            {
+                heldFrames[i] = new UnsafeBuffer(memory, i * slotLength, maxFrameLength);
+            }
+        }
+    }
+
+    FaultConfig config()
+    {
+        return config;
+    }
+
+    FaultStats stats()
+    {
+        return stats;
+    }
+
+    /** Pass one frame through every stage; returns how many frames reached the sink during this call. */
+    int process(
+        final DirectBuffer buffer, final int offset, final int length, final long nowNanos, final FrameHandler sink)
+    {
+        if (config.loss() > 0 && random.nextDouble() < config.loss())
+        {
+            stats.lost++;
+            return 0;
+        }
+
+        if (bytesPerNano > 0 && !admit(length, nowNanos))
+        {
+            stats.rateDropped++;
+            return 0;
+        }
+
+        DirectBuffer frame = buffer;
+        int frameOffset = offset;
+        if (config.corrupt() > 0 && random.nextDouble() < config.corrupt() && length > 0)
+        {
+            // Flip a bit of a copy: on receive the buffer belongs to the inner device.
+            corruptFrame.putBytes(0, buffer, offset, length);
+            final int index = random.nextInt(length);
+            corruptFrame.putByte(index, (byte)(corruptFrame.getByte(index) ^ (1 << random.nextInt(8))));
+            frame = corruptFrame;
+            frameOffset = 0;
+            stats.corrupted++;
+        }
+
+        int emitted = reorder(frame, frameOffset, length, nowNanos, sink);
+        if (config.duplicate() > 0 && random.nextDouble() < config.duplicate())
+        {
+            stats.duplicated++;
+            emitted += reorder(frame, frameOffset, length, nowNanos, sink);
+        }
+
+        return emitted;
+    }
+
+    /** Let go of up to {@code limit} held frames that are due; returns how many reached the sink. */
+    int release(final long nowNanos, final FrameHandler sink, final int limit)
+    {
+        int emitted = 0;
+        if (reorderLength >= 0 && limit > 0 && nowNanos - reorderSinceNanos >= REORDER_TIMEOUT_NANOS)
+        {
+            emitted += releaseReordered(nowNanos, sink);
+        }
+
+        while (heldCount > 0 && emitted < limit && nowNanos - heldDueNanos[heldHead] >= 0)
+        {
+            final int slot = heldHead;
+            heldHead = heldHead + 1 == heldFrames.length ? 0 : heldHead + 1;
+            heldCount--;
+            sink.onFrame(heldFrames[slot], 0, heldLengths[slot]);
+            emitted++;
+        }
+
+        return emitted;
+    }
+
+    /** True when a frame is held for reordering or delay. */
+    boolean holding()
+    {
+        return reorderLength >= 0 || heldCount > 0;
+    }
+
+    /** Earliest time a held frame may be let go by {@link #release(long, FrameHandler, int)}; only if holding. */
+    long nextDueNanos()
+    {
+        long due = Long.MAX_VALUE;
+        if (reorderLength >= 0)
+        {
+            due = reorderSinceNanos + REORDER_TIMEOUT_NANOS;
+        }
+        if (heldCount > 0 && heldDueNanos[heldHead] - due < 0)
+        {
+            due = heldDueNanos[heldHead];
+        }
+        return due;
+    }
+
+    /** Frames dropped because no slot was free to hold them. */
+    long overflowDropped()
+    {
+        return stats.overflowDropped;
+    }
+
+    /** Token bucket policer (RFC 2697 with a single bucket): a frame passes only if the bucket holds its bytes. */
+    private boolean admit(final int length, final long nowNanos)
+    {
+        final long elapsed = nowNanos - lastRefillNanos;
+        if (elapsed > 0)
+        {
+            tokens = Math.min(burstBytes, tokens + elapsed * bytesPerNano);
+            lastRefillNanos = nowNanos;
+        }
+        if (tokens < length)
+        {
+            return false;
+        }
+        tokens -= length;
+        return true;
+    }
+
+    private int reorder(
+        final DirectBuffer frame, final int offset, final int length, final long nowNanos, final FrameHandler sink)
+    {
+        if (reorderLength < 0 && config.reorder() > 0 && random.nextDouble() < config.reorder())
+        {
+            reorderFrame.putBytes(0, frame, offset, length);
+            reorderLength = length;
+            reorderSinceNanos = nowNanos;
+            stats.reordered++;
+            return 0;
+        }
+
+        int emitted = delay(frame, offset, length, nowNanos, sink);
+        if (reorderLength >= 0)
+        {
+            emitted += releaseReordered(nowNanos, sink);
+        }
+        return emitted;
+    }
+
+    private int releaseReordered(final long nowNanos, final FrameHandler sink)
+    {
+        final int length = reorderLength;
+        reorderLength = -1;
+        return delay(reorderFrame, 0, length, nowNanos, sink);
+    }
+
+    private int delay(
+        final DirectBuffer frame, final int offset, final int length, final long nowNanos, final FrameHandler sink)
+    {
+        if (config.delayNanos() == 0)
+        {
+            sink.onFrame(frame, offset, length);
+            return 1;
+        }
+
+        if (heldCount == heldFrames.length)
+        {
+            stats.overflowDropped++;
+            return 0;
+        }
+
+        int slot = heldHead + heldCount;
+        if (slot >= heldFrames.length)
+        {
+            slot -= heldFrames.length;
+        }
+        heldFrames[slot].putBytes(0, frame, offset, length);
+        heldLengths[slot] = length;
+        heldDueNanos[slot] = nowNanos + config.delayNanos();
+        heldCount++;
+        stats.delayed++;
+        return 0;
+    }
+}

@@ -1,0 +1,44 @@
+package io.nicstack.nic.linux;
+
+import jnr.ffi.annotations.Variadic;
+import jnr.ffi.types.intptr_t;
+import jnr.ffi.types.size_t;
+import jnr.ffi.types.ssize_t;
+import jnr.ffi.types.u_int64_t;
+
+/**
+ * The few libc calls the Linux devices need, bound with jnr-ffi.
+ *
+ * <p>Buffers are passed as raw native addresses ({@code long}) so a call on the fast path boxes nothing
+ * and allocates nothing; callers own the memory (direct buffers kept reachable for the call).
+ */
+public interface LibC
+{
+    /** open(2). */
+    int open(String path, int flags);
+
+    /** close(2). */
+    int close(int fd);
+
+    /** read(2) into native memory at {@code buf}. */
+    @ssize_t long read(int fd, @intptr_t long buf, @size_t long count);
+
+    /** write(2) from native memory at {@code buf}. */
+    @ssize_t long write(int fd, @intptr_t long buf, @size_t long count);
+
+    /** ioctl(2) with a pointer argument (the request's struct in native memory). */
+    @Variadic(fixedCount = 2)
+    int ioctl(int fd, @u_int64_t long request, @intptr_t long arg);
+
+    /** poll(2) over {@code nfds} {@code struct pollfd} at {@code fds}. */
+    int poll(@intptr_t long fds, @u_int64_t long nfds, int timeoutMillis);
+
+    /** socket(2). */
+    int socket(int domain, int type, int protocol);
+
+    /** setns(2): move the calling thread into the namespace behind {@code fd}. */
+    int setns(int fd, int nsType);
+
+    /** strerror(3). */
+    String strerror(int errnum);
+}

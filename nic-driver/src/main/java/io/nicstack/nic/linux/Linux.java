@@ -1,0 +1,127 @@
+package io.nicstack.nic.linux;
+
+import io.nicstack.nic.NicException;
+import jnr.ffi.LastError;
+import jnr.ffi.LibraryLoader;
+import jnr.ffi.Runtime;
+
+/** The loaded libc binding, errno access and the Linux ABI constants (x86_64 and aarch64 agree on all of them). */
+public final class Linux
+{
+    /** The bound libc. */
+    public static final LibC LIBC = LibraryLoader.create(LibC.class).load("c");
+
+    private static final Runtime RUNTIME = Runtime.getRuntime(LIBC);
+
+    // open(2), asm-generic/fcntl.h
+    public static final int O_RDONLY = 0;
+    public static final int O_RDWR = 2;
+    public static final int O_NONBLOCK = 0x800;
+    public static final int O_CLOEXEC = 0x80000;
+
+    // socket(2)
+    public static final int AF_INET = 2;
+    public static final int SOCK_DGRAM = 2;
+    public static final int SOCK_CLOEXEC = O_CLOEXEC;
+
+    // poll(2): struct pollfd { int fd; short events; short revents; }
+    public static final int POLLFD_LENGTH = 8;
+    public static final int POLLFD_EVENTS_OFFSET = 4;
+    public static final int POLLFD_REVENTS_OFFSET = 6;
+    public static final short POLLIN = 0x1;
+    public static final short POLLERR = 0x8;
+    public static final short POLLHUP = 0x10;
+
+    // netdevice(7): struct ifreq is a 16-byte name followed by a 24-byte union.
+    public static final int IFNAMSIZ = 16;
+    public static final int IFREQ_LENGTH = 40;
+    public static final int IFREQ_UNION_OFFSET = IFNAMSIZ;
+    public static final long SIOCGIFMTU = 0x8921;
+    public static final long SIOCGIFINDEX = 0x8933;
+
+    // linux/if_tun.h
+    public static final long TUNSETIFF = 0x400454caL; // _IOW('T', 202, int)
+    public static final short IFF_TAP = 0x0002;
+    public static final short IFF_NO_PI = 0x1000;
+
+    // setns(2), linux/sched.h
+    public static final int CLONE_NEWNET = 0x40000000;
+
+    // errno(3), asm-generic/errno-base.h and errno.h
+    public static final int EPERM = 1;
+    public static final int ENOENT = 2;
+    public static final int EINTR = 4;
+    public static final int EIO = 5;
+    public static final int ENXIO = 6;
+    public static final int EBADF = 9;
+    public static final int EAGAIN = 11;
+    public static final int ENOMEM = 12;
+    public static final int EACCES = 13;
+    public static final int EBUSY = 16;
+    public static final int ENODEV = 19;
+    public static final int EINVAL = 22;
+    public static final int EMFILE = 24;
+    public static final int ENOTTY = 25;
+    public static final int ENOSYS = 38;
+    public static final int ENOBUFS = 105;
+    public static final int ENETDOWN = 100;
+    public static final int EBADFD = 77;
+
+    private Linux()
+    {
+    }
+
+    /** errno of the last libc call made through {@link #LIBC} on this thread. */
+    public static int errno()
+    {
+        return LastError.getLastError(RUNTIME);
+    }
+
+    /** Symbolic name of an errno value, e.g. {@code EBUSY}, or {@code errno 123} for the rare ones. */
+    public static String errnoName(final int errno)
+    {
+        return switch (errno)
+        {
+            case EPERM -> "EPERM";
+            case ENOENT -> "ENOENT";
+            case EINTR -> "EINTR";
+            case EIO -> "EIO";
+            case ENXIO -> "ENXIO";
+            case EBADF -> "EBADF";
+            case EAGAIN -> "EAGAIN";
+            case ENOMEM -> "ENOMEM";
+            case EACCES -> "EACCES";
+            case EBUSY -> "EBUSY";
+            case ENODEV -> "ENODEV";
+            case EINVAL -> "EINVAL";
+            case EMFILE -> "EMFILE";
+            case ENOTTY -> "ENOTTY";
+            case ENOSYS -> "ENOSYS";
+            case EBADFD -> "EBADFD";
+            case ENETDOWN -> "ENETDOWN";
+            case ENOBUFS -> "ENOBUFS";
+            default -> "errno " + errno;
+        };
+    }
+
+    /** {@code EBUSY (Device or resource busy)}. */
+    public static String describe(final int errno)
+    {
+        return errnoName(errno) + " (" + LIBC.strerror(errno) + ")";
+    }
+
+    /** Exception for a failed call: {@code what failed: EBUSY (Device or resource busy)}. */
+    public static NicException failure(final String what, final int errno)
+    {
+        return new NicException(what + " failed: " + describe(errno));
+    }
+
+    /** close(2) ignoring errors; for cleanup paths. */
+    public static void closeQuietly(final int fd)
+    {
+        if (fd >= 0)
+        {
+            LIBC.close(fd);
+        }
+    }
+}

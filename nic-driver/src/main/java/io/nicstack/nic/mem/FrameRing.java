@@ -1,0 +1,174 @@
+package io.nicstack.nic.mem;
+
+import io.nicstack.nic.FrameHandler;
+import org.agrona.BufferUtil;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import static io.nicstack.nic.mem.FrameRingDescriptor.FRAME_OFFSET;
+import static io.nicstack.nic.mem.FrameRingDescriptor.HEAD_POSITION_OFFSET;
+import static io.nicstack.nic.mem.FrameRingDescriptor.LENGTH_OFFSET;
+import static io.nicstack.nic.mem.FrameRingDescriptor.TAIL_POSITION_OFFSET;
+import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
+
+/**
+ * A single-producer single-consumer queue of frames in preallocated slots, layout in {@link FrameRingDescriptor}.
+ *
+ * <p>One thread uses the {@link Producer} (claim, commit, publish), another the {@link Consumer} (read). The producer
+ * fills slots with plain stores and publishes a batch with a release store of the tail; the consumer acquires the tail
+ * with a volatile load before reading slots and returns them with a release store of the head, which the producer
+ * acquires before reusing a slot. Frames are never copied: the producer writes into the slot, the consumer's handler
+ * reads it in place.
+ */
+public final class FrameRing
+{
+    private final int capacity;
+    private final int maxFrameLength;
+    private final int slotLength;
+    private final UnsafeBuffer buffer;
+    private final int tailPositionIndex;
+    private final int headPositionIndex;
+    private final Producer producer;
+    private final Consumer consumer;
+
+    /** Allocate a ring of {@code capacity} slots for frames of up to {@code maxFrameLength} bytes. */
+    public FrameRing(final int capacity, final int maxFrameLength)
+    {
+        this.capacity = capacity;
+        this.maxFrameLength = maxFrameLength;
+        this.slotLength = FrameRingDescriptor.slotLength(maxFrameLength);
+        this.buffer = new UnsafeBuffer(BufferUtil.allocateDirectAligned(
+            FrameRingDescriptor.requiredLength(capacity, maxFrameLength), CACHE_LINE_LENGTH));
+        final int trailerOffset = capacity * slotLength;
+        this.tailPositionIndex = trailerOffset + TAIL_POSITION_OFFSET;
+        this.headPositionIndex = trailerOffset + HEAD_POSITION_OFFSET;
+        this.producer = new Producer();
+        this.consumer = new Consumer();
+    }
+
+    /** Number of slots. */
+    public int capacity()
+    {
+        return capacity;
+    }
+
+    /** Largest frame a slot holds. */
+    public int maxFrameLength()
+    {
+        return maxFrameLength;
+    }
+
+    /** The producer side; to be used by one thread only. */
+    public Producer producer()
+    {
+        return producer;
+    }
+
+    /** The consumer side; to be used by one thread only. */
+    public Consumer consumer()
+    {
+        return consumer;
+    }
+
+    private int slotOffset(final long position)
+    {
+        return (int)(position % capacity) * slotLength;
+    }
+
+    /** Producer side: fills slots and publishes them in batches. */
+    public final class Producer
+    {
+        private final UnsafeBuffer frame = new UnsafeBuffer(buffer, 0, maxFrameLength);
+        private long position;
+        private long published;
+        private long headCache;
+
+        private Producer()
+        {
+        }
+
+        /** The next free slot (frame at index 0, capacity maxFrameLength), or null when the ring is full. */
+        public MutableDirectBuffer tryClaim()
+        {
+            if (position - headCache >= capacity)
+            {
+                headCache = buffer.getLongVolatile(headPositionIndex);
+                if (position - headCache >= capacity)
+                {
+                    return null;
+                }
+            }
+
+            frame.wrap(buffer, slotOffset(position) + FRAME_OFFSET, maxFrameLength);
+            return frame;
+        }
+
+        /** Complete the slot returned by the last {@link #tryClaim()} with {@code length} bytes; not yet visible. */
+        public void commit(final int length)
+        {
+            if (length < 0 || length > maxFrameLength)
+            {
+                throw new IllegalArgumentException("frame length " + length + " outside 0.." + maxFrameLength);
+            }
+            buffer.putInt(slotOffset(position) + LENGTH_OFFSET, length);
+            position++;
+        }
+
+        /** Make every committed frame visible to the consumer; returns how many became visible. */
+        public int publish()
+        {
+            final int count = (int)(position - published);
+            if (count > 0)
+            {
+                published = position;
+                buffer.putLongRelease(tailPositionIndex, position);
+            }
+            return count;
+        }
+    }
+
+    /** Consumer side: hands published frames to a handler in order. */
+    public final class Consumer
+    {
+        private final UnsafeBuffer frame = new UnsafeBuffer(buffer, 0, maxFrameLength);
+        private long position;
+
+        private Consumer()
+        {
+        }
+
+        /** True when no published frame is waiting. */
+        public boolean isEmpty()
+        {
+            return buffer.getLongVolatile(tailPositionIndex) == position;
+        }
+
+        /** Hand up to {@code limit} frames to the handler, each at index 0 of a view valid during the call. */
+        public int read(final FrameHandler handler, final int limit)
+        {
+            final long start = position;
+            final long end = start + Math.min(buffer.getLongVolatile(tailPositionIndex) - start, Math.max(limit, 0));
+            long next = start;
+            try
+            {
+                while (next < end)
+                {
+                    final int offset = slotOffset(next);
+                    final int length = buffer.getInt(offset + LENGTH_OFFSET);
+                    next++; // a handler that throws does not get the same frame again
+                    frame.wrap(buffer, offset + FRAME_OFFSET, length);
+                    handler.onFrame(frame, 0, length);
+                }
+            }
+            finally
+            {
+                if (next != start)
+                {
+                    position = next;
+                    buffer.putLongRelease(headPositionIndex, next);
+                }
+            }
+            return (int)(next - start);
+        }
+    }
+}

@@ -1,0 +1,268 @@
+package io.nicstack.nic.pcap;
+
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
+import org.agrona.BufferUtil;
+import org.agrona.CloseHelper;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.EpochNanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Decorator that records every received and transmitted frame in a classic libpcap file (smoltcp phy/pcap_writer.rs).
+ *
+ * <p>Format of pcap-savefile(5), all fields little-endian:
+ * <pre>
+ * File header (24 bytes):
+ *   0                   1                   2                   3
+ *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *  +---------------------------------------------------------------+
+ *  |                     Magic (0xa1b2c3d4, us)                    |
+ *  +-------------------------------+-------------------------------+
+ *  |        Major Version (2)      |        Minor Version (4)      |
+ *  +-------------------------------+-------------------------------+
+ *  |                     This Zone (0, GMT)                        |
+ *  +---------------------------------------------------------------+
+ *  |                     Sigfigs (0)                               |
+ *  +---------------------------------------------------------------+
+ *  |                     Snaplen (65535)                           |
+ *  +---------------------------------------------------------------+
+ *  |                     Link Type (1, Ethernet)                   |
+ *  +---------------------------------------------------------------+
+ * Record header (16 bytes), followed by the captured bytes:
+ *  +---------------------------------------------------------------+
+ *  |                     Timestamp (seconds)                       |
+ *  +---------------------------------------------------------------+
+ *  |                     Timestamp (microseconds)                  |
+ *  +---------------------------------------------------------------+
+ *  |                     Captured Length                           |
+ *  +---------------------------------------------------------------+
+ *  |                     Original Length                           |
+ *  +---------------------------------------------------------------+
+ * </pre>
+ * Records are appended to a preallocated native buffer and written with a FileChannel when it fills, on
+ * {@link #flushCapture()} and on {@link #close()}, which also closes the inner device. Received frames are recorded as
+ * they are delivered, transmitted frames when committed.
+ */
+public final class PcapWritingDevice implements NetDevice
+{
+    /** Classic pcap magic for microsecond timestamps. */
+    public static final int MAGIC = 0xa1b2c3d4;
+    public static final short VERSION_MAJOR = 2;
+    public static final short VERSION_MINOR = 4;
+    public static final int SNAPLEN = 65_535;
+    /** LINKTYPE_ETHERNET from the tcpdump.org link-layer header types. */
+    public static final int LINKTYPE_ETHERNET = 1;
+    public static final int FILE_HEADER_LENGTH = 24;
+    public static final int RECORD_HEADER_LENGTH = 16;
+
+    private static final int BUFFER_LENGTH = 1 << 20;
+    private static final ByteOrder ORDER = ByteOrder.LITTLE_ENDIAN;
+
+    private final NetDevice inner;
+    private final Path file;
+    private final EpochNanoClock clock;
+    private final FileChannel channel;
+    private final ByteBuffer byteBuffer;
+    private final UnsafeBuffer buffer;
+    private int position;
+
+    private MutableDirectBuffer claimed;
+    private final FrameHandler rxTap = this::onReceive;
+    private FrameHandler rxHandler;
+    private boolean closed;
+
+    /** Wrap {@code inner}, creating or truncating {@code file} and writing the pcap file header to it. */
+    public PcapWritingDevice(final NetDevice inner, final Path file, final EpochNanoClock clock)
+    {
+        this.inner = inner;
+        this.file = file;
+        this.clock = clock;
+        this.byteBuffer = BufferUtil.allocateDirectAligned(BUFFER_LENGTH, 64);
+        this.buffer = new UnsafeBuffer(byteBuffer);
+        try
+        {
+            this.channel = FileChannel.open(
+                file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot open pcap file " + file + ": " + ex.getMessage(), ex);
+        }
+
+        buffer.putInt(0, MAGIC, ORDER);
+        buffer.putShort(4, VERSION_MAJOR, ORDER);
+        buffer.putShort(6, VERSION_MINOR, ORDER);
+        buffer.putInt(8, 0, ORDER);
+        buffer.putInt(12, 0, ORDER);
+        buffer.putInt(16, SNAPLEN, ORDER);
+        buffer.putInt(20, LINKTYPE_ETHERNET, ORDER);
+        position = FILE_HEADER_LENGTH;
+    }
+
+    /** The decorated device. */
+    public NetDevice inner()
+    {
+        return inner;
+    }
+
+    /** The capture file. */
+    public Path file()
+    {
+        return file;
+    }
+
+    /** Write every buffered record to the file now. */
+    public void flushCapture()
+    {
+        byteBuffer.limit(position).position(0);
+        try
+        {
+            while (byteBuffer.hasRemaining())
+            {
+                channel.write(byteBuffer);
+            }
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot write pcap file " + file + ": " + ex.getMessage(), ex);
+        }
+        finally
+        {
+            byteBuffer.clear();
+        }
+        position = 0;
+    }
+
+    @Override
+    public String name()
+    {
+        return inner.name();
+    }
+
+    @Override
+    public int mtu()
+    {
+        return inner.mtu();
+    }
+
+    @Override
+    public int maxFrameLength()
+    {
+        return inner.maxFrameLength();
+    }
+
+    @Override
+    public int receive(final FrameHandler handler, final int limit)
+    {
+        rxHandler = handler;
+        try
+        {
+            return inner.receive(rxTap, limit);
+        }
+        finally
+        {
+            rxHandler = null;
+        }
+    }
+
+    @Override
+    public MutableDirectBuffer claim()
+    {
+        claimed = inner.claim();
+        return claimed;
+    }
+
+    @Override
+    public void commit(final int length)
+    {
+        if (null != claimed && length >= 0 && length <= claimed.capacity())
+        {
+            record(claimed, 0, length);
+        }
+        claimed = null;
+        inner.commit(length);
+    }
+
+    @Override
+    public void abort()
+    {
+        claimed = null;
+        inner.abort();
+    }
+
+    @Override
+    public int flush()
+    {
+        return inner.flush();
+    }
+
+    @Override
+    public boolean awaitReadable(final long timeoutNanos)
+    {
+        return inner.awaitReadable(timeoutNanos);
+    }
+
+    @Override
+    public long droppedFrames()
+    {
+        return inner.droppedFrames();
+    }
+
+    /** Write the remaining records, close the file and the inner device. */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        try
+        {
+            flushCapture();
+        }
+        finally
+        {
+            CloseHelper.closeAll(channel, inner);
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return inner + " > " + file;
+    }
+
+    private void onReceive(final DirectBuffer frame, final int offset, final int length)
+    {
+        record(frame, offset, length);
+        rxHandler.onFrame(frame, offset, length);
+    }
+
+    private void record(final DirectBuffer frame, final int offset, final int length)
+    {
+        final int captured = Math.min(length, SNAPLEN);
+        if (position + RECORD_HEADER_LENGTH + captured > BUFFER_LENGTH)
+        {
+            flushCapture();
+        }
+
+        final long nanos = clock.nanoTime();
+        buffer.putInt(position, (int)(nanos / 1_000_000_000L), ORDER);
+        buffer.putInt(position + 4, (int)(nanos % 1_000_000_000L / 1_000L), ORDER);
+        buffer.putInt(position + 8, captured, ORDER);
+        buffer.putInt(position + 12, length, ORDER);
+        buffer.putBytes(position + RECORD_HEADER_LENGTH, frame, offset, captured);
+        position += RECORD_HEADER_LENGTH + captured;
+    }
+}

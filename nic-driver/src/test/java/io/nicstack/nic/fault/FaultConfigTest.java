@@ -1,0 +1,73 @@
+package io.nicstack.nic.fault;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class FaultConfigTest
+{
+    @Test
+    void parsesEverySetting()
+    {
+        final FaultConfig config =
+            FaultConfig.parse("loss=0.01,reorder=0.02,dup=0.01,corrupt=0.001,delay=1ms,rate=100mbps,seed=7");
+
+        assertEquals(new FaultConfig(0.01, 0.02, 0.01, 0.001, 1_000_000, 100_000_000, 7), config);
+        assertEquals("loss=0.01,reorder=0.02,dup=0.01,corrupt=0.001,delay=1ms,rate=100mbps,seed=7", config.toString());
+    }
+
+    @Test
+    void unitsAndSpacing()
+    {
+        assertEquals(1_500, FaultConfig.parse("delay=1.5us").delayNanos());
+        assertEquals(250, FaultConfig.parse(" delay = 250ns ").delayNanos());
+        assertEquals(2_000_000_000L, FaultConfig.parse("delay=2s").delayNanos());
+        assertEquals(1_500_000, FaultConfig.parse("rate=1.5Mbps").rateBitsPerSecond());
+        assertEquals(64_000, FaultConfig.parse("rate=64kbps").rateBitsPerSecond());
+        assertEquals(10_000_000_000L, FaultConfig.parse("rate=10gbps").rateBitsPerSecond());
+        assertEquals(300, FaultConfig.parse("rate=300bps").rateBitsPerSecond());
+        assertEquals(0, FaultConfig.parse("rate=0,delay=0").rateBitsPerSecond());
+    }
+
+    @Test
+    void missingSeedIsRandomAndPrinted()
+    {
+        final FaultConfig config = FaultConfig.parse("loss=0.5");
+        assertTrue(config.toString().endsWith(",seed=" + config.seed()));
+        assertEquals(config, FaultConfig.parse(config.toString()), "toString replays");
+    }
+
+    @Test
+    void noneHasNoFaults()
+    {
+        assertTrue(FaultConfig.NONE.isNone());
+        assertTrue(FaultConfig.parse("seed=3").isNone());
+        assertFalse(FaultConfig.parse("dup=0.1").isNone());
+        assertEquals("loss=0,reorder=0,dup=0,corrupt=0,delay=0,rate=0,seed=0", FaultConfig.NONE.toString());
+    }
+
+    @Test
+    void badSettingsNameTheKey()
+    {
+        assertMessage("unknown fault key 'jitter'", "loss=0.1,jitter=1ms");
+        assertMessage("fault loss must be a probability in [0, 1]: 1.5", "loss=1.5");
+        assertMessage("fault dup must be a probability in [0, 1]: 'x'", "dup=x");
+        assertMessage("fault delay '5' needs a unit (ns, us, ms, s)", "delay=5");
+        assertMessage("fault delay '1xs' is not a number with a unit", "delay=1xs");
+        assertMessage("fault rate 'fast' needs a unit", "rate=fast");
+        assertMessage("fault rate must not be negative", "rate=-1mbps");
+        assertMessage("fault seed must be a 64-bit integer", "seed=0x10");
+        assertMessage("fault key 'loss' given twice", "loss=0.1,loss=0.2");
+        assertMessage("fault setting 'loss' is not key=value", "loss");
+    }
+
+    private static void assertMessage(final String expectedStart, final String spec)
+    {
+        final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, () -> FaultConfig.parse(spec));
+        assertTrue(ex.getMessage().startsWith(expectedStart), ex.getMessage());
+        assertFalse(ex.getMessage().contains("\n"));
+    }
+}

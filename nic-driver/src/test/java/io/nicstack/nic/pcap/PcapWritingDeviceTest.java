@@ -1,0 +1,159 @@
+package io.nicstack.nic.pcap;
+
+import io.nicstack.nic.FakeDevice;
+import io.nicstack.nic.NetDevice;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.EpochNanoClock;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+class PcapWritingDeviceTest
+{
+    private static final long T0 = 1_700_000_000_123_456_789L;
+
+    /** ARP request who-has 198.18.0.2 tell 198.18.0.1 (RFC 826), broadcast. */
+    private static final byte[] ARP_REQUEST = {
+        -1, -1, -1, -1, -1, -1, 0x02, 0, 0x5e, 0x12, 0, 0x01, 0x08, 0x06,
+        0, 1, 0x08, 0, 6, 4, 0, 1,
+        0x02, 0, 0x5e, 0x12, 0, 0x01, (byte)198, 18, 0, 1,
+        0, 0, 0, 0, 0, 0, (byte)198, 18, 0, 2 };
+
+    @TempDir
+    Path dir;
+
+    private final FakeDevice inner = new FakeDevice(1500);
+    private long now = T0;
+    private final EpochNanoClock clock = () -> now;
+
+    @Test
+    void writesHeaderAndOneRecordPerFrameInEachDirection() throws IOException
+    {
+        final Path file = dir.resolve("a.pcap");
+        final byte[] tx = new byte[100];
+        Arrays.fill(tx, (byte)0xA5);
+
+        try (PcapWritingDevice device = new PcapWritingDevice(inner, file, clock))
+        {
+            inner.toReceive.add(ARP_REQUEST);
+            assertEquals(1, device.receive((buffer, offset, length) -> {}, NetDevice.BURST));
+
+            now += 2_000_001_000L;
+            device.claim().putBytes(0, tx);
+            device.commit(tx.length);
+            device.flush();
+
+            device.claim();
+            device.abort();
+        }
+
+        final byte[] bytes = Files.readAllBytes(file);
+        assertEquals(24 + 16 + ARP_REQUEST.length + 16 + tx.length, bytes.length);
+        assertArrayEquals(new byte[]{
+            (byte)0xd4, (byte)0xc3, (byte)0xb2, (byte)0xa1, 2, 0, 4, 0, // magic, version 2.4
+            0, 0, 0, 0, 0, 0, 0, 0,                                     // thiszone, sigfigs
+            (byte)0xff, (byte)0xff, 0, 0, 1, 0, 0, 0 },                 // snaplen 65535, LINKTYPE_ETHERNET
+            Arrays.copyOfRange(bytes, 0, 24));
+
+        final ByteBuffer records = ByteBuffer.wrap(bytes, 24, bytes.length - 24).slice().order(ByteOrder.LITTLE_ENDIAN);
+        assertEquals(1_700_000_000, records.getInt(0));
+        assertEquals(123_456, records.getInt(4));
+        assertEquals(ARP_REQUEST.length, records.getInt(8));
+        assertEquals(ARP_REQUEST.length, records.getInt(12));
+        assertArrayEquals(ARP_REQUEST, Arrays.copyOfRange(bytes, 40, 40 + ARP_REQUEST.length));
+
+        final int second = 16 + ARP_REQUEST.length;
+        assertEquals(1_700_000_002, records.getInt(second));
+        assertEquals(123_457, records.getInt(second + 4));
+        assertEquals(100, records.getInt(second + 8));
+        assertEquals(100, records.getInt(second + 12));
+        assertArrayEquals(tx, Arrays.copyOfRange(bytes, 24 + second + 16, bytes.length));
+
+        assertEquals(1, inner.committed.size());
+        assertTrue(inner.closed, "close closes the inner device");
+    }
+
+    @Test
+    void writesWhenTheBufferFills() throws IOException
+    {
+        final Path file = dir.resolve("big.pcap");
+        final int frames = 2_000;
+        try (PcapWritingDevice device = new PcapWritingDevice(inner, file, clock))
+        {
+            for (int i = 0; i < frames; i++)
+            {
+                device.claim().putInt(0, i);
+                device.commit(1514);
+            }
+            assertTrue(Files.size(file) > 1_000_000, "a full buffer is written before close");
+        }
+
+        assertEquals(24 + frames * (16 + 1514L), Files.size(file));
+    }
+
+    /** The file must also satisfy an independent reader. */
+    @Test
+    @Tag("tools")
+    void scapyReadsTheFile() throws IOException, InterruptedException
+    {
+        final Path python = Path.of("/usr/bin/python3");
+        if (run(python.toString(), "-c", "import scapy").exitCode != 0)
+        {
+            fail("python3-scapy missing: run scripts/install-deps.sh");
+        }
+
+        final Path file = dir.resolve("scapy.pcap");
+        try (PcapWritingDevice device = new PcapWritingDevice(inner, file, clock))
+        {
+            inner.toReceive.add(ARP_REQUEST);
+            device.receive((buffer, offset, length) -> {}, 1);
+            final MutableDirectBuffer reply = device.claim();
+            reply.putBytes(0, ARP_REQUEST);
+            reply.putByte(21, (byte)2); // op: reply
+            device.commit(ARP_REQUEST.length);
+        }
+
+        final Result result = run(python.toString(), "-c",
+            "import sys\n" +
+            "from scapy.all import rdpcap, ARP\n" +
+            "for p in rdpcap(sys.argv[1]):\n" +
+            "    print(p.time, p[ARP].op, p[ARP].psrc, p[ARP].pdst, p.src)\n",
+            file.toString());
+
+        assertEquals(0, result.exitCode, result.output);
+        assertEquals(
+            "1700000000.123456 1 198.18.0.1 198.18.0.2 02:00:5e:12:00:01\n" +
+            "1700000000.123456 2 198.18.0.1 198.18.0.2 02:00:5e:12:00:01\n",
+            result.output);
+    }
+
+    private record Result(int exitCode, String output)
+    {
+    }
+
+    private static Result run(final String... command) throws IOException, InterruptedException
+    {
+        final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(60, TimeUnit.SECONDS))
+        {
+            process.destroyForcibly();
+            fail("timed out: " + String.join(" ", command));
+        }
+        return new Result(process.exitValue(), output);
+    }
+}

@@ -1,0 +1,338 @@
+package io.nicstack.nic.tap;
+
+import io.nicstack.nic.Allocations;
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.NicException;
+import io.nicstack.nic.linux.NetNamespace;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * A tap in a private network namespace, with the kernel as the peer (TESTING.md: own namespace, 198.18.0.0/15 only).
+ *
+ * <p>The kernel side is 198.18.0.1/24; this test plays 198.18.0.2 with a hand-built ARP reply and ICMP echo requests.
+ */
+@Tag("kernel")
+@Timeout(60)
+class TapDeviceKernelTest
+{
+    private static final AtomicInteger NAMESPACES = new AtomicInteger();
+    private static final String TAP = "nsttap0";
+    private static final byte[] OUR_MAC = { 0x02, 0x00, 0x5e, 0x12, 0x00, 0x02 };
+    private static final String OUR_MAC_TEXT = "02:00:5e:12:00:02";
+    private static final int OUR_IP = 0xC6120002;    // 198.18.0.2
+    private static final int KERNEL_IP = 0xC6120001; // 198.18.0.1
+    private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(3);
+
+    @Test
+    void kernelResolvesUsByArpAndAnswersPings() throws Exception
+    {
+        final String ns = addNamespace();
+        try
+        {
+            try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP)))
+            {
+                assertTrue(tap.created());
+                assertEquals(1500, tap.mtu());
+                assertEquals("tap:" + TAP, tap.name());
+
+                run("ip", "-n", ns, "addr", "add", "198.18.0.1/24", "dev", TAP);
+                run("ip", "-n", ns, "link", "set", TAP, "up");
+
+                final Process ping = new ProcessBuilder(
+                    "ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1", "198.18.0.2")
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                final byte[] kernelMac;
+                try
+                {
+                    kernelMac = awaitArpRequestFor(tap, OUR_IP);
+                    transmitArpReply(tap, kernelMac);
+                    awaitNeighbour(ns);
+                }
+                finally
+                {
+                    ping.destroy();
+                    ping.waitFor();
+                }
+
+                final Pinger pinger = new Pinger(tap, kernelMac);
+                pinger.ping(2_000);
+                final long before = Allocations.currentThread();
+                pinger.ping(10_000);
+                final long allocated = Allocations.currentThread() - before;
+                assertTrue(allocated < 4096, "allocated " + allocated + " bytes for 10,000 echo round trips");
+                assertEquals(0, tap.droppedFrames());
+            }
+
+            assertFalse(runQuietly("ip", "-n", ns, "link", "show", TAP), "a tap we created goes away with its fd");
+        }
+        finally
+        {
+            run("ip", "netns", "del", ns);
+        }
+    }
+
+    @Test
+    void attachesToAnExistingTapAndReportsKernelRefusals() throws Exception
+    {
+        final String ns = addNamespace();
+        try
+        {
+            run("ip", "-n", ns, "tuntap", "add", "dev", TAP, "mode", "tap");
+            try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP)))
+            {
+                assertFalse(tap.created());
+
+                final NicException busy =
+                    assertThrows(NicException.class, () -> inNamespace(ns, () -> TapDevice.open(TAP)));
+                assertEquals("tap nsttap0 is busy: another fd is attached to it", busy.getMessage());
+            }
+
+            final NicException notTap =
+                assertThrows(NicException.class, () -> inNamespace(ns, () -> TapDevice.open("lo")));
+            assertEquals("interface lo exists and is not a single-queue tap", notTap.getMessage());
+
+            final NicException noNs = assertThrows(NicException.class, () -> NetNamespace.enter(ns + "-missing"));
+            assertTrue(noNs.getMessage().startsWith("network namespace " + ns + "-missing does not exist"));
+        }
+        finally
+        {
+            run("ip", "netns", "del", ns);
+        }
+    }
+
+    private static byte[] awaitArpRequestFor(final TapDevice tap, final int targetIp)
+    {
+        final byte[] senderMac = new byte[6];
+        final boolean[] seen = new boolean[1];
+        final FrameHandler handler = (buffer, offset, length) ->
+        {
+            // RFC 826 request over Ethernet: htype 1, ptype 0x0800, op 1 at byte 20, target IP at byte 38.
+            if (length >= 42 &&
+                buffer.getShort(offset + 12, ByteOrder.BIG_ENDIAN) == 0x0806 &&
+                buffer.getShort(offset + 20, ByteOrder.BIG_ENDIAN) == 1 &&
+                buffer.getInt(offset + 38, ByteOrder.BIG_ENDIAN) == targetIp)
+            {
+                buffer.getBytes(offset + 22, senderMac);
+                seen[0] = true;
+            }
+        };
+
+        final long deadline = System.nanoTime() + DEADLINE_NANOS;
+        for (int round = 0; round < 300 && !seen[0] && System.nanoTime() < deadline; round++)
+        {
+            if (tap.awaitReadable(10_000_000))
+            {
+                tap.receive(handler, NetDevice.BURST);
+            }
+        }
+
+        assertTrue(seen[0], "no ARP request for 198.18.0.2 within 3 s (is iputils-ping installed?)");
+        return senderMac;
+    }
+
+    private static void transmitArpReply(final TapDevice tap, final byte[] kernelMac)
+    {
+        final MutableDirectBuffer frame = tap.claim();
+        frame.putBytes(0, kernelMac);
+        frame.putBytes(6, OUR_MAC);
+        frame.putShort(12, (short)0x0806, ByteOrder.BIG_ENDIAN);
+        frame.putShort(14, (short)1, ByteOrder.BIG_ENDIAN);       // htype Ethernet
+        frame.putShort(16, (short)0x0800, ByteOrder.BIG_ENDIAN);  // ptype IPv4
+        frame.putByte(18, (byte)6);
+        frame.putByte(19, (byte)4);
+        frame.putShort(20, (short)2, ByteOrder.BIG_ENDIAN);       // op reply
+        frame.putBytes(22, OUR_MAC);
+        frame.putInt(28, OUR_IP, ByteOrder.BIG_ENDIAN);
+        frame.putBytes(32, kernelMac);
+        frame.putInt(38, KERNEL_IP, ByteOrder.BIG_ENDIAN);
+        tap.commit(42);
+        assertEquals(1, tap.flush());
+    }
+
+    private static void awaitNeighbour(final String ns) throws IOException, InterruptedException
+    {
+        String neighbours = "";
+        final long deadline = System.nanoTime() + DEADLINE_NANOS;
+        while (System.nanoTime() < deadline)
+        {
+            neighbours = run("ip", "-n", ns, "neigh", "show", "198.18.0.2");
+            if (neighbours.contains("lladdr " + OUR_MAC_TEXT))
+            {
+                return;
+            }
+            Thread.onSpinWait();
+        }
+        fail("kernel did not learn 198.18.0.2 at " + OUR_MAC_TEXT + ": '" + neighbours.trim() + "'");
+    }
+
+    /** Sends ICMP echo requests (RFC 792) one at a time and waits for each reply; allocates nothing per round trip. */
+    private static final class Pinger implements FrameHandler
+    {
+        private static final int FRAME_LENGTH = 14 + 20 + 8 + 32;
+        private static final short IDENTIFIER = 0x4e53;
+
+        private final TapDevice tap;
+        private final byte[] kernelMac;
+        private int repliedSequence = -1;
+
+        Pinger(final TapDevice tap, final byte[] kernelMac)
+        {
+            this.tap = tap;
+            this.kernelMac = kernelMac;
+        }
+
+        void ping(final int count)
+        {
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            for (int sequence = 0; sequence < count; sequence++)
+            {
+                sendEchoRequest(sequence & 0xFFFF);
+                while (repliedSequence != (sequence & 0xFFFF))
+                {
+                    if (System.nanoTime() > deadline)
+                    {
+                        fail("no echo reply for sequence " + sequence);
+                    }
+                    if (tap.awaitReadable(100_000_000))
+                    {
+                        tap.receive(this, NetDevice.BURST);
+                    }
+                }
+            }
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+        {
+            if (length >= FRAME_LENGTH &&
+                buffer.getShort(offset + 12, ByteOrder.BIG_ENDIAN) == 0x0800 &&
+                buffer.getByte(offset + 23) == 1 &&                                  // ICMP
+                buffer.getByte(offset + 34) == 0 &&                                  // echo reply
+                buffer.getShort(offset + 38, ByteOrder.BIG_ENDIAN) == IDENTIFIER)
+            {
+                repliedSequence = buffer.getShort(offset + 40, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+            }
+        }
+
+        private void sendEchoRequest(final int sequence)
+        {
+            final MutableDirectBuffer frame = tap.claim();
+            frame.putBytes(0, kernelMac);
+            frame.putBytes(6, OUR_MAC);
+            frame.putShort(12, (short)0x0800, ByteOrder.BIG_ENDIAN);
+
+            frame.putByte(14, (byte)0x45);
+            frame.putByte(15, (byte)0);
+            frame.putShort(16, (short)(FRAME_LENGTH - 14), ByteOrder.BIG_ENDIAN);
+            frame.putShort(18, (short)sequence, ByteOrder.BIG_ENDIAN);
+            frame.putShort(20, (short)0x4000, ByteOrder.BIG_ENDIAN); // DF
+            frame.putByte(22, (byte)64);
+            frame.putByte(23, (byte)1);
+            frame.putShort(24, (short)0);
+            frame.putInt(26, OUR_IP, ByteOrder.BIG_ENDIAN);
+            frame.putInt(30, KERNEL_IP, ByteOrder.BIG_ENDIAN);
+            frame.putShort(24, checksum(frame, 14, 20), ByteOrder.BIG_ENDIAN);
+
+            frame.putByte(34, (byte)8);
+            frame.putByte(35, (byte)0);
+            frame.putShort(36, (short)0);
+            frame.putShort(38, IDENTIFIER, ByteOrder.BIG_ENDIAN);
+            frame.putShort(40, (short)sequence, ByteOrder.BIG_ENDIAN);
+            frame.setMemory(42, FRAME_LENGTH - 42, (byte)0x5a);
+            frame.putShort(36, checksum(frame, 34, FRAME_LENGTH - 34), ByteOrder.BIG_ENDIAN);
+
+            tap.commit(FRAME_LENGTH);
+            tap.flush();
+        }
+
+        /** RFC 1071 Internet checksum of an even number of bytes. */
+        private static short checksum(final DirectBuffer buffer, final int offset, final int length)
+        {
+            int sum = 0;
+            for (int i = 0; i < length; i += 2)
+            {
+                sum += buffer.getShort(offset + i, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+            }
+            while ((sum >>> 16) != 0)
+            {
+                sum = (sum & 0xFFFF) + (sum >>> 16);
+            }
+            return (short)~sum;
+        }
+    }
+
+    private static String addNamespace() throws IOException, InterruptedException
+    {
+        final String ns = "nst-" + ProcessHandle.current().pid() + "-" + NAMESPACES.incrementAndGet();
+        run("ip", "netns", "add", ns);
+        return ns;
+    }
+
+    /** Run {@code action} on a fresh thread that has entered {@code ns}; a tap opened there stays there. */
+    private static <T> T inNamespace(final String ns, final Callable<T> action) throws Exception
+    {
+        final FutureTask<T> task = new FutureTask<>(() ->
+        {
+            NetNamespace.enter(ns);
+            try
+            {
+                return action.call();
+            }
+            finally
+            {
+                NetNamespace.restore();
+            }
+        });
+        new Thread(task, "netns-" + ns).start();
+        try
+        {
+            final T result = task.get(10, TimeUnit.SECONDS);
+            assertNotNull(result);
+            return result;
+        }
+        catch (final ExecutionException ex)
+        {
+            throw ex.getCause() instanceof Exception cause ? cause : ex;
+        }
+    }
+
+    private static String run(final String... command) throws IOException, InterruptedException
+    {
+        final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(10, TimeUnit.SECONDS) || process.exitValue() != 0)
+        {
+            process.destroyForcibly();
+            fail(String.join(" ", command) + " failed (root and iproute2 needed): " + output.trim());
+        }
+        return output;
+    }
+
+    private static boolean runQuietly(final String... command) throws IOException, InterruptedException
+    {
+        final Process process = new ProcessBuilder(command).redirectErrorStream(true)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        return process.waitFor(10, TimeUnit.SECONDS) && process.exitValue() == 0;
+    }
+}
