@@ -1,0 +1,194 @@
+package io.nicstack.daemon;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.SystemEpochNanoClock;
+import org.agrona.concurrent.SystemNanoClock;
+
+import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.NicException;
+import io.nicstack.nic.fault.FaultConfig;
+import io.nicstack.nic.fault.FaultInjectingDevice;
+import io.nicstack.nic.pcap.PcapWritingDevice;
+import io.nicstack.nic.tap.TapDevice;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.loop.EventLoop;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.Ipv4Address;
+import io.nicstack.stack.wire.MacAddress;
+
+/**
+ * {@code nicstack daemon}: opens the device, wires device, stack and services, publishes counters in
+ * shared memory, prints one ready line, and runs the event loop on the main thread until SIGINT or
+ * SIGTERM; then flushes the pcap, closes the device (a tap it created goes away) and exits 0.
+ */
+final class DaemonCommand
+{
+    private static final Set<String> WITH_VALUE = Set.of(
+        "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
+
+    private final String deviceSpec;
+    private final StackConfig config;
+    private final String hostIp;
+    private final Integer mtu;
+    private final Path pcap;
+    private final FaultConfig faults;
+    private final Path shm;
+    private final List<String> services = new ArrayList<>();
+    private final CountDownLatch cleanedUp = new CountDownLatch(1);
+    private volatile int exitStatus;
+
+    DaemonCommand(final String[] args)
+    {
+        final Options o = new Options("daemon", args, 1, WITH_VALUE, Set.of());
+        deviceSpec = o.require("daemon", "--device");
+        if (!deviceSpec.startsWith("tap:") || deviceSpec.length() == 4)
+        {
+            throw new UsageException("daemon: --device must be tap:NAME (got '" + deviceSpec + "')");
+        }
+        try
+        {
+            config = StackConfig.of(o.require("daemon", "--ip"));
+            if (o.has("--mac"))
+            {
+                config.mac(MacAddress.parse(o.get("--mac")));
+            }
+            if (o.has("--gateway"))
+            {
+                config.gateway(Ipv4Address.parse(o.get("--gateway")));
+            }
+            mtu = o.has("--mtu") ? Integer.valueOf(o.get("--mtu")) : null;
+            if (mtu != null)
+            {
+                config.mtu(mtu);
+            }
+            hostIp = o.get("--host-ip");
+            if (hostIp != null)
+            {
+                StackConfig.of(hostIp);
+            }
+            faults = o.has("--faults") ? FaultConfig.parse(o.get("--faults")) : null;
+        }
+        catch (final IllegalArgumentException e)
+        {
+            throw new UsageException("daemon: " + e.getMessage());
+        }
+        pcap = o.has("--pcap") ? Path.of(o.get("--pcap")) : null;
+        shm = Path.of(o.get("--shm", StatsCommand.DEFAULT_SHM));
+        for (final String s : o.get("--services", "").split(","))
+        {
+            if (s.isEmpty())
+            {
+                continue;
+            }
+            if (!s.equals("echo"))
+            {
+                throw new UsageException("daemon: unknown service '" + s + "' (known: echo)");
+            }
+            services.add(s);
+        }
+    }
+
+    int run(final PrintStream out, final PrintStream err)
+    {
+        final String ifName = deviceSpec.substring(4);
+        final TapDevice tap;
+        try
+        {
+            tap = TapDevice.open(ifName);
+        }
+        catch (final NicException | IllegalArgumentException e)
+        {
+            err.println("daemon: " + e.getMessage());
+            return 1;
+        }
+        NetDevice device = tap;
+        try (CountersFile countersFile = CountersFile.create(shm))
+        {
+            if (mtu != null)
+            {
+                Shell.run("ip", "link", "set", "dev", ifName, "mtu", String.valueOf(mtu));
+            }
+            if (hostIp != null)
+            {
+                Shell.run("ip", "addr", "replace", hostIp, "dev", ifName);
+            }
+            Shell.run("ip", "link", "set", "dev", ifName, "up");
+
+            final NanoClock clock = new SystemNanoClock();
+            if (faults != null)
+            {
+                err.println("nicstack faults: " + faults);
+                device = new FaultInjectingDevice(device, faults, faults.withSeed(faults.seed() + 1), clock);
+            }
+            if (pcap != null)
+            {
+                device = new PcapWritingDevice(device, pcap, new SystemEpochNanoClock());
+            }
+            final StackCounters counters = new StackCounters(countersFile.manager());
+            final NetStack stack = new NetStack(device, config, counters, clock.nanoTime());
+            if (services.contains("echo"))
+            {
+                stack.udp().bind(UdpEchoService.PORT, new UdpEchoService());
+            }
+            final EventLoop loop = new EventLoop(stack, clock, new BackoffIdleStrategy());
+            // SIGINT/SIGTERM start the JVM's shutdown: stop the loop, let this thread flush and
+            // close everything below, then end with status 0 (a signal would otherwise give 130/143).
+            Runtime.getRuntime().addShutdownHook(new Thread(() ->
+            {
+                loop.stop();
+                try
+                {
+                    if (cleanedUp.await(10, TimeUnit.SECONDS))
+                    {
+                        Runtime.getRuntime().halt(exitStatus);
+                    }
+                }
+                catch (final InterruptedException ignored)
+                {
+                    Thread.currentThread().interrupt();
+                }
+            }, "nicstack-shutdown"));
+
+            out.println("nicstack ready " + Ipv4Address.format(config.address()) + " " + MacAddress.format(config.mac()) + " " + deviceSpec);
+            out.flush();
+            loop.run();
+            return 0;
+        }
+        catch (final IOException | NicException e)
+        {
+            err.println("daemon: " + e.getMessage());
+            exitStatus = 1;
+            return 1;
+        }
+        catch (final RuntimeException e)
+        {
+            // A bug, not bad input: say so with the whole trace, and still clean up below.
+            err.println("daemon: internal error, shutting down");
+            e.printStackTrace(err);
+            exitStatus = 70;
+            return 70;
+        }
+        finally
+        {
+            // Closes the decorators first: the pcap is flushed, then the tap fd (a tap we created vanishes).
+            device.close();
+            if (tap.created())
+            {
+                Shell.runQuietly("ip", "link", "del", "dev", ifName);
+            }
+            err.flush();
+            cleanedUp.countDown();
+        }
+    }
+}

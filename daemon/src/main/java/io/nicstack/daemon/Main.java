@@ -1,0 +1,46 @@
+package io.nicstack.daemon;
+
+import java.io.PrintStream;
+
+/** Entry point of the {@code nicstack} command (the Java subcommands; the launcher script adds test and demo). */
+public final class Main
+{
+    /** The launcher script ({@code ./nicstack --help}) holds the full usage; this is the Java side's reminder. */
+    static final String USAGE = "usage: nicstack daemon --device tap:NAME --ip A.B.C.D/N [options] | nicstack stats [--shm DIR]"
+        + " (./nicstack --help lists every option)";
+
+    private Main()
+    {
+    }
+
+    public static void main(final String[] args)
+    {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    static int run(final String[] args, final PrintStream out, final PrintStream err)
+    {
+        if (args.length == 0 || "--help".equals(args[0]) || "-h".equals(args[0]) || "help".equals(args[0]))
+        {
+            out.println(USAGE);
+            return args.length == 0 ? 2 : 0;
+        }
+        try
+        {
+            switch (args[0])
+            {
+                case "daemon":
+                    return new DaemonCommand(args).run(out, err);
+                case "stats":
+                    return StatsCommand.run(args, out, err);
+                default:
+                    throw new UsageException("nicstack: unknown command '" + args[0] + "' (try nicstack --help)");
+            }
+        }
+        catch (final UsageException e)
+        {
+            err.println(e.getMessage());
+            return 2;
+        }
+    }
+}

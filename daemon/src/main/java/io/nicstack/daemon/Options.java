@@ -1,0 +1,72 @@
+package io.nicstack.daemon;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+
+/** {@code --name value} and {@code --flag} options of one subcommand, checked against what it accepts. */
+final class Options
+{
+    private final Map<String, String> values = new HashMap<>();
+
+    Options(final String command, final String[] args, final int from, final Set<String> withValue, final Set<String> flags)
+    {
+        for (int i = from; i < args.length; i++)
+        {
+            final String arg = args[i];
+            String name = arg;
+            String value = null;
+            final int eq = arg.indexOf('=');
+            if (arg.startsWith("--") && eq > 0)
+            {
+                name = arg.substring(0, eq);
+                value = arg.substring(eq + 1);
+            }
+            if (flags.contains(name) && value == null)
+            {
+                values.put(name, "true");
+            }
+            else if (withValue.contains(name))
+            {
+                if (value == null)
+                {
+                    if (i + 1 >= args.length)
+                    {
+                        throw new UsageException(command + ": option " + name + " needs a value");
+                    }
+                    value = args[++i];
+                }
+                values.put(name, value);
+            }
+            else
+            {
+                throw new UsageException(command + ": unknown option '" + arg + "' (try nicstack --help)");
+            }
+        }
+    }
+
+    String get(final String name)
+    {
+        return values.get(name);
+    }
+
+    String get(final String name, final String defaultValue)
+    {
+        return values.getOrDefault(name, defaultValue);
+    }
+
+    boolean has(final String name)
+    {
+        return values.containsKey(name);
+    }
+
+    String require(final String command, final String name)
+    {
+        final String v = values.get(name);
+        if (v == null)
+        {
+            throw new UsageException(command + ": missing required option " + name);
+        }
+        return v;
+    }
+}

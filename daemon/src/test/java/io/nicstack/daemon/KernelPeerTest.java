@@ -1,0 +1,237 @@
+package io.nicstack.daemon;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+
+import io.nicstack.stack.stats.StackCounter;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * The daemon against the real Linux stack: a tap inside a namespace this test creates, the kernel
+ * on the other side driven by ping, Python sockets and scapy. Addresses from 198.18.0.0/15 only.
+ */
+@Tag("kernel")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class KernelPeerTest
+{
+    static final String DAEMON_IP = "198.18.0.2";
+    static final String KERNEL_IP = "198.18.0.1";
+    static final String TAP = "nstap0";
+    static final String PYTHON = "/usr/bin/python3";
+
+    private Netns ns;
+    private Path work;
+    private DaemonProcess daemon;
+    private String daemonMac;
+
+    @BeforeAll
+    void start() throws Exception
+    {
+        assertEquals(0, Netns.run(5, PYTHON, "-c", "import scapy.all").exitCode(),
+            "python3-scapy missing from /usr/bin/python3: run scripts/install-deps.sh as root");
+        ns = new Netns();
+        work = Files.createTempDirectory("nicstack-kernel");
+        daemon = new DaemonProcess(ns, work.resolve("shm"), "--device", "tap:" + TAP, "--ip", DAEMON_IP + "/24",
+            "--host-ip", KERNEL_IP + "/24", "--services", "echo", "--pcap", work.resolve("run.pcap").toString());
+        final String ready = daemon.awaitReady();
+        final Matcher m = Pattern.compile("nicstack ready (\\S+) (\\S+) tap:(\\S+)").matcher(ready);
+        assertTrue(m.matches(), ready);
+        assertEquals(DAEMON_IP, m.group(1));
+        daemonMac = m.group(2);
+        copyResource("scapy/hostile.py");
+        copyResource("scapy/pcap_check.py");
+        copyResource("udp_echo.py");
+    }
+
+    private void copyResource(final String name) throws IOException
+    {
+        try (InputStream in = getClass().getClassLoader().getResourceAsStream(name))
+        {
+            assertNotNull(in, name);
+            Files.copy(in, work.resolve(Path.of(name).getFileName()));
+        }
+    }
+
+    @AfterAll
+    void cleanUp() throws Exception
+    {
+        try
+        {
+            if (daemon != null)
+            {
+                daemon.close();
+            }
+        }
+        finally
+        {
+            if (ns != null)
+            {
+                ns.close();
+            }
+        }
+    }
+
+    @Test
+    @Order(1)
+    void pingTwentyOfTwenty() throws IOException
+    {
+        final Netns.Result r = ns.exec(30, "ping", "-c", "20", "-i", "0.05", "-W", "2", DAEMON_IP).assertOk("ping");
+        assertTrue(r.output().contains("20 packets transmitted, 20 received"), r.output());
+    }
+
+    @Test
+    @Order(2)
+    void kernelNeighbourEntryCarriesTheDaemonsMac() throws IOException
+    {
+        final Netns.Result r = ns.exec(5, "ip", "neigh", "show", DAEMON_IP).assertOk("ip neigh");
+        assertTrue(r.output().contains("lladdr " + daemonMac), r.output());
+    }
+
+    @Test
+    @Order(3)
+    void fragmentedPingIsAnsweredBothWays() throws IOException
+    {
+        final Netns.Result r = ns.exec(30, "ping", "-c", "5", "-i", "0.1", "-W", "2", "-s", "4000", DAEMON_IP).assertOk("ping -s 4000");
+        assertTrue(r.output().contains("5 packets transmitted, 5 received"), r.output());
+        assertTrue(r.output().contains("4008 bytes from " + DAEMON_IP), r.output());
+        assertTrue(counters().get(StackCounter.IPV4_REASSEMBLED) >= 5);
+        assertTrue(counters().get(StackCounter.IPV4_OUT_FRAGMENTS) >= 15);
+    }
+
+    @Test
+    @Order(4)
+    void udpEchoOfEverySizeFrom1To8000IsExact() throws IOException
+    {
+        final Netns.Result r = ns.exec(120, PYTHON, work.resolve("udp_echo.py").toString(), DAEMON_IP, "1", "8000")
+            .assertOk("udp echo");
+        assertTrue(r.output().contains("echoed 8000 datagrams exactly"), r.output());
+    }
+
+    @Test
+    @Order(5)
+    void udpToClosedPortIsRefused() throws IOException
+    {
+        final Netns.Result r = ns.exec(10, PYTHON, work.resolve("udp_echo.py").toString(), DAEMON_IP, "refused", "9999")
+            .assertOk("closed port");
+        assertTrue(r.output().contains("ConnectionRefusedError"), r.output());
+    }
+
+    @Test
+    @Order(6)
+    void hostileFramesAreCountedAndTheDaemonKeepsAnswering() throws IOException
+    {
+        final long before = counters().get(StackCounter.FRAMES_IN);
+        final Netns.Result r = ns.exec(60, PYTHON, work.resolve("hostile.py").toString(), TAP, DAEMON_IP, daemonMac, KERNEL_IP)
+            .assertOk("scapy hostile frames");
+        final Matcher m = Pattern.compile("sent (\\d+)").matcher(r.output());
+        assertTrue(m.find(), r.output());
+        final int sent = Integer.parseInt(m.group(1));
+
+        // The kernel keeps talking too (ARP, IPv6 solicitations): at least our frames arrived.
+        final long deadline = System.nanoTime() + 5_000_000_000L;
+        Map<StackCounter, Long> c = counters();
+        while (c.get(StackCounter.FRAMES_IN) - before < sent && System.nanoTime() < deadline)
+        {
+            Thread.onSpinWait();
+            c = counters();
+        }
+        assertTrue(c.get(StackCounter.FRAMES_IN) - before >= sent, "frames in " + c);
+        final Netns.Result ping = ns.exec(20, "ping", "-c", "3", "-i", "0.1", "-W", "2", DAEMON_IP).assertOk("ping after hostile frames");
+        assertTrue(ping.output().contains("3 received"), ping.output());
+        c = counters();
+        assertEquals(0, unaccounted(c), "every frame ends in one terminal counter: " + c);
+        assertTrue(c.get(StackCounter.IPV4_DROP_BAD_HEADER_LENGTH) >= 3, c.toString());
+        assertTrue(c.get(StackCounter.IPV4_DROP_BAD_OPTIONS) >= 3, c.toString());
+        assertTrue(c.get(StackCounter.IPV4_DROP_FRAGMENT_OVERLAP) >= 1, c.toString());
+        assertTrue(c.get(StackCounter.ARP_DROP_MALFORMED) >= 4, c.toString());
+        assertTrue(c.get(StackCounter.UDP_DROP_BAD_CHECKSUM) >= 1, c.toString());
+        assertTrue(c.get(StackCounter.IPV4_DROP_TRUNCATED) >= 1, c.toString());
+        assertTrue(c.get(StackCounter.IPV4_DROP_BAD_FRAGMENT) >= 2, c.toString());
+    }
+
+    @Test
+    @Order(7)
+    void statsCommandPrintsTheCounters() throws IOException
+    {
+        final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        final java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        final int code = Main.run(new String[] {"stats", "--shm", daemon.shm.toString()},
+            new java.io.PrintStream(out, true), new java.io.PrintStream(err, true));
+        assertEquals(0, code, err.toString());
+        assertTrue(out.toString().contains("icmp echo requests in"), out.toString());
+        assertTrue(out.toString().contains("frames in"), out.toString());
+    }
+
+    @Test
+    @Order(100)
+    void sigtermExitsZeroFlushesThePcapAndRemovesTheTap() throws Exception
+    {
+        assertEquals(0, daemon.stop(), "exit code; output:\n" + String.join("\n", daemon.output));
+        final Netns.Result link = ns.exec(5, "ip", "link", "show", TAP);
+        assertNotEquals(0, link.exitCode(), "the tap the daemon created is gone; ip link says: " + link.output());
+        final Netns.Result check = Netns.run(180, PYTHON, work.resolve("pcap_check.py").toString(), work.resolve("run.pcap").toString())
+            .assertOk("pcap checksums");
+        final Matcher m = Pattern.compile("frames (\\d+) icmp (\\d+) udp (\\d+) arp (\\d+) bad 0").matcher(check.output());
+        assertTrue(m.find(), "pcap_check output: " + check.output());
+        assertTrue(Integer.parseInt(m.group(2)) >= 20, check.output());
+        // Datagrams up to 1472 bytes leave unfragmented; their UDP checksums are checked one by one.
+        assertTrue(Integer.parseInt(m.group(3)) >= 1472, check.output());
+    }
+
+    private Map<StackCounter, Long> counters() throws IOException
+    {
+        final Map<String, StackCounter> byLabel = new HashMap<>();
+        for (final StackCounter c : StackCounter.values())
+        {
+            byLabel.put(c.label(), c);
+        }
+        final Map<StackCounter, Long> values = new HashMap<>();
+        for (final StackCounter c : StackCounter.values())
+        {
+            values.put(c, 0L);
+        }
+        try (CountersFile file = CountersFile.open(daemon.shm))
+        {
+            file.reader().forEach((value, id, label) ->
+            {
+                final StackCounter c = byLabel.get(label);
+                if (c != null)
+                {
+                    values.put(c, value);
+                }
+            });
+        }
+        return values;
+    }
+
+    /** FRAMES_IN minus every terminal counter, plus reassembled datagrams (see StackCounter). */
+    private static long unaccounted(final Map<StackCounter, Long> c)
+    {
+        long terminal = 0;
+        for (final Map.Entry<StackCounter, Long> e : c.entrySet())
+        {
+            if (e.getKey().kind() != StackCounter.Kind.INFO)
+            {
+                terminal += e.getValue();
+            }
+        }
+        return c.get(StackCounter.FRAMES_IN) - terminal + c.get(StackCounter.IPV4_REASSEMBLED);
+    }
+}
