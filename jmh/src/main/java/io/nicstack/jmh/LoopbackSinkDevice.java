@@ -1,0 +1,170 @@
+package io.nicstack.jmh;
+
+import java.nio.ByteBuffer;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
+
+/**
+ * A benchmark-only {@link NetDevice}: every {@link #receive} hands the one preloaded frame to the handler,
+ * and every transmitted frame lands in one reused buffer.
+ *
+ * <p>Nothing is allocated after construction: the receive buffer and the transmit buffer are direct
+ * buffers created once, {@link #claim()} always returns the same {@link UnsafeBuffer}, and
+ * {@link #commit(int)} only records the length. The device is a sink, not a wire: what the stack
+ * transmits is never looped back as input, so each receive is the same request again.
+ */
+public final class LoopbackSinkDevice implements NetDevice
+{
+    private final int mtu;
+    private final UnsafeBuffer rxBuffer;
+    private final UnsafeBuffer txBuffer;
+    private int rxLength;
+    private int lastTxLength;
+    private int pending;
+    private long received;
+    private long transmitted;
+    private boolean claimed;
+
+    public LoopbackSinkDevice(final int mtu)
+    {
+        this.mtu = mtu;
+        this.rxBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(mtu + ETHERNET_HEADER_LENGTH));
+        this.txBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(mtu + ETHERNET_HEADER_LENGTH));
+    }
+
+    /** Preload the frame every later {@link #receive} delivers; a length of 0 makes the device idle. */
+    public void load(final DirectBuffer frame, final int offset, final int length)
+    {
+        if (length > rxBuffer.capacity())
+        {
+            throw new IllegalArgumentException("frame of " + length + " bytes exceeds " + rxBuffer.capacity());
+        }
+        rxBuffer.putBytes(0, frame, offset, length);
+        rxLength = length;
+    }
+
+    /** The preloaded frame (for baselines that copy the same bytes). */
+    public UnsafeBuffer rxBuffer()
+    {
+        return rxBuffer;
+    }
+
+    public int rxLength()
+    {
+        return rxLength;
+    }
+
+    /** The buffer every transmitted frame was written into; holds the last committed frame. */
+    public UnsafeBuffer txBuffer()
+    {
+        return txBuffer;
+    }
+
+    /** Length of the last committed frame, 0 when none since {@link #resetLastTx()}. */
+    public int lastTxLength()
+    {
+        return lastTxLength;
+    }
+
+    public void resetLastTx()
+    {
+        lastTxLength = 0;
+    }
+
+    /** Frames handed to a handler since construction. */
+    public long received()
+    {
+        return received;
+    }
+
+    /** Frames committed since construction. */
+    public long transmitted()
+    {
+        return transmitted;
+    }
+
+    @Override
+    public String name()
+    {
+        return "bench:loopback-sink";
+    }
+
+    @Override
+    public int mtu()
+    {
+        return mtu;
+    }
+
+    /** Exactly one frame per call (when loaded and {@code limit > 0}), so one poll is one request. */
+    @Override
+    public int receive(final FrameHandler handler, final int limit)
+    {
+        if (rxLength == 0 || limit <= 0)
+        {
+            return 0;
+        }
+        received++;
+        handler.onFrame(rxBuffer, 0, rxLength);
+        return 1;
+    }
+
+    @Override
+    public MutableDirectBuffer claim()
+    {
+        if (claimed)
+        {
+            throw new IllegalStateException("claim without commit");
+        }
+        claimed = true;
+        return txBuffer;
+    }
+
+    @Override
+    public void commit(final int length)
+    {
+        if (!claimed)
+        {
+            throw new IllegalStateException("commit without claim");
+        }
+        claimed = false;
+        lastTxLength = length;
+        pending++;
+        transmitted++;
+    }
+
+    @Override
+    public void abort()
+    {
+        claimed = false;
+    }
+
+    @Override
+    public int flush()
+    {
+        final int flushed = pending;
+        pending = 0;
+        return flushed;
+    }
+
+    @Override
+    public boolean awaitReadable(final long timeoutNanos)
+    {
+        return rxLength != 0;
+    }
+
+    @Override
+    public long droppedFrames()
+    {
+        return 0;
+    }
+
+    @Override
+    public void close()
+    {
+    }
+}
