@@ -12,6 +12,10 @@ import io.nicstack.stack.iface.Link;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.Tcp;
+import io.nicstack.stack.tcp.TcpSettings;
+import io.nicstack.stack.tcp.isn.IsnGenerator;
+import io.nicstack.stack.tcp.isn.SynCookies;
 import io.nicstack.stack.time.Timers;
 import io.nicstack.stack.udp.Udp;
 import io.nicstack.stack.wire.EthernetFrame;
@@ -34,6 +38,7 @@ public final class NetStack implements FrameHandler
     private final Ipv4 ipv4;
     private final Icmp icmp;
     private final Udp udp;
+    private final Tcp tcp;
     private final EthernetFrame eth = new EthernetFrame();
     private final Ipv4Header quoted = new Ipv4Header();
     private long now;
@@ -51,8 +56,10 @@ public final class NetStack implements FrameHandler
         this.ipv4 = new Ipv4(config, link, arp, counters, timers, this::onReassemblyTimeout);
         this.icmp = new Icmp(ipv4, counters);
         this.udp = new Udp(ipv4, icmp, counters);
+        this.tcp = new Tcp(ipv4, counters, timers, new TcpSettings(), IsnGenerator.withRandomSecret(), SynCookies.withRandomSecret());
         ipv4.register(Ipv4Header.PROTOCOL_ICMP, icmp);
         ipv4.register(Ipv4Header.PROTOCOL_UDP, udp);
+        ipv4.register(Ipv4Header.PROTOCOL_TCP, tcp);
     }
 
     /** Send the gratuitous ARP that announces us (call once when the link is up). */
@@ -71,8 +78,12 @@ public final class NetStack implements FrameHandler
     public int poll(final long nowNanos)
     {
         now = nowNanos;
+        tcp.now(nowNanos);
         final int frames = device.receive(this, NetDevice.BURST);
-        final int expired = timers.poll(nowNanos);
+        // RFC 9293 §3.8.6.3: every segment of the burst is processed before ACKs go out.
+        int work = frames + tcp.afterBurst(nowNanos);
+        work += timers.poll(nowNanos);
+        work += tcp.afterBurst(nowNanos);
         link.flush();
         final long deviceDrops = device.droppedFrames();
         if (deviceDrops != lastDeviceDrops)
@@ -80,7 +91,7 @@ public final class NetStack implements FrameHandler
             counters.add(StackCounter.DEVICE_DROPS, deviceDrops - lastDeviceDrops);
             lastDeviceDrops = deviceDrops;
         }
-        return frames + expired;
+        return work;
     }
 
     @Override
@@ -170,6 +181,11 @@ public final class NetStack implements FrameHandler
     public Udp udp()
     {
         return udp;
+    }
+
+    public Tcp tcp()
+    {
+        return tcp;
     }
 
     /** Time of the current (or last) poll. */

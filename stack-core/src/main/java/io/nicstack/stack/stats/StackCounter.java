@@ -71,7 +71,36 @@ public enum StackCounter
     UDP_DROP_RECEIVE_QUEUE_FULL("udp drop: receive queue full", Kind.DROP),
     UDP_OUT_DATAGRAMS("udp datagrams out", Kind.INFO),
 
-    TCP_DROP_NOT_IMPLEMENTED("tcp drop: no tcp layer attached", Kind.DROP);
+    TCP_SEGMENTS_IN("tcp segments in", Kind.ACCEPT),
+    TCP_DROP_TRUNCATED("tcp drop: truncated or bad data offset", Kind.DROP),
+    TCP_DROP_BAD_CHECKSUM("tcp drop: bad checksum", Kind.DROP),
+    TCP_DROP_BROADCAST("tcp drop: to a broadcast address", Kind.DROP),
+    TCP_BAD_OPTIONS("tcp segments with an illegal option length (rest ignored)", Kind.INFO),
+    TCP_SEGMENTS_OUT("tcp segments out", Kind.INFO),
+    TCP_ACTIVE_OPENS("tcp active opens", Kind.INFO),
+    TCP_PASSIVE_OPENS("tcp passive opens", Kind.INFO),
+    TCP_ESTABLISHED("tcp connections established", Kind.INFO),
+    TCP_ATTEMPT_FAILS("tcp failed connection attempts", Kind.INFO),
+    TCP_ESTABLISHED_RESETS("tcp resets of established connections", Kind.INFO),
+    TCP_RESETS_SENT("tcp resets sent", Kind.INFO),
+    TCP_RESETS_RECEIVED("tcp resets received (accepted)", Kind.INFO),
+    TCP_NO_CONNECTION("tcp segments for no connection (answered by reset)", Kind.INFO),
+    TCP_RETRANSMITTED_SEGMENTS("tcp segments retransmitted", Kind.INFO),
+    TCP_FAST_RETRANSMITS("tcp fast retransmits", Kind.INFO),
+    TCP_SACK_RECOVERIES("tcp sack recoveries", Kind.INFO),
+    TCP_RTO_EXPIRIES("tcp retransmission timeouts", Kind.INFO),
+    TCP_R1_REACHED("tcp connections past R1 retransmissions", Kind.INFO),
+    TCP_CHALLENGE_ACKS("tcp challenge acks sent", Kind.INFO),
+    TCP_CHALLENGE_ACKS_LIMITED("tcp challenge acks suppressed by rate limit", Kind.INFO),
+    TCP_ACK_INVALID("tcp drop: ack outside the acceptable range (rfc 5961)", Kind.INFO),
+    TCP_PAWS_DROPS("tcp drop: paws (old timestamp)", Kind.INFO),
+    TCP_OUT_OF_WINDOW("tcp drop: segment outside the receive window", Kind.INFO),
+    TCP_OUT_OF_ORDER_REJECTED("tcp drop: out-of-order data over the range limit", Kind.INFO),
+    TCP_SYN_COOKIES_SENT("tcp syn cookies sent", Kind.INFO),
+    TCP_SYN_COOKIES_ACCEPTED("tcp syn cookies accepted", Kind.INFO),
+    TCP_SYN_COOKIES_FAILED("tcp syn cookies rejected", Kind.INFO),
+    TCP_LISTEN_OVERFLOWS("tcp listener full: connection refused", Kind.INFO),
+    TCP_TIMEOUTS("tcp connections timed out", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */
     public enum Kind

@@ -1,0 +1,49 @@
+package io.nicstack.stack.tcp;
+
+/**
+ * A congestion controller (RFC 5681 framework): it owns {@code cwnd} and {@code ssthresh} and
+ * decides how they grow on ACKs and shrink on loss. Loss detection and recovery (fast
+ * retransmit, NewReno's partial ACKs, SACK's pipe) belong to the sender, which calls these hooks.
+ * All sizes are in bytes; time is the injected clock in nanoseconds. One instance per connection.
+ */
+public interface CongestionControl
+{
+    /** Start a connection: initial window per RFC 6928 ({@code min(10*MSS, max(2*MSS, 14600))}), ssthresh "arbitrarily high". */
+    void init(int mss, long nowNanos);
+
+    /** Congestion window in bytes. */
+    long cwnd();
+
+    /** Set cwnd directly (recovery inflation and deflation by the sender). */
+    void cwnd(long bytes);
+
+    long ssthresh();
+
+    /**
+     * New data acknowledged outside recovery: grow cwnd (slow start below ssthresh, then congestion
+     * avoidance or the CUBIC function).
+     *
+     * @param ackedBytes      bytes newly acknowledged by this ACK.
+     * @param flightBefore    bytes in flight before this ACK (for "cwnd limited" checks).
+     * @param rttNanos        an RTT sample taken from this ACK, or -1.
+     */
+    void onAck(long ackedBytes, long flightBefore, long rttNanos, long nowNanos);
+
+    /**
+     * Loss detected by duplicate ACKs or SACK (entering fast recovery): set ssthresh (RFC 5681 (4):
+     * {@code max(FlightSize/2, 2*SMSS)} for Reno; {@code cwnd*beta} for CUBIC) and cwnd = ssthresh.
+     */
+    void onFastRetransmit(long flightSize, long nowNanos);
+
+    /** Fast recovery ended (the recovery point was acknowledged): cwnd = ssthresh (RFC 6582 step 3). */
+    void onRecoveryExit(long nowNanos);
+
+    /** Retransmission timeout: ssthresh from the flight size, cwnd = 1 MSS (RFC 5681 (4), loss window). */
+    void onRetransmitTimeout(long flightSize, long nowNanos);
+
+    /** Sender MSS changed (rare; path MTU). */
+    void mss(int mss);
+
+    /** Short name for {@code nicstack conns}: "newreno", "cubic". */
+    String name();
+}

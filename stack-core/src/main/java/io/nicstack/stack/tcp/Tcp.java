@@ -1,0 +1,498 @@
+package io.nicstack.stack.tcp;
+
+import java.nio.ByteBuffer;
+import java.util.function.Consumer;
+
+import org.agrona.DirectBuffer;
+import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.collections.Long2ObjectHashMap;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.stack.iface.IpProtocolHandler;
+import io.nicstack.stack.iface.Ipv4;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.storage.RingReceiveBuffer;
+import io.nicstack.stack.storage.RingSendBuffer;
+import io.nicstack.stack.tcp.cc.CongestionControls;
+import io.nicstack.stack.tcp.isn.IsnGenerator;
+import io.nicstack.stack.tcp.isn.SynCookies;
+import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.TcpHeader;
+import io.nicstack.stack.wire.TcpRepr;
+
+/**
+ * The TCP layer: segment validation, demultiplexing by 4-tuple, listeners (bounded SYN backlog,
+ * SYN cookies beyond it), the CLOSED-state reset rules of RFC 9293 §3.10.7.1, segment emission,
+ * and the in-process API ({@link #listen}, {@link #connect}).
+ */
+public final class Tcp implements IpProtocolHandler
+{
+    /** RFC 6335 dynamic port range for active opens. */
+    private static final int EPHEMERAL_FIRST = 49152;
+    private static final int EPHEMERAL_COUNT = 65536 - EPHEMERAL_FIRST;
+    /** Receive buffer out-of-order range limit per connection (bounds SACK bookkeeping too). */
+    private static final int MAX_OOO_RANGES = 16;
+
+    private final Ipv4 ip;
+    private final StackCounters counters;
+    private final Timers timers;
+    private final TcpSettings defaults;
+    private final IsnGenerator isn;
+    private final SynCookies cookies;
+    private final Long2ObjectHashMap<TcpConnection> connections = new Long2ObjectHashMap<>();
+    private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
+    private final TcpRepr in = new TcpRepr();
+    private final TcpRepr out = new TcpRepr();
+    private final TcpHeader header = new TcpHeader();
+    private final UnsafeBuffer scratch = new UnsafeBuffer(ByteBuffer.allocateDirect(65536));
+    private final int mss;
+    private TcpConnection[] dirty = new TcpConnection[64];
+    private int dirtyCount;
+    private int nextEphemeral;
+    private long now;
+    // RFC 5961 §7: challenge ACKs limited to a number per second for the whole stack.
+    private final int challengeAckLimit = 1000;
+    private long challengeWindowStart = Long.MIN_VALUE;
+    private int challengeAcksInWindow;
+
+    public Tcp(final Ipv4 ip, final StackCounters counters, final Timers timers, final TcpSettings defaults,
+        final IsnGenerator isn, final SynCookies cookies)
+    {
+        this.ip = ip;
+        this.counters = counters;
+        this.timers = timers;
+        this.defaults = defaults;
+        this.isn = isn;
+        this.cookies = cookies;
+        this.mss = ip.mtu() - Ipv4Header.MIN_HEADER_LENGTH - TcpHeader.HEADER_LENGTH;
+        this.nextEphemeral = (int)((ip.config().address() * 2654435761L) & 0x3FFF);
+    }
+
+    /** Connection table key: remote address, remote port and local port (the local address is ours). */
+    static long key(final int remoteIp, final int remotePort, final int localPort)
+    {
+        return ((remoteIp & 0xFFFF_FFFFL) << 32) | ((long)remotePort << 16) | localPort;
+    }
+
+    /** Defaults copied into every new connection's settings. */
+    public TcpSettings defaults()
+    {
+        return defaults;
+    }
+
+    /** Listen on {@code port}; at most {@code backlog} connections wait in SYN-RECEIVED or for accept. */
+    public TcpListener listen(final int port, final int backlog, final Consumer<TcpListener> onAcceptable)
+    {
+        checkPort(port);
+        if (listeners.containsKey(port))
+        {
+            throw new IllegalStateException("tcp port in use: " + port);
+        }
+        final TcpListener listener = new TcpListener(this, port, Math.max(1, backlog), defaults.copy(), onAcceptable);
+        listeners.put(port, listener);
+        return listener;
+    }
+
+    void unlisten(final TcpListener listener)
+    {
+        listeners.remove(listener.port());
+    }
+
+    /** Active open to {@code remoteIp:remotePort} from an ephemeral port; events go to {@code handler}. */
+    public TcpConnection connect(final int remoteIp, final int remotePort, final TcpHandler handler, final TcpSettings settings)
+    {
+        checkPort(remotePort);
+        int localPort = -1;
+        for (int i = 0; i < EPHEMERAL_COUNT; i++)
+        {
+            final int candidate = EPHEMERAL_FIRST + (nextEphemeral++ % EPHEMERAL_COUNT);
+            if (!listeners.containsKey(candidate) && !connections.containsKey(key(remoteIp, remotePort, candidate)))
+            {
+                localPort = candidate;
+                break;
+            }
+        }
+        if (localPort < 0)
+        {
+            throw new IllegalStateException("no free ephemeral port towards this peer");
+        }
+        final TcpConnection c = newConnection(localPort, remoteIp, remotePort, settings != null ? settings : defaults.copy());
+        c.handler = handler;
+        connections.put(c.key, c);
+        counters.increment(StackCounter.TCP_ACTIVE_OPENS);
+        c.connect(isn.isn(ip.config().address(), localPort, remoteIp, remotePort, now), now);
+        return c;
+    }
+
+    private TcpConnection newConnection(final int localPort, final int remoteIp, final int remotePort, final TcpSettings settings)
+    {
+        return new TcpConnection(this, ip.config().address(), localPort, remoteIp, remotePort, settings,
+            new RingSendBuffer(settings.sendBufferBytes), new RingReceiveBuffer(settings.receiveBufferBytes, MAX_OOO_RANGES),
+            CongestionControls.create(settings.congestionControl));
+    }
+
+    private static void checkPort(final int port)
+    {
+        if (port < 1 || port > 65535)
+        {
+            throw new IllegalArgumentException("tcp port out of range: " + port);
+        }
+    }
+
+    /** Connections in the table (all states but LISTEN). */
+    public int connectionCount()
+    {
+        return connections.size();
+    }
+
+    /** Visit every connection (for {@code nicstack conns}). */
+    public void forEachConnection(final Consumer<TcpConnection> visitor)
+    {
+        connections.values().forEach(visitor);
+    }
+
+    @Override
+    public void onDatagram(
+        final Ipv4Header ipHeader,
+        final DirectBuffer buffer,
+        final int offset,
+        final int length,
+        final boolean broadcast,
+        final long nowNanos)
+    {
+        now = nowNanos;
+        if (broadcast)
+        {
+            // RFC 9293 §3.9.1 / RFC 1122 4.2.3.10: a SYN to a broadcast address is discarded; so is everything else.
+            counters.increment(StackCounter.TCP_DROP_BROADCAST);
+            return;
+        }
+        final int status = in.parse(buffer, offset, length);
+        if (status == TcpRepr.TRUNCATED || status == TcpRepr.BAD_DATA_OFFSET)
+        {
+            counters.increment(StackCounter.TCP_DROP_TRUNCATED);
+            return;
+        }
+        final int src = ipHeader.source();
+        final int dst = ipHeader.destination();
+        if (!header.wrap(buffer, offset, length).checksumValid(src, dst))
+        {
+            counters.increment(StackCounter.TCP_DROP_BAD_CHECKSUM);
+            return;
+        }
+        counters.increment(StackCounter.TCP_SEGMENTS_IN);
+        if (status == TcpRepr.BAD_OPTION)
+        {
+            // RFC 9293 §3.2 (MUST-7): an illegal option length must not crash us; the options parsed so far stand.
+            counters.increment(StackCounter.TCP_BAD_OPTIONS);
+        }
+        final TcpConnection c = connections.get(key(src, in.sourcePort, in.destinationPort));
+        if (c != null)
+        {
+            c.onSegment(in, buffer, nowNanos);
+            return;
+        }
+        final TcpListener listener = listeners.get(in.destinationPort);
+        if (listener != null)
+        {
+            onListenerSegment(listener, src, buffer, nowNanos);
+            return;
+        }
+        onClosedSegment(dst, src, nowNanos);
+    }
+
+    /** RFC 9293 §3.10.7.1: no connection. Answer anything but a RST with a RST. */
+    private void onClosedSegment(final int localIp, final int remoteIp, final long nowNanos)
+    {
+        if (in.hasFlags(TcpHeader.RST))
+        {
+            return;
+        }
+        counters.increment(StackCounter.TCP_NO_CONNECTION);
+        replyReset(localIp, remoteIp, nowNanos);
+    }
+
+    private void replyReset(final int localIp, final int remoteIp, final long nowNanos)
+    {
+        if (in.hasFlags(TcpHeader.ACK))
+        {
+            sendReset(localIp, in.destinationPort, remoteIp, in.sourcePort, in.ack, 0, false, nowNanos);
+        }
+        else
+        {
+            final int segLen = in.payloadLength + (in.hasFlags(TcpHeader.SYN) ? 1 : 0) + (in.hasFlags(TcpHeader.FIN) ? 1 : 0);
+            sendReset(localIp, in.destinationPort, remoteIp, in.sourcePort, 0, in.seq + segLen, true, nowNanos);
+        }
+    }
+
+    /** RFC 9293 §3.10.7.2: LISTEN, plus SYN cookies (RFC 4987 §3.6) once the backlog is full. */
+    private void onListenerSegment(final TcpListener listener, final int remoteIp, final DirectBuffer buffer, final long nowNanos)
+    {
+        final int localIp = ip.config().address();
+        if (in.hasFlags(TcpHeader.RST))
+        {
+            return;
+        }
+        if (in.hasFlags(TcpHeader.ACK))
+        {
+            if (!in.hasFlags(TcpHeader.SYN) && tryCookie(listener, remoteIp, buffer, nowNanos))
+            {
+                return;
+            }
+            counters.increment(StackCounter.TCP_NO_CONNECTION);
+            sendReset(localIp, in.destinationPort, remoteIp, in.sourcePort, in.ack, 0, false, nowNanos);
+            return;
+        }
+        if (!in.hasFlags(TcpHeader.SYN))
+        {
+            return;
+        }
+        if (listener.full())
+        {
+            if (listener.acceptQueueFull())
+            {
+                counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
+                return;
+            }
+            sendCookie(localIp, remoteIp, nowNanos);
+            return;
+        }
+        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy());
+        c.listener = listener;
+        c.inSynBacklog = true;
+        listener.synReceived++;
+        connections.put(c.key, c);
+        counters.increment(StackCounter.TCP_PASSIVE_OPENS);
+        c.acceptSyn(in, isn.isn(localIp, in.destinationPort, remoteIp, in.sourcePort, nowNanos), nowNanos);
+    }
+
+    private void sendCookie(final int localIp, final int remoteIp, final long nowNanos)
+    {
+        final int peerMss = in.mss > 0 ? in.mss : 536;
+        final int cookie = cookies.encode(localIp, in.destinationPort, remoteIp, in.sourcePort, in.seq,
+            SynCookies.mssIndexFor(Math.min(peerMss, mss)), nowNanos);
+        out.reset();
+        out.sourcePort = in.destinationPort;
+        out.destinationPort = in.sourcePort;
+        out.seq = cookie;
+        out.ack = in.seq + 1;
+        out.flags = TcpHeader.SYN | TcpHeader.ACK;
+        out.window = 65535;
+        out.mss = SynCookies.mssForIndex(SynCookies.mssIndexFor(Math.min(peerMss, mss)));
+        emitRaw(localIp, remoteIp, nowNanos);
+        counters.increment(StackCounter.TCP_SYN_COOKIES_SENT);
+    }
+
+    private boolean tryCookie(final TcpListener listener, final int remoteIp, final DirectBuffer buffer, final long nowNanos)
+    {
+        final int localIp = ip.config().address();
+        final int cookieMss = cookies.decode(localIp, in.destinationPort, remoteIp, in.sourcePort, in.seq - 1, in.ack - 1, nowNanos);
+        if (cookieMss < 0)
+        {
+            counters.increment(StackCounter.TCP_SYN_COOKIES_FAILED);
+            return false;
+        }
+        if (listener.acceptQueueFull())
+        {
+            counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
+            return true;
+        }
+        counters.increment(StackCounter.TCP_SYN_COOKIES_ACCEPTED);
+        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy());
+        c.listener = listener;
+        connections.put(c.key, c);
+        counters.increment(StackCounter.TCP_PASSIVE_OPENS);
+        c.acceptCookie(in, cookieMss, nowNanos);
+        counters.increment(StackCounter.TCP_ESTABLISHED);
+        established(c);
+        c.onSegment(in, buffer, nowNanos);
+        return true;
+    }
+
+    /** A passive connection reached ESTABLISHED: hand it to its listener. */
+    void established(final TcpConnection c)
+    {
+        final TcpListener listener = c.listener;
+        if (listener == null)
+        {
+            return;
+        }
+        if (c.state != TcpState.ESTABLISHED && c.state != TcpState.FIN_WAIT_1 && c.state != TcpState.CLOSE_WAIT)
+        {
+            return;
+        }
+        if (c.inSynBacklog)
+        {
+            c.inSynBacklog = false;
+            listener.synReceived--;
+        }
+        if (!listener.enqueue(c))
+        {
+            counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
+            c.abort();
+        }
+    }
+
+    /** Send one segment of {@code c}; the payload (if any) is read from its send buffer. */
+    void emit(final TcpConnection c, final TcpRepr r, final long dataOffset, final int length, final long nowNanos)
+    {
+        r.sourcePort = c.localPort;
+        r.destinationPort = c.remotePort;
+        r.payloadLength = length;
+        final int headerLength = r.headerLength();
+        r.emit(scratch, 0);
+        if (length > 0)
+        {
+            c.sendBuffer.read(dataOffset, scratch, headerLength, length);
+        }
+        final int total = headerLength + length;
+        header.wrap(scratch, 0, total).updateChecksum(c.localIp, c.remoteIp);
+        ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, scratch, 0, total, nowNanos);
+        counters.increment(StackCounter.TCP_SEGMENTS_OUT);
+    }
+
+    private void emitRaw(final int localIp, final int remoteIp, final long nowNanos)
+    {
+        out.payloadLength = 0;
+        final int headerLength = out.headerLength();
+        out.emit(scratch, 0);
+        header.wrap(scratch, 0, headerLength).updateChecksum(localIp, remoteIp);
+        ip.send(remoteIp, Ipv4Header.PROTOCOL_TCP, scratch, 0, headerLength, nowNanos);
+        counters.increment(StackCounter.TCP_SEGMENTS_OUT);
+    }
+
+    /** Send a RST (with ACK when {@code withAck}) that belongs to no connection state. */
+    void sendReset(
+        final int localIp,
+        final int localPort,
+        final int remoteIp,
+        final int remotePort,
+        final int seq,
+        final int ack,
+        final boolean withAck,
+        final long nowNanos)
+    {
+        out.reset();
+        out.sourcePort = localPort;
+        out.destinationPort = remotePort;
+        out.seq = seq;
+        out.ack = withAck ? ack : 0;
+        out.flags = TcpHeader.RST | (withAck ? TcpHeader.ACK : 0);
+        out.window = 0;
+        emitRaw(localIp, remoteIp, nowNanos);
+        counters.increment(StackCounter.TCP_RESETS_SENT);
+    }
+
+    /** RFC 5961 §7: send a challenge ACK unless this second's budget is spent. */
+    void challengeAck(final TcpConnection c, final long nowNanos)
+    {
+        if (challengeWindowStart == Long.MIN_VALUE || nowNanos - challengeWindowStart >= 1_000_000_000L)
+        {
+            challengeWindowStart = nowNanos;
+            challengeAcksInWindow = 0;
+        }
+        if (challengeAcksInWindow >= challengeAckLimit)
+        {
+            counters.increment(StackCounter.TCP_CHALLENGE_ACKS_LIMITED);
+            return;
+        }
+        challengeAcksInWindow++;
+        counters.increment(StackCounter.TCP_CHALLENGE_ACKS);
+        c.ackNow = true;
+        c.markDirty();
+    }
+
+    /** Take {@code c} out of the table and tell its handler; idempotent. */
+    void remove(final TcpConnection c, final int reason)
+    {
+        if (c.state == TcpState.CLOSED)
+        {
+            return;
+        }
+        final TcpState was = c.state;
+        c.state = TcpState.CLOSED;
+        c.cancelTimers();
+        connections.remove(c.key);
+        if (c.listener != null)
+        {
+            c.listener.forget(c, was);
+        }
+        if (reason == TcpConnection.CLOSE_RESET && was.isSynchronized())
+        {
+            counters.increment(StackCounter.TCP_ESTABLISHED_RESETS);
+        }
+        if (reason == TcpConnection.CLOSE_TIMED_OUT)
+        {
+            counters.increment(StackCounter.TCP_TIMEOUTS);
+        }
+        if (was == TcpState.SYN_SENT || (was == TcpState.SYN_RECEIVED && !c.passive))
+        {
+            counters.increment(StackCounter.TCP_ATTEMPT_FAILS);
+        }
+        final TcpHandler h = c.handler;
+        if (h != null)
+        {
+            h.onClosed(c, reason);
+        }
+    }
+
+    void markDirty(final TcpConnection c)
+    {
+        if (dirtyCount == dirty.length)
+        {
+            dirty = java.util.Arrays.copyOf(dirty, dirty.length * 2);
+        }
+        dirty[dirtyCount++] = c;
+    }
+
+    /** End of a receive burst: events to handlers, then ACKs and data (all segments of the burst processed first). */
+    public int afterBurst(final long nowNanos)
+    {
+        now = nowNanos;
+        int n = 0;
+        // Handlers may dirty more connections; the loop picks them up.
+        for (int i = 0; i < dirtyCount; i++)
+        {
+            final TcpConnection c = dirty[i];
+            dirty[i] = null;
+            c.afterBurst(nowNanos);
+            n++;
+        }
+        dirtyCount = 0;
+        listeners.values().forEach(TcpListener::dispatch);
+        return n;
+    }
+
+    void count(final StackCounter counter)
+    {
+        counters.increment(counter);
+    }
+
+    TcpRepr repr()
+    {
+        return out;
+    }
+
+    Timers timers()
+    {
+        return timers;
+    }
+
+    int mss()
+    {
+        return mss;
+    }
+
+    long now()
+    {
+        return now;
+    }
+
+    /** Advance the layer's notion of time (the application API uses it); the stack calls this each poll. */
+    public void now(final long nowNanos)
+    {
+        now = nowNanos;
+    }
+}

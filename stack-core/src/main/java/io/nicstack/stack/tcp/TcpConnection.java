@@ -1,0 +1,1711 @@
+package io.nicstack.stack.tcp;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.storage.ReceiveBuffer;
+import io.nicstack.stack.storage.SendBuffer;
+import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.wire.Ipv4Address;
+import io.nicstack.stack.wire.Seq;
+import io.nicstack.stack.wire.TcpHeader;
+import io.nicstack.stack.wire.TcpRepr;
+
+/**
+ * One TCP connection: the transmission control block of RFC 9293 §3.3.1 and its event processing
+ * (§3.10), with MSS, window scaling, timestamps/PAWS (RFC 7323), SACK (RFC 2018/2883/6675),
+ * NewReno (RFC 6582), RTO (RFC 6298), RFC 5961 hardening and pluggable congestion control.
+ *
+ * <p>Sequence variables are ints compared only through {@link Seq}. Payload lives in a
+ * {@link SendBuffer} and a {@link ReceiveBuffer} addressed by 64-bit stream offsets; stream offset 0
+ * is sequence number {@code iss + 1} (send) or {@code irs + 1} (receive).
+ *
+ * <p>Single threaded: everything runs on the event loop; application calls included.
+ */
+public final class TcpConnection
+{
+    /** Why a connection closed ({@link TcpHandler#onClosed}). */
+    public static final int CLOSE_NORMAL = 0;
+    public static final int CLOSE_RESET = 1;
+    public static final int CLOSE_REFUSED = 2;
+    public static final int CLOSE_TIMED_OUT = 3;
+    public static final int CLOSE_ABORTED = 4;
+
+    private static final long NONE = 0;
+
+    final Tcp tcp;
+    final long key;
+    final int localIp;
+    final int localPort;
+    final int remoteIp;
+    final int remotePort;
+    final TcpSettings settings;
+    final SendBuffer sendBuffer;
+    final ReceiveBuffer receiveBuffer;
+    final CongestionControl cc;
+    final RttEstimator rtt;
+    TcpListener listener;
+    TcpHandler handler;
+    TcpState state = TcpState.CLOSED;
+    boolean passive;
+    /** Counted in its listener's SYN backlog until established or gone. */
+    boolean inSynBacklog;
+
+    // RFC 9293 §3.3.1 send sequence variables.
+    int iss;
+    int sndUna;
+    int sndNxt;
+    /** Highest sequence number sent plus one (sndNxt is rewound by a retransmission timeout). */
+    int sndMax;
+    long sndWnd;
+    long maxSndWnd;
+    int sndWl1;
+    int sndWl2;
+    /** Payload bytes in a full-sized segment: effective send MSS less the options every segment carries. */
+    int sndMss;
+    /** min(peer MSS, our MMS_S - 20): the payload of a segment without options (RFC 9293 §3.7.1). */
+    int mssBase;
+    int sndWscale;
+    boolean finRequested;
+
+    // Receive sequence variables.
+    int irs;
+    int rcvNxt;
+    /** Right edge of the window last advertised (RFC 9293 §3.8.6.2.2: never moved left). */
+    int rcvAdvertisedEdge;
+    int rcvWscale;
+    int rcvMss;
+    boolean peerFinPending;
+    int peerFinSeq;
+    boolean peerFinReceived;
+
+    // RFC 7323.
+    boolean tsEnabled;
+    int tsRecent;
+    int lastAckSent;
+    int tsOffset;
+
+    // RFC 2018 / 2883 / 6675.
+    boolean sackEnabled;
+    private final int[] sackedStart = new int[MAX_SCOREBOARD];
+    private final int[] sackedEnd = new int[MAX_SCOREBOARD];
+    private int sackedCount;
+    private boolean dsackPending;
+    private int dsackStart;
+    private int dsackEnd;
+    private static final int MAX_SCOREBOARD = 32;
+
+    // Loss recovery.
+    int dupAcks;
+    boolean inRecovery;
+    int recoveryPoint;
+    int highRxt;
+
+    // RTT measurement without timestamps (Karn: never on retransmitted data).
+    private boolean rttTiming;
+    private int rttSeq;
+    private long rttStart;
+
+    // Timers: deadlines in nanoseconds, NONE when unarmed; one wheel timer for the earliest.
+    private long rtoDeadline;
+    private long delayedAckDeadline;
+    private long persistDeadline;
+    private long keepAliveDeadline;
+    private long timeWaitDeadline;
+    private long timerId = Timers.NO_TIMER;
+    private long timerDeadline;
+    int retransmits;
+    private int persistBackoff;
+    private int keepAliveProbesSent;
+    private final Timers.Handler timerHandler = this::onTimer;
+
+    // ACK policy.
+    boolean ackNow;
+    private int fullSegmentsUnacked;
+
+    // Deferred application events (dispatched after the burst).
+    boolean dirty;
+    private boolean eventConnected;
+    private boolean eventReadable;
+    private boolean eventWritable;
+    private boolean eventPeerClosed;
+    private boolean closedByApplication;
+
+    // Statistics for `nicstack conns`.
+    long bytesAcked;
+    long bytesReceived;
+    long retransmittedSegments;
+    long lastActivity;
+
+    TcpConnection(
+        final Tcp tcp,
+        final int localIp,
+        final int localPort,
+        final int remoteIp,
+        final int remotePort,
+        final TcpSettings settings,
+        final SendBuffer sendBuffer,
+        final ReceiveBuffer receiveBuffer,
+        final CongestionControl cc)
+    {
+        this.tcp = tcp;
+        this.key = Tcp.key(remoteIp, remotePort, localPort);
+        this.localIp = localIp;
+        this.localPort = localPort;
+        this.remoteIp = remoteIp;
+        this.remotePort = remotePort;
+        this.settings = settings;
+        this.sendBuffer = sendBuffer;
+        this.receiveBuffer = receiveBuffer;
+        this.cc = cc;
+        this.rtt = new RttEstimator(settings.minRtoNanos, settings.maxRtoNanos);
+        this.rcvWscale = settings.windowScaling ? windowScaleFor(receiveBuffer.capacity()) : 0;
+    }
+
+    /** Smallest shift that lets the whole receive buffer be advertised (RFC 7323 §2.3, at most 14). */
+    static int windowScaleFor(final int capacity)
+    {
+        int shift = 0;
+        while (shift < TcpRepr.MAX_WINDOW_SCALE && (65535L << shift) < capacity)
+        {
+            shift++;
+        }
+        return shift;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Application API
+    // ------------------------------------------------------------------------------------------
+
+    public TcpState state()
+    {
+        return state;
+    }
+
+    public int remoteAddress()
+    {
+        return remoteIp;
+    }
+
+    public int remotePort()
+    {
+        return remotePort;
+    }
+
+    public int localPort()
+    {
+        return localPort;
+    }
+
+    public TcpSettings settings()
+    {
+        return settings;
+    }
+
+    public void handler(final TcpHandler handler)
+    {
+        this.handler = handler;
+        if (handler != null && receiveBuffer.readable() > 0)
+        {
+            eventReadable = true;
+            markDirty();
+        }
+        if (handler != null && peerFinReceived)
+        {
+            eventPeerClosed = true;
+            markDirty();
+        }
+    }
+
+    public TcpHandler handler()
+    {
+        return handler;
+    }
+
+    /** Bytes that can be read now. */
+    public int readable()
+    {
+        return receiveBuffer.readable();
+    }
+
+    /** True once the peer's FIN has been received and every byte before it has been read. */
+    public boolean isInputShutdown()
+    {
+        return peerFinReceived && receiveBuffer.readable() == 0;
+    }
+
+    /** Read up to {@code length} bytes; returns the count, 0 when nothing is ready, -1 at end of stream. */
+    public int read(final MutableDirectBuffer destination, final int index, final int length)
+    {
+        final int n = receiveBuffer.read(destination, index, length);
+        if (n == 0)
+        {
+            return peerFinReceived || state == TcpState.CLOSED ? -1 : 0;
+        }
+        // The window opened: tell the peer when the opening is worth it (receiver SWS avoidance).
+        if (state.isSynchronized() && windowUpdateWorthSending())
+        {
+            ackNow = true;
+            output(tcp.now());
+        }
+        return n;
+    }
+
+    /** Space left in the send buffer. */
+    public int writable()
+    {
+        return state.sendsData() && !finRequested ? sendBuffer.free() : 0;
+    }
+
+    /** Queue up to {@code length} bytes for sending; returns how many fit (0 when the buffer is full). */
+    public int write(final DirectBuffer source, final int index, final int length)
+    {
+        if (finRequested || !(state.sendsData() || state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED))
+        {
+            throw new IllegalStateException("connection not open for sending: " + state);
+        }
+        final int n = sendBuffer.append(source, index, length);
+        if (n > 0 && state.sendsData())
+        {
+            output(tcp.now());
+        }
+        return n;
+    }
+
+    /** Half-close: send FIN after the queued bytes (RFC 9293 CLOSE in ESTABLISHED/CLOSE-WAIT). */
+    public void shutdownOutput()
+    {
+        if (finRequested)
+        {
+            return;
+        }
+        switch (state)
+        {
+            case SYN_SENT:
+                tcp.remove(this, CLOSE_NORMAL);
+                return;
+            case SYN_RECEIVED:
+            case ESTABLISHED:
+                finRequested = true;
+                if (state == TcpState.ESTABLISHED)
+                {
+                    state = TcpState.FIN_WAIT_1;
+                }
+                break;
+            case CLOSE_WAIT:
+                finRequested = true;
+                state = TcpState.LAST_ACK;
+                break;
+            default:
+                return;
+        }
+        output(tcp.now());
+    }
+
+    /**
+     * Close: like {@link #shutdownOutput()}, and the application reads no more. Unread or later
+     * data makes it a reset (as Linux does, so a peer learns its data was not consumed).
+     */
+    public void close()
+    {
+        closedByApplication = true;
+        if (receiveBuffer.readable() > 0 && state.isSynchronized())
+        {
+            abort();
+            return;
+        }
+        shutdownOutput();
+    }
+
+    /** Send RST and drop the connection (RFC 9293 ABORT). */
+    public void abort()
+    {
+        if (state == TcpState.CLOSED)
+        {
+            return;
+        }
+        if (state.isSynchronized() || state == TcpState.SYN_RECEIVED)
+        {
+            tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndNxt, 0, false, tcp.now());
+        }
+        tcp.remove(this, CLOSE_ABORTED);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Opening
+    // ------------------------------------------------------------------------------------------
+
+    /** Active open: send SYN (RFC 9293 §3.10.1 OPEN in CLOSED). */
+    void connect(final int initialSequence, final long now)
+    {
+        iss = initialSequence;
+        sndUna = iss;
+        sndNxt = iss;
+        sndMax = iss;
+        recoveryPoint = iss;
+        highRxt = iss;
+        state = TcpState.SYN_SENT;
+        tsOffset = initialSequence * 0x9E37_79B9;
+        rcvMss = tcp.mss();
+        cc.init(536, now);
+        sendSyn(now);
+    }
+
+    /** Passive open: a SYN arrived at a listener (§3.10.7.2). */
+    void acceptSyn(final TcpRepr syn, final int initialSequence, final long now)
+    {
+        passive = true;
+        irs = syn.seq;
+        rcvNxt = irs + 1;
+        iss = initialSequence;
+        sndUna = iss;
+        sndNxt = iss;
+        sndMax = iss;
+        recoveryPoint = iss;
+        highRxt = iss;
+        tsOffset = initialSequence * 0x9E37_79B9;
+        rcvMss = tcp.mss();
+        negotiate(syn);
+        sndWnd = syn.window;
+        maxSndWnd = sndWnd;
+        sndWl1 = syn.seq;
+        sndWl2 = iss;
+        state = TcpState.SYN_RECEIVED;
+        cc.init(sndMss, now);
+        sendSyn(now);
+    }
+
+    /** A connection rebuilt from a valid SYN cookie: ESTABLISHED without options (RFC 4987 §3.6). */
+    void acceptCookie(final TcpRepr ack, final int mss, final long now)
+    {
+        passive = true;
+        irs = ack.seq - 1;
+        rcvNxt = ack.seq;
+        iss = ack.ack - 1;
+        sndUna = ack.ack;
+        sndNxt = ack.ack;
+        sndMax = ack.ack;
+        recoveryPoint = ack.ack;
+        highRxt = ack.ack;
+        rcvMss = tcp.mss();
+        rcvWscale = 0;
+        mssBase = Math.min(mss, tcp.mss());
+        sndMss = mssBase;
+        sndWnd = ack.window;
+        maxSndWnd = sndWnd;
+        sndWl1 = ack.seq;
+        sndWl2 = ack.ack;
+        rcvAdvertisedEdge = rcvNxt + Math.min(65535, receiveBuffer.window());
+        state = TcpState.ESTABLISHED;
+        cc.init(sndMss, now);
+    }
+
+    /** Options from the peer's SYN (or SYN-ACK): MSS, window scale, SACK-permitted, timestamps. */
+    private void negotiate(final TcpRepr syn)
+    {
+        // RFC 9293 §3.7.1 (MUST-15): without an MSS option assume 536.
+        final int peerMss = syn.mss > 0 ? syn.mss : 536;
+        if (syn.windowScale >= 0 && settings.windowScaling)
+        {
+            sndWscale = Math.min(syn.windowScale, TcpRepr.MAX_WINDOW_SCALE);
+        }
+        else
+        {
+            sndWscale = 0;
+            rcvWscale = 0;
+        }
+        sackEnabled = syn.sackPermitted && settings.sack;
+        tsEnabled = syn.timestampsPresent && settings.timestamps;
+        if (tsEnabled)
+        {
+            tsRecent = syn.tsVal;
+        }
+        // RFC 9293 §3.7.1: effective send MSS = min(SendMSS + 20, MMS_S) - TCP header - options carried.
+        mssBase = Math.max(76, Math.min(peerMss, tcp.mss()));
+        sndMss = mssBase - (tsEnabled ? 12 : 0);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Segment arrival (RFC 9293 §3.10.7)
+    // ------------------------------------------------------------------------------------------
+
+    /** Process one segment addressed to this connection. */
+    void onSegment(final TcpRepr seg, final DirectBuffer buffer, final long now)
+    {
+        lastActivity = now;
+        if (settings.keepAlive && state.isSynchronized())
+        {
+            keepAliveProbesSent = 0;
+            keepAliveDeadline = now + settings.keepAliveIdleNanos;
+        }
+        if (state == TcpState.SYN_SENT)
+        {
+            onSegmentInSynSent(seg, now);
+            return;
+        }
+        final int segLen = seg.payloadLength + (seg.hasFlags(TcpHeader.SYN) ? 1 : 0) + (seg.hasFlags(TcpHeader.FIN) ? 1 : 0);
+
+        // RFC 7323 §5.3 PAWS: a timestamp older than TS.Recent marks an old duplicate.
+        if (tsEnabled && seg.timestampsPresent && !seg.hasFlags(TcpHeader.RST) && Seq.lt(seg.tsVal, tsRecent))
+        {
+            tcp.count(StackCounter.TCP_PAWS_DROPS);
+            ackNow = true;
+            markDirty();
+            return;
+        }
+
+        // First: sequence number acceptability (four cases).
+        if (!acceptable(seg.seq, segLen))
+        {
+            if (!seg.hasFlags(TcpHeader.RST))
+            {
+                // RFC 9293: an unacceptable segment gets <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then is dropped.
+                tcp.count(StackCounter.TCP_OUT_OF_WINDOW);
+                ackNow = true;
+                markDirty();
+            }
+            return;
+        }
+
+        // Second: RST (RFC 5961 §3.2).
+        if (seg.hasFlags(TcpHeader.RST))
+        {
+            if (seg.seq == rcvNxt)
+            {
+                tcp.count(StackCounter.TCP_RESETS_RECEIVED);
+                if (state == TcpState.SYN_RECEIVED && passive)
+                {
+                    tcp.remove(this, CLOSE_RESET);
+                }
+                else
+                {
+                    tcp.remove(this, state == TcpState.SYN_RECEIVED ? CLOSE_REFUSED : CLOSE_RESET);
+                }
+            }
+            else
+            {
+                tcp.challengeAck(this, now);
+            }
+            return;
+        }
+
+        // Fourth: SYN in a synchronized state (RFC 5961 §4.2): challenge ACK, whatever the sequence number.
+        if (seg.hasFlags(TcpHeader.SYN))
+        {
+            tcp.challengeAck(this, now);
+            return;
+        }
+
+        // Fifth: ACK.
+        if (!seg.hasFlags(TcpHeader.ACK))
+        {
+            return;
+        }
+        if (state == TcpState.SYN_RECEIVED)
+        {
+            if (Seq.lt(sndUna, seg.ack) && Seq.le(seg.ack, sndMax))
+            {
+                establish(seg, now);
+            }
+            else
+            {
+                tcp.sendReset(localIp, localPort, remoteIp, remotePort, seg.ack, 0, false, now);
+                return;
+            }
+        }
+        if (!processAck(seg, now))
+        {
+            return;
+        }
+
+        // Keep TS.Recent (RFC 7323 §4.3): only from a segment that covers Last.ACK.sent.
+        if (tsEnabled && seg.timestampsPresent && Seq.le(seg.seq, lastAckSent) && Seq.ge(seg.tsVal, tsRecent))
+        {
+            tsRecent = seg.tsVal;
+        }
+
+        // Seventh: segment text.
+        if (seg.payloadLength > 0)
+        {
+            if (state.receivesData() && !closedByApplication)
+            {
+                receive(seg, buffer, now);
+            }
+            else if (closedByApplication && state.receivesData())
+            {
+                // Data for an application that closed: reset (RFC 2525 §2.17, as Linux).
+                tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndNxt, 0, false, now);
+                tcp.remove(this, CLOSE_ABORTED);
+                return;
+            }
+            else
+            {
+                ackNow = true;
+            }
+        }
+
+        // Eighth: FIN.
+        if (seg.hasFlags(TcpHeader.FIN))
+        {
+            final int finSeq = seg.seq + seg.payloadLength;
+            if (!peerFinReceived && Seq.ge(finSeq, rcvNxt) && Seq.lt(finSeq, rcvAdvertisedEdge + 1))
+            {
+                peerFinPending = true;
+                peerFinSeq = finSeq;
+            }
+            ackNow = true;
+        }
+        if (peerFinPending && rcvNxt == peerFinSeq)
+        {
+            onFin(now);
+        }
+        markDirty();
+    }
+
+    /** RFC 9293 §3.10.7.3: SYN-SENT. */
+    private void onSegmentInSynSent(final TcpRepr seg, final long now)
+    {
+        final boolean ack = seg.hasFlags(TcpHeader.ACK);
+        if (ack && (Seq.le(seg.ack, iss) || Seq.gt(seg.ack, sndMax)))
+        {
+            if (!seg.hasFlags(TcpHeader.RST))
+            {
+                tcp.sendReset(localIp, localPort, remoteIp, remotePort, seg.ack, 0, false, now);
+            }
+            return;
+        }
+        if (seg.hasFlags(TcpHeader.RST))
+        {
+            if (ack)
+            {
+                tcp.count(StackCounter.TCP_RESETS_RECEIVED);
+                tcp.remove(this, CLOSE_REFUSED);
+            }
+            return;
+        }
+        if (!seg.hasFlags(TcpHeader.SYN))
+        {
+            return;
+        }
+        irs = seg.seq;
+        rcvNxt = irs + 1;
+        // Our SYN advertised an unscaled window (RFC 7323 §2.2).
+        rcvAdvertisedEdge = rcvNxt + Math.min(65535, receiveBuffer.window());
+        negotiate(seg);
+        cc.mss(sndMss);
+        sndWnd = seg.window;
+        maxSndWnd = sndWnd;
+        sndWl1 = seg.seq;
+        if (ack)
+        {
+            sndWl2 = seg.ack;
+            sndUna = seg.ack;
+            if (sndNxt != sndUna && Seq.lt(sndNxt, sndUna))
+            {
+                sndNxt = sndUna;
+            }
+            if (rttTiming)
+            {
+                rtt.sample(now - rttStart);
+                rttTiming = false;
+            }
+            retransmits = 0;
+            rtoDeadline = NONE;
+            state = TcpState.ESTABLISHED;
+            tcp.count(StackCounter.TCP_ESTABLISHED);
+            cc.init(sndMss, now);
+            eventConnected = true;
+            ackNow = true;
+            // Window in a SYN-ACK is never scaled (RFC 7323 §2.2); later ones are.
+            markDirty();
+        }
+        else
+        {
+            // Simultaneous open (RFC 9293 §3.5 figure 8): SYN-RECEIVED, answer with SYN,ACK.
+            state = TcpState.SYN_RECEIVED;
+            sendSyn(now);
+        }
+    }
+
+    private void establish(final TcpRepr seg, final long now)
+    {
+        state = finRequested ? TcpState.FIN_WAIT_1 : TcpState.ESTABLISHED;
+        tcp.count(StackCounter.TCP_ESTABLISHED);
+        sndWnd = (long)seg.window << sndWscale;
+        maxSndWnd = Math.max(maxSndWnd, sndWnd);
+        sndWl1 = seg.seq;
+        sndWl2 = seg.ack;
+        if (passive)
+        {
+            tcp.established(this);
+        }
+        else
+        {
+            eventConnected = true;
+        }
+    }
+
+    /** RFC 9293 §3.10.7.4 "first": the four-case acceptability test against the window we advertised. */
+    private boolean acceptable(final int seq, final int segLen)
+    {
+        final int rcvWnd = Math.max(0, rcvAdvertisedEdge - rcvNxt);
+        if (segLen == 0)
+        {
+            return rcvWnd == 0 ? seq == rcvNxt : Seq.le(rcvNxt, seq) && Seq.lt(seq, rcvNxt + rcvWnd);
+        }
+        if (rcvWnd == 0)
+        {
+            return false;
+        }
+        final int last = seq + segLen - 1;
+        return (Seq.le(rcvNxt, seq) && Seq.lt(seq, rcvNxt + rcvWnd)) || (Seq.le(rcvNxt, last) && Seq.lt(last, rcvNxt + rcvWnd));
+    }
+
+    /** The ACK field (§3.10.7.4 "fifth") with RFC 5961 §5.2 validation; false when the segment is done with. */
+    private boolean processAck(final TcpRepr seg, final long now)
+    {
+        final int ack = seg.ack;
+        // RFC 5961 §5.2: acceptable only within [SND.UNA - MAX.SND.WND, SND.NXT(max)].
+        if (Seq.gt(ack, sndMax) || Seq.lt(ack, sndUna - (int)Math.min(maxSndWnd, Integer.MAX_VALUE)))
+        {
+            tcp.count(StackCounter.TCP_ACK_INVALID);
+            tcp.challengeAck(this, now);
+            return false;
+        }
+        final long flightBefore = flight();
+        final long windowBefore = sndWnd;
+        if (sackEnabled && seg.sackBlockCount > 0)
+        {
+            updateScoreboard(seg);
+        }
+        if (Seq.gt(ack, sndUna))
+        {
+            onNewAck(seg, ack, flightBefore, now);
+        }
+        // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)).
+        if (Seq.lt(sndWl1, seg.seq) || (sndWl1 == seg.seq && Seq.le(sndWl2, ack)))
+        {
+            sndWnd = (long)seg.window << sndWscale;
+            maxSndWnd = Math.max(maxSndWnd, sndWnd);
+            sndWl1 = seg.seq;
+            sndWl2 = ack;
+            if (sndWnd > 0)
+            {
+                persistDeadline = NONE;
+                persistBackoff = 0;
+            }
+        }
+        if (ack == sndUna && seg.payloadLength == 0 && !seg.hasFlags(TcpHeader.SYN | TcpHeader.FIN)
+            && sndWnd == windowBefore && sndMax != sndUna && flightBefore > 0)
+        {
+            onDuplicateAck(now);
+        }
+
+        switch (state)
+        {
+            case FIN_WAIT_1:
+                if (finAcked())
+                {
+                    state = TcpState.FIN_WAIT_2;
+                }
+                break;
+            case CLOSING:
+                if (finAcked())
+                {
+                    enterTimeWait(now);
+                }
+                break;
+            case LAST_ACK:
+                if (finAcked())
+                {
+                    tcp.remove(this, CLOSE_NORMAL);
+                    return false;
+                }
+                break;
+            default:
+                break;
+        }
+        return true;
+    }
+
+    private void onNewAck(final TcpRepr seg, final int ack, final long flightBefore, final long now)
+    {
+        final int acked = ack - sndUna;
+        final long dataEnd = sendBuffer.end();
+        final long ackOffset = offsetOfSend(ack);
+        sendBuffer.release(Math.min(Math.max(ackOffset, sendBuffer.start()), dataEnd));
+        bytesAcked += acked;
+        sndUna = ack;
+        if (Seq.lt(sndNxt, sndUna))
+        {
+            sndNxt = sndUna;
+        }
+        if (Seq.lt(highRxt, sndUna))
+        {
+            highRxt = sndUna;
+        }
+        pruneScoreboard();
+
+        // RTT: prefer a Karn-clean timed segment (RFC 6298 §3); fall back to the echoed timestamp
+        // (RFC 7323 §4) only outside loss recovery, where TSecr may echo a stale TS.Recent and inflate RTO
+        // (Linux makes the same choice in tcp_ack_update_rtt).
+        long sample = -1;
+        if (rttTiming && Seq.gt(ack, rttSeq))
+        {
+            sample = now - rttStart;
+        }
+        else if (tsEnabled && seg.timestampsPresent && seg.tsEcr != 0 && retransmits == 0 && !inRecovery)
+        {
+            sample = Math.max(0, (long)(tsNow(now) - seg.tsEcr)) * 1_000_000L;
+        }
+        if (Seq.gt(ack, rttSeq))
+        {
+            rttTiming = false;
+        }
+        if (sample >= 0)
+        {
+            rtt.sample(sample);
+        }
+        retransmits = 0;
+
+        if (inRecovery)
+        {
+            if (Seq.ge(ack, recoveryPoint))
+            {
+                // RFC 6582 §3.2 step 3: full acknowledgment.
+                inRecovery = false;
+                dupAcks = 0;
+                cc.onRecoveryExit(now);
+            }
+            else if (!sackEnabled)
+            {
+                // RFC 6582 §3.2 step 4: partial ACK: retransmit the next hole, deflate by the amount acked.
+                retransmitAt(sndUna, now);
+                cc.cwnd(Math.max(sndMss, cc.cwnd() - acked + sndMss));
+                rtoDeadline = now + rtt.rto();
+            }
+        }
+        else
+        {
+            dupAcks = 0;
+            cc.onAck(acked, flightBefore, sample, now);
+        }
+        rtoDeadline = sndUna == sndMax ? NONE : now + rtt.rto();
+        eventWritable = true;
+    }
+
+    private void onDuplicateAck(final long now)
+    {
+        dupAcks++;
+        if (inRecovery)
+        {
+            if (!sackEnabled)
+            {
+                // RFC 6582 §3.2 step 5 / RFC 5681: inflate by one segment per further duplicate.
+                cc.cwnd(cc.cwnd() + sndMss);
+            }
+            return;
+        }
+        final boolean lossIndicated = dupAcks >= 3 || (sackEnabled && sackedBytes() >= 3L * sndMss);
+        // RFC 6582 §3.2 step 2: no new recovery until the previous recovery point is acknowledged.
+        if (lossIndicated && Seq.ge(sndUna, recoveryPoint))
+        {
+            enterRecovery(now);
+        }
+    }
+
+    private void enterRecovery(final long now)
+    {
+        tcp.count(StackCounter.TCP_FAST_RETRANSMITS);
+        if (sackEnabled)
+        {
+            tcp.count(StackCounter.TCP_SACK_RECOVERIES);
+        }
+        inRecovery = true;
+        recoveryPoint = sndMax;
+        highRxt = sndUna;
+        cc.onFastRetransmit(flight(), now);
+        retransmitAt(sndUna, now);
+        if (!sackEnabled)
+        {
+            cc.cwnd(cc.ssthresh() + 3L * sndMss);
+        }
+        rtoDeadline = now + rtt.rto();
+    }
+
+    private boolean finAcked()
+    {
+        return finRequested && Seq.gt(sndUna, finSeq());
+    }
+
+    /** Sequence number of our FIN (once requested): right after the last data byte. */
+    private int finSeq()
+    {
+        return seqOfSend(sendBuffer.end());
+    }
+
+    private void receive(final TcpRepr seg, final DirectBuffer buffer, final long now)
+    {
+        final int end = seg.seq + seg.payloadLength;
+        if (Seq.le(end, rcvNxt))
+        {
+            // RFC 2883: a duplicate segment is reported in the first SACK block (D-SACK).
+            if (sackEnabled)
+            {
+                dsackPending = true;
+                dsackStart = seg.seq;
+                dsackEnd = end;
+            }
+            ackNow = true;
+            return;
+        }
+        final long offset = offsetOfReceive(seg.seq);
+        final boolean hadHoles = receiveBuffer.outOfOrderRanges() > 0;
+        final int advanced = receiveBuffer.write(offset, buffer, seg.payloadOffset, seg.payloadLength);
+        if (advanced == ReceiveBuffer.REJECTED)
+        {
+            tcp.count(StackCounter.TCP_OUT_OF_ORDER_REJECTED);
+            ackNow = true;
+            return;
+        }
+        if (advanced > 0)
+        {
+            rcvNxt += advanced;
+            bytesReceived += advanced;
+            eventReadable = true;
+            if (hadHoles)
+            {
+                // RFC 5681 §4.2: a segment that fills a hole is acknowledged at once.
+                ackNow = true;
+            }
+            else if (seg.payloadLength >= rcvMssOrSegment() && ++fullSegmentsUnacked >= 2)
+            {
+                // RFC 9293 §3.8.6.3 (MUST-58): an ACK for at least every second full-sized segment.
+                ackNow = true;
+            }
+            else if (delayedAckDeadline == NONE)
+            {
+                delayedAckDeadline = now + settings.delayedAckNanos;
+            }
+        }
+        else
+        {
+            // Out of order: an immediate duplicate ACK carrying SACK (RFC 5681 §4.2, RFC 2018).
+            ackNow = true;
+        }
+    }
+
+    private int rcvMssOrSegment()
+    {
+        return Math.max(1, Math.min(rcvMss, sndMss) - 12);
+    }
+
+    private void onFin(final long now)
+    {
+        peerFinPending = false;
+        peerFinReceived = true;
+        rcvNxt = rcvNxt + 1;
+        ackNow = true;
+        eventPeerClosed = true;
+        switch (state)
+        {
+            case SYN_RECEIVED:
+            case ESTABLISHED:
+                state = TcpState.CLOSE_WAIT;
+                break;
+            case FIN_WAIT_1:
+                if (finAcked())
+                {
+                    enterTimeWait(now);
+                }
+                else
+                {
+                    state = TcpState.CLOSING;
+                }
+                break;
+            case FIN_WAIT_2:
+                enterTimeWait(now);
+                break;
+            case TIME_WAIT:
+                timeWaitDeadline = now + settings.timeWaitNanos;
+                break;
+            default:
+                break;
+        }
+    }
+
+    private void enterTimeWait(final long now)
+    {
+        state = TcpState.TIME_WAIT;
+        rtoDeadline = NONE;
+        persistDeadline = NONE;
+        keepAliveDeadline = NONE;
+        timeWaitDeadline = now + settings.timeWaitNanos;
+        eventPeerClosed = eventPeerClosed || !peerFinReceived;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // SACK scoreboard (sender side)
+    // ------------------------------------------------------------------------------------------
+
+    private void updateScoreboard(final TcpRepr seg)
+    {
+        for (int i = 0; i < seg.sackBlockCount; i++)
+        {
+            int left = seg.sackLeft[i];
+            final int right = seg.sackRight[i];
+            // Ignore D-SACK and blocks outside what we sent (RFC 2883 §4, RFC 6675 §5).
+            if (!Seq.lt(left, right) || Seq.le(right, sndUna) || Seq.gt(right, sndMax))
+            {
+                continue;
+            }
+            if (Seq.lt(left, sndUna))
+            {
+                left = sndUna;
+            }
+            addSacked(left, right);
+        }
+    }
+
+    private void addSacked(final int left, final int right)
+    {
+        final int[] s = sackedStart;
+        final int[] e = sackedEnd;
+        final int n = sackedCount;
+        int l = left;
+        int r = right;
+        // Keep the list sorted and disjoint: find the first block that could touch [l, r) ...
+        int i = 0;
+        while (i < n && Seq.lt(e[i], l))
+        {
+            i++;
+        }
+        // ... and merge every block that does.
+        int j = i;
+        while (j < n && Seq.le(s[j], r))
+        {
+            l = Seq.lt(s[j], l) ? s[j] : l;
+            r = Seq.gt(e[j], r) ? e[j] : r;
+            j++;
+        }
+        if (j == i && n == MAX_SCOREBOARD)
+        {
+            return; // full: forgetting a block only costs a spurious retransmission
+        }
+        System.arraycopy(s, j, s, i + 1, n - j);
+        System.arraycopy(e, j, e, i + 1, n - j);
+        s[i] = l;
+        e[i] = r;
+        sackedCount = n - (j - i) + 1;
+    }
+
+    private void pruneScoreboard()
+    {
+        int keep = 0;
+        for (int i = 0; i < sackedCount; i++)
+        {
+            if (Seq.gt(sackedEnd[i], sndUna))
+            {
+                sackedStart[keep] = Seq.lt(sackedStart[i], sndUna) ? sndUna : sackedStart[i];
+                sackedEnd[keep] = sackedEnd[i];
+                keep++;
+            }
+        }
+        sackedCount = keep;
+    }
+
+    private long sackedBytes()
+    {
+        long sum = 0;
+        for (int i = 0; i < sackedCount; i++)
+        {
+            sum += sackedEnd[i] - sackedStart[i];
+        }
+        return sum;
+    }
+
+    /** Bytes in flight: RFC 6675 "pipe" during SACK recovery, else SND.MAX - SND.UNA. */
+    private long flight()
+    {
+        final long outstanding = sndMax - sndUna;
+        if (!inRecovery || !sackEnabled || sackedCount == 0)
+        {
+            return Math.max(0, (long)(sndNxt - sndUna));
+        }
+        // Holes below the highest SACKed byte and not yet retransmitted are deemed lost (RFC 6675 IsLost, simplified).
+        final int highestSacked = sackedEnd[sackedCount - 1];
+        long lost = 0;
+        int cursor = Seq.gt(highRxt, sndUna) ? highRxt : sndUna;
+        for (int i = 0; i < sackedCount; i++)
+        {
+            if (Seq.gt(sackedStart[i], cursor))
+            {
+                lost += sackedStart[i] - cursor;
+            }
+            if (Seq.gt(sackedEnd[i], cursor))
+            {
+                cursor = sackedEnd[i];
+            }
+            if (!Seq.lt(cursor, highestSacked))
+            {
+                break;
+            }
+        }
+        return Math.max(0, outstanding - sackedBytes() - lost);
+    }
+
+    /** RFC 6675 NextSeg rule 1: first byte at or after HighRxt that is in a hole below the highest SACK, or -1 (as a long). */
+    private long nextHole()
+    {
+        if (sackedCount == 0)
+        {
+            return -1;
+        }
+        int cursor = Seq.gt(highRxt, sndUna) ? highRxt : sndUna;
+        for (int i = 0; i < sackedCount; i++)
+        {
+            if (Seq.lt(cursor, sackedStart[i]))
+            {
+                return cursor & 0xFFFF_FFFFL;
+            }
+            if (Seq.gt(sackedEnd[i], cursor))
+            {
+                cursor = sackedEnd[i];
+            }
+        }
+        return -1;
+    }
+
+    private int holeEnd(final int from)
+    {
+        for (int i = 0; i < sackedCount; i++)
+        {
+            if (Seq.gt(sackedStart[i], from))
+            {
+                return sackedStart[i];
+            }
+        }
+        return sndMax;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Output
+    // ------------------------------------------------------------------------------------------
+
+    /** Send whatever the windows, Nagle and SWS avoidance allow, then a pure ACK if one is owed. */
+    void output(final long now)
+    {
+        if (state == TcpState.CLOSED || state == TcpState.LISTEN || state == TcpState.SYN_SENT)
+        {
+            rearm();
+            return;
+        }
+        if (state == TcpState.SYN_RECEIVED)
+        {
+            if (ackNow)
+            {
+                sendSyn(now);
+            }
+            rearm();
+            return;
+        }
+        boolean sent = false;
+        if (inRecovery && sackEnabled)
+        {
+            sent = sackRecoveryOutput(now);
+        }
+        sent |= sendNewData(now);
+        if (!sent && (ackNow || (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)))
+        {
+            sendSegment(TcpHeader.ACK, sndNxt, 0, 0, now);
+        }
+        rearm();
+    }
+
+    private boolean sackRecoveryOutput(final long now)
+    {
+        boolean sent = false;
+        for (int guard = 0; guard < 64 && flight() < cc.cwnd(); guard++)
+        {
+            final long hole = nextHole();
+            if (hole < 0)
+            {
+                break;
+            }
+            final int from = (int)hole;
+            final int len = Math.min(segmentLimit(), holeEnd(from) - from);
+            if (len <= 0)
+            {
+                break;
+            }
+            retransmitAt(from, now);
+            highRxt = from + len;
+            sent = true;
+        }
+        return sent;
+    }
+
+    private boolean sendNewData(final long now)
+    {
+        if (!state.sendsData() && state != TcpState.FIN_WAIT_1 && state != TcpState.CLOSING && state != TcpState.LAST_ACK)
+        {
+            return false;
+        }
+        boolean sent = false;
+        for (int guard = 0; guard < 1024; guard++)
+        {
+            final long nextOffset = offsetOfSend(sndNxt);
+            final long unsent = sendBuffer.end() - nextOffset;
+            final boolean finDue = finRequested && !Seq.gt(sndNxt, finSeq());
+            if (unsent <= 0 && !finDue)
+            {
+                break;
+            }
+            // RFC 3042 limited transmit: each of the first two duplicate ACKs lets one new segment out.
+            final long limited = inRecovery ? 0 : Math.min(dupAcks, 2) * (long)sndMss;
+            final long window = Math.min(sndWnd, cc.cwnd() + limited);
+            final long inFlight = inRecovery && sackEnabled ? flight() : (long)(sndNxt - sndUna);
+            final long usable = Math.min(window - inFlight, sndWnd - (long)(sndNxt - sndUna));
+            int len = (int)Math.min(Math.min(unsent, segmentLimit()), Math.max(0, usable));
+            if (unsent > 0 && len <= 0)
+            {
+                if (sndWnd == 0 && sndNxt == sndUna && persistDeadline == NONE)
+                {
+                    // RFC 9293 §3.8.6.1: probe a zero window, indefinitely.
+                    persistDeadline = now + persistInterval();
+                }
+                break;
+            }
+            if (len > 0 && len < segmentLimit())
+            {
+                final boolean allQueued = len == unsent;
+                if (!allQueued && len < maxSndWnd / 2)
+                {
+                    // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): wait for a useful window.
+                    break;
+                }
+                if (allQueued && !settings.noDelay && sndNxt != sndUna && !finRequested)
+                {
+                    // Nagle (RFC 9293 §3.7.4): one small segment outstanding at a time.
+                    break;
+                }
+            }
+            final boolean fin = finDue && len == unsent;
+            if (len == 0 && !fin)
+            {
+                break;
+            }
+            int flags = TcpHeader.ACK;
+            if (len > 0 && len == unsent)
+            {
+                flags |= TcpHeader.PSH;
+            }
+            if (fin)
+            {
+                flags |= TcpHeader.FIN;
+            }
+            final boolean retransmission = Seq.lt(sndNxt, sndMax);
+            sendSegment(flags, sndNxt, nextOffset, len, now);
+            if (retransmission)
+            {
+                retransmittedSegments++;
+                tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+            }
+            else if (!rttTiming && len > 0)
+            {
+                rttTiming = true;
+                rttSeq = sndNxt;
+                rttStart = now;
+            }
+            sndNxt += len + (fin ? 1 : 0);
+            if (Seq.gt(sndNxt, sndMax))
+            {
+                sndMax = sndNxt;
+            }
+            if (rtoDeadline == NONE)
+            {
+                rtoDeadline = now + rtt.rto();
+            }
+            sent = true;
+            if (fin)
+            {
+                break;
+            }
+        }
+        return sent;
+    }
+
+    /** Retransmit one segment starting at {@code seq} (fast retransmit, partial ACK, SACK hole). */
+    private void retransmitAt(final int seq, final long now)
+    {
+        final long offset = offsetOfSend(seq);
+        final long available = sendBuffer.end() - offset;
+        int len = (int)Math.max(0, Math.min(segmentLimit(), available));
+        int flags = TcpHeader.ACK;
+        if (finRequested && seq + len == finSeq() && Seq.gt(sndMax, finSeq()))
+        {
+            flags |= TcpHeader.FIN;
+        }
+        if (len == 0 && (flags & TcpHeader.FIN) == 0)
+        {
+            return;
+        }
+        sendSegment(flags, seq, offset, len, now);
+        retransmittedSegments++;
+        tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+        rttTiming = false;
+    }
+
+    private void sendSyn(final long now)
+    {
+        final TcpRepr r = tcp.repr();
+        r.reset();
+        r.flags = TcpHeader.SYN | (state == TcpState.SYN_RECEIVED ? TcpHeader.ACK : 0);
+        r.seq = iss;
+        r.ack = state == TcpState.SYN_RECEIVED ? rcvNxt : 0;
+        r.mss = rcvMss;
+        final boolean offer = state == TcpState.SYN_SENT;
+        if (settings.windowScaling && (offer || sndWscale > 0 || rcvWscale > 0))
+        {
+            r.windowScale = rcvWscale;
+        }
+        if (settings.sack && (offer || sackEnabled))
+        {
+            r.sackPermitted = true;
+        }
+        if (settings.timestamps && (offer || tsEnabled))
+        {
+            r.timestampsPresent = true;
+            r.tsVal = tsNow(now);
+            r.tsEcr = state == TcpState.SYN_RECEIVED ? tsRecent : 0;
+        }
+        // RFC 7323 §2.2: the window field of a SYN is never scaled.
+        final int window = Math.min(65535, receiveBuffer.window());
+        r.window = window;
+        rcvAdvertisedEdge = rcvNxt + window;
+        tcp.emit(this, r, 0, 0, now);
+        if (Seq.gt(iss + 1, sndMax))
+        {
+            sndMax = iss + 1;
+        }
+        sndNxt = iss + 1;
+        if (!rttTiming && retransmits == 0)
+        {
+            rttTiming = true;
+            rttSeq = iss;
+            rttStart = now;
+        }
+        rtoDeadline = now + rtt.rto();
+        ackNow = false;
+        rearm();
+    }
+
+    /**
+     * Largest payload of the next segment: the effective MSS less the options it will carry
+     * (timestamps always, SACK blocks while we hold out-of-order data), so no segment exceeds the MTU.
+     */
+    private int segmentLimit()
+    {
+        int options = tsEnabled ? 12 : 0;
+        if (sackEnabled)
+        {
+            final int blocks = Math.min(receiveBuffer.outOfOrderRanges() + (dsackPending ? 1 : 0), tsEnabled ? 3 : 4);
+            if (blocks > 0)
+            {
+                options += 4 + 8 * blocks;
+            }
+        }
+        return mssBase - options;
+    }
+
+    /** Build and send one segment of this connection with our window, timestamps and SACK blocks. */
+    private void sendSegment(final int flags, final int seq, final long dataOffset, final int length, final long now)
+    {
+        final TcpRepr r = tcp.repr();
+        r.reset();
+        r.flags = flags;
+        r.seq = seq;
+        r.ack = rcvNxt;
+        r.window = advertiseWindow();
+        if (tsEnabled)
+        {
+            r.timestampsPresent = true;
+            r.tsVal = tsNow(now);
+            r.tsEcr = tsRecent;
+        }
+        if (sackEnabled)
+        {
+            if (dsackPending)
+            {
+                r.addSackBlock(dsackStart, dsackEnd);
+                dsackPending = false;
+            }
+            final int ranges = receiveBuffer.outOfOrderRanges();
+            for (int i = 0; i < ranges; i++)
+            {
+                r.addSackBlock(seqOfReceive(receiveBuffer.outOfOrderStart(i)), seqOfReceive(receiveBuffer.outOfOrderEnd(i)));
+            }
+        }
+        tcp.emit(this, r, dataOffset, length, now);
+        lastAckSent = rcvNxt;
+        ackNow = false;
+        delayedAckDeadline = NONE;
+        fullSegmentsUnacked = 0;
+    }
+
+    /** The window field to send: free receive space, never shrinking the advertised edge, with receiver SWS avoidance. */
+    private int advertiseWindow()
+    {
+        final long free = receiveBuffer.window();
+        final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
+        long window = free;
+        // RFC 9293 §3.8.6.2.2: move the right edge only by at least min(RCV.BUFF/2, Eff.snd.MSS).
+        if (free - current < Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1)))
+        {
+            window = current;
+        }
+        final long scaled = Math.min(65535, window >> rcvWscale);
+        final int edge = rcvNxt + (int)(scaled << rcvWscale);
+        if (Seq.gt(edge, rcvAdvertisedEdge))
+        {
+            rcvAdvertisedEdge = edge;
+        }
+        return (int)scaled;
+    }
+
+    private boolean windowUpdateWorthSending()
+    {
+        final long free = receiveBuffer.window();
+        final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
+        return free - current >= Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1));
+    }
+
+    /** Send a keep-alive or zero-window probe: SEG.SEQ = SND.NXT - 1 with no data (RFC 9293 §3.8.4), or one byte. */
+    private void sendProbe(final long now, final boolean withByte)
+    {
+        final long offset = offsetOfSend(sndNxt);
+        if (withByte && sendBuffer.end() - offset > 0)
+        {
+            // Zero-window probe: one new byte beyond the window (the peer ACKs with its window).
+            sendSegment(TcpHeader.ACK, sndNxt, offset, 1, now);
+            if (Seq.gt(sndNxt + 1, sndMax))
+            {
+                sndMax = sndNxt + 1;
+            }
+        }
+        else
+        {
+            sendSegment(TcpHeader.ACK, sndNxt - 1, 0, 0, now);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Timers
+    // ------------------------------------------------------------------------------------------
+
+    private long persistInterval()
+    {
+        return Math.min(60_000_000_000L, Math.max(rtt.rto(), 200_000_000L) << Math.min(persistBackoff, 10));
+    }
+
+    /** Point the single wheel timer at the earliest armed deadline. */
+    void rearm()
+    {
+        long next = NONE;
+        next = earliest(next, rtoDeadline);
+        next = earliest(next, delayedAckDeadline);
+        next = earliest(next, persistDeadline);
+        next = earliest(next, keepAliveDeadline);
+        next = earliest(next, timeWaitDeadline);
+        if (next == timerDeadline && (next == NONE || timerId != Timers.NO_TIMER))
+        {
+            return;
+        }
+        if (timerId != Timers.NO_TIMER)
+        {
+            tcp.timers().cancel(timerId);
+            timerId = Timers.NO_TIMER;
+        }
+        timerDeadline = next;
+        if (next != NONE)
+        {
+            timerId = tcp.timers().schedule(next, timerHandler);
+        }
+    }
+
+    private static long earliest(final long a, final long b)
+    {
+        if (a == NONE)
+        {
+            return b;
+        }
+        if (b == NONE)
+        {
+            return a;
+        }
+        return b - a < 0 ? b : a;
+    }
+
+    void cancelTimers()
+    {
+        rtoDeadline = NONE;
+        delayedAckDeadline = NONE;
+        persistDeadline = NONE;
+        keepAliveDeadline = NONE;
+        timeWaitDeadline = NONE;
+        if (timerId != Timers.NO_TIMER)
+        {
+            tcp.timers().cancel(timerId);
+            timerId = Timers.NO_TIMER;
+        }
+        timerDeadline = NONE;
+    }
+
+    private void onTimer(final long now, final long id)
+    {
+        timerId = Timers.NO_TIMER;
+        timerDeadline = NONE;
+        if (timeWaitDeadline != NONE && now - timeWaitDeadline >= 0)
+        {
+            tcp.remove(this, CLOSE_NORMAL);
+            return;
+        }
+        if (rtoDeadline != NONE && now - rtoDeadline >= 0)
+        {
+            rtoDeadline = NONE;
+            if (!onRetransmitTimeout(now))
+            {
+                return;
+            }
+        }
+        if (persistDeadline != NONE && now - persistDeadline >= 0)
+        {
+            persistDeadline = NONE;
+            if (sndWnd == 0 && sendBuffer.end() > offsetOfSend(sndNxt))
+            {
+                sendProbe(now, true);
+                persistBackoff++;
+                persistDeadline = now + persistInterval();
+            }
+        }
+        if (keepAliveDeadline != NONE && now - keepAliveDeadline >= 0)
+        {
+            if (keepAliveProbesSent >= settings.keepAliveProbes)
+            {
+                tcp.remove(this, CLOSE_TIMED_OUT);
+                return;
+            }
+            keepAliveProbesSent++;
+            sendProbe(now, false);
+            keepAliveDeadline = now + settings.keepAliveIntervalNanos;
+        }
+        if (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)
+        {
+            ackNow = true;
+        }
+        output(now);
+    }
+
+    /** RFC 6298 §5.4-5.7 and RFC 5681 §3.1: retransmit the earliest unacknowledged segment; false if the connection died. */
+    private boolean onRetransmitTimeout(final long now)
+    {
+        tcp.count(StackCounter.TCP_RTO_EXPIRIES);
+        retransmits++;
+        if (retransmits == settings.r1Retransmits)
+        {
+            tcp.count(StackCounter.TCP_R1_REACHED);
+        }
+        final boolean opening = state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED;
+        if (retransmits > (opening ? settings.synRetransmits : settings.r2Retransmits))
+        {
+            // R2 reached (RFC 9293 §3.8.3, MUST-20): give up.
+            if (state == TcpState.SYN_SENT)
+            {
+                tcp.count(StackCounter.TCP_ATTEMPT_FAILS);
+            }
+            tcp.remove(this, CLOSE_TIMED_OUT);
+            return false;
+        }
+        rtt.backoff();
+        rttTiming = false;
+        if (opening)
+        {
+            tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+            retransmittedSegments++;
+            sendSyn(now);
+            return true;
+        }
+        if (sndUna == sndMax)
+        {
+            return true;
+        }
+        cc.onRetransmitTimeout(sndMax - sndUna, now);
+        // RFC 6582 §3.2 step 1 after a timeout: no fast retransmit until this point is acknowledged.
+        recoveryPoint = sndMax;
+        inRecovery = false;
+        dupAcks = 0;
+        // RFC 2018 §8: after a timeout the SACK scoreboard is not trusted.
+        sackedCount = 0;
+        highRxt = sndUna;
+        sndNxt = sndUna;
+        rtoDeadline = now + rtt.rto();
+        return true;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Events and bookkeeping
+    // ------------------------------------------------------------------------------------------
+
+    void markDirty()
+    {
+        if (!dirty)
+        {
+            dirty = true;
+            tcp.markDirty(this);
+        }
+    }
+
+    /** After a receive burst: deliver events, then send what is owed. */
+    void afterBurst(final long now)
+    {
+        dirty = false;
+        final TcpHandler h = handler;
+        if (h != null)
+        {
+            if (eventConnected)
+            {
+                eventConnected = false;
+                h.onConnected(this);
+            }
+            if (eventReadable && state != TcpState.CLOSED)
+            {
+                eventReadable = false;
+                h.onReadable(this);
+            }
+            if (eventPeerClosed && state != TcpState.CLOSED)
+            {
+                eventPeerClosed = false;
+                h.onPeerClosed(this);
+            }
+            if (eventWritable && state != TcpState.CLOSED && sendBuffer.free() > 0)
+            {
+                eventWritable = false;
+                h.onWritable(this);
+            }
+        }
+        if (state != TcpState.CLOSED)
+        {
+            output(now);
+        }
+    }
+
+    private int tsNow(final long now)
+    {
+        return (int)(now / 1_000_000L) + tsOffset;
+    }
+
+    long offsetOfSend(final int seq)
+    {
+        return sendBuffer.start() + (seq - seqOfSend(sendBuffer.start()));
+    }
+
+    int seqOfSend(final long offset)
+    {
+        return iss + 1 + (int)offset;
+    }
+
+    private long offsetOfReceive(final int seq)
+    {
+        return receiveBuffer.contiguousEnd() + (seq - seqOfReceive(receiveBuffer.contiguousEnd()));
+    }
+
+    private int seqOfReceive(final long offset)
+    {
+        return irs + 1 + (int)offset;
+    }
+
+    public long cwnd()
+    {
+        return cc.cwnd();
+    }
+
+    public long ssthresh()
+    {
+        return cc.ssthresh();
+    }
+
+    public long srttNanos()
+    {
+        return rtt.srtt();
+    }
+
+    public long rtoNanos()
+    {
+        return rtt.rto();
+    }
+
+    public long bytesAcked()
+    {
+        return bytesAcked;
+    }
+
+    public long bytesReceived()
+    {
+        return bytesReceived;
+    }
+
+    public long retransmittedSegments()
+    {
+        return retransmittedSegments;
+    }
+
+    public int sendMss()
+    {
+        return sndMss;
+    }
+
+    public boolean sackEnabled()
+    {
+        return sackEnabled;
+    }
+
+    public boolean timestampsEnabled()
+    {
+        return tsEnabled;
+    }
+
+    public int sendWindowScale()
+    {
+        return sndWscale;
+    }
+
+    public int receiveWindowScale()
+    {
+        return rcvWscale;
+    }
+
+    public String congestionControl()
+    {
+        return cc.name();
+    }
+
+    /** Every sequence variable, for failure messages and {@code nicstack conns -v}. */
+    public String describe()
+    {
+        return toString() + " iss=" + iss + " una=" + (sndUna - iss) + " nxt=" + (sndNxt - iss) + " max=" + (sndMax - iss)
+            + " sndWnd=" + sndWnd + " cwnd=" + cc.cwnd() + " ssthresh=" + cc.ssthresh() + " rto=" + rtt.rto() / 1_000_000 + "ms"
+            + " retransmits=" + retransmits + " recovery=" + inRecovery + " recover=" + (recoveryPoint - iss) + " highRxt=" + (highRxt - iss)
+            + " sacked=" + sackedCount + " dupAcks=" + dupAcks + " sendBuffer=[" + sendBuffer.start() + "," + sendBuffer.end() + ")"
+            + " fin=" + finRequested + " rcvNxt=" + (rcvNxt - irs) + " rcvEdge=" + (rcvAdvertisedEdge - irs)
+            + " readable=" + receiveBuffer.readable() + " ooo=" + receiveBuffer.outOfOrderRanges() + " peerFin=" + peerFinReceived
+            + " timers(rto=" + rtoDeadline + " dack=" + delayedAckDeadline + " persist=" + persistDeadline + " tw=" + timeWaitDeadline
+            + " armed=" + timerDeadline + ")";
+    }
+
+    @Override
+    public String toString()
+    {
+        return state + " " + Ipv4Address.format(localIp) + ":" + localPort + " " + Ipv4Address.format(remoteIp) + ":" + remotePort;
+    }
+}

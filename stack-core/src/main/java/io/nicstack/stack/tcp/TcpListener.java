@@ -1,0 +1,119 @@
+package io.nicstack.stack.tcp;
+
+import java.util.ArrayDeque;
+import java.util.function.Consumer;
+
+/**
+ * A listening port: a bounded backlog of half-open connections (beyond it, SYN cookies answer) and
+ * a bounded queue of established connections waiting for {@link #accept()}.
+ */
+public final class TcpListener
+{
+    private final Tcp tcp;
+    private final int port;
+    private final int backlog;
+    private final TcpSettings settings;
+    private final Consumer<TcpListener> onAcceptable;
+    private final ArrayDeque<TcpConnection> acceptQueue;
+    int synReceived;
+    private boolean acceptable;
+    private boolean open = true;
+
+    TcpListener(final Tcp tcp, final int port, final int backlog, final TcpSettings settings, final Consumer<TcpListener> onAcceptable)
+    {
+        this.tcp = tcp;
+        this.port = port;
+        this.backlog = backlog;
+        this.settings = settings;
+        this.onAcceptable = onAcceptable;
+        this.acceptQueue = new ArrayDeque<>(backlog);
+    }
+
+    public int port()
+    {
+        return port;
+    }
+
+    /** Settings given to each accepted connection (change before connections arrive). */
+    public TcpSettings settings()
+    {
+        return settings;
+    }
+
+    /** The next established connection, or null. */
+    public TcpConnection accept()
+    {
+        return acceptQueue.poll();
+    }
+
+    /** Established connections waiting for accept. */
+    public int pending()
+    {
+        return acceptQueue.size();
+    }
+
+    /** Half-open connections. */
+    public int synReceived()
+    {
+        return synReceived;
+    }
+
+    /** Stop listening; established connections already accepted live on, queued ones are reset. */
+    public void close()
+    {
+        if (!open)
+        {
+            return;
+        }
+        open = false;
+        tcp.unlisten(this);
+        TcpConnection c;
+        while ((c = acceptQueue.poll()) != null)
+        {
+            c.abort();
+        }
+    }
+
+    boolean full()
+    {
+        return synReceived + acceptQueue.size() >= backlog;
+    }
+
+    boolean acceptQueueFull()
+    {
+        return acceptQueue.size() >= backlog;
+    }
+
+    boolean enqueue(final TcpConnection c)
+    {
+        if (!open || acceptQueue.size() >= backlog)
+        {
+            return false;
+        }
+        acceptQueue.add(c);
+        acceptable = true;
+        return true;
+    }
+
+    void forget(final TcpConnection c, final TcpState was)
+    {
+        if (c.inSynBacklog)
+        {
+            c.inSynBacklog = false;
+            synReceived--;
+        }
+        acceptQueue.remove(c);
+    }
+
+    void dispatch()
+    {
+        if (acceptable)
+        {
+            acceptable = false;
+            if (onAcceptable != null && !acceptQueue.isEmpty())
+            {
+                onAcceptable.accept(this);
+            }
+        }
+    }
+}

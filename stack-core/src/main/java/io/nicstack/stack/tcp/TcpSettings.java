@@ -1,0 +1,56 @@
+package io.nicstack.stack.tcp;
+
+/** Per-connection options (copied from the stack's defaults at open; change before connect/listen). */
+public final class TcpSettings
+{
+    /** Disable Nagle's algorithm (RFC 9293 §3.7.4, MUST-17: an application can turn it off). */
+    public boolean noDelay;
+    public int sendBufferBytes = 256 * 1024;
+    public int receiveBufferBytes = 256 * 1024;
+    public boolean windowScaling = true;
+    public boolean timestamps = true;
+    public boolean sack = true;
+    /** RFC 9293 §3.8.6.3 (MUST-40 / SHLD-18): delayed ACK no longer than 500 ms; the issue says at most 200 ms. */
+    public long delayedAckNanos = 40_000_000L;
+    public long minRtoNanos = 200_000_000L;
+    public long maxRtoNanos = 120_000_000_000L;
+    /** TIME-WAIT lasts 2 × MSL (RFC 9293 §3.4.2; MSL = 30 s here, as Linux uses 60 s in all). */
+    public long timeWaitNanos = 60_000_000_000L;
+    /** R1 (RFC 9293 §3.8.3, MUST-20): retransmissions after which IP is told; counted only. */
+    public int r1Retransmits = 3;
+    /** R2 for data: retransmissions before the connection is given up (≥ 100 s with backoff). */
+    public int r2Retransmits = 15;
+    /** R2 for SYN: at least 3 minutes (MUST-20): 1+2+...+128 s = 255 s with 8 retransmissions. */
+    public int synRetransmits = 8;
+    /** Keep-alives are off by default (RFC 9293 §3.8.4, MUST-24). */
+    public boolean keepAlive;
+    /** MUST-26: the idle interval must default to no less than two hours. */
+    public long keepAliveIdleNanos = 7_200_000_000_000L;
+    public long keepAliveIntervalNanos = 75_000_000_000L;
+    public int keepAliveProbes = 9;
+    public String congestionControl = "cubic";
+
+    public TcpSettings copy()
+    {
+        final TcpSettings c = new TcpSettings();
+        c.noDelay = noDelay;
+        c.sendBufferBytes = sendBufferBytes;
+        c.receiveBufferBytes = receiveBufferBytes;
+        c.windowScaling = windowScaling;
+        c.timestamps = timestamps;
+        c.sack = sack;
+        c.delayedAckNanos = delayedAckNanos;
+        c.minRtoNanos = minRtoNanos;
+        c.maxRtoNanos = maxRtoNanos;
+        c.timeWaitNanos = timeWaitNanos;
+        c.r1Retransmits = r1Retransmits;
+        c.r2Retransmits = r2Retransmits;
+        c.synRetransmits = synRetransmits;
+        c.keepAlive = keepAlive;
+        c.keepAliveIdleNanos = keepAliveIdleNanos;
+        c.keepAliveIntervalNanos = keepAliveIntervalNanos;
+        c.keepAliveProbes = keepAliveProbes;
+        c.congestionControl = congestionControl;
+        return c;
+    }
+}

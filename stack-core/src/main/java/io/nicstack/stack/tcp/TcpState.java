@@ -1,0 +1,35 @@
+package io.nicstack.stack.tcp;
+
+/** Connection states of RFC 9293 §3.3.2. */
+public enum TcpState
+{
+    CLOSED,
+    LISTEN,
+    SYN_SENT,
+    SYN_RECEIVED,
+    ESTABLISHED,
+    FIN_WAIT_1,
+    FIN_WAIT_2,
+    CLOSE_WAIT,
+    CLOSING,
+    LAST_ACK,
+    TIME_WAIT;
+
+    /** RFC 9293 "synchronized" states: SYN exchanged both ways. */
+    public boolean isSynchronized()
+    {
+        return ordinal() >= ESTABLISHED.ordinal();
+    }
+
+    /** States in which received payload is delivered to the application. */
+    public boolean receivesData()
+    {
+        return this == ESTABLISHED || this == FIN_WAIT_1 || this == FIN_WAIT_2;
+    }
+
+    /** States in which the application may still send. */
+    public boolean sendsData()
+    {
+        return this == ESTABLISHED || this == CLOSE_WAIT;
+    }
+}

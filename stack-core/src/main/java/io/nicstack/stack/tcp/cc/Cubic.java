@@ -1,0 +1,344 @@
+package io.nicstack.stack.tcp.cc;
+
+import io.nicstack.stack.tcp.CongestionControl;
+
+/**
+ * CUBIC congestion control (RFC 9438): after a congestion event the window follows
+ * {@code W_cubic(t) = C*(t-K)^3 + W_max}, concave up to the last saturation point {@code W_max}
+ * and convex beyond it, never below the Reno estimate {@code W_est}.
+ *
+ * <p>Window state of the cubic function ({@code W_max}, {@code W_est}, {@code cwnd_epoch},
+ * {@code cwnd_prior}) is kept in segments as doubles, as the RFC writes it; cwnd itself is kept
+ * in bytes as a double so that per-ACK increments smaller than a byte are not lost, and every
+ * update is byte based (RFC 9438 (4.3): "adjusted by using the number of acknowledged bytes").
+ *
+ * <p>Choices the RFC leaves open, and deviations:
+ * <ul>
+ * <li>RTT in {@code target = W_cubic(t + RTT)} is the smoothed RTT of the {@code rttNanos}
+ *     samples, RFC 6298 (2.3) gain 1/8, as RFC 9438 (4.1) defines it; 0 before the first sample.</li>
+ * <li>ssthresh is reduced from cwnd, not FlightSize (RFC 9438 (4.6) allows it, as Linux and
+ *     Windows do) and so cwnd only grows while the sender is cwnd limited, which the same
+ *     section then requires; see {@link CongestionControls}.</li>
+ * <li>RFC 9438 (5.8): the epoch is shifted forward by the time between ACKs that found the
+ *     sender application limited, so that {@code t} excludes those periods. Restart after a
+ *     fully idle period (RFC 5681 (4.1), RFC 7661) is the sender's.</li>
+ * <li>In the Reno-friendly region cwnd is raised to {@code W_est} but never lowered to it.</li>
+ * <li>Standard slow start with RFC 3465 byte counting; no HyStart++ (RFC 9438 (4.10) MAY).</li>
+ * </ul>
+ * The congestion avoidance epoch starts at the first ACK in congestion avoidance, so recovery time
+ * is not counted in {@code t}.
+ */
+public final class Cubic implements CongestionControl
+{
+    /** RFC 9438 (5.1): C SHOULD be 0.4 (segments / second^3). */
+    public static final double C = 0.4;
+    /** RFC 9438 (4.6): beta_cubic SHOULD be 0.7. */
+    public static final double BETA = 0.7;
+    /** RFC 9438 (4.3): alpha_cubic = 3 * (1 - beta_cubic) / (1 + beta_cubic), about 0.53. */
+    public static final double ALPHA = 3.0 * (1.0 - BETA) / (1.0 + BETA);
+
+    private static final double NANOS_PER_SECOND = 1e9;
+
+    private final boolean fastConvergence;
+
+    private int mss;
+    /** Congestion window in bytes. */
+    private double cwnd;
+    private long ssthresh = CongestionControls.INITIAL_SSTHRESH;
+
+    /** RFC 9438 (4.1) W_max, segments; 0 until the first congestion event. */
+    private double wMax;
+    /** RFC 9438 (4.1) cwnd_prior, segments: cwnd when ssthresh was last set. */
+    private double cwndPrior;
+    /** RFC 9438 (4.1) K, seconds. */
+    private double k;
+    /** RFC 9438 (4.1) W_est, segments. */
+    private double wEst;
+    /** RFC 9438 (4.1) cwnd_epoch, segments. */
+    private double cwndEpoch;
+    /** RFC 9438 (4.1) t_epoch, injected clock. */
+    private long epochStartNanos;
+    private boolean inEpoch;
+    /** RFC 9438 (4.8): the next epoch follows a timeout, so it takes W_max from cwnd_epoch and K = 0. */
+    private boolean epochAfterTimeout;
+    /** A timeout happened and no new data has been acknowledged since. */
+    private boolean inTimeoutBackoff;
+
+    private double srttSeconds;
+    private boolean hasRtt;
+    private long lastAckNanos;
+
+    /** CUBIC with fast convergence (RFC 9438 (4.7) SHOULD). */
+    public Cubic()
+    {
+        this(true);
+    }
+
+    /**
+     * @param fastConvergence RFC 9438 (4.7) heuristic; the RFC says it SHOULD be disabled where a
+     *                        single CUBIC flow has the path to itself.
+     */
+    public Cubic(final boolean fastConvergence)
+    {
+        this.fastConvergence = fastConvergence;
+    }
+
+    /** {@inheritDoc} */
+    public void init(final int mss, final long nowNanos)
+    {
+        this.mss = mss;
+        cwnd = CongestionControls.initialWindow(mss);
+        ssthresh = CongestionControls.INITIAL_SSTHRESH;
+        wMax = 0;
+        cwndPrior = 0;
+        k = 0;
+        wEst = 0;
+        cwndEpoch = 0;
+        epochStartNanos = nowNanos;
+        inEpoch = false;
+        epochAfterTimeout = false;
+        inTimeoutBackoff = false;
+        srttSeconds = 0;
+        hasRtt = false;
+        lastAckNanos = nowNanos;
+    }
+
+    /** {@inheritDoc} */
+    public long cwnd()
+    {
+        return (long)cwnd;
+    }
+
+    /** {@inheritDoc} */
+    public void cwnd(final long bytes)
+    {
+        cwnd = bytes;
+    }
+
+    /** {@inheritDoc} */
+    public long ssthresh()
+    {
+        return ssthresh;
+    }
+
+    /** {@inheritDoc} */
+    public void onAck(final long ackedBytes, final long flightBefore, final long rttNanos, final long nowNanos)
+    {
+        if (rttNanos >= 0)
+        {
+            sampleRtt(rttNanos);
+        }
+        final long sinceLastAck = nowNanos - lastAckNanos;
+        lastAckNanos = nowNanos;
+        if (ackedBytes <= 0)
+        {
+            return;
+        }
+        inTimeoutBackoff = false;
+
+        long acked = ackedBytes;
+        if (cwnd < ssthresh)
+        {
+            if (!CongestionControls.cwndLimited((long)cwnd, flightBefore, mss, true))
+            {
+                return;
+            }
+            // RFC 9438 (4.10) with RFC 3465 (2.2): cwnd += min(N, L*SMSS) per ACK in slow start.
+            final long increase = Math.min(acked, (long)CongestionControls.ABC_LIMIT_SEGMENTS * mss);
+            final double room = ssthresh - cwnd;
+            if (increase <= room)
+            {
+                cwnd += increase;
+                return;
+            }
+            // Slow start ends at ssthresh; the rest of this ACK counts in congestion avoidance.
+            cwnd = ssthresh;
+            acked -= (long)room;
+        }
+
+        if (!CongestionControls.cwndLimited((long)cwnd, flightBefore, mss, false))
+        {
+            if (inEpoch && sinceLastAck > 0)
+            {
+                // RFC 9438 (4.2): t MUST NOT include application-limited periods.
+                epochStartNanos += sinceLastAck;
+            }
+            return;
+        }
+        congestionAvoidance(acked, nowNanos);
+    }
+
+    /** {@inheritDoc} */
+    public void onFastRetransmit(final long flightSize, final long nowNanos)
+    {
+        final double segments = cwnd / mss;
+        // RFC 9438 (4.7): with fast convergence a loss below the previous W_max lowers it further.
+        if (fastConvergence && segments < wMax)
+        {
+            wMax = segments * (1.0 + BETA) / 2.0;
+        }
+        else
+        {
+            wMax = segments;
+        }
+        // RFC 9438 (4.6): ssthresh = cwnd * beta_cubic, at least 2 SMSS; cwnd = ssthresh.
+        cwndPrior = segments;
+        ssthresh = Math.max(Math.round(cwnd * BETA), 2L * mss);
+        cwnd = ssthresh;
+        inEpoch = false;
+        epochAfterTimeout = false;
+    }
+
+    /** {@inheritDoc} */
+    public void onRecoveryExit(final long nowNanos)
+    {
+        // RFC 6582 (3.2) step 3: deflate to ssthresh; the congestion avoidance epoch starts at the next ACK.
+        cwnd = ssthresh;
+        inEpoch = false;
+    }
+
+    /** {@inheritDoc} */
+    public void onRetransmitTimeout(final long flightSize, final long nowNanos)
+    {
+        // RFC 9438 (4.8): ssthresh from beta_cubic as in (4.6), held constant over repeated
+        // timeouts (RFC 5681 (3.1)); cwnd = the loss window of RFC 5681.
+        if (!inTimeoutBackoff)
+        {
+            cwndPrior = cwnd / mss;
+            ssthresh = Math.max(Math.round(cwnd * BETA), 2L * mss);
+            inTimeoutBackoff = true;
+        }
+        cwnd = mss;
+        inEpoch = false;
+        epochAfterTimeout = true;
+    }
+
+    /** {@inheritDoc} */
+    public void mss(final int mss)
+    {
+        this.mss = mss;
+        cwnd = Math.max(cwnd, mss);
+    }
+
+    /** {@inheritDoc} */
+    public String name()
+    {
+        return CongestionControls.CUBIC;
+    }
+
+    /** RFC 9438 W_max in segments (0 before the first congestion event). */
+    public double wMaxSegments()
+    {
+        return wMax;
+    }
+
+    /** RFC 9438 K in seconds for the current epoch. */
+    public double kSeconds()
+    {
+        return k;
+    }
+
+    /** RFC 9438 (4.3) Reno estimate W_est in segments for the current epoch. */
+    public double wEstSegments()
+    {
+        return wEst;
+    }
+
+    /** Whether a congestion avoidance epoch is running ({@code t_epoch} is set). */
+    public boolean inEpoch()
+    {
+        return inEpoch;
+    }
+
+    /** Smoothed RTT in seconds used for {@code W_cubic(t + RTT)}, 0 before the first sample. */
+    public double srttSeconds()
+    {
+        return srttSeconds;
+    }
+
+    /** RFC 9438 (4.2) eq. 1: W_cubic(t) in segments for {@code t} seconds into the epoch. */
+    public double wCubic(final double tSeconds)
+    {
+        final double d = tSeconds - k;
+        return C * d * d * d + wMax;
+    }
+
+    /** {@inheritDoc} */
+    public String toString()
+    {
+        return "Cubic{cwnd=" + cwnd() + ", ssthresh=" + ssthresh + ", wMax=" + wMax + ", k=" + k +
+            ", wEst=" + wEst + ", mss=" + mss + '}';
+    }
+
+    private void congestionAvoidance(final long ackedBytes, final long nowNanos)
+    {
+        if (!inEpoch)
+        {
+            startEpoch(nowNanos);
+        }
+
+        final double cwndSegments = cwnd / mss;
+        final double segmentsAcked = (double)ackedBytes / mss;
+        final double t = (nowNanos - epochStartNanos) / NANOS_PER_SECOND;
+
+        // RFC 9438 (4.3) eq. 4, alpha_cubic becomes 1 once W_est reaches cwnd_prior.
+        final double alpha = wEst >= cwndPrior ? 1.0 : ALPHA;
+        wEst += alpha * segmentsAcked / cwndSegments;
+
+        if (wCubic(t) < wEst)
+        {
+            // RFC 9438 (4.3): Reno-friendly region, cwnd SHOULD be set to W_est.
+            cwnd = Math.max(cwnd, wEst * mss);
+            return;
+        }
+
+        // RFC 9438 (4.2): target = W_cubic(t + RTT) clamped to [cwnd, 1.5 * cwnd].
+        final double target = Math.min(Math.max(wCubic(t + srttSeconds), cwndSegments), 1.5 * cwndSegments);
+        // RFC 9438 (4.4) concave and (4.5) convex regions: cwnd += (target - cwnd) / cwnd per
+        // segment acknowledged, here scaled by the bytes of this ACK.
+        cwnd += (target - cwndSegments) / cwndSegments * segmentsAcked * mss;
+    }
+
+    private void startEpoch(final long nowNanos)
+    {
+        inEpoch = true;
+        epochStartNanos = nowNanos;
+        cwndEpoch = cwnd / mss;
+        // RFC 9438 (4.3): W_est starts at cwnd_epoch.
+        wEst = cwndEpoch;
+        if (epochAfterTimeout || wMax <= 0)
+        {
+            // RFC 9438 (4.8) after a timeout, (4.10) after a slow start without loss: K = 0 and
+            // W_max is cwnd at the beginning of this congestion avoidance stage.
+            wMax = cwndEpoch;
+            k = 0;
+            epochAfterTimeout = false;
+            if (cwndPrior <= 0)
+            {
+                cwndPrior = cwndEpoch;
+            }
+        }
+        else
+        {
+            // RFC 9438 (4.2) eq. 2: K = cubic_root((W_max - cwnd_epoch) / C); negative when the
+            // epoch starts above W_max, which puts t = 0 on the convex side of the curve.
+            k = Math.cbrt((wMax - cwndEpoch) / C);
+        }
+    }
+
+    private void sampleRtt(final long rttNanos)
+    {
+        final double r = rttNanos / NANOS_PER_SECOND;
+        if (!hasRtt)
+        {
+            // RFC 6298 (2.2): the first measurement is the SRTT.
+            srttSeconds = r;
+            hasRtt = true;
+        }
+        else
+        {
+            // RFC 6298 (2.3): SRTT = 7/8 SRTT + 1/8 R'.
+            srttSeconds += (r - srttSeconds) / 8.0;
+        }
+    }
+}

@@ -1,0 +1,145 @@
+package io.nicstack.stack.tcp.cc;
+
+import io.nicstack.stack.tcp.CongestionControl;
+
+/**
+ * Reno congestion control as NewReno senders use it: RFC 5681 (3.1) slow start and congestion
+ * avoidance, both with appropriate byte counting (RFC 3465, L = 2 in slow start), RFC 5681 (4)
+ * ssthresh on loss, the loss window after a timeout and RFC 6582 (3.2) step 3 deflation on leaving
+ * fast recovery. Partial ACKs and window inflation during recovery are the sender's.
+ *
+ * <p>cwnd only grows while the sender is cwnd limited (see {@link CongestionControls}): an
+ * application- or receiver-limited flow must not build up a window it never used (RFC 7661).
+ */
+public final class NewReno implements CongestionControl
+{
+    private int mss;
+    private long cwnd;
+    private long ssthresh = CongestionControls.INITIAL_SSTHRESH;
+    /** RFC 3465 (2.1): bytes acknowledged in congestion avoidance not yet turned into cwnd. */
+    private long bytesAcked;
+    /** A timeout happened and no new data has been acknowledged since. */
+    private boolean inTimeoutBackoff;
+
+    /** {@inheritDoc} */
+    public void init(final int mss, final long nowNanos)
+    {
+        this.mss = mss;
+        cwnd = CongestionControls.initialWindow(mss);
+        ssthresh = CongestionControls.INITIAL_SSTHRESH;
+        bytesAcked = 0;
+        inTimeoutBackoff = false;
+    }
+
+    /** {@inheritDoc} */
+    public long cwnd()
+    {
+        return cwnd;
+    }
+
+    /** {@inheritDoc} */
+    public void cwnd(final long bytes)
+    {
+        cwnd = bytes;
+    }
+
+    /** {@inheritDoc} */
+    public long ssthresh()
+    {
+        return ssthresh;
+    }
+
+    /** {@inheritDoc} */
+    public void onAck(final long ackedBytes, final long flightBefore, final long rttNanos, final long nowNanos)
+    {
+        if (ackedBytes <= 0)
+        {
+            return;
+        }
+        inTimeoutBackoff = false;
+
+        long acked = ackedBytes;
+        if (cwnd < ssthresh)
+        {
+            if (!CongestionControls.cwndLimited(cwnd, flightBefore, mss, true))
+            {
+                return;
+            }
+            // RFC 3465 (2.2): cwnd += min(N, L*SMSS) per ACK in slow start.
+            final long increase = Math.min(acked, (long)CongestionControls.ABC_LIMIT_SEGMENTS * mss);
+            final long room = ssthresh - cwnd;
+            if (increase <= room)
+            {
+                cwnd += increase;
+                return;
+            }
+            // RFC 5681 (3.1): slow start ends at ssthresh; the rest of this ACK counts in avoidance.
+            cwnd = ssthresh;
+            acked -= room;
+        }
+
+        if (!CongestionControls.cwndLimited(cwnd, flightBefore, mss, false))
+        {
+            return;
+        }
+        // RFC 3465 (2.1) / RFC 5681 (3.1): once a full cwnd of bytes has been acknowledged, grow by SMSS.
+        bytesAcked += acked;
+        if (bytesAcked >= cwnd)
+        {
+            bytesAcked -= cwnd;
+            cwnd += mss;
+        }
+    }
+
+    /** {@inheritDoc} */
+    public void onFastRetransmit(final long flightSize, final long nowNanos)
+    {
+        // RFC 5681 (4): ssthresh = max(FlightSize / 2, 2*SMSS); RFC 6582 (3.2) step 2 cwnd = ssthresh
+        // (the sender adds 3*SMSS of inflation itself).
+        ssthresh = Math.max(flightSize / 2, 2L * mss);
+        cwnd = ssthresh;
+        bytesAcked = 0;
+    }
+
+    /** {@inheritDoc} */
+    public void onRecoveryExit(final long nowNanos)
+    {
+        // RFC 6582 (3.2) step 3, full acknowledgment: deflate the window to ssthresh.
+        cwnd = ssthresh;
+        bytesAcked = 0;
+    }
+
+    /** {@inheritDoc} */
+    public void onRetransmitTimeout(final long flightSize, final long nowNanos)
+    {
+        // RFC 5681 (3.1) note after (4): when the segment already went out once by the timer,
+        // ssthresh is held constant; a timeout with no ACK since the last one is that case.
+        if (!inTimeoutBackoff)
+        {
+            ssthresh = Math.max(flightSize / 2, 2L * mss);
+            inTimeoutBackoff = true;
+        }
+        // RFC 5681 (3.1): cwnd becomes the loss window, 1 full-sized segment.
+        cwnd = mss;
+        bytesAcked = 0;
+    }
+
+    /** {@inheritDoc} */
+    public void mss(final int mss)
+    {
+        this.mss = mss;
+        cwnd = Math.max(cwnd, mss);
+    }
+
+    /** {@inheritDoc} */
+    public String name()
+    {
+        return CongestionControls.NEWRENO;
+    }
+
+    /** {@inheritDoc} */
+    public String toString()
+    {
+        return "NewReno{cwnd=" + cwnd + ", ssthresh=" + ssthresh + ", mss=" + mss + '}';
+    }
+}

@@ -1,0 +1,172 @@
+package io.nicstack.stack.tcp.isn;
+
+import java.security.SecureRandom;
+
+/**
+ * SYN cookies (RFC 4987 (3.6), in the manner of D. J. Bernstein's design and Linux
+ * {@code syncookies.c}): under a SYN flood the listener keeps no state and instead encodes what it
+ * must remember into its ISN; the final ACK of the handshake returns it as {@code ack - 1}.
+ *
+ * <pre>
+ *   0                   1                   2                   3
+ *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ *  |  t mod 32 | MSS |                 MAC (24 bits)                 |
+ *  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+ * </pre>
+ *
+ * {@code t} is a counter of 64-second periods of the injected clock; its low 5 bits sit at the top
+ * so that cookies increase slowly like ordinary ISNs. The MSS field indexes {@link #mssForIndex}.
+ * The MAC is the low 24 bits of SipHash-2-4 under a 128-bit secret of the 24-byte message
+ * {@code (localIp << 32 | remoteIp), (localPort << 48 | remotePort << 32 | clientIsn),
+ * (t << 3 | mssIndex)} (unsigned fields, {@link SipHash} word layout), so a cookie is bound to the
+ * connection tuple, the client's ISN, the full counter and the MSS. A cookie is accepted during
+ * the period it was issued in and the next one, so it lives between 64 and 128 seconds (Linux
+ * {@code MAX_SYNCOOKIE_AGE}).
+ *
+ * <p>Like every cookie scheme, options other than the MSS (window scale, SACK permitted,
+ * timestamps) are not remembered unless the caller encodes them elsewhere (e.g. the timestamp).
+ */
+public final class SynCookies
+{
+    /** Length of one counter period: 64 s. */
+    public static final long PERIOD_NANOS = 64_000_000_000L;
+    /** Periods a cookie stays valid: the one it was issued in and the next. */
+    public static final int MAX_AGE_PERIODS = 2;
+
+    private static final int MAC_BITS = 24;
+    private static final int MAC_MASK = (1 << MAC_BITS) - 1;
+    private static final int MSS_SHIFT = MAC_BITS;
+    private static final int MSS_MASK = 0x7;
+    private static final int COUNTER_SHIFT = 27;
+    private static final int COUNTER_MASK = 0x1F;
+
+    /**
+     * MSS values a cookie can carry, ascending: the RFC 9293 (3.7.1) default and common values
+     * under IPv6-in-tunnel, PPPoE and Ethernet MTUs (Linux uses a similar four-entry table).
+     */
+    private static final int[] MSS_TABLE = { 536, 1220, 1440, 1460 };
+
+    private final long k0;
+    private final long k1;
+
+    /** Cookies under the given secret (tests, or several listeners sharing one secret). */
+    public SynCookies(final long k0, final long k1)
+    {
+        this.k0 = k0;
+        this.k1 = k1;
+    }
+
+    /** Cookies under a fresh 128-bit secret from {@link SecureRandom}. */
+    public static SynCookies withRandomSecret()
+    {
+        final SecureRandom random = new SecureRandom();
+        return new SynCookies(random.nextLong(), random.nextLong());
+    }
+
+    /** Number of entries in the MSS table. */
+    public static int mssTableLength()
+    {
+        return MSS_TABLE.length;
+    }
+
+    /** The MSS for a table index. */
+    public static int mssForIndex(final int index)
+    {
+        return MSS_TABLE[index];
+    }
+
+    /**
+     * Index of the largest table MSS not above the client's MSS; index 0 (536) when the client's
+     * is smaller still, since 536 is what a peer must accept without an MSS option (RFC 9293 (3.7.1)).
+     */
+    public static int mssIndexFor(final int mss)
+    {
+        for (int i = MSS_TABLE.length - 1; i > 0; i--)
+        {
+            if (MSS_TABLE[i] <= mss)
+            {
+                return i;
+            }
+        }
+        return 0;
+    }
+
+    /**
+     * Our ISN for a SYN-ACK sent without keeping state.
+     *
+     * @param clientIsn the SYN's sequence number.
+     * @param mssIndex  from {@link #mssIndexFor(int)}.
+     * @return the cookie to use as our ISN.
+     */
+    public int encode(
+        final int localIp,
+        final int localPort,
+        final int remoteIp,
+        final int remotePort,
+        final int clientIsn,
+        final int mssIndex,
+        final long nowNanos)
+    {
+        if (mssIndex < 0 || mssIndex >= MSS_TABLE.length)
+        {
+            throw new IllegalArgumentException("mssIndex out of range: " + mssIndex);
+        }
+        final long counter = counter(nowNanos);
+        final int mac = mac(localIp, localPort, remoteIp, remotePort, clientIsn, counter, mssIndex);
+        return ((int)counter & COUNTER_MASK) << COUNTER_SHIFT | mssIndex << MSS_SHIFT | mac;
+    }
+
+    /**
+     * Check the cookie returned by the handshake's final ACK.
+     *
+     * @param clientIsn the ACK's sequence number minus 1.
+     * @param cookie    the ACK's acknowledgment number minus 1.
+     * @return the MSS from the table if the cookie is authentic and fresh, else -1.
+     */
+    public int decode(
+        final int localIp,
+        final int localPort,
+        final int remoteIp,
+        final int remotePort,
+        final int clientIsn,
+        final int cookie,
+        final long nowNanos)
+    {
+        final int mssIndex = (cookie >>> MSS_SHIFT) & MSS_MASK;
+        if (mssIndex >= MSS_TABLE.length)
+        {
+            return -1;
+        }
+        final long now = counter(nowNanos);
+        // Age modulo 32: a cookie from the future wraps to 31 and is rejected with the stale ones.
+        final int age = ((int)now - (cookie >>> COUNTER_SHIFT)) & COUNTER_MASK;
+        if (age >= MAX_AGE_PERIODS)
+        {
+            return -1;
+        }
+        final int expected = mac(localIp, localPort, remoteIp, remotePort, clientIsn, now - age, mssIndex);
+        return expected == (cookie & MAC_MASK) ? MSS_TABLE[mssIndex] : -1;
+    }
+
+    static long counter(final long nowNanos)
+    {
+        return Math.floorDiv(nowNanos, PERIOD_NANOS);
+    }
+
+    private int mac(
+        final int localIp,
+        final int localPort,
+        final int remoteIp,
+        final int remotePort,
+        final int clientIsn,
+        final long counter,
+        final int mssIndex)
+    {
+        final long m0 = ((long)localIp << 32) | (remoteIp & 0xFFFF_FFFFL);
+        final long m1 = ((long)(localPort & 0xFFFF) << 48) | ((long)(remotePort & 0xFFFF) << 32) |
+            (clientIsn & 0xFFFF_FFFFL);
+        final long m2 = (counter << 3) | mssIndex;
+        return (int)SipHash.hash(k0, k1, m0, m1, m2) & MAC_MASK;
+    }
+}

@@ -1,0 +1,69 @@
+package io.nicstack.stack.tcp;
+
+import org.agrona.concurrent.NanoClock;
+
+import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.fault.FaultConfig;
+import io.nicstack.nic.fault.FaultInjectingDevice;
+import io.nicstack.nic.mem.MemoryWire;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounters;
+
+/** Two stacks joined by a memory wire (optionally through fault injectors), driven by one simulated clock. */
+final class TwoStacks
+{
+    static final int A_IP = 0xC612_0002; // 198.18.0.2
+    static final int B_IP = 0xC612_0003; // 198.18.0.3
+
+    final NetStack a;
+    final NetStack b;
+    final FaultInjectingDevice faultsA;
+    final FaultInjectingDevice faultsB;
+    long now = 1_000_000_000L;
+    private final NanoClock clock = () -> now;
+
+    TwoStacks(final FaultConfig faults)
+    {
+        final MemoryWire wire = MemoryWire.pair(1500, 4096);
+        NetDevice da = wire.a();
+        NetDevice db = wire.b();
+        if (faults != null && !faults.isNone())
+        {
+            faultsA = new FaultInjectingDevice(da, faults, faults.withSeed(faults.seed() + 1), clock);
+            faultsB = new FaultInjectingDevice(db, faults.withSeed(faults.seed() + 2), faults.withSeed(faults.seed() + 3), clock);
+            da = faultsA;
+            db = faultsB;
+        }
+        else
+        {
+            faultsA = null;
+            faultsB = null;
+        }
+        a = new NetStack(da, StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
+        b = new NetStack(db, StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
+    }
+
+    /** One round: both stacks poll; time moves 20 µs when there was work, 1 ms when idle. */
+    int step()
+    {
+        final int work = a.poll(now) + b.poll(now);
+        now += work > 0 ? 20_000L : 1_000_000L;
+        return work;
+    }
+
+    /** Run until {@code done} or the simulated time limit; returns whether done. */
+    boolean runUntil(final java.util.function.BooleanSupplier done, final long maxSimulatedNanos)
+    {
+        final long end = now + maxSimulatedNanos;
+        while (!done.getAsBoolean())
+        {
+            if (now - end > 0)
+            {
+                return false;
+            }
+            step();
+        }
+        return true;
+    }
+}

@@ -1,0 +1,311 @@
+package io.nicstack.stack.tcp.cc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class CubicTest
+{
+    private static final int MSS = 1000;
+    private static final long MS = 1_000_000L;
+    private static final long SECOND = 1_000_000_000L;
+
+    @Test
+    void rfc9438_slowStartDoublesPerRoundTrip()
+    {
+        final Cubic cc = newCubic();
+        final AckClock clock = new AckClock(cc, MSS, 100 * MS, 0);
+
+        clock.roundTrip();
+        assertEquals(20 * MSS, cc.cwnd());
+        clock.roundTrip();
+        assertEquals(40 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc3465_abcLimitsSlowStartIncreaseToTwoSmssPerAck()
+    {
+        final Cubic cc = newCubic();
+
+        cc.onAck(10L * MSS, cc.cwnd(), 100 * MS, 1);
+
+        assertEquals(12 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_lossReducesCwndToBetaAndRemembersWmax()
+    {
+        final Cubic cc = newCubic();
+        cc.cwnd(100L * MSS);
+
+        cc.onFastRetransmit(100L * MSS, 0);
+
+        assertEquals(70 * MSS, cc.ssthresh());
+        assertEquals(70 * MSS, cc.cwnd());
+        assertEquals(100.0, cc.wMaxSegments(), 1e-9);
+        cc.onRecoveryExit(1);
+        assertEquals(70 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_ssthreshIsAtLeastTwoSmss()
+    {
+        final Cubic cc = newCubic();
+        cc.cwnd(2L * MSS);
+
+        cc.onFastRetransmit(2L * MSS, 0);
+
+        assertEquals(2 * MSS, cc.ssthresh());
+        assertEquals(2 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_kIsCubicRootOfWmaxTimesOneMinusBetaOverC()
+    {
+        final Cubic cc = afterLossAt(1000, 100 * MS);
+        final AckClock clock = new AckClock(cc, MSS, 100 * MS, 0);
+
+        clock.roundTrip();
+
+        assertTrue(cc.inEpoch());
+        assertEquals(Math.cbrt(1000 * (1 - Cubic.BETA) / Cubic.C), cc.kSeconds(), 1e-9);
+    }
+
+    @Test
+    void rfc9438_windowReturnsToWmaxAtK()
+    {
+        final long rtt = 100 * MS;
+        final Cubic cc = afterLossAt(1000, rtt);
+        final AckClock clock = new AckClock(cc, MSS, rtt, 0);
+        clock.roundTrip();
+        final double k = cc.kSeconds();
+        assertEquals(9.0856, k, 1e-3);
+
+        // Concave region: cwnd tracks W_cubic(t) on the way up, then flattens out at W_max.
+        runUntil(clock, (long)(k / 2 * SECOND));
+        final double half = cc.wCubic(k / 2);
+        assertEquals(half, (double)cc.cwnd() / MSS, half * 0.03);
+        assertTrue(cc.cwnd() < 1000 * MSS);
+
+        runUntil(clock, (long)(k * SECOND));
+        assertEquals(1000.0, (double)cc.cwnd() / MSS, 1000 * 0.02);
+    }
+
+    @Test
+    void rfc9438_convexRegionGrowsBeyondWmaxAndAccelerates()
+    {
+        final long rtt = 100 * MS;
+        final Cubic cc = afterLossAt(1000, rtt);
+        final AckClock clock = new AckClock(cc, MSS, rtt, 0);
+        clock.roundTrip();
+        final double k = cc.kSeconds();
+
+        runUntil(clock, (long)((k + 2) * SECOND));
+        final long atTwo = cc.cwnd();
+        runUntil(clock, (long)((k + 4) * SECOND));
+        final long atFour = cc.cwnd();
+        runUntil(clock, (long)((k + 6) * SECOND));
+        final long atSix = cc.cwnd();
+
+        assertTrue(atTwo > 1000 * MSS, "convex region is above W_max");
+        assertTrue(atSix - atFour > atFour - atTwo, "growth accelerates in the convex region");
+        final double expected = cc.wCubic(k + 6);
+        assertEquals(expected, (double)atSix / MSS, expected * 0.03);
+        assertTrue(cc.wEstSegments() < (double)atSix / MSS, "the cubic function, not W_est, drives cwnd here");
+    }
+
+    @Test
+    void rfc9438_targetIsClampedToOneAndAHalfCwndPerRoundTrip()
+    {
+        final long rtt = 100 * MS;
+        final Cubic cc = afterLossAt(100, rtt);
+        cc.onAck(MSS, cc.cwnd(), rtt, 1);
+        final long before = cc.cwnd();
+
+        // Far into the convex region W_cubic(t + RTT) is huge; the increase per RTT stays below slow start's.
+        final AckClock clock = new AckClock(cc, MSS, rtt, 60 * SECOND);
+        clock.roundTrip();
+
+        assertTrue(cc.cwnd() <= before * 3 / 2 + MSS, "at most 1.5x per RTT: " + before + " -> " + cc.cwnd());
+        assertTrue(cc.cwnd() > before * 14 / 10, "but close to it: " + before + " -> " + cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_fastConvergenceLowersWmaxOnLossBelowPreviousWmax()
+    {
+        final Cubic cc = afterLossAt(1000, 100 * MS);
+        assertEquals(700 * MSS, cc.cwnd());
+
+        cc.onFastRetransmit(cc.cwnd(), 1);
+
+        assertEquals(700 * (1 + Cubic.BETA) / 2, cc.wMaxSegments(), 1e-6);
+        assertEquals(490 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_withoutFastConvergenceWmaxIsCwndBeforeReduction()
+    {
+        final Cubic cc = new Cubic(false);
+        cc.init(MSS, 0);
+        cc.cwnd(1000L * MSS);
+        cc.onFastRetransmit(cc.cwnd(), 0);
+
+        cc.onFastRetransmit(cc.cwnd(), 1);
+
+        assertEquals(700.0, cc.wMaxSegments(), 1e-6);
+    }
+
+    @Test
+    void rfc9438_lossAboveWmaxSetsWmaxToCwnd()
+    {
+        final Cubic cc = afterLossAt(100, 100 * MS);
+        cc.cwnd(120L * MSS);
+
+        cc.onFastRetransmit(cc.cwnd(), 1);
+
+        assertEquals(120.0, cc.wMaxSegments(), 1e-6);
+        assertEquals(84 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_fastConvergenceShortensTheWayBackUp()
+    {
+        // Repeated losses before reaching W_max: the flow plateaus earlier, releasing bandwidth.
+        final long rtt = 100 * MS;
+        final Cubic cc = afterLossAt(1000, rtt);
+        final AckClock clock = new AckClock(cc, MSS, rtt, 0);
+        clock.roundTrip();
+        runUntil(clock, 3 * SECOND);
+        final double cwndAtLoss = (double)cc.cwnd() / MSS;
+        assertTrue(cwndAtLoss < 1000);
+
+        cc.onFastRetransmit(cc.cwnd(), clock.nowNanos);
+        cc.onRecoveryExit(clock.nowNanos);
+
+        assertTrue(cc.wMaxSegments() < cwndAtLoss);
+        assertEquals(cwndAtLoss * 0.85, cc.wMaxSegments(), 1.0);
+    }
+
+    @Test
+    void rfc9438_renoFriendlyRegionDominatesAtSmallRttTimesWindow()
+    {
+        final long rtt = MS;
+        final Cubic cc = afterLossAt(20, rtt);
+        final AckClock clock = new AckClock(cc, MSS, rtt, 0);
+
+        for (int i = 0; i < 100; i++)
+        {
+            clock.roundTrip();
+            assertTrue(cc.cwnd() >= (long)(cc.wEstSegments() * MSS) - 1, "cwnd >= W_est after round " + i);
+        }
+
+        // Reno from 14 segments: alpha_cubic ~0.53 per RTT up to cwnd_prior = 20, then 1 per RTT.
+        final double renoRounds = (20 - 14) / Cubic.ALPHA;
+        final double reno = 20 + (100 - renoRounds);
+        final double cwnd = (double)cc.cwnd() / MSS;
+        assertEquals(reno, cwnd, reno * 0.1);
+        final double t = (clock.nowNanos - MS) / (double)SECOND;
+        assertTrue(cc.wCubic(t) < 20, "the cubic curve alone would still be below W_max");
+    }
+
+    @Test
+    void rfc9438_timeoutSetsLossWindowAndRestartsWithKZero()
+    {
+        final long rtt = 100 * MS;
+        final Cubic cc = newCubic();
+        cc.cwnd(100L * MSS);
+
+        cc.onRetransmitTimeout(100L * MSS, 0);
+
+        assertEquals(MSS, cc.cwnd());
+        assertEquals(70 * MSS, cc.ssthresh());
+        assertFalse(cc.inEpoch());
+
+        final AckClock clock = new AckClock(cc, MSS, rtt, 0);
+        while (!cc.inEpoch())
+        {
+            clock.roundTrip();
+        }
+        assertEquals(0.0, cc.kSeconds(), 0.0);
+        assertTrue(cc.wMaxSegments() >= 70 && cc.wMaxSegments() < 72, "W_max = cwnd at the epoch: " + cc.wMaxSegments());
+        assertEquals(cc.wMaxSegments(), cc.wEstSegments(), 1.0);
+    }
+
+    @Test
+    void rfc5681_repeatedTimeoutHoldsSsthresh()
+    {
+        final Cubic cc = newCubic();
+        cc.cwnd(100L * MSS);
+
+        cc.onRetransmitTimeout(100L * MSS, 0);
+        cc.onRetransmitTimeout(MSS, 1);
+
+        assertEquals(70 * MSS, cc.ssthresh());
+        assertEquals(MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_applicationLimitedTimeDoesNotCountInT()
+    {
+        final long rtt = 100 * MS;
+        final Cubic limited = afterLossAt(1000, rtt);
+        final Cubic busy = afterLossAt(1000, rtt);
+        limited.onAck(MSS, limited.cwnd(), rtt, 0);
+        busy.onAck(MSS, busy.cwnd(), rtt, 0);
+
+        // Five seconds of ACKs for a trickle of data: no growth, and the epoch clock stands still.
+        final long before = limited.cwnd();
+        for (long now = rtt; now <= 5 * SECOND; now += rtt)
+        {
+            limited.onAck(MSS, 10L * MSS, rtt, now);
+        }
+        assertEquals(before, limited.cwnd());
+
+        final AckClock limitedClock = new AckClock(limited, MSS, rtt, 5 * SECOND);
+        final AckClock busyClock = new AckClock(busy, MSS, rtt, 0);
+        limitedClock.roundTrips(10);
+        busyClock.roundTrips(10);
+
+        assertEquals(busy.cwnd(), limited.cwnd(), 2 * MSS);
+    }
+
+    @Test
+    void rfc9438_rttIsSmoothed()
+    {
+        final Cubic cc = newCubic();
+        cc.onAck(MSS, cc.cwnd(), 80 * MS, 1);
+        assertEquals(0.080, cc.srttSeconds(), 1e-12);
+        cc.onAck(MSS, cc.cwnd(), 160 * MS, 2);
+        assertEquals(0.090, cc.srttSeconds(), 1e-12);
+        cc.onAck(MSS, cc.cwnd(), -1, 3);
+        assertEquals(0.090, cc.srttSeconds(), 1e-12);
+    }
+
+    private static Cubic newCubic()
+    {
+        final Cubic cc = new Cubic();
+        cc.init(MSS, 0);
+        return cc;
+    }
+
+    /** A controller that just lost at {@code wMax} segments and finished recovery at time 0. */
+    private static Cubic afterLossAt(final int wMaxSegments, final long rttNanos)
+    {
+        final Cubic cc = newCubic();
+        cc.onAck(0, 0, rttNanos, 0);
+        cc.cwnd((long)wMaxSegments * MSS);
+        cc.onFastRetransmit(cc.cwnd(), 0);
+        cc.onRecoveryExit(0);
+        return cc;
+    }
+
+    private static void runUntil(final AckClock clock, final long untilNanos)
+    {
+        while (clock.nowNanos < untilNanos)
+        {
+            clock.roundTrip();
+        }
+    }
+}

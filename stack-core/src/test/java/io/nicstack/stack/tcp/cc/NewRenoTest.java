@@ -1,0 +1,183 @@
+package io.nicstack.stack.tcp.cc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class NewRenoTest
+{
+    private static final int MSS = 1000;
+    private static final long RTT = 100_000_000L;
+
+    private final NewReno cc = new NewReno();
+    private AckClock clock;
+
+    @BeforeEach
+    void setUp()
+    {
+        cc.init(MSS, 0);
+        clock = new AckClock(cc, MSS, RTT, 0);
+    }
+
+    @Test
+    void rfc5681_slowStartDoublesPerRoundTrip()
+    {
+        assertEquals(10 * MSS, cc.cwnd());
+        clock.roundTrip();
+        assertEquals(20 * MSS, cc.cwnd());
+        clock.roundTrip();
+        assertEquals(40 * MSS, cc.cwnd());
+        clock.roundTrip();
+        assertEquals(80 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc3465_delayedAcksStillDoubleInSlowStart()
+    {
+        clock.roundTrip(2);
+        assertEquals(20 * MSS, cc.cwnd());
+        clock.roundTrip(2);
+        assertEquals(40 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc3465_abcLimitsSlowStartIncreaseToTwoSmssPerAck()
+    {
+        cc.onAck(8L * MSS, cc.cwnd(), RTT, 1);
+        assertEquals(12 * MSS, cc.cwnd());
+        cc.onAck(MSS / 2, cc.cwnd(), RTT, 2);
+        assertEquals(12 * MSS + MSS / 2, cc.cwnd());
+    }
+
+    @Test
+    void rfc5681_congestionAvoidanceGrowsOneSmssPerRoundTrip()
+    {
+        enterCongestionAvoidanceAt(20 * MSS);
+
+        clock.roundTrip();
+        assertEquals(21 * MSS, cc.cwnd());
+        clock.roundTrip();
+        assertEquals(22 * MSS, cc.cwnd());
+        clock.roundTrips(8);
+        assertEquals(30 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc3465_congestionAvoidanceCountsBytesAcrossStretchAcks()
+    {
+        enterCongestionAvoidanceAt(20 * MSS);
+
+        // Delayed ACKs (2 segments each) grow the window exactly as fast as per-segment ACKs.
+        clock.roundTrip(2);
+        assertEquals(21 * MSS, cc.cwnd());
+        clock.roundTrip(2);
+        assertEquals(22 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc5681_slowStartStopsAtSsthresh()
+    {
+        cc.onRetransmitTimeout(40L * MSS, 0);
+        assertEquals(20 * MSS, cc.ssthresh());
+        clock.roundTrips(4);
+        assertEquals(16 * MSS, cc.cwnd());
+
+        clock.roundTrip();
+
+        assertEquals(20 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc5681_fastRetransmitHalvesFlightSize()
+    {
+        cc.cwnd(64L * MSS);
+
+        cc.onFastRetransmit(60L * MSS, 0);
+
+        assertEquals(30 * MSS, cc.ssthresh());
+        assertEquals(30 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc5681_ssthreshIsAtLeastTwoSmss()
+    {
+        cc.onFastRetransmit(3L * MSS, 0);
+        assertEquals(2 * MSS, cc.ssthresh());
+        cc.onRetransmitTimeout(MSS, 0);
+        assertEquals(2 * MSS, cc.ssthresh());
+    }
+
+    @Test
+    void rfc6582_recoveryExitDeflatesToSsthresh()
+    {
+        cc.onFastRetransmit(40L * MSS, 0);
+        cc.cwnd(cc.cwnd() + 3L * MSS + 7L * MSS); // inflated by the sender during recovery
+
+        cc.onRecoveryExit(1);
+
+        assertEquals(20 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc5681_timeoutSetsLossWindowOfOneSmss()
+    {
+        cc.cwnd(50L * MSS);
+
+        cc.onRetransmitTimeout(50L * MSS, 0);
+
+        assertEquals(MSS, cc.cwnd());
+        assertEquals(25 * MSS, cc.ssthresh());
+    }
+
+    @Test
+    void rfc5681_repeatedTimeoutHoldsSsthresh()
+    {
+        cc.onRetransmitTimeout(50L * MSS, 0);
+        cc.onRetransmitTimeout(MSS, 1);
+        assertEquals(25 * MSS, cc.ssthresh());
+        assertEquals(MSS, cc.cwnd());
+
+        cc.onAck(MSS, MSS, -1, 2);
+        cc.onRetransmitTimeout(10L * MSS, 3);
+        assertEquals(5 * MSS, cc.ssthresh());
+    }
+
+    @Test
+    void rfc7661_doesNotGrowWhenNotCwndLimited()
+    {
+        cc.onAck(MSS, cc.cwnd() / 4, RTT, 1);
+        assertEquals(10 * MSS, cc.cwnd());
+
+        enterCongestionAvoidanceAt(20 * MSS);
+        for (int i = 0; i < 100; i++)
+        {
+            cc.onAck(MSS, cc.cwnd() - 2L * MSS, RTT, 2 + i);
+        }
+        assertEquals(20 * MSS, cc.cwnd());
+    }
+
+    @Test
+    void afterLossGrowthResumesLinearly()
+    {
+        clock.roundTrips(3);
+        assertEquals(80 * MSS, cc.cwnd());
+
+        cc.onFastRetransmit(cc.cwnd(), clock.nowNanos);
+        cc.onRecoveryExit(clock.nowNanos);
+        assertEquals(40 * MSS, cc.cwnd());
+
+        clock.roundTrips(10);
+        assertEquals(50 * MSS, cc.cwnd());
+        assertTrue(cc.cwnd() >= cc.ssthresh());
+    }
+
+    private void enterCongestionAvoidanceAt(final long cwnd)
+    {
+        cc.onFastRetransmit(2 * cwnd, clock.nowNanos);
+        cc.onRecoveryExit(clock.nowNanos);
+        assertEquals(cwnd, cc.cwnd());
+        assertEquals(cwnd, cc.ssthresh());
+    }
+}
