@@ -157,6 +157,7 @@ class KernelPeerTest
         assertTrue(ping.output().contains("3 received"), ping.output());
         c = counters();
         assertEquals(0, unaccounted(c), "every frame ends in one terminal counter: " + c);
+        assertEquals(0, c.get(StackCounter.INTERNAL_ERRORS), "no exception while processing: " + c);
         assertTrue(c.get(StackCounter.IPV4_DROP_BAD_HEADER_LENGTH) >= 3, c.toString());
         assertTrue(c.get(StackCounter.IPV4_DROP_BAD_OPTIONS) >= 3, c.toString());
         assertTrue(c.get(StackCounter.IPV4_DROP_FRAGMENT_OVERLAP) >= 1, c.toString());

@@ -99,6 +99,24 @@ public final class NetStack implements FrameHandler
     {
         counters.increment(StackCounter.FRAMES_IN);
         counters.add(StackCounter.BYTES_IN, length);
+        try
+        {
+            demux(buffer, offset, length);
+        }
+        catch (final RuntimeException e)
+        {
+            // A bug must cost one frame, not the daemon: count it, log the first few, keep going.
+            counters.increment(StackCounter.INTERNAL_ERRORS);
+            if (counters.get(StackCounter.INTERNAL_ERRORS) <= 10)
+            {
+                System.err.println("nicstack: internal error on a received frame (dropped): " + e);
+                e.printStackTrace();
+            }
+        }
+    }
+
+    private void demux(final DirectBuffer buffer, final int offset, final int length)
+    {
         if (!eth.wrapChecked(buffer, offset, length))
         {
             counters.increment(StackCounter.ETH_DROP_TRUNCATED);

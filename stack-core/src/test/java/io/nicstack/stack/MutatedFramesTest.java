@@ -117,6 +117,7 @@ class MutatedFramesTest
             drain.run();
             stack.poll(now);
             assertEquals(frames, counters.get(StackCounter.FRAMES_IN), "device drops: " + device.droppedFrames());
+            assertEquals(0, counters.get(StackCounter.INTERNAL_ERRORS), "no exception while processing:\n" + counters);
             assertEquals(0, counters.unaccountedFrames(), "every frame ends in exactly one terminal counter:\n" + counters);
             assertTrue(counters.totalDrops() > frames / 4, "the mutations really produce drops:\n" + counters);
 

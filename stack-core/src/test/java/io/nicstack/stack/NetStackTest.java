@@ -423,6 +423,19 @@ class NetStackTest
     }
 
     @Test
+    void emptyLastFragmentCompletesADatagram()
+    {
+        learnPeer();
+        // An ICMP echo whose last fragment carries no payload (legal, if odd): found by the fuzz test.
+        final byte[] icmp = icmpEcho(8, 1, 1, new byte[1016]);
+        final byte[] first = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 21, true, 0, icmp));
+        final byte[] last = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 21, false, icmp.length, new byte[0]));
+        assertEquals(1, exchange(first, last).size());
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLED));
+        assertEquals(0, stack.ipv4().reassembler().bytesHeld());
+    }
+
+    @Test
     void fragmentsBeyond65535AreMalformed()
     {
         learnPeer();

@@ -16,6 +16,7 @@ public enum StackCounter
     FRAMES_OUT("frames out", Kind.INFO),
     BYTES_OUT("bytes out", Kind.INFO),
     DEVICE_DROPS("frames dropped by the device", Kind.INFO),
+    INTERNAL_ERRORS("drop: internal error while processing (a bug; first ones logged)", Kind.DROP),
 
     ETH_DROP_TRUNCATED("eth drop: truncated frame", Kind.DROP),
     ETH_DROP_NOT_FOR_US("eth drop: destination MAC not ours", Kind.DROP),

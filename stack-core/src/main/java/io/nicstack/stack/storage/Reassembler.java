@@ -141,7 +141,11 @@ public final class Reassembler
         c.buffer.putBytes(c.headerLength + start, header.buffer(), payloadOffset, payloadLength);
         c.bytes += payloadLength;
         bytesHeld += payloadLength;
-        bytesBySource.put(source, bytesBySource.get(source) + payloadLength);
+        if (payloadLength > 0)
+        {
+            // (Agrona's map reserves 0 as "missing": an empty last fragment adds nothing anyway.)
+            bytesBySource.put(source, bytesBySource.get(source) + payloadLength);
+        }
         if (c.highestEnd < end)
         {
             c.highestEnd = end;
