@@ -91,9 +91,9 @@ final class DaemonCommand
             {
                 continue;
             }
-            if (!s.equals("echo"))
+            if (!s.equals("echo") && !s.equals("discard") && !s.equals("chargen"))
             {
-                throw new UsageException("daemon: unknown service '" + s + "' (known: echo)");
+                throw new UsageException("daemon: unknown service '" + s + "' (known: echo, discard, chargen)");
             }
             services.add(s);
         }
@@ -141,6 +141,7 @@ final class DaemonCommand
             {
                 stack.udp().bind(UdpEchoService.PORT, new UdpEchoService());
             }
+            new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
             final EventLoop loop = new EventLoop(stack, clock, new BackoffIdleStrategy());
             // SIGINT/SIGTERM start the JVM's shutdown: stop the loop, let this thread flush and
             // close everything below, then end with status 0 (a signal would otherwise give 130/143).

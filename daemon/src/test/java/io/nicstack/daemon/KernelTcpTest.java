@@ -1,0 +1,334 @@
+package io.nicstack.daemon;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.HexFormat;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import io.nicstack.nic.linux.NetNamespace;
+import io.nicstack.nic.tap.TapDevice;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.wire.Ipv4Address;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * TCP against the Linux kernel over a tap in a namespace this test creates: the daemon's echo,
+ * discard and chargen services driven by kernel sockets, the stack as a client of a kernel server,
+ * and a transfer through the daemon's fault injector. Addresses from 198.18.0.0/15 only.
+ */
+@Tag("kernel")
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class KernelTcpTest
+{
+    static final String DAEMON_IP = "198.18.0.2";
+    static final String PYTHON = "/usr/bin/python3";
+
+    private Netns ns;
+    private Path work;
+    private DaemonProcess daemon;
+
+    @BeforeAll
+    void start() throws Exception
+    {
+        ns = new Netns();
+        work = Files.createTempDirectory("nicstack-tcp");
+        copyResource(work, "tcp_peer.py");
+        daemon = new DaemonProcess(ns, work.resolve("shm"), "--device", "tap:nstap0", "--ip", DAEMON_IP + "/24",
+            "--host-ip", "198.18.0.1/24", "--services", "echo,discard,chargen");
+        daemon.awaitReady();
+    }
+
+    static void copyResource(final Path dir, final String name) throws IOException
+    {
+        try (InputStream in = KernelTcpTest.class.getClassLoader().getResourceAsStream(name))
+        {
+            assertNotNull(in, name);
+            Files.copy(in, dir.resolve(name));
+        }
+    }
+
+    @AfterAll
+    void stop() throws Exception
+    {
+        try
+        {
+            if (daemon != null)
+            {
+                assertEquals(0, daemon.stop(), String.join("\n", daemon.output));
+            }
+        }
+        finally
+        {
+            if (daemon != null)
+            {
+                daemon.close();
+            }
+            ns.close();
+        }
+    }
+
+    private Netns.Result peer(final int timeoutSeconds, final String... args) throws IOException
+    {
+        final String[] cmd = new String[args.length + 2];
+        cmd[0] = PYTHON;
+        cmd[1] = work.resolve("tcp_peer.py").toString();
+        System.arraycopy(args, 0, cmd, 2, args.length);
+        return ns.exec(timeoutSeconds, cmd);
+    }
+
+    @Test
+    void kernelClientEchoes200MegabytesExactly() throws IOException
+    {
+        final Netns.Result r = peer(300, "echo", DAEMON_IP, "200000000").assertOk("echo 200 MB");
+        assertTrue(r.output().contains("exact=True"), r.output());
+        System.out.println("[kernel tcp] " + r.output().trim());
+    }
+
+    @Test
+    void twoHundredConcurrentConnectionsEcho256KilobytesEach() throws IOException
+    {
+        final Netns.Result r = peer(300, "parallel", DAEMON_IP, "200", "262144").assertOk("200 parallel echoes");
+        assertTrue(r.output().contains("parallel 200 of 200"), r.output());
+    }
+
+    @Test
+    void chargenAndDiscardMove100Megabytes() throws IOException
+    {
+        final Netns.Result c = peer(300, "chargen", DAEMON_IP, "100000000").assertOk("chargen 100 MB");
+        assertTrue(c.output().contains("pattern exact"), c.output());
+        final Netns.Result d = peer(300, "discard", DAEMON_IP, "100000000").assertOk("discard 100 MB");
+        assertTrue(d.output().contains("closed cleanly=True"), d.output());
+        System.out.println("[kernel tcp] " + c.output().trim() + "; " + d.output().trim());
+    }
+
+    @Test
+    void connectionToAClosedPortIsRefusedAtOnce() throws IOException
+    {
+        final Netns.Result r = peer(20, "refused", DAEMON_IP, "4444").assertOk("refused");
+        final Matcher m = Pattern.compile("after ([0-9.]+) ms").matcher(r.output());
+        assertTrue(m.find(), r.output());
+        assertTrue(Double.parseDouble(m.group(1)) < 1000, "refused at once, not after a timeout: " + r.output());
+    }
+
+    /** Byte {@code offset} of the deterministic stream shared with tcp_peer.py's stream_chunk. */
+    static byte streamByte(final long offset, final int salt)
+    {
+        return (byte)(((offset % 256) * 7 + salt) & 0xFF);
+    }
+
+    @Test
+    void stackAsClientMoves50MegabytesBothWaysWithAKernelServer() throws Exception
+    {
+        final long total = 50_000_000L;
+        try (Netns clientNs = new Netns())
+        {
+            final AtomicReference<Throwable> failure = new AtomicReference<>();
+            final ClientRun run = new ClientRun(total);
+            final Thread stackThread = new Thread(() ->
+            {
+                try
+                {
+                    NetNamespace.enter(clientNs.name);
+                    try (TapDevice tap = TapDevice.open("nstap1"))
+                    {
+                        run.tapReady = true;
+                        run.drive(tap);
+                    }
+                    finally
+                    {
+                        NetNamespace.restore();
+                    }
+                }
+                catch (final Throwable t)
+                {
+                    failure.set(t);
+                }
+            }, "stack-client");
+            stackThread.start();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!run.tapReady && failure.get() == null && System.nanoTime() < deadline)
+            {
+                Thread.sleep(10);
+            }
+            assertNull(failure.get());
+            clientNs.exec(5, "ip", "addr", "add", "198.18.0.1/24", "dev", "nstap1").assertOk("addr");
+            clientNs.exec(5, "ip", "link", "set", "nstap1", "up").assertOk("link up");
+            final Path script = work.resolve("tcp_peer.py");
+            final Process server = clientNs.start(PYTHON, script.toString(), "server", "198.18.0.1", "5001", String.valueOf(total));
+            final BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+            assertEquals("listening", out.readLine());
+            run.go = true;
+            stackThread.join(TimeUnit.SECONDS.toMillis(180));
+            run.stop = true;
+            stackThread.join(5_000);
+            assertNull(failure.get(), () -> "stack thread failed: " + failure.get());
+            assertTrue(server.waitFor(30, TimeUnit.SECONDS), "kernel server finished");
+            final String line = out.readLine();
+            assertNotNull(line);
+            final Matcher m = Pattern.compile("server received (\\d+) sha256 ([0-9a-f]+) errors 0").matcher(line);
+            assertTrue(m.find(), line + " / " + run.status());
+            assertEquals(total, Long.parseLong(m.group(1)), run.status());
+            assertEquals(HexFormat.of().formatHex(run.sentHash.digest()), m.group(2), "kernel received what the stack sent");
+            assertEquals(total, run.received, run.status());
+            assertTrue(run.receivedExact, "the stack received the kernel's stream exactly: " + run.status());
+        }
+    }
+
+    /** The stack side of the client test: connects, sends the stream with salt 1, checks the stream with salt 2. */
+    static final class ClientRun implements TcpHandler
+    {
+        final long total;
+        final MessageDigest sentHash;
+        final UnsafeBuffer chunk = new UnsafeBuffer(ByteBuffer.allocateDirect(64 * 1024));
+        final byte[] bytes = new byte[64 * 1024];
+        volatile boolean tapReady;
+        volatile boolean go;
+        volatile boolean stop;
+        long sent;
+        long received;
+        boolean receivedExact = true;
+        boolean peerClosed;
+        int closed = -1;
+        TcpConnection connection;
+
+        ClientRun(final long total) throws Exception
+        {
+            this.total = total;
+            this.sentHash = MessageDigest.getInstance("SHA-256");
+        }
+
+        void drive(final TapDevice tap) throws InterruptedException
+        {
+            final NetStack stack = new NetStack(tap, StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), System.nanoTime());
+            stack.start(System.nanoTime());
+            while (!go && !stop)
+            {
+                stack.poll(System.nanoTime());
+                Thread.sleep(1);
+            }
+            connection = stack.tcp().connect(Ipv4Address.parse("198.18.0.1"), 5001, this, null);
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(170);
+            while (!stop && System.nanoTime() < deadline && !(peerClosed && sent == total) && closed < 0)
+            {
+                if (stack.poll(System.nanoTime()) == 0)
+                {
+                    tap.awaitReadable(1_000_000L);
+                }
+            }
+            // Let the FIN exchange finish.
+            final long drain = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+            while (System.nanoTime() < drain && closed < 0)
+            {
+                stack.poll(System.nanoTime());
+                tap.awaitReadable(1_000_000L);
+            }
+        }
+
+        String status()
+        {
+            return "sent " + sent + " received " + received + " peerClosed " + peerClosed + " closed " + closed
+                + (connection != null ? " " + connection.describe() : "");
+        }
+
+        @Override
+        public void onConnected(final TcpConnection c)
+        {
+            onWritable(c);
+        }
+
+        @Override
+        public void onWritable(final TcpConnection c)
+        {
+            while (sent < total)
+            {
+                final int n = (int)Math.min(Math.min(c.writable(), bytes.length), total - sent);
+                if (n <= 0)
+                {
+                    return;
+                }
+                for (int i = 0; i < n; i++)
+                {
+                    bytes[i] = streamByte(sent + i, 1);
+                }
+                chunk.putBytes(0, bytes, 0, n);
+                final int w = c.write(chunk, 0, n);
+                sentHash.update(bytes, 0, w);
+                sent += w;
+            }
+            if (sent == total)
+            {
+                c.shutdownOutput();
+            }
+        }
+
+        @Override
+        public void onReadable(final TcpConnection c)
+        {
+            int n;
+            while ((n = c.read(chunk, 0, bytes.length)) > 0)
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    if (chunk.getByte(i) != streamByte(received + i, 2))
+                    {
+                        receivedExact = false;
+                    }
+                }
+                received += n;
+            }
+        }
+
+        @Override
+        public void onPeerClosed(final TcpConnection c)
+        {
+            onReadable(c);
+            peerClosed = true;
+        }
+
+        @Override
+        public void onClosed(final TcpConnection c, final int reason)
+        {
+            closed = reason;
+        }
+    }
+
+    @Test
+    void echoThroughTheDaemonsFaultInjectorIsExact() throws Exception
+    {
+        try (Netns faultNs = new Netns();
+            DaemonProcess faulty = new DaemonProcess(faultNs, work.resolve("shm-faults"), "--device", "tap:nstap2",
+                "--ip", DAEMON_IP + "/24", "--host-ip", "198.18.0.1/24", "--services", "echo",
+                "--faults", "loss=0.02,reorder=0.03,dup=0.01"))
+        {
+            faulty.awaitReady();
+            final Netns.Result r = faultNs.exec(300, PYTHON, work.resolve("tcp_peer.py").toString(), "echo", DAEMON_IP, "20000000");
+            final String seed = String.join("\n", faulty.output);
+            assertEquals(0, r.exitCode(), "echo through faults failed: " + r.output() + "\ndaemon: " + seed);
+            assertTrue(r.output().contains("exact=True"), r.output());
+            System.out.println("[kernel tcp] faults: " + r.output().trim());
+            assertEquals(0, faulty.stop());
+        }
+    }
+}
