@@ -6,6 +6,7 @@ usage:
   tcp_peer.py chargen ADDR BYTES            read BYTES from chargen, check the RFC 864 pattern
   tcp_peer.py discard ADDR BYTES            send BYTES to discard, expect a clean close
   tcp_peer.py refused ADDR PORT             connect to a closed port, expect ConnectionRefusedError at once
+  tcp_peer.py hold ADDR SECONDS             keep one connection to discard open for SECONDS
   tcp_peer.py server ADDR PORT BYTES        accept one connection: receive BYTES (SHA-256 of the
                                             deterministic stream), send BYTES back, print both digests
 Prints one summary line; exits non-zero on any mismatch. Every loop is bounded by a socket timeout.
@@ -211,6 +212,13 @@ elif mode == "discard":
     discard(sys.argv[2], int(sys.argv[3]))
 elif mode == "refused":
     refused(sys.argv[2], int(sys.argv[3]))
+elif mode == "hold":
+    # Connect to discard, send a little, and keep the connection open for SECONDS.
+    s = socket.create_connection((sys.argv[2], 9), timeout=TIMEOUT)
+    s.sendall(b"x" * 1000)
+    print("holding", flush=True)
+    time.sleep(float(sys.argv[3]))
+    s.close()
 elif mode == "server":
     server(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
 else:

@@ -37,6 +37,9 @@ final class DaemonCommand
     private static final Set<String> WITH_VALUE = Set.of(
         "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
 
+    /** How often the connection table is published for {@code nicstack conns}. */
+    private static final long SNAPSHOT_INTERVAL_NANOS = 500_000_000L;
+
     private final String deviceSpec;
     private final StackConfig config;
     private final String hostIp;
@@ -113,7 +116,8 @@ final class DaemonCommand
             return 1;
         }
         NetDevice device = tap;
-        try (CountersFile countersFile = CountersFile.create(shm))
+        try (CountersFile countersFile = CountersFile.create(shm);
+            ConnectionsFile connectionsFile = ConnectionsFile.create(shm))
         {
             if (mtu != null)
             {
@@ -142,7 +146,16 @@ final class DaemonCommand
                 stack.udp().bind(UdpEchoService.PORT, new UdpEchoService());
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
-            final EventLoop loop = new EventLoop(stack, clock, new BackoffIdleStrategy());
+            final long[] nextSnapshot = {clock.nanoTime()};
+            final EventLoop loop = new EventLoop(stack, clock, new BackoffIdleStrategy(), () ->
+            {
+                final long now = clock.nanoTime();
+                if (now - nextSnapshot[0] >= 0)
+                {
+                    nextSnapshot[0] = now + SNAPSHOT_INTERVAL_NANOS;
+                    connectionsFile.publish(stack.tcp(), config.address());
+                }
+            });
             // SIGINT/SIGTERM start the JVM's shutdown: stop the loop, let this thread flush and
             // close everything below, then end with status 0 (a signal would otherwise give 130/143).
             Runtime.getRuntime().addShutdownHook(new Thread(() ->

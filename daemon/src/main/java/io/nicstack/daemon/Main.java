@@ -6,7 +6,7 @@ import java.io.PrintStream;
 public final class Main
 {
     /** The launcher script ({@code ./nicstack --help}) holds the full usage; this is the Java side's reminder. */
-    static final String USAGE = "usage: nicstack daemon --device tap:NAME --ip A.B.C.D/N [options] | nicstack stats [--shm DIR]"
+    static final String USAGE = "usage: nicstack daemon --device tap:NAME --ip A.B.C.D/N [options] | nicstack stats|conns [--shm DIR]"
         + " (./nicstack --help lists every option)";
 
     private Main()
@@ -33,6 +33,8 @@ public final class Main
                     return new DaemonCommand(args).run(out, err);
                 case "stats":
                     return StatsCommand.run(args, out, err);
+                case "conns":
+                    return ConnsCommand.run(args, out, err);
                 default:
                     throw new UsageException("nicstack: unknown command '" + args[0] + "' (try nicstack --help)");
             }

@@ -132,6 +132,35 @@ class KernelTcpTest
         assertTrue(Double.parseDouble(m.group(1)) < 1000, "refused at once, not after a timeout: " + r.output());
     }
 
+    @Test
+    void connsListsAnEstablishedConnectionLikeSs() throws Exception
+    {
+        final Process holder = ns.start(PYTHON, work.resolve("tcp_peer.py").toString(), "hold", DAEMON_IP, "5");
+        try
+        {
+            final BufferedReader out = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
+            assertEquals("holding", out.readLine());
+            String text = "";
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+            while (System.nanoTime() < deadline && !text.contains(":9 "))
+            {
+                Thread.sleep(100);
+                final java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+                assertEquals(0, Main.run(new String[] {"conns", "--shm", daemon.shm.toString()},
+                    new java.io.PrintStream(bytes, true), System.err));
+                text = bytes.toString(StandardCharsets.UTF_8);
+            }
+            final String row = text.lines().filter(l -> l.contains(DAEMON_IP + ":9 ")).findFirst().orElse("");
+            assertTrue(row.startsWith("ESTABLISHED"), text);
+            assertTrue(row.contains("198.18.0.1:"), row);
+            assertTrue(row.matches(".*cubic sack ts wscale:\\d+,\\d+ mss:1448 cwnd:\\d+ .*bytes_received:1000 .*"), row);
+        }
+        finally
+        {
+            holder.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+        }
+    }
+
     /** Byte {@code offset} of the deterministic stream shared with tcp_peer.py's stream_chunk. */
     static byte streamByte(final long offset, final int salt)
     {
