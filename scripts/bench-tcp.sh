@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Bulk TCP goodput over a tap, side by side in one run (results are medians of REPS runs):
+#   1. raw tap capacity: a Java frame reflector (the same TapDevice code) echoes a UDP flood;
+#      capacity = reflected frames/s x 1448 (the MSS with timestamps)
+#   2. nicstack daemon: kernel -> nicstack (discard service) and nicstack -> kernel (chargen)
+#   3. kernel -> kernel over a veth pair between two namespaces, same client, for context
+# Every namespace is created here and deleted on exit; addresses are 198.18.0.0/15 only.
+# usage: scripts/bench-tcp.sh [BYTES=500000000] [REPS=3]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BYTES="${1:-500000000}"
+REPS="${2:-3}"
+[ "$(id -u)" -eq 0 ] || { echo "bench-tcp: needs root (namespaces, taps)" >&2; exit 1; }
+"$ROOT/scripts/install-deps.sh"
+BUILD="${NICSTACK_BENCH_BUILD_DIR:-/tmp/nicstack-bench-build}"
+(cd "$ROOT" && mvn -B -q -DskipTests -Dnicstack.buildDir="$BUILD/\${project.artifactId}" package >/dev/null)
+JAVA=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED)
+DAEMON_CP="$BUILD/daemon/nicstack-daemon.jar:$BUILD/daemon/lib/*"
+TOOLS_CP="$BUILD/jmh/benchmarks.jar"
+PEER=/usr/bin/python3
+PEER_PY="$ROOT/scripts/bench/bulk_peer.py"
+NS1="nst-bench-$$-a"; NS2="nst-bench-$$-b"; SHM="$(mktemp -d /dev/shm/nicstack-bench.XXXXXX)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  ip netns del "$NS1" 2>/dev/null || true
+  ip netns del "$NS2" 2>/dev/null || true
+  rm -rf "$SHM"
+}
+trap cleanup EXIT INT TERM
+
+mbps() { awk '{for (i=1;i<=NF;i++) if ($i=="MB/s") print $(i-1)}'; }
+median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+fresh_ns() { ip netns del "$1" 2>/dev/null || true; ip netns add "$1"; ip netns exec "$1" ip link set lo up; }
+
+tap_capacity() {
+  fresh_ns "$NS1"
+  ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.TapReflector nstap0 6 >"$SHM/refl.log" 2>&1 &
+  local rp=$!; PIDS+=("$rp")
+  for _ in $(seq 100); do grep -q ready "$SHM/refl.log" 2>/dev/null && break; sleep 0.05; done
+  ip netns exec "$NS1" ip addr add 198.18.0.1/24 dev nstap0
+  ip netns exec "$NS1" ip link set nstap0 up
+  ip netns exec "$NS1" ip neigh replace 198.18.0.2 lladdr 02:00:c6:12:00:02 dev nstap0
+  ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.UdpBlaster 198.18.0.2 5201 1448 4 >"$SHM/blast.log" 2>&1
+  wait "$rp" || true
+  awk '/frames_out/ {printf "%.1f\n", $5 / $7 * 1448 / 1e6}' "$SHM/refl.log"
+}
+
+nicstack_bulk() {
+  fresh_ns "$NS1"
+  ip netns exec "$NS1" "${JAVA[@]}" -Xmx1g -cp "$DAEMON_CP" io.nicstack.daemon.Main daemon --device tap:nstap0 \
+      --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 --services discard,chargen --shm "$SHM/d" >"$SHM/daemon.log" 2>&1 &
+  local dp=$!; PIDS+=("$dp")
+  for _ in $(seq 200); do grep -q '^nicstack ready' "$SHM/daemon.log" 2>/dev/null && break; sleep 0.05; done
+  local up down
+  up=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.0.2 9 "$BYTES" | mbps)
+  down=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.0.2 19 "$BYTES" | mbps)
+  kill -TERM "$dp"; wait "$dp" || true
+  echo "$up $down"
+}
+
+kernel_veth() {
+  fresh_ns "$NS1"; fresh_ns "$NS2"
+  ip link add nstv0 netns "$NS1" type veth peer name nstv1 netns "$NS2"
+  ip netns exec "$NS1" ip addr add 198.18.1.1/24 dev nstv0; ip netns exec "$NS1" ip link set nstv0 up
+  ip netns exec "$NS2" ip addr add 198.18.1.2/24 dev nstv1; ip netns exec "$NS2" ip link set nstv1 up
+  local up down
+  ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" sink 198.18.1.2 9 >"$SHM/sink.log" &
+  sleep 0.3
+  up=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.1.2 9 "$BYTES" | mbps)
+  wait || true
+  ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" source 198.18.1.2 19 >"$SHM/source.log" &
+  sleep 0.3
+  down=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.1.2 19 "$BYTES" | mbps)
+  wait || true
+  ip netns del "$NS2"
+  echo "$up $down"
+}
+
+: >"$SHM/cap"; : >"$SHM/up"; : >"$SHM/down"; : >"$SHM/kup"; : >"$SHM/kdown"
+for rep in $(seq "$REPS"); do
+  tap_capacity >>"$SHM/cap"
+  read -r up down < <(nicstack_bulk); echo "$up" >>"$SHM/up"; echo "$down" >>"$SHM/down"
+  read -r kup kdown < <(kernel_veth); echo "$kup" >>"$SHM/kup"; echo "$kdown" >>"$SHM/kdown"
+  echo "rep $rep: tap capacity $(tail -1 "$SHM/cap") MB/s; nicstack kernel->nicstack $up MB/s, nicstack->kernel $down MB/s; kernel veth $kup / $kdown MB/s" >&2
+done
+CAP=$(median <"$SHM/cap"); UP=$(median <"$SHM/up"); DOWN=$(median <"$SHM/down"); KUP=$(median <"$SHM/kup"); KDOWN=$(median <"$SHM/kdown")
+echo "medians of $REPS runs, $BYTES bytes per transfer:"
+echo "  tap capacity (Java reflector, frames/s x 1448): $CAP MB/s"
+echo "  kernel -> nicstack (discard):  $UP MB/s  ($(awk -v a="$UP" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')% of tap capacity)"
+echo "  nicstack -> kernel (chargen):  $DOWN MB/s  ($(awk -v a="$DOWN" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')% of tap capacity)"
+echo "  kernel -> kernel over veth:    $KUP MB/s up, $KDOWN MB/s down (context)"
