@@ -3,7 +3,6 @@ package io.nicstack.stack.wire;
 import java.nio.ByteOrder;
 
 import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 
 /**
  * Flyweight over an ARP packet for Ethernet and IPv4 (RFC 826), the only combination this stack
@@ -29,10 +28,11 @@ import org.agrona.MutableDirectBuffer;
  * +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
  * </pre>
  *
- * <p>{@link #wrapChecked} only guarantees the 28 bytes are there; the caller checks the hardware
- * and protocol types and lengths before trusting the addresses.
+ * <p>The view may cover Ethernet padding after the packet. {@link #wrapChecked} only guarantees the
+ * 28 bytes are there; the caller checks the hardware and protocol types and lengths before trusting
+ * the addresses.
  */
-public final class ArpPacket
+public final class ArpPacket extends HeaderView<ArpPacket>
 {
     /** Length of an Ethernet/IPv4 ARP packet. */
     public static final int LENGTH = 28;
@@ -82,118 +82,65 @@ public final class ArpPacket
     /** Offset of the target protocol address. */
     public static final int TARGET_PROTOCOL_ADDRESS_OFFSET = 24;
 
-    private DirectBuffer buffer;
-    private MutableDirectBuffer mutableBuffer;
-    private int offset;
-    private int length;
-
-    /**
-     * Wrap without checks, for emitting or for input already validated. Setters work when the
-     * buffer is a {@link MutableDirectBuffer}.
-     */
-    public ArpPacket wrap(final DirectBuffer buffer, final int offset, final int length)
+    /** Holds the {@link #LENGTH} bytes of an Ethernet/IPv4 packet; types and lengths are not checked. */
+    @Override
+    protected boolean holdsHeader(final DirectBuffer buffer, final int offset, final int length)
     {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /** Wrap a writable buffer without checks, for emitting. */
-    public ArpPacket wrap(final MutableDirectBuffer buffer, final int offset, final int length)
-    {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /**
-     * Wrap untrusted input: true only when the region lies inside the buffer and holds
-     * {@link #LENGTH} bytes. On false the view is left unchanged.
-     */
-    public boolean wrapChecked(final DirectBuffer buffer, final int offset, final int length)
-    {
-        if (!Bounds.regionFits(buffer, offset, length) || length < LENGTH)
-        {
-            return false;
-        }
-        wrap(buffer, offset, length);
-        return true;
-    }
-
-    /** The wrapped buffer. */
-    public DirectBuffer buffer()
-    {
-        return buffer;
-    }
-
-    /** Index of the first byte in the buffer. */
-    public int offset()
-    {
-        return offset;
-    }
-
-    /** Length of the wrapped region (Ethernet padding included). */
-    public int length()
-    {
-        return length;
+        return length >= LENGTH;
     }
 
     /** Hardware type, unsigned 16 bits, big endian. */
     public int hardwareType()
     {
-        return buffer.getShort(offset + HARDWARE_TYPE_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + HARDWARE_TYPE_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Protocol type, unsigned 16 bits, big endian. */
     public int protocolType()
     {
-        return buffer.getShort(offset + PROTOCOL_TYPE_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + PROTOCOL_TYPE_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Hardware address length, unsigned 8 bits. */
     public int hardwareLength()
     {
-        return buffer.getByte(offset + HARDWARE_LENGTH_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + HARDWARE_LENGTH_OFFSET) & 0xFF;
     }
 
     /** Protocol address length, unsigned 8 bits. */
     public int protocolLength()
     {
-        return buffer.getByte(offset + PROTOCOL_LENGTH_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + PROTOCOL_LENGTH_OFFSET) & 0xFF;
     }
 
     /** Operation, unsigned 16 bits, big endian. */
     public int operation()
     {
-        return buffer.getShort(offset + OPERATION_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + OPERATION_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Sender hardware address as a 48-bit value. */
     public long senderHardwareAddress()
     {
-        return MacAddress.read(buffer, offset + SENDER_HARDWARE_ADDRESS_OFFSET);
+        return MacAddress.read(buffer(), offset() + SENDER_HARDWARE_ADDRESS_OFFSET);
     }
 
     /** Sender protocol address, big endian. */
     public int senderProtocolAddress()
     {
-        return buffer.getInt(offset + SENDER_PROTOCOL_ADDRESS_OFFSET, ByteOrder.BIG_ENDIAN);
+        return buffer().getInt(offset() + SENDER_PROTOCOL_ADDRESS_OFFSET, ByteOrder.BIG_ENDIAN);
     }
 
     /** Target hardware address as a 48-bit value. */
     public long targetHardwareAddress()
     {
-        return MacAddress.read(buffer, offset + TARGET_HARDWARE_ADDRESS_OFFSET);
+        return MacAddress.read(buffer(), offset() + TARGET_HARDWARE_ADDRESS_OFFSET);
     }
 
     /** Target protocol address, big endian. */
     public int targetProtocolAddress()
     {
-        return buffer.getInt(offset + TARGET_PROTOCOL_ADDRESS_OFFSET, ByteOrder.BIG_ENDIAN);
+        return buffer().getInt(offset() + TARGET_PROTOCOL_ADDRESS_OFFSET, ByteOrder.BIG_ENDIAN);
     }
 
     /** True for hardware type Ethernet, protocol type IPv4 and the matching address lengths. */
@@ -206,63 +153,63 @@ public final class ArpPacket
     /** Set the hardware type. */
     public ArpPacket hardwareType(final int hardwareType)
     {
-        mutableBuffer.putShort(offset + HARDWARE_TYPE_OFFSET, (short)hardwareType, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + HARDWARE_TYPE_OFFSET, (short)hardwareType, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the protocol type. */
     public ArpPacket protocolType(final int protocolType)
     {
-        mutableBuffer.putShort(offset + PROTOCOL_TYPE_OFFSET, (short)protocolType, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + PROTOCOL_TYPE_OFFSET, (short)protocolType, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the hardware address length. */
     public ArpPacket hardwareLength(final int hardwareLength)
     {
-        mutableBuffer.putByte(offset + HARDWARE_LENGTH_OFFSET, (byte)hardwareLength);
+        mutable().putByte(offset() + HARDWARE_LENGTH_OFFSET, (byte)hardwareLength);
         return this;
     }
 
     /** Set the protocol address length. */
     public ArpPacket protocolLength(final int protocolLength)
     {
-        mutableBuffer.putByte(offset + PROTOCOL_LENGTH_OFFSET, (byte)protocolLength);
+        mutable().putByte(offset() + PROTOCOL_LENGTH_OFFSET, (byte)protocolLength);
         return this;
     }
 
     /** Set the operation. */
     public ArpPacket operation(final int operation)
     {
-        mutableBuffer.putShort(offset + OPERATION_OFFSET, (short)operation, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + OPERATION_OFFSET, (short)operation, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the sender hardware address. */
     public ArpPacket senderHardwareAddress(final long mac)
     {
-        MacAddress.write(mutableBuffer, offset + SENDER_HARDWARE_ADDRESS_OFFSET, mac);
+        MacAddress.write(mutable(), offset() + SENDER_HARDWARE_ADDRESS_OFFSET, mac);
         return this;
     }
 
     /** Set the sender protocol address. */
     public ArpPacket senderProtocolAddress(final int address)
     {
-        mutableBuffer.putInt(offset + SENDER_PROTOCOL_ADDRESS_OFFSET, address, ByteOrder.BIG_ENDIAN);
+        mutable().putInt(offset() + SENDER_PROTOCOL_ADDRESS_OFFSET, address, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the target hardware address. */
     public ArpPacket targetHardwareAddress(final long mac)
     {
-        MacAddress.write(mutableBuffer, offset + TARGET_HARDWARE_ADDRESS_OFFSET, mac);
+        MacAddress.write(mutable(), offset() + TARGET_HARDWARE_ADDRESS_OFFSET, mac);
         return this;
     }
 
     /** Set the target protocol address. */
     public ArpPacket targetProtocolAddress(final int address)
     {
-        mutableBuffer.putInt(offset + TARGET_PROTOCOL_ADDRESS_OFFSET, address, ByteOrder.BIG_ENDIAN);
+        mutable().putInt(offset() + TARGET_PROTOCOL_ADDRESS_OFFSET, address, ByteOrder.BIG_ENDIAN);
         return this;
     }
 }

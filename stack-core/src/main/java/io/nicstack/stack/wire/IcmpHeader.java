@@ -3,7 +3,6 @@ package io.nicstack.stack.wire;
 import java.nio.ByteOrder;
 
 import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 
 /**
  * Flyweight over an ICMP message header (RFC 792). The view covers header and data, since the
@@ -25,7 +24,7 @@ import org.agrona.MutableDirectBuffer;
  * unused (or next-hop MTU, RFC 1191) for destination unreachable. {@link #restOfHeader()} reads
  * them as one 32-bit value.
  */
-public final class IcmpHeader
+public final class IcmpHeader extends HeaderView<IcmpHeader>
 {
     /** Header length: type, code, checksum and the 4 type-specific bytes. */
     public static final int HEADER_LENGTH = 8;
@@ -66,167 +65,114 @@ public final class IcmpHeader
     /** Offset of the 4 type-specific bytes. */
     public static final int REST_OF_HEADER_OFFSET = 4;
 
-    private DirectBuffer buffer;
-    private MutableDirectBuffer mutableBuffer;
-    private int offset;
-    private int length;
-
-    /**
-     * Wrap without checks, for emitting or for input already validated. Setters work when the
-     * buffer is a {@link MutableDirectBuffer}.
-     */
-    public IcmpHeader wrap(final DirectBuffer buffer, final int offset, final int length)
+    /** Holds the 8-byte header. */
+    @Override
+    protected boolean holdsHeader(final DirectBuffer buffer, final int offset, final int length)
     {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /** Wrap a writable buffer without checks, for emitting. */
-    public IcmpHeader wrap(final MutableDirectBuffer buffer, final int offset, final int length)
-    {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /**
-     * Wrap untrusted input: true only when the region lies inside the buffer and holds the 8-byte
-     * header. On false the view is left unchanged.
-     */
-    public boolean wrapChecked(final DirectBuffer buffer, final int offset, final int length)
-    {
-        if (!Bounds.regionFits(buffer, offset, length) || length < HEADER_LENGTH)
-        {
-            return false;
-        }
-        wrap(buffer, offset, length);
-        return true;
-    }
-
-    /** The wrapped buffer. */
-    public DirectBuffer buffer()
-    {
-        return buffer;
-    }
-
-    /** Index of the first header byte in the buffer. */
-    public int offset()
-    {
-        return offset;
-    }
-
-    /** Length of the message: header and data. */
-    public int length()
-    {
-        return length;
+        return length >= HEADER_LENGTH;
     }
 
     /** Type, unsigned 8 bits. */
     public int type()
     {
-        return buffer.getByte(offset + TYPE_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + TYPE_OFFSET) & 0xFF;
     }
 
     /** Code, unsigned 8 bits. */
     public int code()
     {
-        return buffer.getByte(offset + CODE_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + CODE_OFFSET) & 0xFF;
     }
 
     /** Checksum field, unsigned 16 bits, big endian. */
     public int checksum()
     {
-        return buffer.getShort(offset + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Echo identifier, unsigned 16 bits, big endian. */
     public int identifier()
     {
-        return buffer.getShort(offset + IDENTIFIER_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + IDENTIFIER_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Echo sequence number, unsigned 16 bits, big endian. */
     public int sequenceNumber()
     {
-        return buffer.getShort(offset + SEQUENCE_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + SEQUENCE_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Bytes 4..7 as one big-endian 32-bit value. */
     public int restOfHeader()
     {
-        return buffer.getInt(offset + REST_OF_HEADER_OFFSET, ByteOrder.BIG_ENDIAN);
+        return buffer().getInt(offset() + REST_OF_HEADER_OFFSET, ByteOrder.BIG_ENDIAN);
     }
 
     /** Absolute index of the data after the header. */
     public int dataOffset()
     {
-        return offset + HEADER_LENGTH;
+        return offset() + HEADER_LENGTH;
     }
 
     /** Length of the data after the header. */
     public int dataLength()
     {
-        return length - HEADER_LENGTH;
+        return length() - HEADER_LENGTH;
     }
 
     /** Checksum over the whole wrapped message with the checksum field taken as zero. */
     public int computeChecksum()
     {
-        long sum = Checksum.partial(buffer, offset, CHECKSUM_OFFSET, 0);
-        sum = Checksum.partial(buffer, offset + IDENTIFIER_OFFSET, length - IDENTIFIER_OFFSET, sum);
+        long sum = Checksum.partial(buffer(), offset(), CHECKSUM_OFFSET, 0);
+        sum = Checksum.partial(buffer(), offset() + IDENTIFIER_OFFSET, length() - IDENTIFIER_OFFSET, sum);
         return Checksum.finish(sum);
     }
 
     /** RFC 792: the ones' complement sum over the message, checksum included, is all ones. */
     public boolean checksumValid()
     {
-        return Checksum.compute(buffer, offset, length) == 0;
+        return Checksum.compute(buffer(), offset(), length()) == 0;
     }
 
     /** Set the type. */
     public IcmpHeader type(final int type)
     {
-        mutableBuffer.putByte(offset + TYPE_OFFSET, (byte)type);
+        mutable().putByte(offset() + TYPE_OFFSET, (byte)type);
         return this;
     }
 
     /** Set the code. */
     public IcmpHeader code(final int code)
     {
-        mutableBuffer.putByte(offset + CODE_OFFSET, (byte)code);
+        mutable().putByte(offset() + CODE_OFFSET, (byte)code);
         return this;
     }
 
     /** Set the checksum field. */
     public IcmpHeader checksum(final int checksum)
     {
-        mutableBuffer.putShort(offset + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the echo identifier. */
     public IcmpHeader identifier(final int identifier)
     {
-        mutableBuffer.putShort(offset + IDENTIFIER_OFFSET, (short)identifier, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + IDENTIFIER_OFFSET, (short)identifier, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the echo sequence number. */
     public IcmpHeader sequenceNumber(final int sequenceNumber)
     {
-        mutableBuffer.putShort(offset + SEQUENCE_NUMBER_OFFSET, (short)sequenceNumber, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + SEQUENCE_NUMBER_OFFSET, (short)sequenceNumber, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set bytes 4..7. */
     public IcmpHeader restOfHeader(final int value)
     {
-        mutableBuffer.putInt(offset + REST_OF_HEADER_OFFSET, value, ByteOrder.BIG_ENDIAN);
+        mutable().putInt(offset() + REST_OF_HEADER_OFFSET, value, ByteOrder.BIG_ENDIAN);
         return this;
     }
 

@@ -3,7 +3,6 @@ package io.nicstack.stack.wire;
 import java.nio.ByteOrder;
 
 import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 
 /**
  * Flyweight over an IPv4 header (RFC 791 section 3.1).
@@ -29,10 +28,11 @@ import org.agrona.MutableDirectBuffer;
  * </pre>
  *
  * <p>The view covers {@code [offset, offset + length)}: header and whatever follows it in the
- * buffer. {@link #wrapChecked} guarantees {@code 20 <= headerLength() <= length}; it does not look
- * at the version, the total length or the checksum, which the caller classifies.
+ * buffer, so {@link #length()} may exceed {@link #totalLength()} by link-layer padding.
+ * {@link #wrapChecked} guarantees {@code 20 <= headerLength() <= length}; it does not look at the
+ * version, the total length or the checksum, which the caller classifies.
  */
-public final class Ipv4Header
+public final class Ipv4Header extends HeaderView<Ipv4Header>
 {
     /** Header length without options. */
     public static final int MIN_HEADER_LENGTH = 20;
@@ -84,82 +84,28 @@ public final class Ipv4Header
     private static final int FLAG_MORE_FRAGMENTS = 0x2000;
     private static final int FRAGMENT_OFFSET_MASK = 0x1FFF;
 
-    private DirectBuffer buffer;
-    private MutableDirectBuffer mutableBuffer;
-    private int offset;
-    private int length;
-
-    /**
-     * Wrap without checks, for emitting or for input already validated. Setters work when the
-     * buffer is a {@link MutableDirectBuffer}.
-     */
-    public Ipv4Header wrap(final DirectBuffer buffer, final int offset, final int length)
+    /** Holds {@code 20 <= headerLength() <= length}, so no getter (checksum included) reads out of bounds. */
+    @Override
+    protected boolean holdsHeader(final DirectBuffer buffer, final int offset, final int length)
     {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /** Wrap a writable buffer without checks, for emitting. */
-    public Ipv4Header wrap(final MutableDirectBuffer buffer, final int offset, final int length)
-    {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /**
-     * Wrap untrusted input: true only when the region lies inside the buffer,
-     * {@code length >= 20} and {@code 20 <= headerLength() <= length}, so no getter (checksum
-     * included) reads out of bounds. On false the view is left unchanged.
-     */
-    public boolean wrapChecked(final DirectBuffer buffer, final int offset, final int length)
-    {
-        if (!Bounds.regionFits(buffer, offset, length) || length < MIN_HEADER_LENGTH)
+        if (length < MIN_HEADER_LENGTH)
         {
             return false;
         }
         final int headerLength = (buffer.getByte(offset + VERSION_IHL_OFFSET) & 0x0F) * 4;
-        if (headerLength < MIN_HEADER_LENGTH || headerLength > length)
-        {
-            return false;
-        }
-        wrap(buffer, offset, length);
-        return true;
-    }
-
-    /** The wrapped buffer. */
-    public DirectBuffer buffer()
-    {
-        return buffer;
-    }
-
-    /** Index of the first header byte in the buffer. */
-    public int offset()
-    {
-        return offset;
-    }
-
-    /** Length of the wrapped region (may exceed {@link #totalLength()} by link-layer padding). */
-    public int length()
-    {
-        return length;
+        return headerLength >= MIN_HEADER_LENGTH && headerLength <= length;
     }
 
     /** Version, the high nibble of the first byte (4 for IPv4). */
     public int version()
     {
-        return (buffer.getByte(offset + VERSION_IHL_OFFSET) & 0xFF) >>> 4;
+        return (buffer().getByte(offset() + VERSION_IHL_OFFSET) & 0xFF) >>> 4;
     }
 
     /** Internet header length in 32-bit words, the low nibble of the first byte. */
     public int ihl()
     {
-        return buffer.getByte(offset + VERSION_IHL_OFFSET) & 0x0F;
+        return buffer().getByte(offset() + VERSION_IHL_OFFSET) & 0x0F;
     }
 
     /** Header length in bytes: {@code ihl() * 4}. */
@@ -171,19 +117,19 @@ public final class Ipv4Header
     /** Type of service byte (DSCP in the high 6 bits, ECN in the low 2; RFC 2474, RFC 3168). */
     public int tos()
     {
-        return buffer.getByte(offset + TOS_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + TOS_OFFSET) & 0xFF;
     }
 
     /** Total length of the datagram in bytes, unsigned 16 bits, big endian. */
     public int totalLength()
     {
-        return buffer.getShort(offset + TOTAL_LENGTH_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + TOTAL_LENGTH_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Identification, unsigned 16 bits, big endian. */
     public int identification()
     {
-        return buffer.getShort(offset + IDENTIFICATION_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + IDENTIFICATION_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** DF flag. */
@@ -219,78 +165,78 @@ public final class Ipv4Header
     /** Time to live, unsigned 8 bits. */
     public int ttl()
     {
-        return buffer.getByte(offset + TTL_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + TTL_OFFSET) & 0xFF;
     }
 
     /** Protocol number, unsigned 8 bits. */
     public int protocol()
     {
-        return buffer.getByte(offset + PROTOCOL_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + PROTOCOL_OFFSET) & 0xFF;
     }
 
     /** Header checksum field, unsigned 16 bits, big endian. */
     public int headerChecksum()
     {
-        return buffer.getShort(offset + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Source address, big endian. */
     public int source()
     {
-        return buffer.getInt(offset + SOURCE_OFFSET, ByteOrder.BIG_ENDIAN);
+        return buffer().getInt(offset() + SOURCE_OFFSET, ByteOrder.BIG_ENDIAN);
     }
 
     /** Destination address, big endian. */
     public int destination()
     {
-        return buffer.getInt(offset + DESTINATION_OFFSET, ByteOrder.BIG_ENDIAN);
+        return buffer().getInt(offset() + DESTINATION_OFFSET, ByteOrder.BIG_ENDIAN);
     }
 
     /** Absolute index of the first byte after the header: {@code offset() + headerLength()}. */
     public int payloadOffset()
     {
-        return offset + headerLength();
+        return offset() + headerLength();
     }
 
     /** Checksum of the header (options included) with the checksum field taken as zero. */
     public int computeChecksum()
     {
-        long sum = Checksum.partial(buffer, offset, CHECKSUM_OFFSET, 0);
-        sum = Checksum.partial(buffer, offset + SOURCE_OFFSET, headerLength() - SOURCE_OFFSET, sum);
+        long sum = Checksum.partial(buffer(), offset(), CHECKSUM_OFFSET, 0);
+        sum = Checksum.partial(buffer(), offset() + SOURCE_OFFSET, headerLength() - SOURCE_OFFSET, sum);
         return Checksum.finish(sum);
     }
 
     /** RFC 791 section 3.1: the ones' complement sum over the header, checksum included, is all ones. */
     public boolean checksumValid()
     {
-        return Checksum.compute(buffer, offset, headerLength()) == 0;
+        return Checksum.compute(buffer(), offset(), headerLength()) == 0;
     }
 
     /** Write version 4 and the header length in 32-bit words. */
     public Ipv4Header versionAndIhl(final int ihl)
     {
-        mutableBuffer.putByte(offset + VERSION_IHL_OFFSET, (byte)(0x40 | (ihl & 0x0F)));
+        mutable().putByte(offset() + VERSION_IHL_OFFSET, (byte)(0x40 | (ihl & 0x0F)));
         return this;
     }
 
     /** Set the type of service byte. */
     public Ipv4Header tos(final int tos)
     {
-        mutableBuffer.putByte(offset + TOS_OFFSET, (byte)tos);
+        mutable().putByte(offset() + TOS_OFFSET, (byte)tos);
         return this;
     }
 
     /** Set the total length. */
     public Ipv4Header totalLength(final int totalLength)
     {
-        mutableBuffer.putShort(offset + TOTAL_LENGTH_OFFSET, (short)totalLength, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + TOTAL_LENGTH_OFFSET, (short)totalLength, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the identification. */
     public Ipv4Header identification(final int identification)
     {
-        mutableBuffer.putShort(offset + IDENTIFICATION_OFFSET, (short)identification, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + IDENTIFICATION_OFFSET, (short)identification, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
@@ -310,42 +256,42 @@ public final class Ipv4Header
         {
             value |= FLAG_MORE_FRAGMENTS;
         }
-        mutableBuffer.putShort(offset + FLAGS_FRAGMENT_OFFSET, (short)value, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + FLAGS_FRAGMENT_OFFSET, (short)value, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the time to live. */
     public Ipv4Header ttl(final int ttl)
     {
-        mutableBuffer.putByte(offset + TTL_OFFSET, (byte)ttl);
+        mutable().putByte(offset() + TTL_OFFSET, (byte)ttl);
         return this;
     }
 
     /** Set the protocol number. */
     public Ipv4Header protocol(final int protocol)
     {
-        mutableBuffer.putByte(offset + PROTOCOL_OFFSET, (byte)protocol);
+        mutable().putByte(offset() + PROTOCOL_OFFSET, (byte)protocol);
         return this;
     }
 
     /** Set the header checksum field. */
     public Ipv4Header headerChecksum(final int checksum)
     {
-        mutableBuffer.putShort(offset + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the source address. */
     public Ipv4Header source(final int address)
     {
-        mutableBuffer.putInt(offset + SOURCE_OFFSET, address, ByteOrder.BIG_ENDIAN);
+        mutable().putInt(offset() + SOURCE_OFFSET, address, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the destination address. */
     public Ipv4Header destination(final int address)
     {
-        mutableBuffer.putInt(offset + DESTINATION_OFFSET, address, ByteOrder.BIG_ENDIAN);
+        mutable().putInt(offset() + DESTINATION_OFFSET, address, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
@@ -357,6 +303,6 @@ public final class Ipv4Header
 
     private int flagsField()
     {
-        return buffer.getShort(offset + FLAGS_FRAGMENT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + FLAGS_FRAGMENT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 }

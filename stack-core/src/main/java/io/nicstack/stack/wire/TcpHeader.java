@@ -3,7 +3,6 @@ package io.nicstack.stack.wire;
 import java.nio.ByteOrder;
 
 import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 
 /**
  * Flyweight over a TCP header (RFC 9293 section 3.1). The view covers header, options and payload,
@@ -36,7 +35,7 @@ import org.agrona.MutableDirectBuffer;
  * <p>Sequence and acknowledgment numbers are raw 32-bit values: compare them only through
  * {@link Seq}. {@link #wrapChecked} guarantees {@code 20 <= dataOffset() <= length}.
  */
-public final class TcpHeader
+public final class TcpHeader extends HeaderView<TcpHeader>
 {
     /** Header length without options. */
     public static final int HEADER_LENGTH = 20;
@@ -95,111 +94,58 @@ public final class TcpHeader
     /** Offset of the urgent pointer. */
     public static final int URGENT_POINTER_OFFSET = 18;
 
-    private DirectBuffer buffer;
-    private MutableDirectBuffer mutableBuffer;
-    private int offset;
-    private int length;
-
-    /**
-     * Wrap without checks, for emitting or for input already validated. Setters work when the
-     * buffer is a {@link MutableDirectBuffer}.
-     */
-    public TcpHeader wrap(final DirectBuffer buffer, final int offset, final int length)
+    /** Holds {@code 20 <= dataOffset() <= length}. */
+    @Override
+    protected boolean holdsHeader(final DirectBuffer buffer, final int offset, final int length)
     {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /** Wrap a writable buffer without checks, for emitting. */
-    public TcpHeader wrap(final MutableDirectBuffer buffer, final int offset, final int length)
-    {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /**
-     * Wrap untrusted input: true only when the region lies inside the buffer, {@code length >= 20}
-     * and {@code 20 <= dataOffset() <= length}. On false the view is left unchanged.
-     */
-    public boolean wrapChecked(final DirectBuffer buffer, final int offset, final int length)
-    {
-        if (!Bounds.regionFits(buffer, offset, length) || length < HEADER_LENGTH)
+        if (length < HEADER_LENGTH)
         {
             return false;
         }
         final int dataOffset = ((buffer.getByte(offset + DATA_OFFSET_OFFSET) & 0xFF) >>> 4) * 4;
-        if (dataOffset < HEADER_LENGTH || dataOffset > length)
-        {
-            return false;
-        }
-        wrap(buffer, offset, length);
-        return true;
-    }
-
-    /** The wrapped buffer. */
-    public DirectBuffer buffer()
-    {
-        return buffer;
-    }
-
-    /** Index of the first header byte in the buffer. */
-    public int offset()
-    {
-        return offset;
-    }
-
-    /** Length of the segment: header, options and payload. */
-    public int length()
-    {
-        return length;
+        return dataOffset >= HEADER_LENGTH && dataOffset <= length;
     }
 
     /** Source port, unsigned 16 bits, big endian. */
     public int sourcePort()
     {
-        return buffer.getShort(offset + SOURCE_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + SOURCE_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Destination port, unsigned 16 bits, big endian. */
     public int destinationPort()
     {
-        return buffer.getShort(offset + DESTINATION_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + DESTINATION_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Sequence number, raw 32 bits, big endian; compare with {@link Seq}. */
     public int sequenceNumber()
     {
-        return buffer.getInt(offset + SEQUENCE_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN);
+        return buffer().getInt(offset() + SEQUENCE_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN);
     }
 
     /** Acknowledgment number, raw 32 bits, big endian; compare with {@link Seq}. */
     public int acknowledgmentNumber()
     {
-        return buffer.getInt(offset + ACKNOWLEDGMENT_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN);
+        return buffer().getInt(offset() + ACKNOWLEDGMENT_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN);
     }
 
     /** Data offset in bytes: the header length, options included (field times 4). */
     public int dataOffset()
     {
-        return ((buffer.getByte(offset + DATA_OFFSET_OFFSET) & 0xFF) >>> 4) * 4;
+        return ((buffer().getByte(offset() + DATA_OFFSET_OFFSET) & 0xFF) >>> 4) * 4;
     }
 
     /** The 4 reserved bits after the data offset (RFC 9293: must be zero, ignored on receipt). */
     public int reserved()
     {
-        return buffer.getByte(offset + DATA_OFFSET_OFFSET) & 0x0F;
+        return buffer().getByte(offset() + DATA_OFFSET_OFFSET) & 0x0F;
     }
 
     /** Control bits CWR..FIN, unsigned 8 bits. */
     public int flags()
     {
-        return buffer.getByte(offset + FLAGS_OFFSET) & 0xFF;
+        return buffer().getByte(offset() + FLAGS_OFFSET) & 0xFF;
     }
 
     /** True when every bit of {@code mask} is set in {@link #flags()}. */
@@ -211,25 +157,25 @@ public final class TcpHeader
     /** Window, unsigned 16 bits, big endian, before window scaling. */
     public int window()
     {
-        return buffer.getShort(offset + WINDOW_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + WINDOW_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Checksum field, unsigned 16 bits, big endian. */
     public int checksum()
     {
-        return buffer.getShort(offset + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Urgent pointer, unsigned 16 bits, big endian. */
     public int urgentPointer()
     {
-        return buffer.getShort(offset + URGENT_POINTER_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + URGENT_POINTER_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Absolute index of the options. */
     public int optionsOffset()
     {
-        return offset + HEADER_LENGTH;
+        return offset() + HEADER_LENGTH;
     }
 
     /** Length of the options: {@code dataOffset() - 20}. */
@@ -241,13 +187,13 @@ public final class TcpHeader
     /** Absolute index of the payload: {@code offset() + dataOffset()}. */
     public int payloadOffset()
     {
-        return offset + dataOffset();
+        return offset() + dataOffset();
     }
 
     /** Length of the payload: {@code length() - dataOffset()}. */
     public int payloadLength()
     {
-        return length - dataOffset();
+        return length() - dataOffset();
     }
 
     /**
@@ -256,44 +202,44 @@ public final class TcpHeader
      */
     public int computeChecksum(final int sourceIp, final int destinationIp)
     {
-        long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_TCP, length);
-        sum = Checksum.partial(buffer, offset, CHECKSUM_OFFSET, sum);
-        sum = Checksum.partial(buffer, offset + URGENT_POINTER_OFFSET, length - URGENT_POINTER_OFFSET, sum);
+        long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_TCP, length());
+        sum = Checksum.partial(buffer(), offset(), CHECKSUM_OFFSET, sum);
+        sum = Checksum.partial(buffer(), offset() + URGENT_POINTER_OFFSET, length() - URGENT_POINTER_OFFSET, sum);
         return Checksum.finish(sum);
     }
 
     /** True when the sum over pseudo header and segment, checksum included, is all ones. */
     public boolean checksumValid(final int sourceIp, final int destinationIp)
     {
-        final long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_TCP, length);
-        return Checksum.finish(Checksum.partial(buffer, offset, length, sum)) == 0;
+        final long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_TCP, length());
+        return Checksum.finish(Checksum.partial(buffer(), offset(), length(), sum)) == 0;
     }
 
     /** Set the source port. */
     public TcpHeader sourcePort(final int port)
     {
-        mutableBuffer.putShort(offset + SOURCE_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + SOURCE_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the destination port. */
     public TcpHeader destinationPort(final int port)
     {
-        mutableBuffer.putShort(offset + DESTINATION_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + DESTINATION_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the sequence number. */
     public TcpHeader sequenceNumber(final int seq)
     {
-        mutableBuffer.putInt(offset + SEQUENCE_NUMBER_OFFSET, seq, ByteOrder.BIG_ENDIAN);
+        mutable().putInt(offset() + SEQUENCE_NUMBER_OFFSET, seq, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the acknowledgment number. */
     public TcpHeader acknowledgmentNumber(final int ack)
     {
-        mutableBuffer.putInt(offset + ACKNOWLEDGMENT_NUMBER_OFFSET, ack, ByteOrder.BIG_ENDIAN);
+        mutable().putInt(offset() + ACKNOWLEDGMENT_NUMBER_OFFSET, ack, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
@@ -303,35 +249,35 @@ public final class TcpHeader
      */
     public TcpHeader dataOffset(final int dataOffsetBytes)
     {
-        mutableBuffer.putByte(offset + DATA_OFFSET_OFFSET, (byte)((dataOffsetBytes >>> 2) << 4));
+        mutable().putByte(offset() + DATA_OFFSET_OFFSET, (byte)((dataOffsetBytes >>> 2) << 4));
         return this;
     }
 
     /** Set the control bits. */
     public TcpHeader flags(final int flags)
     {
-        mutableBuffer.putByte(offset + FLAGS_OFFSET, (byte)flags);
+        mutable().putByte(offset() + FLAGS_OFFSET, (byte)flags);
         return this;
     }
 
     /** Set the window. */
     public TcpHeader window(final int window)
     {
-        mutableBuffer.putShort(offset + WINDOW_OFFSET, (short)window, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + WINDOW_OFFSET, (short)window, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the checksum field. */
     public TcpHeader checksum(final int checksum)
     {
-        mutableBuffer.putShort(offset + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the urgent pointer. */
     public TcpHeader urgentPointer(final int urgentPointer)
     {
-        mutableBuffer.putShort(offset + URGENT_POINTER_OFFSET, (short)urgentPointer, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + URGENT_POINTER_OFFSET, (short)urgentPointer, ByteOrder.BIG_ENDIAN);
         return this;
     }
 

@@ -3,7 +3,6 @@ package io.nicstack.stack.wire;
 import java.nio.ByteOrder;
 
 import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 
 /**
  * Flyweight over a UDP header (RFC 768). The view covers header and payload, since the checksum
@@ -24,7 +23,7 @@ import org.agrona.MutableDirectBuffer;
  * <p>Checksums use the wrapped length both as the pseudo-header length and as the summed region,
  * so wrap exactly the datagram (the caller checks the length field against the IP payload).
  */
-public final class UdpHeader
+public final class UdpHeader extends HeaderView<UdpHeader>
 {
     /** Header length. */
     public static final int HEADER_LENGTH = 8;
@@ -41,100 +40,47 @@ public final class UdpHeader
     /** Offset of the checksum. */
     public static final int CHECKSUM_OFFSET = 6;
 
-    private DirectBuffer buffer;
-    private MutableDirectBuffer mutableBuffer;
-    private int offset;
-    private int length;
-
-    /**
-     * Wrap without checks, for emitting or for input already validated. Setters work when the
-     * buffer is a {@link MutableDirectBuffer}.
-     */
-    public UdpHeader wrap(final DirectBuffer buffer, final int offset, final int length)
+    /** Holds the 8-byte header; the length field is not checked. */
+    @Override
+    protected boolean holdsHeader(final DirectBuffer buffer, final int offset, final int length)
     {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer instanceof MutableDirectBuffer ? (MutableDirectBuffer)buffer : null;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /** Wrap a writable buffer without checks, for emitting. */
-    public UdpHeader wrap(final MutableDirectBuffer buffer, final int offset, final int length)
-    {
-        this.buffer = buffer;
-        this.mutableBuffer = buffer;
-        this.offset = offset;
-        this.length = length;
-        return this;
-    }
-
-    /**
-     * Wrap untrusted input: true only when the region lies inside the buffer and holds the 8-byte
-     * header. The length field is not checked. On false the view is left unchanged.
-     */
-    public boolean wrapChecked(final DirectBuffer buffer, final int offset, final int length)
-    {
-        if (!Bounds.regionFits(buffer, offset, length) || length < HEADER_LENGTH)
-        {
-            return false;
-        }
-        wrap(buffer, offset, length);
-        return true;
-    }
-
-    /** The wrapped buffer. */
-    public DirectBuffer buffer()
-    {
-        return buffer;
-    }
-
-    /** Index of the first header byte in the buffer. */
-    public int offset()
-    {
-        return offset;
-    }
-
-    /** Length of the wrapped region: header and payload. */
-    public int length()
-    {
-        return length;
+        return length >= HEADER_LENGTH;
     }
 
     /** Source port, unsigned 16 bits, big endian. */
     public int sourcePort()
     {
-        return buffer.getShort(offset + SOURCE_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + SOURCE_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Destination port, unsigned 16 bits, big endian. */
     public int destinationPort()
     {
-        return buffer.getShort(offset + DESTINATION_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + DESTINATION_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Length field (header and data), unsigned 16 bits, big endian. */
     public int datagramLength()
     {
-        return buffer.getShort(offset + LENGTH_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + LENGTH_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Checksum field, unsigned 16 bits, big endian; zero means none was computed. */
     public int checksum()
     {
-        return buffer.getShort(offset + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        return buffer().getShort(offset() + CHECKSUM_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
     }
 
     /** Absolute index of the payload. */
     public int payloadOffset()
     {
-        return offset + HEADER_LENGTH;
+        return offset() + HEADER_LENGTH;
     }
 
     /** Length of the wrapped payload. */
     public int payloadLength()
     {
-        return length - HEADER_LENGTH;
+        return length() - HEADER_LENGTH;
     }
 
     /**
@@ -143,9 +89,9 @@ public final class UdpHeader
      */
     public int computeChecksum(final int sourceIp, final int destinationIp)
     {
-        long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_UDP, length);
-        sum = Checksum.partial(buffer, offset, CHECKSUM_OFFSET, sum);
-        sum = Checksum.partial(buffer, offset + HEADER_LENGTH, length - HEADER_LENGTH, sum);
+        long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_UDP, length());
+        sum = Checksum.partial(buffer(), offset(), CHECKSUM_OFFSET, sum);
+        sum = Checksum.partial(buffer(), offset() + HEADER_LENGTH, length() - HEADER_LENGTH, sum);
         final int checksum = Checksum.finish(sum);
         return checksum == 0 ? 0xFFFF : checksum;
     }
@@ -157,35 +103,35 @@ public final class UdpHeader
         {
             return true;
         }
-        final long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_UDP, length);
-        return Checksum.finish(Checksum.partial(buffer, offset, length, sum)) == 0;
+        final long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_UDP, length());
+        return Checksum.finish(Checksum.partial(buffer(), offset(), length(), sum)) == 0;
     }
 
     /** Set the source port. */
     public UdpHeader sourcePort(final int port)
     {
-        mutableBuffer.putShort(offset + SOURCE_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + SOURCE_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the destination port. */
     public UdpHeader destinationPort(final int port)
     {
-        mutableBuffer.putShort(offset + DESTINATION_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + DESTINATION_PORT_OFFSET, (short)port, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the length field. */
     public UdpHeader datagramLength(final int datagramLength)
     {
-        mutableBuffer.putShort(offset + LENGTH_OFFSET, (short)datagramLength, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + LENGTH_OFFSET, (short)datagramLength, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
     /** Set the checksum field. */
     public UdpHeader checksum(final int checksum)
     {
-        mutableBuffer.putShort(offset + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
+        mutable().putShort(offset() + CHECKSUM_OFFSET, (short)checksum, ByteOrder.BIG_ENDIAN);
         return this;
     }
 
