@@ -209,20 +209,26 @@ public final class Arp
         releaseQueued(address[slot], hardwareAddress);
     }
 
+    /** Send every frame waiting for {@code nextHop}, now that its MAC is known. */
     private void releaseQueued(final int nextHop, final long hardwareAddress)
+    {
+        takeQueued(nextHop, hardwareAddress);
+    }
+
+    /** Discard every frame waiting for {@code nextHop} (resolution failed), counting each. */
+    private void dropQueued(final int nextHop)
+    {
+        takeQueued(nextHop, -1);
+    }
+
+    /** Remove the frames queued for {@code nextHop}: sent to {@code hardwareAddress}, or dropped when it is -1. */
+    private void takeQueued(final int nextHop, final long hardwareAddress)
     {
         int kept = 0;
         for (int i = 0; i < queued; i++)
         {
             final int len = queueLength[i];
-            if (queueNextHop[i] == nextHop)
-            {
-                final MutableDirectBuffer frame = link.claim(hardwareAddress, 0);
-                frame.putBytes(0, queue, i * queueSlotLength, len);
-                eth.wrap(frame, 0, EthernetFrame.HEADER_LENGTH).destination(hardwareAddress);
-                link.commit(len);
-            }
-            else
+            if (queueNextHop[i] != nextHop)
             {
                 if (kept != i)
                 {
@@ -232,29 +238,16 @@ public final class Arp
                 }
                 kept++;
             }
-        }
-        queued = kept;
-    }
-
-    private void dropQueued(final int nextHop)
-    {
-        int kept = 0;
-        for (int i = 0; i < queued; i++)
-        {
-            final int len = queueLength[i];
-            if (queueNextHop[i] == nextHop)
+            else if (hardwareAddress < 0)
             {
                 counters.increment(StackCounter.ARP_RESOLUTION_FAILED);
             }
             else
             {
-                if (kept != i)
-                {
-                    queue.putBytes(kept * queueSlotLength, queue, i * queueSlotLength, len);
-                    queueNextHop[kept] = queueNextHop[i];
-                    queueLength[kept] = len;
-                }
-                kept++;
+                final MutableDirectBuffer frame = link.claim(hardwareAddress, 0);
+                frame.putBytes(0, queue, i * queueSlotLength, len);
+                eth.wrap(frame, 0, EthernetFrame.HEADER_LENGTH).destination(hardwareAddress);
+                link.commit(len);
             }
         }
         queued = kept;

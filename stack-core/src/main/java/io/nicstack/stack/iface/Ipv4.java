@@ -292,6 +292,77 @@ public final class Ipv4
         return true;
     }
 
+    /** Where the upper-layer header starts in a frame from {@link #claimDatagram}. */
+    public static final int L4_OFFSET = EthernetFrame.HEADER_LENGTH + Ipv4Header.MIN_HEADER_LENGTH;
+
+    private MutableDirectBuffer claimedFrame;
+    private int claimedLength;
+
+    /**
+     * Zero-copy output: the device's frame buffer for a datagram of {@code l4Length} bytes with the
+     * Ethernet and IPv4 headers already written; the caller writes the upper layer at
+     * {@link #L4_OFFSET} and calls {@link #commitDatagram()}. Returns null (nothing claimed) when the
+     * datagram would need fragmenting or the next hop is not resolved yet: use {@link #send} then.
+     */
+    public MutableDirectBuffer claimDatagram(final int destination, final int protocol, final int l4Length, final long now)
+    {
+        if (l4Length > mtu - Ipv4Header.MIN_HEADER_LENGTH || !config.onLink(destination) && config.gateway() == 0)
+        {
+            return null;
+        }
+        final int nextHop = config.onLink(destination) || isBroadcast(destination) ? destination : config.gateway();
+        final long mac = arp.resolve(nextHop, now);
+        if (mac < 0)
+        {
+            return null;
+        }
+        counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
+        final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
+        final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
+        // DF: these datagrams fit the MTU by construction (TCP sizes its segments to it).
+        writeHeader(frame, totalLength, destination, protocol, nextId++ & 0xFFFF, true, false, 0);
+        claimedFrame = frame;
+        claimedLength = EthernetFrame.HEADER_LENGTH + totalLength;
+        return frame;
+    }
+
+    /** The 20-byte IPv4 header of our datagrams (no options), checksum included, after the Ethernet header. */
+    private void writeHeader(
+        final MutableDirectBuffer frame,
+        final int totalLength,
+        final int destination,
+        final int protocol,
+        final int id,
+        final boolean dontFragment,
+        final boolean moreFragments,
+        final int fragmentOffset)
+    {
+        out.wrap(frame, EthernetFrame.HEADER_LENGTH, totalLength)
+            .versionAndIhl(5)
+            .tos(0)
+            .totalLength(totalLength)
+            .identification(id)
+            .flagsAndFragmentOffset(dontFragment, moreFragments, fragmentOffset)
+            .ttl(config.defaultTtl())
+            .protocol(protocol)
+            .source(config.address())
+            .destination(destination)
+            .updateChecksum();
+    }
+
+    /** Send the datagram claimed by {@link #claimDatagram}. */
+    public void commitDatagram()
+    {
+        int frameLength = claimedLength;
+        if (frameLength < 60)
+        {
+            claimedFrame.setMemory(frameLength, 60 - frameLength, (byte)0);
+            frameLength = 60;
+        }
+        claimedFrame = null;
+        link.commit(frameLength);
+    }
+
     private void emit(
         final long mac,
         final int nextHop,
@@ -307,17 +378,7 @@ public final class Ipv4
         final MutableDirectBuffer frame = link.claim(mac < 0 ? 0 : mac, EthernetFrame.ETHERTYPE_IPV4);
         final int ipOffset = EthernetFrame.HEADER_LENGTH;
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + length;
-        out.wrap(frame, ipOffset, totalLength)
-            .versionAndIhl(5)
-            .tos(0)
-            .totalLength(totalLength)
-            .identification(id)
-            .flagsAndFragmentOffset(false, moreFragments, fragmentOffset)
-            .ttl(config.defaultTtl())
-            .protocol(protocol)
-            .source(config.address())
-            .destination(destination)
-            .updateChecksum();
+        writeHeader(frame, totalLength, destination, protocol, id, false, moreFragments, fragmentOffset);
         frame.putBytes(ipOffset + Ipv4Header.MIN_HEADER_LENGTH, payload, offset, length);
         int frameLength = ipOffset + totalLength;
         if (frameLength < 60)
