@@ -104,6 +104,11 @@ public final class Tcp implements IpProtocolHandler
     public TcpConnection connect(final int remoteIp, final int remotePort, final TcpHandler handler, final TcpSettings settings)
     {
         checkPort(remotePort);
+        // RFC 9293 §3.9.2 (MUST-46): an OPEN to a broadcast, multicast or unspecified address is an error.
+        if (invalidUnicast(remoteIp))
+        {
+            throw new IllegalArgumentException("tcp cannot connect to " + io.nicstack.stack.wire.Ipv4Address.format(remoteIp));
+        }
         int localPort = -1;
         for (int i = 0; i < EPHEMERAL_COUNT; i++)
         {
@@ -131,6 +136,12 @@ public final class Tcp implements IpProtocolHandler
         return new TcpConnection(this, ip.config().address(), localPort, remoteIp, remotePort, settings,
             new RingSendBuffer(settings.sendBufferBytes), new RingReceiveBuffer(settings.receiveBufferBytes, MAX_OOO_RANGES),
             CongestionControls.create(settings.congestionControl));
+    }
+
+    /** 0.0.0.0, 255.255.255.255, our subnet broadcast or a multicast (224/4) address: never a TCP peer. */
+    private boolean invalidUnicast(final int address)
+    {
+        return address == 0 || (address >>> 28) == 0xE || ip.isBroadcast(address);
     }
 
     private static void checkPort(final int port)
@@ -177,6 +188,13 @@ public final class Tcp implements IpProtocolHandler
         }
         final int src = ipHeader.source();
         final int dst = ipHeader.destination();
+        if (invalidUnicast(src))
+        {
+            // RFC 9293 §3.9.2 (MUST-63): a SYN (or anything else) from a broadcast/multicast source is ignored;
+            // the IP layer drops 255.255.255.255 and 224/4 but not our subnet's broadcast address.
+            counters.increment(StackCounter.TCP_DROP_BROADCAST);
+            return;
+        }
         if (!header.wrap(buffer, offset, length).checksumValid(src, dst))
         {
             counters.increment(StackCounter.TCP_DROP_BAD_CHECKSUM);

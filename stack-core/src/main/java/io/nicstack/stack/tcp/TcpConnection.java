@@ -446,6 +446,30 @@ public final class TcpConnection
         }
         final int segLen = seg.payloadLength + (seg.hasFlags(TcpHeader.SYN) ? 1 : 0) + (seg.hasFlags(TcpHeader.FIN) ? 1 : 0);
 
+        // RFC 9293 §3.5 figure 7 (MUST-10): in a simultaneous open the peer's SYN,ACK repeats the SYN we
+        // already took (SEG.SEQ = RCV.NXT - 1), so the acceptability test would drop it and both ends would
+        // answer each other's SYN,ACK forever; take its ACK instead (as Linux tcp_validate_incoming does).
+        if (state == TcpState.SYN_RECEIVED && !passive && seg.hasFlags(TcpHeader.SYN | TcpHeader.ACK)
+            && !seg.hasFlags(TcpHeader.RST) && seg.payloadLength == 0 && seg.seq + 1 == rcvNxt && seg.ack == sndMax)
+        {
+            final long maxWindowBefore = maxSndWnd;
+            establish(seg, now);
+            // RFC 7323 §2.2: the window of a SYN,ACK is never scaled.
+            sndWnd = seg.window;
+            maxSndWnd = Math.max(maxWindowBefore, sndWnd);
+            sndUna = seg.ack;
+            if (rttTiming)
+            {
+                rtt.sample(now - rttStart);
+                rttTiming = false;
+            }
+            retransmits = 0;
+            rtoDeadline = NONE;
+            cc.init(sndMss, now);
+            markDirty();
+            return;
+        }
+
         // RFC 7323 §5.3 PAWS: a timestamp older than TS.Recent marks an old duplicate.
         if (tsEnabled && seg.timestampsPresent && !seg.hasFlags(TcpHeader.RST) && Seq.lt(seg.tsVal, tsRecent))
         {
@@ -460,6 +484,13 @@ public final class TcpConnection
         {
             if (!seg.hasFlags(TcpHeader.RST))
             {
+                if (sackEnabled && seg.payloadLength > 0 && Seq.le(seg.seq + seg.payloadLength, rcvNxt))
+                {
+                    // RFC 2883 §4: a duplicate segment (wholly below RCV.NXT) is reported in the first SACK block.
+                    dsackPending = true;
+                    dsackStart = seg.seq;
+                    dsackEnd = seg.seq + seg.payloadLength;
+                }
                 // RFC 9293: an unacceptable segment gets <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then is dropped.
                 tcp.count(StackCounter.TCP_OUT_OF_WINDOW);
                 ackNow = true;
@@ -613,6 +644,7 @@ public final class TcpConnection
             retransmits = 0;
             rtoDeadline = NONE;
             state = TcpState.ESTABLISHED;
+            armKeepAlive(now);
             tcp.count(StackCounter.TCP_ESTABLISHED);
             cc.init(sndMss, now);
             eventConnected = true;
@@ -631,6 +663,7 @@ public final class TcpConnection
     private void establish(final TcpRepr seg, final long now)
     {
         state = finRequested ? TcpState.FIN_WAIT_1 : TcpState.ESTABLISHED;
+        armKeepAlive(now);
         tcp.count(StackCounter.TCP_ESTABLISHED);
         sndWnd = (long)seg.window << sndWscale;
         maxSndWnd = Math.max(maxSndWnd, sndWnd);
@@ -643,6 +676,19 @@ public final class TcpConnection
         else
         {
             eventConnected = true;
+        }
+    }
+
+    /**
+     * RFC 9293 §3.8.4 (MUST-24, MUST-26): the idle interval starts when the connection is established,
+     * not with the first segment after it (an idle connection would otherwise never be probed).
+     */
+    private void armKeepAlive(final long now)
+    {
+        if (settings.keepAlive)
+        {
+            keepAliveProbesSent = 0;
+            keepAliveDeadline = now + settings.keepAliveIdleNanos;
         }
     }
 
@@ -675,6 +721,7 @@ public final class TcpConnection
         }
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
+        final int unaBefore = sndUna;
         if (sackEnabled && seg.sackBlockCount > 0)
         {
             updateScoreboard(seg);
@@ -696,7 +743,8 @@ public final class TcpConnection
                 persistBackoff = 0;
             }
         }
-        if (ack == sndUna && seg.payloadLength == 0 && !seg.hasFlags(TcpHeader.SYN | TcpHeader.FIN)
+        // RFC 5681 §2 duplicate ACK: SEG.ACK equals SND.UNA as it was before this segment (a new ACK is not one).
+        if (ack == unaBefore && seg.payloadLength == 0 && !seg.hasFlags(TcpHeader.SYN | TcpHeader.FIN)
             && sndWnd == windowBefore && sndMax != sndUna && flightBefore > 0)
         {
             onDuplicateAck(now);
@@ -822,10 +870,12 @@ public final class TcpConnection
         {
             tcp.count(StackCounter.TCP_SACK_RECOVERIES);
         }
+        // RFC 6675 §5 (4.2) / RFC 5681 (4): ssthresh from FlightSize, taken before inRecovery turns flight() into the pipe.
+        final long flightSize = flight();
         inRecovery = true;
         recoveryPoint = sndMax;
         highRxt = sndUna;
-        cc.onFastRetransmit(flight(), now);
+        cc.onFastRetransmit(flightSize, now);
         retransmitAt(sndUna, now);
         if (!sackEnabled)
         {
@@ -1255,6 +1305,11 @@ public final class TcpConnection
         retransmittedSegments++;
         tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
         rttTiming = false;
+        // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg.
+        if (Seq.gt(seq + len, highRxt))
+        {
+            highRxt = seq + len;
+        }
     }
 
     private void sendSyn(final long now)
@@ -1285,6 +1340,8 @@ public final class TcpConnection
         r.window = window;
         rcvAdvertisedEdge = rcvNxt + window;
         tcp.emit(this, r, 0, 0, now);
+        // RFC 7323 §4.3: Last.ACK.sent is what the SYN-ACK acknowledged (TS.Recent updates compare to it).
+        lastAckSent = rcvNxt;
         if (Seq.gt(iss + 1, sndMax))
         {
             sndMax = iss + 1;
@@ -1357,7 +1414,8 @@ public final class TcpConnection
     /** The window field to send: free receive space, never shrinking the advertised edge, with receiver SWS avoidance. */
     private int advertiseWindow()
     {
-        final long free = receiveBuffer.window();
+        // RFC 9293 §3.8.6.2.2 (MUST-39): the window we can offer is also capped by the 16-bit field and the scale.
+        final long free = Math.min(receiveBuffer.window(), 65535L << rcvWscale);
         final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
         long window = free;
         // RFC 9293 §3.8.6.2.2: move the right edge only by at least min(RCV.BUFF/2, Eff.snd.MSS).
@@ -1376,7 +1434,8 @@ public final class TcpConnection
 
     private boolean windowUpdateWorthSending()
     {
-        final long free = receiveBuffer.window();
+        // RFC 9293 §3.8.6.2.2 (MUST-39): space beyond what the window field can express does not move the edge.
+        final long free = Math.min(receiveBuffer.window(), 65535L << rcvWscale);
         final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
         return free - current >= Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1));
     }

@@ -1,0 +1,108 @@
+package io.nicstack.stack.tcp;
+
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.stats.StackCounter;
+
+import static io.nicstack.stack.tcp.TcpTestHarness.*;
+import static io.nicstack.stack.wire.TcpHeader.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/** RFC 5961: blind reset, SYN and data injection mitigations (RFC 9293 MAY-12). */
+class Rfc5961Test
+{
+    private final TcpTestHarness t = new TcpTestHarness();
+
+    @Test
+    void rfc5961_rstExactlyAtRcvNxtResets()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(RST).ack(0));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_RESET, t.events.closedReason);
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc5961_rstInWindowNotExactSendsChallengeAck()
+    {
+        t.passiveOpen();
+        t.send(t.in().seq(t.irs + 1 + 1000).flags(RST).ack(0));
+        // §3.2: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, the connection stays.
+        t.recv(t.out());
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        assertEquals(1, t.counter(StackCounter.TCP_CHALLENGE_ACKS));
+        // The genuine peer answers the challenge with an exact RST.
+        t.send(t.in().flags(RST).ack(0));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+    }
+
+    @Test
+    void rfc5961_rstOutsideWindowSilentlyDropped()
+    {
+        t.passiveOpen();
+        t.send(t.in().seq(t.irs + 1 + 100_000).flags(RST).ack(0));
+        t.send(t.in().seq(t.irs).flags(RST).ack(0));
+        t.recvNothing();
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc5961_synInEstablishedSendsChallengeAck()
+    {
+        t.passiveOpen();
+        // §4.2: a SYN in a synchronized state, in window or not, gets a challenge ACK and changes nothing.
+        t.send(t.in().flags(SYN).seq(t.irs + 1 + 500).ack(0));
+        t.recv(t.out());
+        t.send(t.in().flags(SYN).seq(t.irs - 100_000).ack(0));
+        t.recv(t.out());
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        t.send(t.in().flags(ACK | PSH).payload(bytes(5, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 6));
+    }
+
+    @Test
+    void rfc5961_ackAboveSndNxtDroppedWithAck()
+    {
+        t.passiveOpen();
+        // SEG.ACK > SND.NXT: send an ACK, drop the segment (its data too).
+        t.send(t.in().ack(t.iss + 1 + 1000).flags(ACK | PSH).payload(bytes(10, 2)));
+        t.recv(t.out());
+        assertEquals(0, t.conn.readable());
+    }
+
+    @Test
+    void rfc5961_ackBelowSndUnaMinusMaxSndWndDroppedWithAck()
+    {
+        t.passiveOpen();
+        // §5.2: acceptable only in [SND.UNA - MAX.SND.WND, SND.NXT].
+        t.send(t.in().ack(t.iss + 1 - 70_000).flags(ACK | PSH).payload(bytes(10, 3)));
+        t.recv(t.out());
+        assertEquals(0, t.conn.readable());
+        // An old but acceptable ACK (within MAX.SND.WND below SND.UNA) carries its data in.
+        t.send(t.in().ack(t.iss + 1 - 1000).flags(ACK | PSH).payload(bytes(10, 3)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11));
+        assertEquals(10, t.conn.readable());
+    }
+
+    @Test
+    void rfc5961_challengeAcksRateLimited()
+    {
+        t.passiveOpen();
+        for (int i = 0; i < 1000; i++)
+        {
+            t.send(t.in().seq(t.irs + 1 + 10 + i).flags(RST).ack(0));
+            t.recv(t.out());
+        }
+        // §7: the 1001st within the same second is not answered.
+        t.send(t.in().seq(t.irs + 2000).flags(RST).ack(0));
+        t.recvNothing();
+        assertEquals(1, t.counter(StackCounter.TCP_CHALLENGE_ACKS_LIMITED));
+        t.advance(SECOND);
+        t.send(t.in().seq(t.irs + 2000).flags(RST).ack(0));
+        t.recv(t.out());
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+}

@@ -1,0 +1,452 @@
+package io.nicstack.stack.tcp;
+
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.stats.StackCounter;
+
+import static io.nicstack.stack.tcp.TcpTestHarness.*;
+import static io.nicstack.stack.wire.TcpHeader.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * RFC 9293 §3.4-§3.6, §3.9.2, §3.10.7: ISN selection, opening, reset generation and processing,
+ * closing and TIME-WAIT, address validation (Appendix B "ISN Selection", "Opening Connections",
+ * "Closing Connections", "Address Validation").
+ */
+class Rfc9293ConnectionTest
+{
+    private final TcpTestHarness t = new TcpTestHarness();
+
+    // ------------------------------------------------------------------------------------------
+    // ISN selection (§3.4.1)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_must8_isnIsClockDriven()
+    {
+        t.passiveOpen();
+        final int first = t.iss;
+        t.send(t.in().flags(RST));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+
+        // The same connection tuple one second later: M, the 4 µs timer, has moved by 250 000.
+        t.advance(SECOND);
+        t.conn = null;
+        t.send(t.peerSyn());
+        final Seg synAck = t.recv(t.expectedSynAck()).get(0);
+        assertEquals(250_000, synAck.r.seq - first);
+    }
+
+    @Test
+    void rfc9293_must9_isnNotComputableFromOutside()
+    {
+        // Two hosts at the same instant give unrelated ISNs for the same tuple (secret key), and
+        // neighbouring tuples on one host are not a fixed offset apart.
+        final TcpTestHarness other = new TcpTestHarness();
+        t.passiveOpen();
+        other.passiveOpen();
+        assertNotEquals(t.iss, other.iss);
+
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        final int iss41 = t.recv().get(0).r.seq;
+        other.peerPort = PEER_PORT + 1;
+        other.send(other.peerSyn());
+        final int otherIss41 = other.recv().get(0).r.seq;
+        assertNotEquals(iss41 - t.iss, otherIss41 - other.iss, "the per-tuple offset depends on each host's secret");
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Opening (§3.5)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_must10_simultaneousOpen()
+    {
+        // Figure 7: both ends send SYN; each answers the other's SYN with SYN,ACK; each ACK completes.
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        t.iss = syn.r.seq;
+        t.localPort = syn.r.sourcePort;
+        assertEquals(TcpState.SYN_SENT, t.conn.state());
+
+        // 3. SYN-SENT <-- <SEQ=irs><CTL=SYN>: to SYN-RECEIVED, answer <SEQ=iss><ACK=irs+1><CTL=SYN,ACK>.
+        t.send(t.peerSyn());
+        t.recv(t.out().flags(SYN | ACK).seq(t.iss).ack(t.irs + 1).mss(1460));
+        assertEquals(TcpState.SYN_RECEIVED, t.conn.state());
+
+        // 6. SYN-RECEIVED <-- <SEQ=irs><ACK=iss+1><CTL=SYN,ACK>: ESTABLISHED.
+        t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 1));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        assertTrue(t.events.connected);
+        t.recvNothing();
+
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11));
+        t.write(bytes(5, 2));
+        t.recv(t.out().ack(t.irs + 11).flags(ACK | PSH).payload(bytes(5, 2)));
+    }
+
+    @Test
+    void rfc9293_must10_simultaneousOpenWhereTheSynAckCrossesOurAck()
+    {
+        // Variant: the peer's ACK (not its SYN,ACK) arrives first; the handshake still completes.
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        t.iss = syn.r.seq;
+        t.localPort = syn.r.sourcePort;
+        t.send(t.peerSyn());
+        t.recv(t.out().flags(SYN | ACK).seq(t.iss).ack(t.irs + 1).mss(1460));
+        t.send(t.in());
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_must11_synReceivedFromPassiveOpenReturnsToListen()
+    {
+        t.listen();
+        t.send(t.peerSyn());
+        final Seg synAck = t.recv(t.expectedSynAck()).get(0);
+        t.iss = synAck.r.seq;
+        assertEquals(1, t.listener.synReceived());
+
+        // An acceptable RST in SYN-RECEIVED of a passive open: back to LISTEN, the application is not told.
+        t.send(t.in().flags(RST));
+        t.recvNothing();
+        assertEquals(0, t.listener.synReceived());
+        assertEquals(0, t.stack.tcp().connectionCount());
+
+        // Still listening: a new SYN is answered.
+        t.irs = REMOTE_ISS + 100_000;
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        assertEquals(1, t.listener.synReceived());
+    }
+
+    @Test
+    void rfc9293_must11_synReceivedFromActiveOpenIsRefusedByReset()
+    {
+        // Reached SYN-RECEIVED by simultaneous open: an acceptable RST means "connection refused".
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        t.iss = syn.r.seq;
+        t.localPort = syn.r.sourcePort;
+        t.send(t.peerSyn());
+        t.recv(t.out().flags(SYN | ACK).seq(t.iss).ack(t.irs + 1).mss(1460));
+        t.send(t.in().flags(RST));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_REFUSED, t.events.closedReason);
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_must22_synAckRetransmittedInSynReceived()
+    {
+        t.listen();
+        t.send(t.peerSyn());
+        final Seg synAck = t.recv(t.expectedSynAck()).get(0);
+        t.iss = synAck.r.seq;
+        t.advanceMs(999);
+        t.recvNothing();
+        t.advanceMs(1);
+        t.recv(t.expectedSynAck());
+        // A retransmitted SYN from the peer gets the SYN,ACK again (same ISN).
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+    }
+
+    @Test
+    void rfc9293_must41_passiveOpenDoesNotDisturbOtherConnections()
+    {
+        t.activeOpen();
+        final int activePort = t.localPort;
+        // A LISTEN on the active connection's local port and on port 80 changes nothing for it.
+        t.stack.tcp().listen(activePort + 1 > 65535 ? 1 : activePort + 1, 4, null);
+        t.stack.tcp().listen(LISTEN_PORT, 4, null);
+        t.send(t.in().flags(ACK | PSH).payload(bytes(30, 3)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 31));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc9293_must42_oneListeningPortServesSeveralConnections()
+    {
+        final TcpConnection first = t.passiveOpen();
+        final int firstIss = t.iss;
+        t.peerPort = PEER_PORT + 1;
+        final TcpConnection second = t.passiveOpen();
+        assertNotSame(first, second);
+        assertEquals(LISTEN_PORT, first.localPort());
+        assertEquals(LISTEN_PORT, second.localPort());
+        // Data on one does not touch the other.
+        t.send(t.in().flags(ACK | PSH).payload(bytes(7, 4)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 8));
+        assertEquals(7, second.readable());
+        assertEquals(0, first.readable());
+        t.peerPort = PEER_PORT;
+        t.iss = firstIss;
+        t.send(t.in().flags(ACK | PSH).payload(bytes(9, 5)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 10));
+        assertEquals(9, first.readable());
+    }
+
+    @Test
+    void rfc9293_must44_must45_segmentsUseTheConnectionsLocalAddress()
+    {
+        t.activeOpen();
+        t.write(bytes(100, 6));
+        final Seg data = t.recv(t.out().flags(ACK | PSH).payload(bytes(100, 6))).get(0);
+        assertEquals(STACK_IP, data.ipSource);
+        t.passiveOpen();
+    }
+
+    @Test
+    void rfc9293_must46_openToBroadcastOrMulticastRejected()
+    {
+        for (final int bad : new int[] {SUBNET_BROADCAST, 0xFFFF_FFFF, 0xE000_0001, 0xEFFF_FFFA, 0})
+        {
+            assertThrows(IllegalArgumentException.class, () -> t.stack.tcp().connect(bad, 80, t.events, null),
+                "OPEN to " + Integer.toHexString(bad));
+        }
+        t.poll();
+        t.recvNothing();
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    @Test
+    void rfc9293_must57_segmentsToBroadcastOrMulticastSilentlyDiscarded()
+    {
+        t.listen();
+        t.send(t.peerSyn().to(SUBNET_BROADCAST));
+        t.send(t.peerSyn().to(0xE000_00FB));
+        t.recvNothing();
+        assertEquals(0, t.listener.synReceived());
+        assertEquals(1, t.counter(StackCounter.TCP_DROP_BROADCAST));
+        // Not even a RST for a broadcast segment to a closed port.
+        t.send(t.in().ports(PEER_PORT, 9).to(SUBNET_BROADCAST));
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_must63_synFromInvalidSourceAddressIgnored()
+    {
+        t.listen();
+        t.send(t.peerSyn().from(SUBNET_BROADCAST));
+        t.send(t.peerSyn().from(0xE000_0005));
+        t.send(t.peerSyn().from(0xFFFF_FFFF));
+        t.recvNothing();
+        assertEquals(0, t.listener.synReceived());
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Reset generation (§3.5.2) and processing (§3.5.3)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_resetForSegmentToClosedPortWithAck()
+    {
+        // CLOSED, ACK on: <SEQ=SEG.ACK><CTL=RST>.
+        t.send(t.in().ports(PEER_PORT, 9).ack(12345).payload(bytes(3, 7)));
+        t.localPort = 9;
+        t.recv(t.out().flags(RST).seq(12345).ack(0));
+    }
+
+    @Test
+    void rfc9293_resetForSynToClosedPort()
+    {
+        // CLOSED, ACK off: <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>, SEG.LEN counting SYN and data.
+        t.localPort = 9;
+        t.send(t.peerSyn().payload(bytes(5, 8)));
+        t.recv(t.out().flags(RST | ACK).seq(0).ack(t.irs + 6));
+    }
+
+    @Test
+    void rfc9293_noResetInReplyToReset()
+    {
+        t.localPort = 9;
+        t.send(t.in().flags(RST));
+        t.send(t.in().flags(RST | ACK));
+        t.listen();
+        t.localPort = LISTEN_PORT;
+        t.send(t.in().flags(RST));
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_listenAnswersAnAckWithReset()
+    {
+        t.listen();
+        t.send(t.in().ack(777));
+        t.recv(t.out().flags(RST).seq(777).ack(0));
+    }
+
+    @Test
+    void rfc9293_synSentAnswersUnacceptableAckWithReset()
+    {
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        t.iss = syn.r.seq;
+        t.localPort = syn.r.sourcePort;
+        // SEG.ACK =< ISS or > SND.NXT: <SEQ=SEG.ACK><CTL=RST>, stay in SYN-SENT.
+        t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss));
+        t.recv(t.out().flags(RST).seq(t.iss).ack(0));
+        t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 2));
+        t.recv(t.out().flags(RST).seq(t.iss + 2).ack(0));
+        assertEquals(TcpState.SYN_SENT, t.conn.state());
+        // A RST without ACK in SYN-SENT is dropped.
+        t.send(t.in().flags(RST).ack(0));
+        assertEquals(TcpState.SYN_SENT, t.conn.state());
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_must12_connectionRefusedReportedToApplication()
+    {
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        t.iss = syn.r.seq;
+        t.localPort = syn.r.sourcePort;
+        t.send(t.in().flags(RST | ACK).seq(0).ack(t.iss + 1));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_REFUSED, t.events.closedReason);
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_must12_resetOfEstablishedConnectionReportedToApplication()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(RST));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_RESET, t.events.closedReason);
+        t.recvNothing();
+        // The port is closed now: the next segment gets a RST.
+        t.send(t.in().flags(ACK | PSH).payload(bytes(1, 9)));
+        t.recv(t.out().flags(RST).ack(0));
+    }
+
+    @Test
+    void rfc9293_synReceivedAnswersUnacceptableAckWithReset()
+    {
+        t.listen();
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.send(t.in().ack(t.iss + 5));
+        t.recv(t.out().flags(RST).seq(t.iss + 5).ack(0));
+        assertEquals(1, t.listener.synReceived(), "the half-open connection stays");
+    }
+
+    @Test
+    void rfc9293_unacceptableSegmentInEstablishedGetsAckWithRcvNxt()
+    {
+        t.passiveOpen();
+        // Data entirely to the right of the window: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, data dropped.
+        t.send(t.in().seq(t.irs + 1 + 70_000).flags(ACK | PSH).payload(bytes(10, 10)));
+        t.recv(t.out());
+        // An old duplicate entirely to the left: the same ACK.
+        t.send(t.in().seq(t.irs - 20).payload(bytes(10, 11)));
+        t.recv(t.out());
+        assertEquals(0, t.conn.readable());
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Closing (§3.6) and TIME-WAIT
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_may1_halfCloseStackSendsFinThenKeepsReceiving()
+    {
+        t.passiveOpen();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        assertEquals(TcpState.FIN_WAIT_1, t.conn.state());
+        t.send(t.in().ack(t.iss + 2));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        t.send(t.in().ack(t.iss + 2).flags(ACK | PSH).payload(bytes(100, 12)));
+        t.advanceMs(40);
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 101));
+        assertArrayEquals(bytes(100, 12), t.read());
+        t.send(t.in().seq(t.irs + 101).ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 102));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+    }
+
+    @Test
+    void rfc9293_may1_halfClosePeerFinThenStackKeepsSending()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | FIN));
+        t.recv(t.out().ack(t.irs + 2));
+        assertEquals(TcpState.CLOSE_WAIT, t.conn.state());
+        assertTrue(t.events.peerClosed);
+        t.write(bytes(200, 13));
+        t.recv(t.out().ack(t.irs + 2).flags(ACK | PSH).payload(bytes(200, 13)));
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().seq(t.iss + 201).ack(t.irs + 2).flags(ACK | FIN));
+        assertEquals(TcpState.LAST_ACK, t.conn.state());
+        t.send(t.in().seq(t.irs + 2).ack(t.iss + 202));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_NORMAL, t.events.closedReason);
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_simultaneousCloseGoesThroughClosingToTimeWait()
+    {
+        t.passiveOpen();
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        // The peer's FIN crosses ours: CLOSING, then its ACK of our FIN: TIME-WAIT.
+        t.send(t.in().flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        assertEquals(TcpState.CLOSING, t.conn.state());
+        t.send(t.in().seq(t.irs + 2).ack(t.iss + 2));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+    }
+
+    @Test
+    void rfc9293_must13_timeWaitLastsTwoMsl()
+    {
+        final long twoMsl = t.settings().timeWaitNanos;
+        assertTrue(twoMsl >= 60 * SECOND, "2*MSL with MSL = 30 s (Linux); RFC 9293 suggests MSL = 2 min");
+        t.passiveOpen();
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+
+        // A retransmitted FIN in TIME-WAIT is acknowledged again.
+        t.advance(twoMsl / 2);
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+
+        t.advance(twoMsl / 2 - MS);
+        assertEquals(TcpState.TIME_WAIT, t.conn.state(), "still in TIME-WAIT just before 2*MSL");
+        t.advance(2 * MS);
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(0, t.stack.tcp().connectionCount());
+        t.recvNothing();
+    }
+
+    @Test
+    void rfc9293_shld3_closeWithUnreadDataSendsReset()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 14)));
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().flags(RST).ack(0));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+    }
+}

@@ -1,0 +1,485 @@
+package io.nicstack.stack.tcp;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.Frames;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.wire.IcmpHeader;
+import io.nicstack.stack.wire.Ipv4Header;
+
+import static io.nicstack.stack.tcp.TcpTestHarness.*;
+import static io.nicstack.stack.wire.TcpHeader.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * RFC 9293 §3.7.4, §3.8: Nagle, retransmission and connection failures, keep-alives, window
+ * management (zero-window probing, SWS avoidance), ACK generation, PUSH, ICMP and IP options
+ * (Appendix B "Retransmissions", "Generating ACKs", "Sending Data", "Connection Failures",
+ * "Send Keep-alive Packets", "Window", "PUSH flag", "IP Options", "Receiving ICMP Messages").
+ */
+class Rfc9293DataTest
+{
+    private final TcpTestHarness t = new TcpTestHarness();
+
+    // ------------------------------------------------------------------------------------------
+    // Nagle, PUSH
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_shld7_nagleHoldsASecondSmallSegment()
+    {
+        t.passiveOpen();
+        t.write(bytes(10, 1));
+        t.recv(t.out().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.write(bytes(10, 2));
+        t.recvNothing();
+        t.send(t.in().ack(t.iss + 11));
+        t.recv(t.out().seq(t.iss + 11).flags(ACK | PSH).payload(bytes(10, 2)));
+    }
+
+    @Test
+    void rfc9293_must17_applicationCanDisableNagle()
+    {
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        t.write(bytes(10, 1));
+        t.recv(t.out().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.write(bytes(10, 2));
+        t.recv(t.out().seq(t.iss + 11).flags(ACK | PSH).payload(bytes(10, 2)));
+    }
+
+    @Test
+    void rfc9293_must60_must61_pshOnLastSegmentAndNoIndefiniteBuffering()
+    {
+        // The API has no PUSH flag, so every write is treated as pushed: PSH on the segment that
+        // empties the buffer, and the held tail goes as soon as Nagle allows.
+        t.passiveOpen();
+        t.write(bytes(3000, 3));
+        t.recv(t.out().payloadLength(1460), t.out().seq(t.iss + 1461).payloadLength(1460));
+        t.send(t.in().ack(t.iss + 2921));
+        t.recv(t.out().seq(t.iss + 2921).flags(ACK | PSH).payloadLength(80));
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Retransmission and failures (§3.8.1, §3.8.3)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_must18_karnNoRttSampleFromRetransmittedSegment()
+    {
+        t.activeOpen();
+        final long rtoAfterHandshake = t.conn.rtoNanos();
+        final long srttAfterHandshake = t.conn.srttNanos();
+        t.write(bytes(100, 4));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.advance(rtoAfterHandshake);
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        assertEquals(2 * rtoAfterHandshake, t.conn.rtoNanos());
+        // The ACK arrives 100 ms later: ambiguous (original or retransmission?), so no sample and the backoff stays.
+        t.advanceMs(100);
+        t.send(t.in().ack(t.iss + 101));
+        assertEquals(srttAfterHandshake, t.conn.srttNanos());
+        assertEquals(2 * rtoAfterHandshake, t.conn.rtoNanos());
+        // A fresh segment acknowledged after 50 ms gives a sample (RFC 6298 §5.7: the backoff is cleared by it).
+        t.write(bytes(100, 5));
+        t.recv(t.out().seq(t.iss + 101).flags(ACK | PSH).payloadLength(100));
+        t.advanceMs(50);
+        t.send(t.in().ack(t.iss + 201));
+        assertNotEquals(srttAfterHandshake, t.conn.srttNanos());
+        assertTrue(t.conn.rtoNanos() < 2 * rtoAfterHandshake);
+    }
+
+    @Test
+    void rfc9293_must19_timeoutShrinksToLossWindowThenSlowStart()
+    {
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        t.write(bytes(20 * 1460, 6));
+        final List<Seg> flight = t.recv();
+        assertEquals(10, flight.size(), "initial window of 10 segments (RFC 6928)");
+        // Timeout: only the first segment goes again (cwnd = 1 MSS, RFC 5681 (5)) and the RTO doubles.
+        final long rto = t.conn.rtoNanos();
+        t.advance(rto);
+        t.recv(t.out().payloadLength(1460));
+        assertEquals(1460, t.conn.cwnd());
+        t.advance(2 * rto - MS);
+        t.recvNothing();
+        t.advance(MS);
+        t.recv(t.out().payloadLength(1460));
+        // Its ACK: slow start, two segments.
+        t.send(t.in().ack(t.iss + 1461));
+        t.recv(t.out().seq(t.iss + 1461).payloadLength(1460), t.out().seq(t.iss + 2921).payloadLength(1460));
+    }
+
+    @Test
+    void rfc9293_must20_must21_connectionClosedAfterR2RetransmissionsSetPerConnection()
+    {
+        t.passiveOpen();
+        t.conn.settings().r2Retransmits = 3; // this connection only
+        final long rto = t.conn.rtoNanos();
+        t.write(bytes(100, 7));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        for (int i = 0; i < 3; i++)
+        {
+            t.advance(rto << i);
+            t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+            assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        }
+        // R1 (3 retransmissions) reached: counted as the "negative advice" signal.
+        assertEquals(1, t.counter(StackCounter.TCP_R1_REACHED));
+        t.advance(rto << 3);
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        t.recvNothing();
+        assertEquals(15, t.settings().r2Retransmits, "the default R2 is untouched");
+    }
+
+    @Test
+    void rfc9293_must22_must23_synRetransmittedForAtLeastThreeMinutes()
+    {
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        final long start = t.now;
+        final List<Long> sentAt = new ArrayList<>();
+        while (t.conn.state() == TcpState.SYN_SENT && t.now - start < 1000 * SECOND)
+        {
+            t.advance(SECOND);
+            for (final Seg s : t.recv())
+            {
+                assertEquals(SYN, s.r.flags);
+                assertEquals(syn.r.seq, s.r.seq, "the same SYN");
+                sentAt.add((t.now - start) / SECOND);
+            }
+        }
+        // RFC 6298 backoff from 1 s, capped at the 120 s maximum RTO.
+        assertEquals(List.of(1L, 3L, 7L, 15L, 31L, 63L, 127L, 247L), sentAt);
+        final long gaveUpAfter = (t.now - start) / SECOND;
+        assertEquals(367, gaveUpAfter);
+        assertTrue(gaveUpAfter >= 180, "R2 for a SYN is at least 3 minutes");
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Keep-alives (§3.8.4)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_must24_must25_keepAliveOffByDefault()
+    {
+        assertFalse(new TcpSettings().keepAlive);
+        t.passiveOpen();
+        t.advance(3 * 3600 * SECOND);
+        t.recvNothing();
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc9293_must24_must28_keepAliveRequestedWithDefaultIntervalOfTwoHours()
+    {
+        assertTrue(new TcpSettings().keepAliveIdleNanos >= 7200 * SECOND);
+        t.settings().keepAlive = true;
+        t.passiveOpen();
+        t.advance(7200 * SECOND - MS);
+        t.recvNothing();
+        t.advance(2 * MS);
+        // SHLD-12: no data, SEG.SEQ = SND.NXT - 1.
+        t.recv(t.out().seq(t.iss));
+        t.send(t.in());
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc9293_must26_keepAliveOnlyAfterIdleInterval()
+    {
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 100 * SECOND;
+        t.passiveOpen();
+        // Traffic every 60 s keeps the connection from ever being idle for 100 s.
+        for (int i = 1; i <= 5; i++)
+        {
+            t.advance(60 * SECOND);
+            t.send(t.in().seq(t.irs + i).flags(ACK | PSH).payload(bytes(1, i)));
+            t.advanceMs(40);
+            t.recv(t.out().ack(t.irs + 1 + i));
+        }
+        t.advance(100 * SECOND - 40 * MS - MS);
+        t.recvNothing();
+        t.advance(2 * MS);
+        t.recv(t.out().seq(t.iss).ack(t.irs + 6));
+    }
+
+    @Test
+    void rfc9293_must27_keepAliveIntervalConfigurable()
+    {
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = 2 * SECOND;
+        t.passiveOpen();
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss));
+        t.advance(2 * SECOND);
+        t.recv(t.out().seq(t.iss));
+    }
+
+    @Test
+    void rfc9293_must29_keepAliveToleratesLostAcks()
+    {
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = SECOND;
+        t.settings().keepAliveProbes = 3;
+        t.passiveOpen();
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss));
+        // Two unanswered probes do not kill the connection ...
+        t.advance(SECOND);
+        t.recv(t.out().seq(t.iss));
+        t.advance(SECOND);
+        t.recv(t.out().seq(t.iss));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        // ... and an answer starts the count again.
+        t.send(t.in());
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss));
+        t.advance(SECOND);
+        t.recv(t.out().seq(t.iss));
+        t.advance(SECOND);
+        t.recv(t.out().seq(t.iss));
+        // Only keepAliveProbes unanswered probes in a row end it.
+        t.advance(SECOND);
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Window management (§3.8.6)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_must35_must36_must37_zeroWindowProbedIndefinitely()
+    {
+        t.passiveOpen();
+        t.write(bytes(2000, 8));
+        t.recv(t.out().payloadLength(1460));
+        // All acknowledged, window closed, 540 bytes waiting.
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.recvNothing();
+        final long rto = t.conn.rtoNanos();
+        long interval = rto;
+        long previous = t.now;
+        int probes = 0;
+        while (t.now - previous < 3600 * SECOND && probes < 40)
+        {
+            t.advance(interval - MS);
+            t.recvNothing();
+            t.advance(MS);
+            // A probe: one new octet beyond the closed window.
+            t.recv(t.out().seq(t.iss + 1461).payloadLength(1));
+            probes++;
+            t.send(t.in().ack(t.iss + 1461).window(0));
+            t.recvNothing();
+            interval = Math.min(60 * SECOND, interval * 2); // SHLD-30: exponential backoff
+        }
+        assertEquals(40, probes);
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), "probes answered: the connection stays open");
+        // The window opens: the rest goes.
+        t.send(t.in().ack(t.iss + 1461).window(65535));
+        t.recv(t.out().seq(t.iss + 1461).flags(ACK | PSH).payloadLength(540));
+    }
+
+    @Test
+    void rfc9293_must34_robustAgainstShrinkingWindow()
+    {
+        t.passiveOpen();
+        t.write(bytes(5 * 1460, 9));
+        assertEquals(5, t.recv().size());
+        // The peer acknowledges one segment and shrinks the window to zero: the right edge moves left.
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.recvNothing();
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        // Nothing new goes beyond the window; the timers retransmit or probe at SND.UNA, never further.
+        final List<Seg> after = new ArrayList<>();
+        for (int i = 0; i < 50; i++)
+        {
+            t.advanceMs(100);
+            after.addAll(t.recv());
+        }
+        assertFalse(after.isEmpty(), "the sender keeps probing");
+        for (final Seg s : after)
+        {
+            assertEquals(t.iss + 1461, s.r.seq, t.describe(s));
+        }
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        // The window reopens: the data from SND.UNA on goes again.
+        t.send(t.in().ack(t.iss + 1461).window(65535));
+        final List<Seg> resumed = t.recv();
+        assertFalse(resumed.isEmpty());
+        assertEquals(t.iss + 1461, resumed.get(0).r.seq);
+    }
+
+    @Test
+    void rfc9293_must38_senderSwsAvoidance()
+    {
+        t.passiveOpen();
+        t.write(bytes(1460, 10));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(1460));
+        // 10 000 bytes queued, a usable window of 100 bytes: too small to send (< Eff.snd.MSS and < Max(SND.WND)/2).
+        t.send(t.in().ack(t.iss + 1461).window(100));
+        t.write(bytes(10_000, 11));
+        t.recvNothing();
+        // A window of one full segment: one full segment.
+        t.send(t.in().ack(t.iss + 1461).window(1460));
+        t.recv(t.out().seq(t.iss + 1461).payloadLength(1460));
+    }
+
+    @Test
+    void rfc9293_must39_receiverSwsAvoidance()
+    {
+        t.settings().receiveBufferBytes = 8192;
+        t.passiveOpen();
+        final Seg[] fill = new Seg[6];
+        for (int i = 0; i < 6; i++)
+        {
+            final int len = i < 5 ? 1460 : 8192 - 5 * 1460;
+            fill[i] = t.in().seq(t.irs + 1 + i * 1460).payload(bytes(len, i));
+        }
+        t.sendBurst(fill);
+        t.recv(t.out().ack(t.irs + 1 + 8192).window(0));
+        // The application reads 100 bytes: the window may not open by so little.
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[8192]);
+        assertEquals(100, t.conn.read(b, 0, 100));
+        t.poll();
+        t.recvNothing();
+        // 1500 read in all: at least one MSS (min(RCV.BUFF/2, MSS) = 1460): a window update.
+        assertEquals(1400, t.conn.read(b, 0, 1400));
+        t.poll();
+        t.recv(t.out().ack(t.irs + 1 + 8192).window(1500));
+    }
+
+    @Test
+    void rfc9293_must40_delayedAckUnderHalfASecond()
+    {
+        assertTrue(new TcpSettings().delayedAckNanos < 500 * MS);
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 12)));
+        t.recvNothing();
+        t.advance(t.settings().delayedAckNanos - MS);
+        t.recvNothing();
+        t.advance(MS);
+        t.recv(t.out().ack(t.irs + 11));
+    }
+
+    @Test
+    void rfc9293_shld19_ackForEverySecondFullSizedSegment()
+    {
+        t.passiveOpen();
+        t.send(t.in().payload(bytes(1460, 13)));
+        t.recvNothing();
+        t.send(t.in().seq(t.irs + 1461).payload(bytes(1460, 14)));
+        t.recv(t.out().ack(t.irs + 2921));
+    }
+
+    @Test
+    void rfc9293_must58_must59_acksAggregatedOverAQueuedBurst()
+    {
+        t.passiveOpen();
+        t.sendBurst(t.in().payload(bytes(1460, 1)), t.in().seq(t.irs + 1461).payload(bytes(1460, 2)),
+            t.in().seq(t.irs + 2921).payload(bytes(1460, 3)), t.in().seq(t.irs + 4381).payload(bytes(1460, 4)),
+            t.in().seq(t.irs + 5841).flags(ACK | PSH).payload(bytes(100, 5)));
+        t.recv(t.out().ack(t.irs + 5941));
+    }
+
+    @Test
+    void rfc9293_must66_rstProcessedWithZeroWindow()
+    {
+        t.settings().receiveBufferBytes = 4096;
+        t.passiveOpen();
+        t.sendBurst(t.in().payload(bytes(1460, 1)), t.in().seq(t.irs + 1461).payload(bytes(1460, 2)),
+            t.in().seq(t.irs + 2921).payload(bytes(4096 - 2920, 3)));
+        t.recv(t.out().ack(t.irs + 4097).window(0));
+        t.send(t.in().seq(t.irs + 4097).flags(RST));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_RESET, t.events.closedReason);
+    }
+
+    @Test
+    void rfc9293_zeroWindowStillAcceptsAcks()
+    {
+        // §3.10.7.4: with RCV.WND = 0 no data is acceptable, but valid ACKs are processed.
+        t.settings().receiveBufferBytes = 4096;
+        t.passiveOpen();
+        t.write(bytes(100, 4));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.sendBurst(t.in().payload(bytes(1460, 1)), t.in().seq(t.irs + 1461).payload(bytes(1460, 2)),
+            t.in().seq(t.irs + 2921).payload(bytes(4096 - 2920, 3)));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0));
+        t.send(t.in().seq(t.irs + 4097).ack(t.iss + 101));
+        assertEquals(0, t.conn.writable() - t.conn.settings().sendBufferBytes, "the 100 bytes were acknowledged");
+        // Data beyond a zero window: not accepted, answered with an ACK.
+        t.send(t.in().seq(t.irs + 4097).ack(t.iss + 101).payload(bytes(10, 9)));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0));
+    }
+
+    @Test
+    void rfc9293_urgentDataDeliveredInline()
+    {
+        // No urgent-data API (MUST-30..33 not implemented): URG segments are still delivered in sequence, nothing lost.
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH | URG).urgent(5).payload(bytes(10, 15)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11));
+        assertArrayEquals(bytes(10, 15), t.read());
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // IP options and ICMP (§3.9.2)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc9293_must50_unknownIpOptionsIgnored()
+    {
+        t.passiveOpen();
+        // An unknown IP option (kind 0x9E, length 4), then NOP...EOL padding.
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 16)).ipOptions(0x9E, 4, 0, 0, 1, 1, 1, 0));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11));
+        assertArrayEquals(bytes(10, 16), t.read());
+    }
+
+    @Test
+    void rfc9293_must55_must56_icmpErrorsDoNotAbortTheConnection()
+    {
+        t.passiveOpen();
+        t.write(bytes(10, 17));
+        final byte[] quoted = t.frame(t.in().ports(t.localPort, t.peerPort).from(STACK_IP).to(PEER_IP));
+        // Source quench (4), destination unreachable net/host/frag-needed (3/0,1,4,5), time exceeded (11), parameter problem (12).
+        final int[][] errors = {{4, 0}, {3, 0}, {3, 1}, {3, 4}, {3, 5}, {11, 0}, {12, 0}};
+        for (final int[] e : errors)
+        {
+            t.device.inject(icmpError(t, e[0], e[1], quoted));
+            t.poll();
+        }
+        t.recv(t.out().flags(ACK | PSH).payload(bytes(10, 17)));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        t.send(t.in().ack(t.iss + 11));
+        t.write(bytes(5, 18));
+        t.recv(t.out().seq(t.iss + 11).flags(ACK | PSH).payload(bytes(5, 18)));
+    }
+
+    /** An ICMP error from the peer quoting the IP header and first 8 octets of a segment we sent. */
+    private static byte[] icmpError(final TcpTestHarness t, final int type, final int code, final byte[] quotedFrame)
+    {
+        final int quotedLength = 20 + 8;
+        final byte[] icmp = new byte[8 + quotedLength];
+        System.arraycopy(quotedFrame, 14, icmp, 8, quotedLength);
+        final UnsafeBuffer b = new UnsafeBuffer(icmp);
+        b.putByte(0, (byte)type);
+        b.putByte(1, (byte)code);
+        new IcmpHeader().wrap(b, 0, icmp.length).updateChecksum();
+        return Frames.fromPeer(t.mac, Frames.ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_ICMP, 99, false, 0, icmp));
+    }
+}

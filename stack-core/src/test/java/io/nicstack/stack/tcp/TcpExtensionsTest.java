@@ -1,0 +1,302 @@
+package io.nicstack.stack.tcp;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.stats.StackCounter;
+
+import static io.nicstack.stack.tcp.TcpTestHarness.*;
+import static io.nicstack.stack.wire.TcpHeader.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * RFC 6298 (RTO), RFC 6582 (NewReno), RFC 2018/2883/6675 (SACK), RFC 7323 (window scale,
+ * timestamps, PAWS), RFC 4987 SYN cookies and listener backlog bounds.
+ */
+class TcpExtensionsTest
+{
+    private final TcpTestHarness t = new TcpTestHarness();
+
+    // ------------------------------------------------------------------------------------------
+    // RFC 6298
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc6298_initialRtoIsOneSecondAndDoubles()
+    {
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        t.advanceMs(999);
+        t.recvNothing();
+        t.advanceMs(1);
+        assertEquals(syn.r.seq, t.recv().get(0).r.seq, "(2.1) RTO = 1 s before any sample");
+        t.advanceMs(1999);
+        t.recvNothing();
+        t.advanceMs(1);
+        assertEquals(1, t.recv().size(), "(5.5) doubled to 2 s");
+    }
+
+    @Test
+    void rfc6298_rtoFromFirstSample()
+    {
+        // The handshake ACK arrives 100 ms after the SYN-ACK: SRTT = 100, RTTVAR = 50, RTO = 100 + 4*50 = 300 ms.
+        t.listen();
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.advanceMs(100);
+        t.send(t.in());
+        t.conn = t.listener.accept();
+        assertEquals(100 * MS, t.conn.srttNanos());
+        assertEquals(300 * MS, t.conn.rtoNanos());
+        t.write(bytes(10, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(10));
+        t.advanceMs(299);
+        t.recvNothing();
+        t.advanceMs(1);
+        t.recv(t.out().flags(ACK | PSH).payloadLength(10));
+        // (5.2) all acknowledged: the timer stops.
+        t.send(t.in().ack(t.iss + 11));
+        t.advance(10 * SECOND);
+        t.recvNothing();
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // RFC 6582 NewReno (no SACK)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc6582_partialAckRetransmitsNextHoleFullAckExitsRecovery()
+    {
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        t.write(bytes(5 * 1460, 1));
+        assertEquals(5, t.recv().size());
+        // Segments 1 and 3 lost; 2, 4 and 5 arrive: three duplicate ACKs.
+        t.send(t.in());
+        t.send(t.in());
+        t.recvNothing();
+        t.send(t.in());
+        t.recv(t.out().payloadLength(1460));
+        assertEquals(3650, t.conn.ssthresh(), "max(FlightSize/2, 2*SMSS)");
+        // Partial ACK (segments 1 and 2): retransmit the first unacknowledged segment at once.
+        t.send(t.in().ack(t.iss + 1 + 2920));
+        t.recv(t.out().seq(t.iss + 1 + 2920).payloadLength(1460));
+        // Full ACK: recovery ends with cwnd = ssthresh.
+        t.send(t.in().ack(t.iss + 1 + 5 * 1460));
+        assertEquals(3650, t.conn.cwnd());
+        t.recvNothing();
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // RFC 2018, RFC 2883, RFC 6675
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc2018_sackBlocksForOutOfOrderDataMostRecentFirst()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        // [0,100) lost; [100,200) arrives: immediate duplicate ACK reporting it.
+        t.send(t.in().seq(t.irs + 101).payload(bytes(100, 2)));
+        t.recv(t.out().sack(t.irs + 101, t.irs + 201));
+        // [300,400): the block holding the segment that triggered the ACK comes first (§4).
+        t.send(t.in().seq(t.irs + 301).payload(bytes(100, 4)));
+        t.recv(t.out().sack(t.irs + 301, t.irs + 401).sack(t.irs + 101, t.irs + 201));
+        // [0,100) fills the first hole: immediate ACK up to 200, still reporting [300,400).
+        t.send(t.in().payload(bytes(100, 1)));
+        t.recv(t.out().ack(t.irs + 201).sack(t.irs + 301, t.irs + 401));
+        // [200,300) fills the last hole: everything delivered in order.
+        t.send(t.in().seq(t.irs + 201).payload(bytes(100, 3)));
+        t.recv(t.out().ack(t.irs + 401));
+        final byte[] all = t.read();
+        assertEquals(400, all.length);
+        for (int i = 0; i < 4; i++)
+        {
+            assertArrayEquals(bytes(100, i + 1), java.util.Arrays.copyOfRange(all, i * 100, i * 100 + 100));
+        }
+    }
+
+    @Test
+    void rfc2883_duplicateSegmentReportedAsDsack()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(100, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 101));
+        t.send(t.in().flags(ACK | PSH).payload(bytes(100, 1)));
+        t.recv(t.out().ack(t.irs + 101).sack(t.irs + 1, t.irs + 101));
+    }
+
+    @Test
+    void rfc6675_senderRetransmitsHolesReportedBySack()
+    {
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        t.write(bytes(10 * mss, 5));
+        assertEquals(10, t.recv().size());
+        // Segments 1 and 4 lost: the peer SACKs 2-3 and 5-10.
+        t.send(t.in().sack(t.iss + 1 + 4 * mss, t.iss + 1 + 10 * mss).sack(t.iss + 1 + mss, t.iss + 1 + 3 * mss));
+        t.recv(t.out().payloadLength(mss), t.out().seq(t.iss + 1 + 3 * mss).payloadLength(mss));
+        assertEquals(5 * mss, t.conn.ssthresh(), "RFC 6675 §5 (4.2): ssthresh = FlightSize / 2");
+        t.send(t.in().ack(t.iss + 1 + 10 * mss));
+        t.recvNothing();
+        assertEquals(5 * mss, t.conn.cwnd());
+        assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // RFC 7323
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc7323_noWindowScaleUnlessBothOffer()
+    {
+        t.peerSackPermitted = true;
+        t.passiveOpen(); // expectedSynAck(): no window-scale option in the SYN-ACK
+        assertEquals(0, t.conn.receiveWindowScale());
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11).window(65535 - 10));
+    }
+
+    @Test
+    void rfc7323_windowScaleAppliedBothWays()
+    {
+        t.peerOffersAll();
+        t.settings().noDelay = true;
+        t.passiveOpen();
+        final int shift = t.conn.receiveWindowScale();
+        assertEquals(TcpConnection.windowScaleFor(t.settings().receiveBufferBytes), shift);
+        t.send(t.in().flags(ACK | PSH).payload(bytes(16, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 17).window((t.settings().receiveBufferBytes - 16) >> shift));
+        // Peer window field 20 << 7 = 2560 bytes: one full segment plus a 1112-byte tail of a 2560-byte write.
+        t.send(t.in().seq(t.irs + 17).window(20));
+        t.write(bytes(2560, 2));
+        t.recv(t.out().seq(t.iss + 1).ack(t.irs + 17).payloadLength(1448),
+            t.out().seq(t.iss + 1449).ack(t.irs + 17).flags(ACK | PSH).payloadLength(2560 - 1448));
+    }
+
+    @Test
+    void rfc7323_synAckWindowNeverScaledAndActiveOpenWithoutPeerScale()
+    {
+        // We offer window scaling in our SYN; the peer does not: nothing is scaled either way.
+        t.peerSackPermitted = true;
+        t.activeOpen();
+        assertEquals(0, t.conn.receiveWindowScale());
+        assertEquals(0, t.conn.sendWindowScale());
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11).window(65535 - 10));
+    }
+
+    @Test
+    void rfc7323_timestampsEchoTheEarliestUnacknowledgedSegment()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.peerTsVal = 2000;
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.peerTsVal = 2001;
+        t.send(t.in().seq(t.irs + 11).flags(ACK | PSH).payload(bytes(10, 2)));
+        t.advanceMs(40);
+        // §4.3: a delayed ACK echoes the TSval of the earliest segment it acknowledges.
+        t.recv(t.out().ack(t.irs + 21).tsEcr(2000));
+    }
+
+    @Test
+    void rfc7323_pawsDropsOldTimestampWithAck()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.peerTsVal = 5000;
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11));
+        // A segment whose TSval is older than TS.Recent: an old duplicate, dropped with an ACK.
+        t.send(t.in().seq(t.irs + 11).flags(ACK | PSH).payload(bytes(10, 2)).ts(4000, t.lastStackTsVal));
+        t.recv(t.out().ack(t.irs + 11).tsEcr(5000));
+        assertEquals(10, t.conn.readable());
+        assertEquals(1, t.counter(StackCounter.TCP_PAWS_DROPS));
+    }
+
+    @Test
+    void rfc7323_noTimestampsUnlessBothOffer()
+    {
+        t.peerWindowScale = 7;
+        t.peerSackPermitted = true;
+        t.passiveOpen();
+        assertFalse(t.conn.timestampsEnabled());
+        t.write(bytes(10, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(10)); // out() expects no timestamps option
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Listener: backlog, SYN cookies (RFC 4987 §3.6)
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc4987_synCookiesWhenBacklogFullConnectionCompletesViaCookieAck()
+    {
+        t.peerOffersAll();
+        t.listen(1);
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        assertEquals(1, t.listener.synReceived());
+
+        // Backlog full: a stateless SYN-ACK whose ISN is the cookie, MSS only.
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        final Seg cookie = t.recv(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).get(0);
+        assertEquals(1, t.listener.synReceived(), "no state kept for the cookie");
+        t.iss = cookie.r.seq;
+        t.tsOn = false;
+        t.send(t.in().flags(ACK | PSH).payload(bytes(20, 1)));
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn, "the cookie ACK established the connection");
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        assertEquals(20, t.conn.readable());
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+    }
+
+    @Test
+    void rfc4987_forgedCookieAckGetsReset()
+    {
+        t.listen(1);
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.in().ack(123_456));
+        t.recv(t.out().flags(RST).seq(123_456).ack(0));
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_FAILED));
+    }
+
+    @Test
+    void listenerBacklogBoundsTheAcceptQueue()
+    {
+        t.listen(2);
+        t.passiveOpen();
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.send(t.in());
+        assertEquals(1, t.listener.pending(), "one accepted by passiveOpen, one queued");
+        // Queue: 1 waiting + fill it with another, then a SYN beyond: silently dropped (the client retries).
+        t.peerPort = PEER_PORT + 2;
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.send(t.in());
+        assertEquals(2, t.listener.pending());
+        t.peerPort = PEER_PORT + 3;
+        t.send(t.peerSyn());
+        t.recvNothing();
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        final List<TcpConnection> accepted = List.of(t.listener.accept(), t.listener.accept());
+        assertEquals(2, accepted.size());
+        assertNull(t.listener.accept());
+    }
+}
