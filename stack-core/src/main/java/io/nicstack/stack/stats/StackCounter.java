@@ -101,6 +101,7 @@ public enum StackCounter
     TCP_SYN_COOKIES_ACCEPTED("tcp syn cookies accepted", Kind.INFO),
     TCP_SYN_COOKIES_FAILED("tcp syn cookies rejected", Kind.INFO),
     TCP_LISTEN_OVERFLOWS("tcp listener full: connection refused", Kind.INFO),
+    TCP_BUFFER_BUDGET_EXHAUSTED("tcp buffer memory budget exhausted (cookie or refusal instead)", Kind.INFO),
     TCP_TIMEOUTS("tcp connections timed out", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */

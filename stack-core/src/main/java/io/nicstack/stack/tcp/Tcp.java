@@ -1,6 +1,7 @@
 package io.nicstack.stack.tcp;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.function.Consumer;
 
 import org.agrona.DirectBuffer;
@@ -34,6 +35,10 @@ public final class Tcp implements IpProtocolHandler
     private static final int EPHEMERAL_COUNT = 65536 - EPHEMERAL_FIRST;
     /** Receive buffer out-of-order range limit per connection (bounds SACK bookkeeping too). */
     private static final int MAX_OOO_RANGES = 16;
+    /** Half-open connections with state, stack-wide; more SYNs are answered statelessly with cookies. */
+    static final int MAX_HALF_OPEN = 256;
+    /** Closed connections' buffers kept for reuse. */
+    private static final int POOL_LIMIT = 1024;
 
     private final Ipv4 ip;
     private final StackCounters counters;
@@ -43,6 +48,10 @@ public final class Tcp implements IpProtocolHandler
     private final SynCookies cookies;
     private final Long2ObjectHashMap<TcpConnection> connections = new Long2ObjectHashMap<>();
     private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
+    private final ArrayDeque<RingSendBuffer> sendPool = new ArrayDeque<>();
+    private final ArrayDeque<RingReceiveBuffer> receivePool = new ArrayDeque<>();
+    private long bufferBytes;
+    private long bufferBudget = Runtime.getRuntime().maxMemory() / 2;
     private final TcpRepr in = new TcpRepr();
     private final TcpRepr out = new TcpRepr();
     private final TcpHeader header = new TcpHeader();
@@ -124,6 +133,11 @@ public final class Tcp implements IpProtocolHandler
             throw new IllegalStateException("no free ephemeral port towards this peer");
         }
         final TcpConnection c = newConnection(localPort, remoteIp, remotePort, settings != null ? settings : defaults.copy());
+        if (c == null)
+        {
+            throw new IllegalStateException("tcp buffer memory limit reached (" + bufferBytes + " of " + bufferBudget + " bytes in use)");
+        }
+        c.handedToApplication = true;
         c.handler = handler;
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_ACTIVE_OPENS);
@@ -131,11 +145,91 @@ public final class Tcp implements IpProtocolHandler
         return c;
     }
 
+    /**
+     * A connection with its buffers, or null when the buffer budget (or direct memory) is exhausted:
+     * a flood must cost SYN cookies, never the daemon (RFC 4987 §3).
+     */
     private TcpConnection newConnection(final int localPort, final int remoteIp, final int remotePort, final TcpSettings settings)
     {
-        return new TcpConnection(this, ip.config().address(), localPort, remoteIp, remotePort, settings,
-            new RingSendBuffer(settings.sendBufferBytes), new RingReceiveBuffer(settings.receiveBufferBytes, MAX_OOO_RANGES),
+        final long bytes = (long)settings.sendBufferBytes + settings.receiveBufferBytes;
+        if (bufferBytes + bytes > bufferBudget)
+        {
+            counters.increment(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED);
+            return null;
+        }
+        final RingSendBuffer send;
+        final RingReceiveBuffer receive;
+        try
+        {
+            send = takeSendBuffer(settings.sendBufferBytes);
+            receive = takeReceiveBuffer(settings.receiveBufferBytes);
+        }
+        catch (final OutOfMemoryError e)
+        {
+            // Direct memory reservation failed: a resource limit, not a reason to stop the event loop.
+            counters.increment(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED);
+            return null;
+        }
+        bufferBytes += bytes;
+        return new TcpConnection(this, ip.config().address(), localPort, remoteIp, remotePort, settings, send, receive,
             CongestionControls.create(settings.congestionControl));
+    }
+
+    private RingSendBuffer takeSendBuffer(final int capacity)
+    {
+        final RingSendBuffer pooled = capacity == defaults.sendBufferBytes ? sendPool.poll() : null;
+        return pooled != null ? pooled : new RingSendBuffer(capacity);
+    }
+
+    private RingReceiveBuffer takeReceiveBuffer(final int capacity)
+    {
+        final RingReceiveBuffer pooled = capacity == defaults.receiveBufferBytes ? receivePool.poll() : null;
+        return pooled != null ? pooled : new RingReceiveBuffer(capacity, MAX_OOO_RANGES);
+    }
+
+    /**
+     * Account for a closed connection's buffers and, if no application ever held the connection (a
+     * half-open one that died, a queued one never accepted: what a flood leaves), reuse them instead
+     * of churning direct memory. An application may still read a closed connection, so its buffers stay its own.
+     */
+    private void recycle(final TcpConnection c)
+    {
+        bufferBytes -= (long)c.sendBuffer.capacity() + c.receiveBuffer.capacity();
+        if (c.handedToApplication)
+        {
+            return;
+        }
+        if (c.sendBuffer instanceof RingSendBuffer && c.sendBuffer.capacity() == defaults.sendBufferBytes
+            && sendPool.size() < POOL_LIMIT)
+        {
+            final RingSendBuffer b = (RingSendBuffer)c.sendBuffer;
+            b.reset();
+            sendPool.add(b);
+        }
+        if (c.receiveBuffer instanceof RingReceiveBuffer && c.receiveBuffer.capacity() == defaults.receiveBufferBytes
+            && receivePool.size() < POOL_LIMIT)
+        {
+            final RingReceiveBuffer b = (RingReceiveBuffer)c.receiveBuffer;
+            b.reset();
+            receivePool.add(b);
+        }
+    }
+
+    /** Upper bound on send plus receive buffer bytes of all connections (default: half the JVM's max heap, the direct-memory default). */
+    public void bufferBudget(final long bytes)
+    {
+        bufferBudget = bytes;
+    }
+
+    /** Half-open connections of all listeners; beyond {@link #MAX_HALF_OPEN} new SYNs are answered with cookies. */
+    private int halfOpen()
+    {
+        int n = 0;
+        for (final TcpListener l : listeners.values())
+        {
+            n += l.synReceived;
+        }
+        return n;
     }
 
     /** 0.0.0.0, 255.255.255.255, our subnet broadcast or a multicast (224/4) address: never a TCP peer. */
@@ -267,7 +361,7 @@ public final class Tcp implements IpProtocolHandler
         {
             return;
         }
-        if (listener.full())
+        if (listener.full() || halfOpen() >= MAX_HALF_OPEN)
         {
             if (listener.acceptQueueFull())
             {
@@ -278,6 +372,11 @@ public final class Tcp implements IpProtocolHandler
             return;
         }
         final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy());
+        if (c == null)
+        {
+            sendCookie(localIp, remoteIp, nowNanos);
+            return;
+        }
         c.listener = listener;
         c.inSynBacklog = true;
         listener.synReceived++;
@@ -317,8 +416,13 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
             return true;
         }
-        counters.increment(StackCounter.TCP_SYN_COOKIES_ACCEPTED);
         final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy());
+        if (c == null)
+        {
+            // No memory for it now; the peer's next segment tries again (the cookie stays valid).
+            return true;
+        }
+        counters.increment(StackCounter.TCP_SYN_COOKIES_ACCEPTED);
         c.listener = listener;
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_PASSIVE_OPENS);
@@ -433,6 +537,7 @@ public final class Tcp implements IpProtocolHandler
         c.state = TcpState.CLOSED;
         c.cancelTimers();
         connections.remove(c.key);
+        recycle(c);
         if (c.listener != null)
         {
             c.listener.forget(c, was);

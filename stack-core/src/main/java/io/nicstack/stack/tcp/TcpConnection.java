@@ -51,6 +51,8 @@ public final class TcpConnection
     boolean passive;
     /** Counted in its listener's SYN backlog until established or gone. */
     boolean inSynBacklog;
+    /** Returned by accept() or connect(): the application may hold it, so its buffers are never reused. */
+    boolean handedToApplication;
 
     // RFC 9293 §3.3.1 send sequence variables.
     int iss;

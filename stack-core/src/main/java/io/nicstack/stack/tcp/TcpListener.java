@@ -43,7 +43,12 @@ public final class TcpListener
     /** The next established connection, or null. */
     public TcpConnection accept()
     {
-        return acceptQueue.poll();
+        final TcpConnection c = acceptQueue.poll();
+        if (c != null)
+        {
+            c.handedToApplication = true;
+        }
+        return c;
     }
 
     /** Established connections waiting for accept. */

@@ -1,0 +1,49 @@
+package io.nicstack.stack.tcp;
+
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.stats.StackCounter;
+
+import static io.nicstack.stack.wire.TcpHeader.ACK;
+import static io.nicstack.stack.wire.TcpHeader.SYN;
+import static org.junit.jupiter.api.Assertions.*;
+
+/** RFC 4987: half-open state and buffer memory are bounded; beyond the bounds SYNs get cookies, never the heap. */
+class TcpResourceLimitsTest
+{
+    @Test
+    void rfc4987_halfOpenConnectionsAreBoundedStackWideThenCookiesAnswer()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.listen(4096);
+        final int syns = Tcp.MAX_HALF_OPEN + 50;
+        for (int i = 0; i < syns; i++)
+        {
+            t.peerPort = 20_000 + i;
+            t.send(t.peerSyn());
+        }
+        assertEquals(syns, t.recv().size(), "every SYN answered by a SYN-ACK");
+        assertEquals(Tcp.MAX_HALF_OPEN, t.listener.synReceived(), "state kept for at most MAX_HALF_OPEN");
+        assertEquals(50, t.counter(StackCounter.TCP_SYN_COOKIES_SENT));
+    }
+
+    @Test
+    void rfc4987_bufferBudgetExhaustedMeansCookiesForSynsAndAnErrorForConnect()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final TcpSettings s = t.settings();
+        t.stack.tcp().bufferBudget(2L * (s.sendBufferBytes + s.receiveBufferBytes));
+        t.listen(64);
+        for (int i = 0; i < 3; i++)
+        {
+            t.peerPort = 30_000 + i;
+            t.send(t.peerSyn());
+        }
+        assertEquals(3, t.recv().stream().filter(seg -> seg.r.flags == (SYN | ACK)).count());
+        assertEquals(2, t.listener.synReceived(), "two connections fit the budget");
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_SENT), "the third got a cookie instead of memory");
+        final IllegalStateException e = assertThrows(IllegalStateException.class,
+            () -> t.stack.tcp().connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null));
+        assertTrue(e.getMessage().contains("memory limit"), e.getMessage());
+    }
+}
