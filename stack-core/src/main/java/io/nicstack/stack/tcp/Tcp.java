@@ -5,6 +5,7 @@ import java.util.ArrayDeque;
 import java.util.function.Consumer;
 
 import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.collections.Long2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -464,15 +465,38 @@ public final class Tcp implements IpProtocolHandler
         r.destinationPort = c.remotePort;
         r.payloadLength = length;
         final int headerLength = r.headerLength();
-        r.emit(scratch, 0);
+        final int total = headerLength + length;
+        // The one copy of the TX path: send buffer -> frame, with the segment built in place.
+        final MutableDirectBuffer frame = ip.claimDatagram(c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, nowNanos);
+        if (frame != null)
+        {
+            build(c, r, dataOffset, length, frame, Ipv4.L4_OFFSET, headerLength);
+            ip.commitDatagram();
+        }
+        else
+        {
+            // Next hop not resolved yet: through the scratch buffer into the ARP queue.
+            build(c, r, dataOffset, length, scratch, 0, headerLength);
+            ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, scratch, 0, total, nowNanos);
+        }
+        counters.increment(StackCounter.TCP_SEGMENTS_OUT);
+    }
+
+    private void build(
+        final TcpConnection c,
+        final TcpRepr r,
+        final long dataOffset,
+        final int length,
+        final MutableDirectBuffer target,
+        final int at,
+        final int headerLength)
+    {
+        r.emit(target, at);
         if (length > 0)
         {
-            c.sendBuffer.read(dataOffset, scratch, headerLength, length);
+            c.sendBuffer.read(dataOffset, target, at + headerLength, length);
         }
-        final int total = headerLength + length;
-        header.wrap(scratch, 0, total).updateChecksum(c.localIp, c.remoteIp);
-        ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, scratch, 0, total, nowNanos);
-        counters.increment(StackCounter.TCP_SEGMENTS_OUT);
+        header.wrap(target, at, headerLength + length).updateChecksum(c.localIp, c.remoteIp);
     }
 
     private void emitRaw(final int localIp, final int remoteIp, final long nowNanos)

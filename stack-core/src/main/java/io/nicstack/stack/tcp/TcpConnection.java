@@ -90,8 +90,10 @@ public final class TcpConnection
 
     // RFC 2018 / 2883 / 6675.
     boolean sackEnabled;
-    private final int[] sackedStart = new int[MAX_SCOREBOARD];
-    private final int[] sackedEnd = new int[MAX_SCOREBOARD];
+    // Allocated on the first SACK block: most connections never see loss, and idle ones must stay small.
+    private int[] sackedStart = NO_SCOREBOARD;
+    private int[] sackedEnd = NO_SCOREBOARD;
+    private static final int[] NO_SCOREBOARD = new int[0];
     private int sackedCount;
     private boolean dsackPending;
     private int dsackStart;
@@ -329,7 +331,7 @@ public final class TcpConnection
         }
         if (state.isSynchronized() || state == TcpState.SYN_RECEIVED)
         {
-            tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndNxt, 0, false, tcp.now());
+            tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndMax, 0, false, tcp.now());
         }
         tcp.remove(this, CLOSE_ABORTED);
     }
@@ -568,7 +570,7 @@ public final class TcpConnection
             else if (closedByApplication && state.receivesData())
             {
                 // Data for an application that closed: reset (RFC 2525 §2.17, as Linux).
-                tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndNxt, 0, false, now);
+                tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndMax, 0, false, now);
                 tcp.remove(this, CLOSE_ABORTED);
                 return;
             }
@@ -1022,6 +1024,11 @@ public final class TcpConnection
 
     private void addSacked(final int left, final int right)
     {
+        if (sackedStart == NO_SCOREBOARD)
+        {
+            sackedStart = new int[MAX_SCOREBOARD];
+            sackedEnd = new int[MAX_SCOREBOARD];
+        }
         final int[] s = sackedStart;
         final int[] e = sackedEnd;
         final int n = sackedCount;
@@ -1170,7 +1177,10 @@ public final class TcpConnection
         sent |= sendNewData(now);
         if (!sent && (ackNow || (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)))
         {
-            sendSegment(TcpHeader.ACK, sndNxt, 0, 0, now);
+            // <SEQ=SND.NXT> in RFC 9293's model, where SND.NXT is never rewound: here that is sndMax.
+            // After a timeout rewinds sndNxt, an ACK carrying it would fall below the peer's RCV.NXT,
+            // be found unacceptable with its ACK field unread, and both ends could stall answering each other.
+            sendSegment(TcpHeader.ACK, sndMax, 0, 0, now);
         }
         rearm();
     }

@@ -110,7 +110,10 @@ class TcpTransferTest
         {
             closed = true;
             closeReason = reason;
+            lastState = c.describe();
         }
+
+        String lastState = "";
     }
 
     static String describe(final io.nicstack.stack.NetStack stack)
@@ -150,11 +153,13 @@ class TcpTransferTest
         });
         net.b.tcp().connect(TwoStacks.A_IP, 5001, client, null);
         final String where = "faults " + faults + " (replay with this seed)";
-        final boolean done = net.runUntil(() -> server.peerClosed && client.peerClosed && server.sent == bytesEachWay
-            && client.sent == bytesEachWay, maxSimulatedNanos);
+        final boolean done = net.runUntil(() -> (server.peerClosed && client.peerClosed && server.sent == bytesEachWay
+            && client.sent == bytesEachWay) || server.closeReason > 0 || client.closeReason > 0, maxSimulatedNanos)
+            && server.closeReason <= 0 && client.closeReason <= 0;
         assertTrue(done, () -> "transfer incomplete after " + maxSimulatedNanos / 1e9 + " s simulated: client sent " + client.sent
-            + " received " + client.received + ", server sent " + server.sent + " received " + server.received
-            + "; " + where + "\nnow=" + net.now + "\nA: " + describe(net.a) + "\nB: " + describe(net.b)
+            + " received " + client.received + " closed " + client.closeReason + ", server sent " + server.sent
+            + " received " + server.received + " closed " + server.closeReason
+            + "; " + where + "\nclient at close: " + client.lastState + "\nserver at close: " + server.lastState + "\nnow=" + net.now + "\nA: " + describe(net.a) + "\nB: " + describe(net.b)
             + "\nA:\n" + net.a.counters() + "\nB:\n" + net.b.counters());
         assertEquals(bytesEachWay, server.received, where);
         assertEquals(bytesEachWay, client.received, where);
@@ -169,18 +174,22 @@ class TcpTransferTest
         assertEquals(0, net.b.counters().unaccountedFrames());
     }
 
+    /** The issue asks for 50 MB each way; -Dnicstack.transfer.bytes=N shortens a local run. */
+    static final long BYTES = Long.getLong("nicstack.transfer.bytes", 50_000_000L);
+
     @Test
-    void cleanWireMovesTwoMegabytesEachWay() throws Exception
+    void cleanWireMovesFiftyMegabytesEachWay() throws Exception
     {
-        transfer(FaultConfig.NONE, 2_000_000, 60_000_000_000L);
+        transfer(FaultConfig.NONE, BYTES, 600_000_000_000L);
     }
 
+    /** Loss, reordering and duplication in both directions; the seed is printed in every failure message. */
     @ParameterizedTest(name = "loss {0}")
     @CsvSource({"0.01", "0.05", "0.10"})
     void lossyWireStillDeliversExactly(final double loss) throws Exception
     {
         final FaultConfig faults = FaultConfig.parse("loss=" + loss + ",reorder=0.02,dup=0.01,seed=" + Long.getLong("nicstack.seed", System.nanoTime()));
-        transfer(faults, 1_000_000, 3_600_000_000_000L);
+        transfer(faults, BYTES, 36_000_000_000_000L);
     }
 
     @Test

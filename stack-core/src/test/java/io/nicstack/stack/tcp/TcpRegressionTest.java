@@ -1,0 +1,46 @@
+package io.nicstack.stack.tcp;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import static io.nicstack.stack.wire.TcpHeader.ACK;
+import static org.junit.jupiter.api.Assertions.*;
+
+/** Bugs found by the randomized transfers, pinned at segment level. */
+class TcpRegressionTest
+{
+    /**
+     * After a retransmission timeout rewinds the send point, a pure ACK still carries the highest
+     * sequence number sent (RFC 9293's SND.NXT, which the model never rewinds). With the rewound
+     * value the peer, whose RCV.NXT is already past it, drops the ACK as unacceptable without
+     * reading its ACK field; found at 10% loss where both ends stalled until R2.
+     */
+    @Test
+    void pureAckAfterTimeoutCarriesTheHighestSequenceSent()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.settings().noDelay = true;
+        t.passiveOpen();
+        final byte[] data = TcpTestHarness.bytes(3000, 7);
+        t.write(data);
+        final List<TcpTestHarness.Seg> first = t.recv();
+        assertFalse(first.isEmpty());
+        final int highest = t.iss + 1 + 3000;
+
+        // No ACK from the peer: the timer fires and the stack goes back to SND.UNA.
+        t.advanceMs(1_100);
+        final List<TcpTestHarness.Seg> retransmitted = t.recv();
+        assertFalse(retransmitted.isEmpty(), "retransmission after RTO");
+        assertEquals(t.iss + 1, retransmitted.get(0).r.seq, "go back to SND.UNA");
+
+        // The peer sends data (acknowledging nothing new); the stack must ACK it with SEQ = highest sent.
+        t.send(t.in().payload(TcpTestHarness.bytes(100, 9)));
+        t.advanceMs(300);
+        final List<TcpTestHarness.Seg> acks = t.recv();
+        final TcpTestHarness.Seg pureAck = acks.stream().filter(s -> s.r.payloadLength == 0 && s.r.flags == ACK).findFirst()
+            .orElseThrow(() -> new AssertionError("no pure ACK among " + acks.size() + " segments"));
+        assertEquals(highest, pureAck.r.seq);
+        assertEquals(t.irs + 1 + 100, pureAck.r.ack);
+    }
+}
