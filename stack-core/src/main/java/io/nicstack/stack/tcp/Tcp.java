@@ -362,6 +362,13 @@ public final class Tcp implements IpProtocolHandler
         {
             return;
         }
+        if (listener.atConnectionLimit())
+        {
+            // Bounded connections per listener: refuse at once rather than queue state or cookies.
+            counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
+            replyReset(localIp, remoteIp, nowNanos);
+            return;
+        }
         if (listener.full() || halfOpen() >= MAX_HALF_OPEN)
         {
             if (listener.acceptQueueFull())
@@ -379,6 +386,7 @@ public final class Tcp implements IpProtocolHandler
             return;
         }
         c.listener = listener;
+        listener.live++;
         c.inSynBacklog = true;
         listener.synReceived++;
         connections.put(c.key, c);
@@ -412,7 +420,7 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_SYN_COOKIES_FAILED);
             return false;
         }
-        if (listener.acceptQueueFull())
+        if (listener.acceptQueueFull() || listener.atConnectionLimit())
         {
             counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
             return true;
@@ -425,6 +433,7 @@ public final class Tcp implements IpProtocolHandler
         }
         counters.increment(StackCounter.TCP_SYN_COOKIES_ACCEPTED);
         c.listener = listener;
+        listener.live++;
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_PASSIVE_OPENS);
         c.acceptCookie(in, cookieMss, nowNanos);

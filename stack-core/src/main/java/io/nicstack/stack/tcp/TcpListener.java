@@ -16,6 +16,9 @@ public final class TcpListener
     private final Consumer<TcpListener> onAcceptable;
     private final ArrayDeque<TcpConnection> acceptQueue;
     int synReceived;
+    /** Connections that came through this listener and are not closed yet (half-open, queued, accepted). */
+    int live;
+    private int maxConnections = 65_536;
     private boolean acceptable;
     private boolean open = true;
 
@@ -79,6 +82,26 @@ public final class TcpListener
         }
     }
 
+    /** Bound the connections alive through this listener at once; SYNs beyond it are refused with a reset. */
+    public void maxConnections(final int max)
+    {
+        if (max < 1)
+        {
+            throw new IllegalArgumentException("maxConnections must be positive: " + max);
+        }
+        maxConnections = max;
+    }
+
+    public int liveConnections()
+    {
+        return live;
+    }
+
+    boolean atConnectionLimit()
+    {
+        return live >= maxConnections;
+    }
+
     boolean full()
     {
         return synReceived + acceptQueue.size() >= backlog;
@@ -102,6 +125,7 @@ public final class TcpListener
 
     void forget(final TcpConnection c, final TcpState was)
     {
+        live--;
         if (c.inSynBacklog)
         {
             c.inSynBacklog = false;

@@ -46,4 +46,21 @@ class TcpResourceLimitsTest
             () -> t.stack.tcp().connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null));
         assertTrue(e.getMessage().contains("memory limit"), e.getMessage());
     }
+
+    @Test
+    void connectionsPerListenerAreBoundedAndTheNextSynIsRefused()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.listen(64).maxConnections(2);
+        for (int i = 0; i < 3; i++)
+        {
+            t.peerPort = 31_000 + i;
+            t.send(t.peerSyn());
+        }
+        final var sent = t.recv();
+        assertEquals(2, sent.stream().filter(seg -> seg.r.flags == (SYN | ACK)).count());
+        assertEquals(1, sent.stream().filter(seg -> (seg.r.flags & io.nicstack.stack.wire.TcpHeader.RST) != 0).count());
+        assertEquals(2, t.listener.liveConnections());
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+    }
 }
