@@ -1,0 +1,129 @@
+package io.nicstack.pipes;
+
+import org.agrona.BitUtil;
+import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
+
+import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
+
+/**
+ * Layout of one attached application's file {@code <shm>/apps/<name>-<pid>.app} (mode 0600, created
+ * and sized by the app; the daemon finds it by scanning the directory and maps it).
+ *
+ * <pre>
+ *  +-------------------------------------------------------------+ 0
+ *  | header (HEADER_LENGTH): magic, version, state, reason,       |
+ *  | sizes, pids, heartbeats (each heartbeat on its own lines),   |
+ *  | app name                                                     |
+ *  +-------------------------------------------------------------+ controlRingOffset()
+ *  | control ring: Agrona OneToOneRingBuffer, app -> daemon        |
+ *  +-------------------------------------------------------------+ eventRingOffset()
+ *  | event ring: Agrona OneToOneRingBuffer, daemon -> app          |
+ *  +-------------------------------------------------------------+ notificationRingOffset()
+ *  | notification ring: OneToOneRingBuffer, daemon -> app          |
+ *  |   (connection id, new RX tail), reactively paced              |
+ *  +-------------------------------------------------------------+ slotOffset(0)
+ *  | slot 0: SLOT_HEADER_LENGTH bytes, then RX pipe, then TX pipe  |
+ *  | slot 1 ...                                                    |
+ *  +-------------------------------------------------------------+ fileLength()
+ * </pre>
+ *
+ * State: the app writes ATTACHING after filling the header; the daemon answers ATTACHED (or
+ * REJECTED with a reason); the app writes DETACHED when it closes; the daemon writes DAEMON_GONE on
+ * its way out. The app checks {@link #VERSION} of the file it made against what the daemon wrote in
+ * {@link #DAEMON_VERSION_OFFSET}; the daemon refuses a file of another version.
+ */
+public final class AppFileDescriptor
+{
+    public static final long MAGIC = 0x3150_5041_4349_4E4EL; // "NNICAPP1" little endian
+    public static final int VERSION = 1;
+
+    public static final int STATE_ATTACHING = 1;
+    public static final int STATE_ATTACHED = 2;
+    public static final int STATE_REJECTED = 3;
+    public static final int STATE_DETACHED = 4;
+    public static final int STATE_DAEMON_GONE = 5;
+
+    public static final int MAGIC_OFFSET = 0;
+    public static final int VERSION_OFFSET = 8;
+    public static final int STATE_OFFSET = 12;
+    public static final int REASON_OFFSET = 16;
+    public static final int MAX_CONNECTIONS_OFFSET = 20;
+    public static final int PIPE_CAPACITY_OFFSET = 24;
+    public static final int RING_CAPACITY_OFFSET = 28;
+    public static final int APP_PID_OFFSET = 32;
+    public static final int DAEMON_PID_OFFSET = 40;
+    public static final int DAEMON_VERSION_OFFSET = 48;
+    public static final int APP_HEARTBEAT_OFFSET = 2 * CACHE_LINE_LENGTH;
+    public static final int DAEMON_HEARTBEAT_OFFSET = 4 * CACHE_LINE_LENGTH;
+    public static final int NAME_OFFSET = 6 * CACHE_LINE_LENGTH;
+    public static final int MAX_NAME_LENGTH = 64;
+    public static final int HEADER_LENGTH = 4096;
+
+    /** Per-slot header: state and ids written by the daemon, read by the app. */
+    public static final int SLOT_STATE_OFFSET = 0;
+    public static final int SLOT_CONNECTION_ID_OFFSET = 8;
+    public static final int SLOT_REMOTE_ADDRESS_OFFSET = 16;
+    public static final int SLOT_REMOTE_PORT_OFFSET = 20;
+    public static final int SLOT_LOCAL_PORT_OFFSET = 24;
+    public static final int SLOT_HEADER_LENGTH = 4 * CACHE_LINE_LENGTH;
+    public static final int SLOT_FREE = 0;
+    public static final int SLOT_IN_USE = 1;
+
+    private AppFileDescriptor()
+    {
+    }
+
+    /** Bytes of one Agrona ring with {@code capacity} (a power of two) bytes of messages. */
+    public static int ringLength(final int capacity)
+    {
+        return capacity + RingBufferDescriptor.TRAILER_LENGTH;
+    }
+
+    public static int controlRingOffset()
+    {
+        return HEADER_LENGTH;
+    }
+
+    public static int eventRingOffset(final int ringCapacity)
+    {
+        return controlRingOffset() + ringLength(ringCapacity);
+    }
+
+    public static int notificationRingOffset(final int ringCapacity)
+    {
+        return eventRingOffset(ringCapacity) + ringLength(ringCapacity);
+    }
+
+    /** Slots start page aligned after the three rings. */
+    public static long slotsOffset(final int ringCapacity)
+    {
+        return BitUtil.align(notificationRingOffset(ringCapacity) + ringLength(ringCapacity), 4096);
+    }
+
+    public static long slotLength(final int pipeCapacity)
+    {
+        return SLOT_HEADER_LENGTH + 2L * PipeDescriptor.length(pipeCapacity);
+    }
+
+    public static long slotOffset(final int ringCapacity, final int pipeCapacity, final int slot)
+    {
+        return slotsOffset(ringCapacity) + slot * slotLength(pipeCapacity);
+    }
+
+    /** Offset of a slot's RX pipe (daemon produces payload received from the network). */
+    public static long rxPipeOffset(final int ringCapacity, final int pipeCapacity, final int slot)
+    {
+        return slotOffset(ringCapacity, pipeCapacity, slot) + SLOT_HEADER_LENGTH;
+    }
+
+    /** Offset of a slot's TX pipe (the app produces payload to send). */
+    public static long txPipeOffset(final int ringCapacity, final int pipeCapacity, final int slot)
+    {
+        return rxPipeOffset(ringCapacity, pipeCapacity, slot) + PipeDescriptor.length(pipeCapacity);
+    }
+
+    public static long fileLength(final int ringCapacity, final int pipeCapacity, final int maxConnections)
+    {
+        return slotOffset(ringCapacity, pipeCapacity, maxConnections);
+    }
+}

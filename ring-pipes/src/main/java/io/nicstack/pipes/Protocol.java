@@ -1,0 +1,112 @@
+package io.nicstack.pipes;
+
+/**
+ * Message types and layouts of the control ring (app → daemon) and the event ring (daemon → app).
+ * Every message is an Agrona ring record whose type id is one of the constants below; fields are
+ * little-endian at the given offsets within the record. Connection ids are
+ * {@code (generation << 16) | slot}; a stale id (old generation) is an error, never another app's data.
+ */
+public final class Protocol
+{
+    // ---- control ring: app -> daemon --------------------------------------------------------
+    /** LISTEN: long requestId @0, int port @8, int backlog @12. Answer: LISTENING or ERROR. */
+    public static final int LISTEN = 1;
+    /** CONNECT: long requestId @0, int address @8 (IPv4, first octet most significant), int port @12. Answer: CONNECTED or ERROR. */
+    public static final int CONNECT = 2;
+    /** SHUTDOWN (half-close, FIN after queued bytes): long connectionId @0. */
+    public static final int SHUTDOWN = 3;
+    /** CLOSE: long connectionId @0; after it the app never touches the slot again (the daemon frees it). */
+    public static final int CLOSE = 4;
+    /** SET_OPTION: long connectionId @0, int option @8, long value @16. */
+    public static final int SET_OPTION = 5;
+    /** UNLISTEN: long requestId @0, int port @8. */
+    public static final int UNLISTEN = 6;
+    /** Reserved for the TLS issue: keys for the inline record engine. */
+    public static final int TLS_INSTALL = 16;
+    /** Reserved for the TLS issue: the host's answer to a resync request. */
+    public static final int RESYNC_RESPONSE = 17;
+
+    public static final int CONTROL_LENGTH = 32;
+
+    // ---- event ring: daemon -> app ----------------------------------------------------------
+    /** LISTENING: long requestId @0, int port @8. */
+    public static final int LISTENING = 101;
+    /** ACCEPTED: long connectionId @0, int localPort @8, int remoteAddress @12, int remotePort @16. */
+    public static final int ACCEPTED = 102;
+    /** CONNECTED: long requestId @0, long connectionId @8, int localPort @16, int remoteAddress @20, int remotePort @24. */
+    public static final int CONNECTED = 103;
+    /** PEER_CLOSED (FIN received; RX pipe ends at its tail): long connectionId @0. */
+    public static final int PEER_CLOSED = 104;
+    /** CLOSED (the connection is gone; reason as in TcpConnection.CLOSE_*): long connectionId @0, int reason @8. */
+    public static final int CLOSED = 105;
+    /** RESET (the peer reset it): long connectionId @0. */
+    public static final int RESET = 106;
+    /** ERROR: long requestId-or-connectionId @0, int reason @8 (see {@link Reason}). */
+    public static final int ERROR = 107;
+
+    public static final int EVENT_LENGTH = 32;
+
+    // ---- notification ring: daemon -> app ---------------------------------------------------
+    /** NOTIFY: long connectionId @0, long rxTail @8 (the new contiguous tail). */
+    public static final int NOTIFY = 201;
+    public static final int NOTIFY_LENGTH = 16;
+
+    // ---- options ----------------------------------------------------------------------------
+    public static final int OPTION_NO_DELAY = 1;
+    public static final int OPTION_KEEP_ALIVE = 2;
+
+    private Protocol()
+    {
+    }
+
+    public static int slotOf(final long connectionId)
+    {
+        return (int)(connectionId & 0xFFFF);
+    }
+
+    public static long connectionId(final int slot, final int generation)
+    {
+        return ((long)generation << 16) | slot;
+    }
+
+    /** Reason codes of ERROR events and client exceptions. */
+    public static final class Reason
+    {
+        public static final int NONE = 0;
+        public static final int PORT_IN_USE = 1;
+        public static final int REFUSED = 2;
+        public static final int RESET = 3;
+        public static final int TIMED_OUT = 4;
+        public static final int LIMIT_CONNECTIONS = 5;
+        public static final int LIMIT_MEMORY = 6;
+        public static final int BAD_MESSAGE = 7;
+        public static final int UNKNOWN_CONNECTION = 8;
+        public static final int VERSION_MISMATCH = 9;
+        public static final int BAD_ARGUMENT = 10;
+        public static final int NO_ROUTE = 11;
+
+        private Reason()
+        {
+        }
+
+        public static String describe(final int reason)
+        {
+            switch (reason)
+            {
+                case NONE: return "none";
+                case PORT_IN_USE: return "listener port in use";
+                case REFUSED: return "connection refused";
+                case RESET: return "connection reset by peer";
+                case TIMED_OUT: return "connection timed out";
+                case LIMIT_CONNECTIONS: return "connection limit of this app reached";
+                case LIMIT_MEMORY: return "shared memory limit of this app reached";
+                case BAD_MESSAGE: return "malformed control message";
+                case UNKNOWN_CONNECTION: return "unknown or stale connection id";
+                case VERSION_MISMATCH: return "layout version mismatch between app and daemon";
+                case BAD_ARGUMENT: return "bad argument";
+                case NO_ROUTE: return "no route to host";
+                default: return "reason " + reason;
+            }
+        }
+    }
+}
