@@ -3,6 +3,7 @@ package io.nicstack.stack.icmp;
 import java.nio.ByteBuffer;
 
 import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.iface.IpProtocolHandler;
@@ -71,6 +72,16 @@ public final class Icmp implements IpProtocolHandler
         }
         counters.increment(StackCounter.ICMP_IN_ECHO_REQUESTS);
         // RFC 792: the reply carries the request's identifier, sequence number and data unchanged.
+        final MutableDirectBuffer frame = ip.claimDatagram(header.source(), Ipv4Header.PROTOCOL_ICMP, length, now);
+        if (frame != null)
+        {
+            // One copy: request straight into the reply frame.
+            frame.putBytes(Ipv4.L4_OFFSET, buffer, offset, length);
+            reply.wrap(frame, Ipv4.L4_OFFSET, length).type(IcmpHeader.TYPE_ECHO_REPLY).code(0).updateChecksum();
+            ip.commitDatagram();
+            counters.increment(StackCounter.ICMP_OUT_ECHO_REPLIES);
+            return;
+        }
         scratch.putBytes(0, buffer, offset, length);
         reply.wrap(scratch, 0, length).type(IcmpHeader.TYPE_ECHO_REPLY).code(0).updateChecksum();
         if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, scratch, 0, length, now))

@@ -3,6 +3,7 @@ package io.nicstack.stack.udp;
 import java.nio.ByteBuffer;
 
 import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -128,18 +129,44 @@ public final class Udp implements IpProtocolHandler
             throw new IllegalArgumentException("udp payload length out of range: " + length);
         }
         final int datagramLength = UdpHeader.HEADER_LENGTH + length;
-        scratch.putBytes(UdpHeader.HEADER_LENGTH, buffer, offset, length);
-        out.wrap(scratch, 0, datagramLength)
-            .sourcePort(sourcePort)
-            .destinationPort(port)
-            .datagramLength(datagramLength)
-            .checksum(0)
-            .updateChecksum(ip.config().address(), address);
-        final boolean sent = ip.send(address, Ipv4Header.PROTOCOL_UDP, scratch, 0, datagramLength, now);
+        // One copy when the datagram fits a frame and the peer's MAC is known: straight into the frame.
+        final MutableDirectBuffer frame = ip.claimDatagram(address, Ipv4Header.PROTOCOL_UDP, datagramLength, now);
+        final boolean sent;
+        if (frame != null)
+        {
+            build(frame, Ipv4.L4_OFFSET, sourcePort, address, port, buffer, offset, length);
+            ip.commitDatagram();
+            sent = true;
+        }
+        else
+        {
+            build(scratch, 0, sourcePort, address, port, buffer, offset, length);
+            sent = ip.send(address, Ipv4Header.PROTOCOL_UDP, scratch, 0, datagramLength, now);
+        }
         if (sent)
         {
             counters.increment(StackCounter.UDP_OUT_DATAGRAMS);
         }
         return sent;
+    }
+
+    private void build(
+        final MutableDirectBuffer target,
+        final int at,
+        final int sourcePort,
+        final int address,
+        final int port,
+        final DirectBuffer payload,
+        final int offset,
+        final int length)
+    {
+        final int datagramLength = UdpHeader.HEADER_LENGTH + length;
+        target.putBytes(at + UdpHeader.HEADER_LENGTH, payload, offset, length);
+        out.wrap(target, at, datagramLength)
+            .sourcePort(sourcePort)
+            .destinationPort(port)
+            .datagramLength(datagramLength)
+            .checksum(0)
+            .updateChecksum(ip.config().address(), address);
     }
 }
