@@ -12,8 +12,12 @@ import java.util.concurrent.TimeUnit;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemEpochNanoClock;
+import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.status.CountersManager;
 
+import io.nicstack.daemon.pipes.PipeCounters;
+import io.nicstack.daemon.pipes.PipeServer;
 import io.nicstack.nic.NetDevice;
 import io.nicstack.nic.NicException;
 import io.nicstack.nic.fault.FaultConfig;
@@ -36,6 +40,9 @@ final class DaemonCommand
 {
     private static final Set<String> WITH_VALUE = Set.of(
         "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
+
+    /** Per-app shared memory limit: a larger app file is rejected with LIMIT_MEMORY. */
+    private static final long MAX_APP_FILE_BYTES = 1L << 30;
 
     /** How often the connection table is published for {@code nicstack conns}. */
     private static final long SNAPSHOT_INTERVAL_NANOS = 500_000_000L;
@@ -116,6 +123,7 @@ final class DaemonCommand
             return 1;
         }
         NetDevice device = tap;
+        PipeServer pipes = null;
         try (CountersFile countersFile = CountersFile.create(shm);
             ConnectionsFile connectionsFile = ConnectionsFile.create(shm))
         {
@@ -139,15 +147,20 @@ final class DaemonCommand
             {
                 device = new PcapWritingDevice(device, pcap, new SystemEpochNanoClock());
             }
-            final StackCounters counters = new StackCounters(countersFile.manager());
+            // One manager for all counters: two managers over the same file would hand out the same ids.
+            final CountersManager countersManager = countersFile.manager();
+            final StackCounters counters = new StackCounters(countersManager);
             final NetStack stack = new NetStack(device, config, counters, clock.nanoTime());
+            // The shared-memory pipes to host apps (always on; apps attach under <shm>/apps). Logs go to stderr.
+            pipes = new PipeServer(stack, shm, new PipeCounters(countersManager), clock, new SystemEpochClock(),
+                MAX_APP_FILE_BYTES, err).start();
             if (services.contains("echo"))
             {
                 stack.udp().bind(UdpEchoService.PORT, new UdpEchoService());
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
             final long[] nextSnapshot = {clock.nanoTime()};
-            final EventLoop loop = new EventLoop(stack, clock, new BackoffIdleStrategy(), () ->
+            final EventLoop loop = new EventLoop(stack, clock, new BackoffIdleStrategy(), pipes, () ->
             {
                 final long now = clock.nanoTime();
                 if (now - nextSnapshot[0] >= 0)
@@ -155,6 +168,7 @@ final class DaemonCommand
                     nextSnapshot[0] = now + SNAPSHOT_INTERVAL_NANOS;
                     connectionsFile.publish(stack.tcp(), config.address());
                 }
+                return 0;
             });
             // SIGINT/SIGTERM start the JVM's shutdown: stop the loop, let this thread flush and
             // close everything below, then end with status 0 (a signal would otherwise give 130/143).
@@ -195,6 +209,11 @@ final class DaemonCommand
         }
         finally
         {
+            if (pipes != null)
+            {
+                // Attached apps learn the daemon is gone (STATE_DAEMON_GONE) instead of waiting for the heartbeat to stop.
+                pipes.close();
+            }
             // Closes the decorators first: the pcap is flushed, then the tap fd (a tap we created vanishes).
             device.close();
             if (tap.created())

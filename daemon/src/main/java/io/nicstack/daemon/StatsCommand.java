@@ -7,6 +7,7 @@ import java.util.Set;
 
 import org.agrona.concurrent.status.CountersReader;
 
+import io.nicstack.daemon.pipes.PipeCounters;
 import io.nicstack.stack.stats.StackCounters;
 
 /** {@code nicstack stats --shm DIR}: the daemon's counters, read from shared memory like {@code netstat -s}. */
@@ -30,7 +31,8 @@ final class StatsCommand
             final CountersReader reader = file.reader();
             reader.forEach((value, id, label) ->
             {
-                if (reader.getCounterTypeId(id) == StackCounters.TYPE_ID && (all || value != 0))
+                final int type = reader.getCounterTypeId(id);
+                if ((type == StackCounters.TYPE_ID || type == PipeCounters.TYPE_ID) && (all || value != 0))
                 {
                     out.printf("%14d  %s%n", value, label);
                 }

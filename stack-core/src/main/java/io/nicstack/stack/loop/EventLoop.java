@@ -19,13 +19,14 @@ public final class EventLoop implements Runnable
     private final NetStack stack;
     private final NanoClock clock;
     private final IdleStrategy idle;
-    private final Runnable[] tasks;
+    private final LoopTask[] tasks;
     private volatile boolean running = true;
 
     /**
-     * @param tasks extra work run once per round on the loop thread (services, the next issue's pipes).
+     * @param tasks extra work run once per round on the loop thread (the pipe server, snapshots); their
+     *              work counts like the stack's, so a busy pipe keeps the loop from blocking in the device.
      */
-    public EventLoop(final NetStack stack, final NanoClock clock, final IdleStrategy idle, final Runnable... tasks)
+    public EventLoop(final NetStack stack, final NanoClock clock, final IdleStrategy idle, final LoopTask... tasks)
     {
         this.stack = stack;
         this.clock = clock;
@@ -36,11 +37,12 @@ public final class EventLoop implements Runnable
     /** One round; returns the work done. */
     public int doWork()
     {
-        for (final Runnable task : tasks)
+        int work = 0;
+        for (final LoopTask task : tasks)
         {
-            task.run();
+            work += task.doWork();
         }
-        return stack.poll(clock.nanoTime());
+        return work + stack.poll(clock.nanoTime());
     }
 
     @Override

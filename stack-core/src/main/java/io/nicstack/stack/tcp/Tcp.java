@@ -14,6 +14,7 @@ import io.nicstack.stack.iface.IpProtocolHandler;
 import io.nicstack.stack.iface.Ipv4;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.storage.BufferProvider;
 import io.nicstack.stack.storage.RingReceiveBuffer;
 import io.nicstack.stack.storage.RingSendBuffer;
 import io.nicstack.stack.tcp.cc.CongestionControls;
@@ -113,6 +114,17 @@ public final class Tcp implements IpProtocolHandler
     /** Active open to {@code remoteIp:remotePort} from an ephemeral port; events go to {@code handler}. */
     public TcpConnection connect(final int remoteIp, final int remotePort, final TcpHandler handler, final TcpSettings settings)
     {
+        return connect(remoteIp, remotePort, handler, settings, null);
+    }
+
+    /**
+     * Active open whose buffers come from {@code provider} (null: the stack's own rings).
+     *
+     * @throws IllegalStateException when no buffers are available (the provider returned null).
+     */
+    public TcpConnection connect(
+        final int remoteIp, final int remotePort, final TcpHandler handler, final TcpSettings settings, final BufferProvider provider)
+    {
         checkPort(remotePort);
         // RFC 9293 §3.9.2 (MUST-46): an OPEN to a broadcast, multicast or unspecified address is an error.
         if (invalidUnicast(remoteIp))
@@ -133,10 +145,11 @@ public final class Tcp implements IpProtocolHandler
         {
             throw new IllegalStateException("no free ephemeral port towards this peer");
         }
-        final TcpConnection c = newConnection(localPort, remoteIp, remotePort, settings != null ? settings : defaults.copy());
+        final TcpConnection c = newConnection(localPort, remoteIp, remotePort, settings != null ? settings : defaults.copy(), provider);
         if (c == null)
         {
-            throw new IllegalStateException("tcp buffer memory limit reached (" + bufferBytes + " of " + bufferBudget + " bytes in use)");
+            throw new IllegalStateException(provider != null ? "no buffers free for a new connection" :
+                "tcp buffer memory limit reached (" + bufferBytes + " of " + bufferBudget + " bytes in use)");
         }
         c.handedToApplication = true;
         c.handler = handler;
@@ -150,8 +163,24 @@ public final class Tcp implements IpProtocolHandler
      * A connection with its buffers, or null when the buffer budget (or direct memory) is exhausted:
      * a flood must cost SYN cookies, never the daemon (RFC 4987 §3).
      */
-    private TcpConnection newConnection(final int localPort, final int remoteIp, final int remotePort, final TcpSettings settings)
+    private TcpConnection newConnection(
+        final int localPort, final int remoteIp, final int remotePort, final TcpSettings settings, final BufferProvider provider)
     {
+        if (provider != null)
+        {
+            // Provided buffers (pipe slots) are bounded by their provider, not by the stack's budget.
+            final BufferProvider.ConnectionBuffers buffers = provider.allocate();
+            if (buffers == null)
+            {
+                counters.increment(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED);
+                return null;
+            }
+            final TcpConnection c = new TcpConnection(this, ip.config().address(), localPort, remoteIp, remotePort, settings,
+                buffers.sendBuffer(), buffers.receiveBuffer(), CongestionControls.create(settings.congestionControl));
+            c.bufferProvider = provider;
+            c.buffers = buffers;
+            return c;
+        }
         final long bytes = (long)settings.sendBufferBytes + settings.receiveBufferBytes;
         if (bufferBytes + bytes > bufferBudget)
         {
@@ -195,6 +224,12 @@ public final class Tcp implements IpProtocolHandler
      */
     private void recycle(final TcpConnection c)
     {
+        if (c.bufferProvider != null)
+        {
+            // Provided buffers go back to their provider, which frees them when their other user lets go too.
+            c.bufferProvider.release(c.buffers);
+            return;
+        }
         bufferBytes -= (long)c.sendBuffer.capacity() + c.receiveBuffer.capacity();
         if (c.handedToApplication)
         {
@@ -379,7 +414,7 @@ public final class Tcp implements IpProtocolHandler
             sendCookie(localIp, remoteIp, nowNanos);
             return;
         }
-        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy());
+        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), listener.bufferProvider());
         if (c == null)
         {
             sendCookie(localIp, remoteIp, nowNanos);
@@ -425,7 +460,7 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
             return true;
         }
-        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy());
+        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), listener.bufferProvider());
         if (c == null)
         {
             // No memory for it now; the peer's next segment tries again (the cookie stays valid).

@@ -4,6 +4,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
 import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.storage.BufferProvider;
 import io.nicstack.stack.storage.ReceiveBuffer;
 import io.nicstack.stack.storage.SendBuffer;
 import io.nicstack.stack.time.Timers;
@@ -45,6 +46,9 @@ public final class TcpConnection
     final ReceiveBuffer receiveBuffer;
     final CongestionControl cc;
     final RttEstimator rtt;
+    /** Where the buffers came from when not the stack's own rings (released to it in Tcp.remove), else null. */
+    BufferProvider bufferProvider;
+    BufferProvider.ConnectionBuffers buffers;
     TcpListener listener;
     TcpHandler handler;
     TcpState state = TcpState.CLOSED;
@@ -254,6 +258,37 @@ public final class TcpConnection
             output(tcp.now());
         }
         return n;
+    }
+
+    /** The provided buffers of this connection (e.g. its pipe slot), or null when it uses the stack's own rings. */
+    public BufferProvider.ConnectionBuffers buffers()
+    {
+        return buffers;
+    }
+
+    /**
+     * Someone other than {@link #write} appended to the send buffer (a host app to its TX pipe, the
+     * doorbell): send what the windows allow, as {@link #write} would.
+     */
+    public void sendBufferAppended()
+    {
+        if (state.sendsData())
+        {
+            output(tcp.now());
+        }
+    }
+
+    /**
+     * Someone other than {@link #read} consumed from the receive buffer (a host app moved its RX
+     * pipe head): the window opened, so tell the peer when the opening is worth it, as {@link #read} would.
+     */
+    public void receiveBufferConsumed()
+    {
+        if (state.isSynchronized() && windowUpdateWorthSending())
+        {
+            ackNow = true;
+            output(tcp.now());
+        }
     }
 
     /** Space left in the send buffer. */

@@ -3,6 +3,8 @@ package io.nicstack.stack.tcp;
 import java.util.ArrayDeque;
 import java.util.function.Consumer;
 
+import io.nicstack.stack.storage.BufferProvider;
+
 /**
  * A listening port: a bounded backlog of half-open connections (beyond it, SYN cookies answer) and
  * a bounded queue of established connections waiting for {@link #accept()}.
@@ -21,6 +23,7 @@ public final class TcpListener
     private int maxConnections = 65_536;
     private boolean acceptable;
     private boolean open = true;
+    private BufferProvider bufferProvider;
 
     TcpListener(final Tcp tcp, final int port, final int backlog, final TcpSettings settings, final Consumer<TcpListener> onAcceptable)
     {
@@ -41,6 +44,21 @@ public final class TcpListener
     public TcpSettings settings()
     {
         return settings;
+    }
+
+    /**
+     * Take the buffers of connections arriving from now on from {@code provider} (null: the stack's
+     * own rings); a SYN finding none free is answered with a SYN cookie.
+     */
+    public TcpListener bufferProvider(final BufferProvider provider)
+    {
+        this.bufferProvider = provider;
+        return this;
+    }
+
+    BufferProvider bufferProvider()
+    {
+        return bufferProvider;
     }
 
     /** The next established connection, or null. */

@@ -1,0 +1,706 @@
+package io.nicstack.daemon.pipes;
+
+import java.nio.MappedByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.agrona.ExpandableArrayBuffer;
+import org.agrona.IoUtil;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.concurrent.MessageHandler;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
+
+import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.Protocol;
+import io.nicstack.pipes.Protocol.Reason;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.storage.BufferProvider;
+import io.nicstack.stack.tcp.Tcp;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.tcp.TcpListener;
+import io.nicstack.stack.tcp.TcpState;
+
+/**
+ * One attached app: its mapped file, the daemon ends of its three rings, its slots (the
+ * {@link BufferProvider} of its listeners and connects), its listeners, and the handler of all its
+ * connections. Everything runs on the event loop thread.
+ */
+final class AppSession implements BufferProvider, TcpHandler, MessageHandler
+{
+    /** Control messages taken from one app per round, so one app cannot starve the loop. */
+    private static final int CONTROL_BURST = 64;
+    private static final int EVENT_RECORD = 4 + Protocol.EVENT_LENGTH;
+
+    final Path path;
+    final Object fileKey;
+    final long pid;
+    private final PipeServer server;
+    private final Tcp tcp;
+    private final PipeCounters counters;
+    private final MappedByteBuffer mapped;
+    final UnsafeBuffer file;
+    final int maxConnections;
+    final int pipeCapacity;
+    private final ControlRingReader control;
+    private final OneToOneRingBuffer events;
+    private final OneToOneRingBuffer notifications;
+    private final PipeSlot[] slots;
+    private final int[] freeSlots;
+    private int freeCount;
+    private final PipeSlot[] active;
+    private int activeCount;
+    private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
+    private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[Protocol.EVENT_LENGTH]);
+    /** Events that found the event ring full, in order; drained before any new event is written. */
+    private final ExpandableArrayBuffer backlog = new ExpandableArrayBuffer(0);
+    private final int backlogLimit;
+    private int backlogHead;
+    private int backlogTail;
+    private boolean closing;
+    private boolean broken;
+
+    AppSession(final PipeServer server, final Path path, final Object fileKey, final MappedByteBuffer mapped, final int ringCapacity,
+        final int pipeCapacity, final int maxConnections, final long pid)
+    {
+        this.server = server;
+        this.tcp = server.tcp();
+        this.counters = server.counters();
+        this.path = path;
+        this.fileKey = fileKey;
+        this.mapped = mapped;
+        this.file = new UnsafeBuffer(mapped);
+        this.pid = pid;
+        this.maxConnections = maxConnections;
+        this.pipeCapacity = pipeCapacity;
+        final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
+        control = new ControlRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
+        events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
+        notifications = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.notificationRingOffset(ringCapacity), ringLength));
+        slots = new PipeSlot[maxConnections];
+        freeSlots = new int[maxConnections];
+        active = new PipeSlot[maxConnections];
+        for (int i = maxConnections - 1; i >= 0; i--)
+        {
+            slots[i] = new PipeSlot(this, file, ringCapacity, pipeCapacity, i, PipeServer.MAX_OUT_OF_ORDER_RANGES);
+            freeSlots[freeCount++] = i;
+        }
+        // Each slot yields at most three events (opened, peer closed, closed) plus an answer per request.
+        backlogLimit = (3 * maxConnections + 4 * ringCapacity / Protocol.EVENT_LENGTH + 1024) * EVENT_RECORD;
+    }
+
+    int freeSlots()
+    {
+        return freeCount;
+    }
+
+    PipeSlot slot(final int index)
+    {
+        return slots[index];
+    }
+
+    int listenerCount()
+    {
+        return listeners.size();
+    }
+
+    /** The app broke the ring protocol (or flooded the backlog): the server reaps it. */
+    boolean broken()
+    {
+        return broken;
+    }
+
+    void markBroken()
+    {
+        broken = true;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // One round
+    // ------------------------------------------------------------------------------------------
+
+    /** Events owed, control messages, accepts, doorbells and notifications; returns work done. */
+    int doWork()
+    {
+        int work = drainBacklog();
+        final int read = control.read(this, CONTROL_BURST);
+        if (read == ControlRingReader.CORRUPT)
+        {
+            broken = true;
+            return work + 1;
+        }
+        work += read;
+        if (!listeners.isEmpty())
+        {
+            for (final TcpListener l : listeners.values())
+            {
+                work += acceptAll(l);
+            }
+        }
+        for (int i = 0; i < activeCount; i++)
+        {
+            work += pollSlot(active[i]);
+        }
+        return work;
+    }
+
+    /** Doorbells (TX tail, RX head moved) and the reactive NOTIFY pacing of one announced connection. */
+    private int pollSlot(final PipeSlot s)
+    {
+        final TcpConnection c = s.connection;
+        if (c == null || s.tcpGone || s.appClosed)
+        {
+            return 0;
+        }
+        int work = 0;
+        final long txTail = s.tx.tailVolatile();
+        if (txTail != s.lastTxTail)
+        {
+            s.lastTxTail = txTail;
+            counters.increment(PipeCounter.DOORBELLS);
+            c.sendBufferAppended();
+            work++;
+        }
+        final long rxHead = s.rx.headVolatile();
+        if (rxHead != s.lastRxHead)
+        {
+            s.lastRxHead = rxHead;
+            counters.increment(PipeCounter.DOORBELLS);
+            c.receiveBufferConsumed();
+            work++;
+        }
+        return work + notifyIfDue(s);
+    }
+
+    /** Enso's reactive pacing: a further NOTIFY only once the app's head reached the tail last notified. */
+    private int notifyIfDue(final PipeSlot s)
+    {
+        final long tail = s.rx.contiguousEnd();
+        if (tail > s.lastNotifiedTail && s.rx.readPosition() >= s.lastNotifiedTail)
+        {
+            scratch.setMemory(0, Protocol.NOTIFY_LENGTH, (byte)0);
+            scratch.putLong(0, s.connectionId());
+            scratch.putLong(8, tail);
+            if (notifications.write(Protocol.NOTIFY, scratch, 0, Protocol.NOTIFY_LENGTH))
+            {
+                s.lastNotifiedTail = tail;
+                counters.increment(PipeCounter.NOTIFICATIONS_SENT);
+                return 1;
+            }
+            // Ring full: the app is behind on notifications; it will see this tail on a later round.
+        }
+        return 0;
+    }
+
+    private int acceptAll(final TcpListener l)
+    {
+        int n = 0;
+        TcpConnection c;
+        while ((c = l.accept()) != null)
+        {
+            final PipeSlot s = (PipeSlot)c.buffers();
+            s.connection = c;
+            s.publish();
+            activate(s);
+            counters.increment(PipeCounter.CONNECTIONS_ACCEPTED);
+            event().putLong(0, s.connectionId());
+            scratch.putInt(8, c.localPort());
+            scratch.putInt(12, c.remoteAddress());
+            scratch.putInt(16, c.remotePort());
+            post(Protocol.ACCEPTED);
+            // After ACCEPTED: readable bytes or a FIN that came before the accept are delivered from here on.
+            c.handler(this);
+            n++;
+        }
+        return n;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Control ring
+    // ------------------------------------------------------------------------------------------
+
+    @Override
+    public void onMessage(final int type, final MutableDirectBuffer buffer, final int index, final int length)
+    {
+        counters.increment(PipeCounter.CONTROL_MESSAGES);
+        final long first = length >= 8 ? buffer.getLong(index) : 0;
+        if (length > Protocol.CONTROL_LENGTH)
+        {
+            badMessage(first);
+            return;
+        }
+        switch (type)
+        {
+            case Protocol.LISTEN:
+                if (length < 16)
+                {
+                    badMessage(first);
+                    return;
+                }
+                onListen(first, buffer.getInt(index + 8), buffer.getInt(index + 12));
+                break;
+            case Protocol.UNLISTEN:
+                if (length < 12)
+                {
+                    badMessage(first);
+                    return;
+                }
+                onUnlisten(first, buffer.getInt(index + 8));
+                break;
+            case Protocol.CONNECT:
+                if (length < 16)
+                {
+                    badMessage(first);
+                    return;
+                }
+                onConnect(first, buffer.getInt(index + 8), buffer.getInt(index + 12));
+                break;
+            case Protocol.SHUTDOWN:
+            case Protocol.CLOSE:
+                if (length < 8)
+                {
+                    badMessage(first);
+                    return;
+                }
+                onShutdownOrClose(type, first);
+                break;
+            case Protocol.SET_OPTION:
+                if (length < 24)
+                {
+                    badMessage(first);
+                    return;
+                }
+                onSetOption(first, buffer.getInt(index + 8), buffer.getLong(index + 16));
+                break;
+            default:
+                // Unknown types, and TLS_INSTALL / RESYNC_RESPONSE until the TLS engine exists.
+                badMessage(first);
+                break;
+        }
+    }
+
+    private void onListen(final long requestId, final int port, final int backlog)
+    {
+        if (port < 1 || port > 65535 || backlog < 1)
+        {
+            error(requestId, Reason.BAD_ARGUMENT);
+            return;
+        }
+        final TcpListener l;
+        try
+        {
+            l = tcp.listen(port, Math.min(backlog, maxConnections), null);
+        }
+        catch (final IllegalStateException e)
+        {
+            error(requestId, Reason.PORT_IN_USE);
+            return;
+        }
+        l.bufferProvider(this);
+        l.maxConnections(maxConnections);
+        listeners.put(port, l);
+        event().putLong(0, requestId);
+        scratch.putInt(8, port);
+        post(Protocol.LISTENING);
+    }
+
+    private void onUnlisten(final long requestId, final int port)
+    {
+        final TcpListener l = listeners.remove(port);
+        if (l == null)
+        {
+            error(requestId, Reason.BAD_ARGUMENT);
+            return;
+        }
+        l.close();
+    }
+
+    private void onConnect(final long requestId, final int address, final int port)
+    {
+        final StackConfig config = server.config();
+        if (port < 1 || port > 65535)
+        {
+            error(requestId, Reason.BAD_ARGUMENT);
+            return;
+        }
+        if (!config.onLink(address) && config.gateway() == 0)
+        {
+            error(requestId, Reason.NO_ROUTE);
+            return;
+        }
+        if (freeCount == 0)
+        {
+            counters.increment(PipeCounter.SLOTS_EXHAUSTED);
+            error(requestId, Reason.LIMIT_CONNECTIONS);
+            return;
+        }
+        final TcpConnection c;
+        try
+        {
+            c = tcp.connect(address, port, this, null, this);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            error(requestId, Reason.BAD_ARGUMENT);
+            return;
+        }
+        catch (final IllegalStateException e)
+        {
+            error(requestId, Reason.LIMIT_CONNECTIONS);
+            return;
+        }
+        final PipeSlot s = (PipeSlot)c.buffers();
+        s.connection = c;
+        s.connecting = true;
+        s.requestId = requestId;
+        counters.increment(PipeCounter.CONNECTIONS_OPENED);
+    }
+
+    private void onShutdownOrClose(final int type, final long connectionId)
+    {
+        final PipeSlot s = announcedSlot(connectionId);
+        if (s == null)
+        {
+            return;
+        }
+        if (type == Protocol.CLOSE)
+        {
+            s.appClosed = true;
+            deactivate(s);
+        }
+        if (s.tcpGone)
+        {
+            if (s.appClosed)
+            {
+                release(s);
+            }
+            return;
+        }
+        // What the app appended before this message is the rest of the stream; the FIN goes after it.
+        s.tx.freeze();
+        if (type == Protocol.CLOSE)
+        {
+            // RFC 9293 CLOSE; unread RX bytes make it a reset (TcpConnection.close). The slot is freed when TCP lets go.
+            s.connection.close();
+        }
+        else
+        {
+            s.connection.shutdownOutput();
+        }
+    }
+
+    private void onSetOption(final long connectionId, final int option, final long value)
+    {
+        final PipeSlot s = announcedSlot(connectionId);
+        if (s == null)
+        {
+            return;
+        }
+        if (s.tcpGone)
+        {
+            return;
+        }
+        switch (option)
+        {
+            case Protocol.OPTION_NO_DELAY:
+                s.connection.settings().noDelay = value != 0;
+                s.connection.sendBufferAppended();
+                break;
+            case Protocol.OPTION_KEEP_ALIVE:
+                s.connection.settings().keepAlive = value != 0;
+                break;
+            default:
+                error(connectionId, Reason.BAD_ARGUMENT);
+                break;
+        }
+    }
+
+    /** The slot the app may name with {@code connectionId}, or null after an UNKNOWN_CONNECTION error. */
+    private PipeSlot announcedSlot(final long connectionId)
+    {
+        final int index = Protocol.slotOf(connectionId);
+        if (index < maxConnections && connectionId >= 0)
+        {
+            final PipeSlot s = slots[index];
+            if (s.allocated && s.announced && !s.appClosed && s.connectionId() == connectionId)
+            {
+                return s;
+            }
+        }
+        counters.increment(PipeCounter.UNKNOWN_CONNECTION_IDS);
+        error(connectionId, Reason.UNKNOWN_CONNECTION);
+        return null;
+    }
+
+    private void badMessage(final long id)
+    {
+        counters.increment(PipeCounter.BAD_CONTROL_MESSAGES);
+        error(id, Reason.BAD_MESSAGE);
+    }
+
+    private void error(final long id, final int reason)
+    {
+        event().putLong(0, id);
+        scratch.putInt(8, reason);
+        post(Protocol.ERROR);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // TCP events of this app's connections
+    // ------------------------------------------------------------------------------------------
+
+    @Override
+    public void onConnected(final TcpConnection c)
+    {
+        final PipeSlot s = (PipeSlot)c.buffers();
+        if (s.connection != c || !s.connecting)
+        {
+            return;
+        }
+        final long requestId = s.requestId;
+        s.publish();
+        activate(s);
+        event().putLong(0, requestId);
+        scratch.putLong(8, s.connectionId());
+        scratch.putInt(16, c.localPort());
+        scratch.putInt(20, c.remoteAddress());
+        scratch.putInt(24, c.remotePort());
+        post(Protocol.CONNECTED);
+    }
+
+    @Override
+    public void onReadable(final TcpConnection c)
+    {
+        final PipeSlot s = (PipeSlot)c.buffers();
+        if (s.connection == c && s.announced && !s.appClosed)
+        {
+            notifyIfDue(s);
+        }
+    }
+
+    @Override
+    public void onPeerClosed(final TcpConnection c)
+    {
+        final PipeSlot s = (PipeSlot)c.buffers();
+        if (s.connection == c && s.announced && !s.appClosed)
+        {
+            // The last bytes' NOTIFY may be held back by pacing; PEER_CLOSED says the stream ends at the tail.
+            notifyIfDue(s);
+            event().putLong(0, s.connectionId());
+            post(Protocol.PEER_CLOSED);
+        }
+    }
+
+    @Override
+    public void onClosed(final TcpConnection c, final int reason)
+    {
+        final PipeSlot s = (PipeSlot)c.buffers();
+        if (s.connection != c || closing)
+        {
+            return;
+        }
+        if (s.connecting)
+        {
+            event().putLong(0, s.requestId);
+            scratch.putInt(8, reason == TcpConnection.CLOSE_TIMED_OUT ? Reason.TIMED_OUT :
+                reason == TcpConnection.CLOSE_RESET || reason == TcpConnection.CLOSE_REFUSED ? Reason.REFUSED : Reason.RESET);
+            post(Protocol.ERROR);
+            release(s);
+            return;
+        }
+        if (s.announced && !s.appClosed)
+        {
+            deactivate(s);
+            event().putLong(0, s.connectionId());
+            if (reason == TcpConnection.CLOSE_RESET)
+            {
+                post(Protocol.RESET);
+            }
+            else
+            {
+                scratch.putInt(8, reason);
+                post(Protocol.CLOSED);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // BufferProvider: this app's slots
+    // ------------------------------------------------------------------------------------------
+
+    @Override
+    public ConnectionBuffers allocate()
+    {
+        if (freeCount == 0 || closing)
+        {
+            counters.increment(PipeCounter.SLOTS_EXHAUSTED);
+            return null;
+        }
+        final PipeSlot s = slots[freeSlots[--freeCount]];
+        s.open();
+        return s;
+    }
+
+    /** TCP let go of the slot's connection; the slot is free once the app has let go too (or never knew it). */
+    @Override
+    public void release(final ConnectionBuffers buffers)
+    {
+        final PipeSlot s = (PipeSlot)buffers;
+        s.tcpGone = true;
+        if (s.announced ? s.appClosed : !s.connecting)
+        {
+            release(s);
+        }
+    }
+
+    private void release(final PipeSlot s)
+    {
+        if (!s.allocated)
+        {
+            return;
+        }
+        deactivate(s);
+        s.free();
+        freeSlots[freeCount++] = s.index;
+    }
+
+    private void activate(final PipeSlot s)
+    {
+        if (s.activeIndex < 0)
+        {
+            s.activeIndex = activeCount;
+            active[activeCount++] = s;
+        }
+    }
+
+    private void deactivate(final PipeSlot s)
+    {
+        final int i = s.activeIndex;
+        if (i >= 0)
+        {
+            final PipeSlot last = active[--activeCount];
+            active[i] = last;
+            last.activeIndex = i;
+            active[activeCount] = null;
+            s.activeIndex = -1;
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Event ring
+    // ------------------------------------------------------------------------------------------
+
+    private UnsafeBuffer event()
+    {
+        scratch.setMemory(0, Protocol.EVENT_LENGTH, (byte)0);
+        return scratch;
+    }
+
+    private void post(final int type)
+    {
+        if (closing)
+        {
+            return;
+        }
+        if (backlogHead == backlogTail && events.write(type, scratch, 0, Protocol.EVENT_LENGTH))
+        {
+            counters.increment(PipeCounter.EVENTS_SENT);
+            return;
+        }
+        // The app is behind on its event ring; keep the order and retry every round.
+        counters.increment(PipeCounter.EVENTS_DEFERRED);
+        if (backlogTail - backlogHead >= backlogLimit)
+        {
+            broken = true;
+            return;
+        }
+        backlog.putInt(backlogTail, type);
+        backlog.putBytes(backlogTail + 4, scratch, 0, Protocol.EVENT_LENGTH);
+        backlogTail += EVENT_RECORD;
+    }
+
+    private int drainBacklog()
+    {
+        int n = 0;
+        while (backlogHead < backlogTail)
+        {
+            if (!events.write(backlog.getInt(backlogHead), backlog, backlogHead + 4, Protocol.EVENT_LENGTH))
+            {
+                break;
+            }
+            counters.increment(PipeCounter.EVENTS_SENT);
+            backlogHead += EVENT_RECORD;
+            n++;
+        }
+        if (backlogHead == backlogTail)
+        {
+            backlogHead = 0;
+            backlogTail = 0;
+        }
+        return n;
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Liveness and teardown
+    // ------------------------------------------------------------------------------------------
+
+    void heartbeat(final long epochMillis)
+    {
+        file.putLongRelease(AppFileDescriptor.DAEMON_HEARTBEAT_OFFSET, epochMillis);
+    }
+
+    int state()
+    {
+        return file.getIntVolatile(AppFileDescriptor.STATE_OFFSET);
+    }
+
+    /**
+     * The app is gone (dead, detached or broken): reset every connection in its slots, close its
+     * listeners, and unmap its memory. No connection references the memory afterwards.
+     *
+     * @return connections reset.
+     */
+    int teardown(final int finalState, final int reason)
+    {
+        closing = true;
+        for (final TcpListener l : listeners.values())
+        {
+            l.close();
+        }
+        listeners.clear();
+        final List<TcpConnection> mine = new ArrayList<>();
+        tcp.forEachConnection(c ->
+        {
+            if (c.buffers() instanceof PipeSlot && ((PipeSlot)c.buffers()).session == this)
+            {
+                mine.add(c);
+            }
+        });
+        int reset = 0;
+        for (final TcpConnection c : mine)
+        {
+            if (c.state() != TcpState.CLOSED)
+            {
+                c.abort();
+                reset++;
+            }
+        }
+        if (finalState != 0)
+        {
+            file.putInt(AppFileDescriptor.REASON_OFFSET, reason);
+            file.putIntRelease(AppFileDescriptor.STATE_OFFSET, finalState);
+        }
+        IoUtil.unmap(mapped);
+        return reset;
+    }
+
+    /** Daemon shutdown: tell the app, keep the mapping (the process is on its way out). */
+    void daemonGone()
+    {
+        closing = true;
+        file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DAEMON_GONE);
+    }
+}

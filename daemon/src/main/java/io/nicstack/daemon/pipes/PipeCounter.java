@@ -1,0 +1,34 @@
+package io.nicstack.daemon.pipes;
+
+/** What the pipe server counts; shown by {@code nicstack stats} next to the stack's counters. */
+public enum PipeCounter
+{
+    APPS_ATTACHED("pipes: apps attached"),
+    APPS_REJECTED("pipes: apps rejected"),
+    APPS_DETACHED("pipes: apps detached"),
+    APPS_REAPED_DEAD("pipes: apps reaped (dead)"),
+    APPS_REAPED_BROKEN("pipes: apps reaped (protocol violation)"),
+    CONTROL_MESSAGES("pipes: control messages"),
+    BAD_CONTROL_MESSAGES("pipes: bad control messages"),
+    UNKNOWN_CONNECTION_IDS("pipes: unknown connection ids"),
+    EVENTS_SENT("pipes: events sent"),
+    EVENTS_DEFERRED("pipes: events deferred (event ring full)"),
+    NOTIFICATIONS_SENT("pipes: notifications sent"),
+    DOORBELLS("pipes: doorbells"),
+    CONNECTIONS_ACCEPTED("pipes: connections accepted"),
+    CONNECTIONS_OPENED("pipes: connections opened"),
+    SLOTS_EXHAUSTED("pipes: no free slot"),
+    CONNECTIONS_RESET_APP_GONE("pipes: connections reset (app gone)");
+
+    private final String label;
+
+    PipeCounter(final String label)
+    {
+        this.label = label;
+    }
+
+    public String label()
+    {
+        return label;
+    }
+}

@@ -1,0 +1,421 @@
+package io.nicstack.daemon.pipes;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.agrona.BitUtil;
+import org.agrona.concurrent.EpochClock;
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.Protocol.Reason;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.loop.LoopTask;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.tcp.Tcp;
+
+/**
+ * The daemon end of the shared-memory pipes: finds app files under {@code <shm>/apps}, attaches them,
+ * and every event-loop round serves each attached app (control ring, events, accepts, doorbells,
+ * paced notifications; see {@link AppSession}). Every {@link #HOUSEKEEPING_NANOS} it writes each app's
+ * daemon heartbeat and, every other time, rescans the directory and reaps apps whose process died
+ * or that detached: their connections are reset, their listeners closed, their file unmapped and deleted.
+ *
+ * <p>Nothing an app writes can throw out of {@link #run()}: bad files are rejected, bad messages get
+ * ERROR events and counters, a broken ring gets the app reaped. Event loop thread only.
+ */
+public final class PipeServer implements LoopTask, AutoCloseable
+{
+    /** Subdirectory of the shm directory holding the app files. */
+    public static final String APPS_DIRECTORY = "apps";
+    public static final String SUFFIX = ".app";
+    static final int MIN_RING_CAPACITY = 1024;
+    static final int MAX_RING_CAPACITY = 1 << 24;
+    static final int MIN_PIPE_CAPACITY = 4096;
+    static final int MAX_PIPE_CAPACITY = 1 << 30;
+    static final int MAX_CONNECTIONS = 1 << 16;
+    /** Out-of-order ranges per RX pipe (as the stack's own receive buffers). */
+    static final int MAX_OUT_OF_ORDER_RANGES = 16;
+    /** Heartbeats at least this often; scan and liveness every second tick (~100 ms). */
+    static final long HOUSEKEEPING_NANOS = 50_000_000L;
+
+    private final NetStack stack;
+    private final Path appsDirectory;
+    private final PipeCounters counters;
+    private final NanoClock nanoClock;
+    private final EpochClock epochClock;
+    private final PrintStream log;
+    private final long maxFileBytes;
+    private final List<AppSession> sessions = new ArrayList<>();
+    private final Map<Path, AppSession> byPath = new HashMap<>();
+    /** Files refused once; skipped until they disappear. */
+    private final Set<Path> refused = new HashSet<>();
+    private final long pid = ProcessHandle.current().pid();
+    private long nextHousekeeping;
+    private boolean scanTick;
+    private boolean closed;
+
+    /**
+     * @param shm          the daemon's shared-memory directory; apps live in {@code shm/apps}.
+     * @param maxFileBytes per-app limit on shared memory (a bigger layout is rejected with LIMIT_MEMORY).
+     * @param log          where to report attach/reap (stderr in the daemon; stdout stays for the ready line).
+     */
+    public PipeServer(final NetStack stack, final Path shm, final PipeCounters counters, final NanoClock nanoClock,
+        final EpochClock epochClock, final long maxFileBytes, final PrintStream log)
+    {
+        this.stack = stack;
+        this.appsDirectory = shm.resolve(APPS_DIRECTORY);
+        this.counters = counters;
+        this.nanoClock = nanoClock;
+        this.epochClock = epochClock;
+        this.maxFileBytes = maxFileBytes;
+        this.log = log;
+        this.nextHousekeeping = nanoClock.nanoTime();
+    }
+
+    /** Create {@code shm/apps} with mode 01777 (like /tmp: any user's app may create its file, none may remove another's). */
+    public PipeServer start() throws IOException
+    {
+        Files.createDirectories(appsDirectory);
+        // Java's PosixFilePermission has no sticky bit.
+        final Process p = new ProcessBuilder("chmod", "1777", appsDirectory.toString()).redirectErrorStream(true).start();
+        try
+        {
+            final String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+            if (p.waitFor() != 0)
+            {
+                throw new IOException("chmod 1777 " + appsDirectory + " failed: " + output);
+            }
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while creating " + appsDirectory, e);
+        }
+        return this;
+    }
+
+    public Path appsDirectory()
+    {
+        return appsDirectory;
+    }
+
+    Tcp tcp()
+    {
+        return stack.tcp();
+    }
+
+    StackConfig config()
+    {
+        return stack.config();
+    }
+
+    PipeCounters counters()
+    {
+        return counters;
+    }
+
+    /** Attached apps. */
+    public int attached()
+    {
+        return sessions.size();
+    }
+
+    AppSession session(final Path file)
+    {
+        return byPath.get(file);
+    }
+
+    /** One round of the event loop: apps, control messages, doorbells, notifications; returns the work done. */
+    @Override
+    public int doWork()
+    {
+        if (closed)
+        {
+            return 0;
+        }
+        int work = 0;
+        final long now = nanoClock.nanoTime();
+        if (now - nextHousekeeping >= 0)
+        {
+            nextHousekeeping = now + HOUSEKEEPING_NANOS;
+            housekeeping();
+            work++;
+        }
+        for (int i = 0; i < sessions.size(); i++)
+        {
+            final AppSession s = sessions.get(i);
+            try
+            {
+                work += s.doWork();
+            }
+            catch (final RuntimeException | InternalError e)
+            {
+                // A bug, or the app truncated its file under us (an access fault surfaces as InternalError):
+                // this app is done for, the daemon is not.
+                log.println("nicstack pipes: app " + s.path.getFileName() + " failed: " + e);
+                s.markBroken();
+            }
+            if (s.broken())
+            {
+                reap(s, PipeCounter.APPS_REAPED_BROKEN, AppFileDescriptor.STATE_REJECTED, Reason.BAD_MESSAGE);
+                i--;
+            }
+        }
+        return work;
+    }
+
+    private void housekeeping()
+    {
+        final long epochMillis = epochClock.time();
+        scanTick = !scanTick;
+        for (int i = 0; i < sessions.size(); i++)
+        {
+            final AppSession s = sessions.get(i);
+            int state;
+            try
+            {
+                s.heartbeat(epochMillis);
+                state = s.state();
+            }
+            catch (final RuntimeException | InternalError e)
+            {
+                // The app truncated its file under us.
+                s.markBroken();
+                state = -1;
+            }
+            if (state == -1)
+            {
+                reap(s, PipeCounter.APPS_REAPED_BROKEN, 0, 0);
+                i--;
+            }
+            else if (!scanTick)
+            {
+                continue;
+            }
+            else if (state == AppFileDescriptor.STATE_DETACHED)
+            {
+                reap(s, PipeCounter.APPS_DETACHED, 0, 0);
+                i--;
+            }
+            else if (!ProcessHandle.of(s.pid).map(ProcessHandle::isAlive).orElse(false))
+            {
+                reap(s, PipeCounter.APPS_REAPED_DEAD, 0, 0);
+                i--;
+            }
+        }
+        if (scanTick)
+        {
+            scan();
+        }
+    }
+
+    /** Reset the app's connections, close its listeners, unmap and delete its file. */
+    private void reap(final AppSession s, final PipeCounter why, final int finalState, final int reason)
+    {
+        sessions.remove(s);
+        byPath.remove(s.path);
+        int reset = 0;
+        try
+        {
+            reset = s.teardown(finalState, reason);
+        }
+        catch (final RuntimeException | InternalError e)
+        {
+            log.println("nicstack pipes: tearing down " + s.path.getFileName() + ": " + e);
+        }
+        for (int i = 0; i < reset; i++)
+        {
+            counters.increment(PipeCounter.CONNECTIONS_RESET_APP_GONE);
+        }
+        counters.increment(why);
+        try
+        {
+            Files.deleteIfExists(s.path);
+        }
+        catch (final IOException e)
+        {
+            log.println("nicstack pipes: cannot delete " + s.path + ": " + e.getMessage());
+        }
+        log.println("nicstack pipes: app " + s.path.getFileName() + " " + why.label().substring("pipes: apps ".length())
+            + ", " + reset + " connections reset");
+    }
+
+    private void scan()
+    {
+        final Set<Path> seen = new HashSet<>();
+        try (DirectoryStream<Path> dir = Files.newDirectoryStream(appsDirectory, "*" + SUFFIX))
+        {
+            for (final Path path : dir)
+            {
+                seen.add(path);
+                if (!byPath.containsKey(path) && !refused.contains(path))
+                {
+                    tryAttach(path);
+                }
+            }
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            // The directory vanished or is unreadable: try again next time.
+            return;
+        }
+        refused.retainAll(seen);
+    }
+
+    /** Validate and attach one file; a file not ready yet (state still 0) is looked at again next scan. */
+    void tryAttach(final Path path)
+    {
+        try
+        {
+            // Apps of any user create files here: never follow a link (a root daemon would write through it),
+            // and never attach a second name of a file (a hard link to another app's memory).
+            final BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            if (!attributes.isRegularFile() || ((Number)Files.getAttribute(path, "unix:nlink", LinkOption.NOFOLLOW_LINKS)).intValue() != 1)
+            {
+                refused.add(path);
+                counters.increment(PipeCounter.APPS_REJECTED);
+                return;
+            }
+            for (final AppSession s : sessions)
+            {
+                if (attributes.fileKey() != null && attributes.fileKey().equals(s.fileKey))
+                {
+                    refused.add(path);
+                    counters.increment(PipeCounter.APPS_REJECTED);
+                    return;
+                }
+            }
+            try (FileChannel channel = FileChannel.open(path, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
+                LinkOption.NOFOLLOW_LINKS)))
+            {
+                final long size = channel.size();
+                if (size < AppFileDescriptor.HEADER_LENGTH)
+                {
+                    return;
+                }
+                final MappedByteBuffer headerMap = channel.map(FileChannel.MapMode.READ_WRITE, 0, AppFileDescriptor.HEADER_LENGTH);
+                final UnsafeBuffer header = new UnsafeBuffer(headerMap);
+                try
+                {
+                    if (header.getIntVolatile(AppFileDescriptor.STATE_OFFSET) != AppFileDescriptor.STATE_ATTACHING)
+                    {
+                        return;
+                    }
+                    final int reason = validate(header, size);
+                    if (reason != Reason.NONE)
+                    {
+                        reject(path, header, reason);
+                        return;
+                    }
+                    attach(path, attributes.fileKey(), channel, header);
+                }
+                finally
+                {
+                    org.agrona.IoUtil.unmap(headerMap);
+                }
+            }
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            // Vanished between listing and opening, or not ours to open: not an error of the daemon.
+            refused.add(path);
+        }
+    }
+
+    private int validate(final UnsafeBuffer header, final long size)
+    {
+        if (header.getLong(AppFileDescriptor.MAGIC_OFFSET) != AppFileDescriptor.MAGIC)
+        {
+            return Reason.BAD_ARGUMENT;
+        }
+        if (header.getInt(AppFileDescriptor.VERSION_OFFSET) != AppFileDescriptor.VERSION)
+        {
+            return Reason.VERSION_MISMATCH;
+        }
+        final int maxConnections = header.getInt(AppFileDescriptor.MAX_CONNECTIONS_OFFSET);
+        final int pipeCapacity = header.getInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET);
+        final int ringCapacity = header.getInt(AppFileDescriptor.RING_CAPACITY_OFFSET);
+        if (maxConnections < 1 || maxConnections > MAX_CONNECTIONS
+            || pipeCapacity < MIN_PIPE_CAPACITY || pipeCapacity > MAX_PIPE_CAPACITY || !BitUtil.isPowerOfTwo(pipeCapacity)
+            || ringCapacity < MIN_RING_CAPACITY || ringCapacity > MAX_RING_CAPACITY || !BitUtil.isPowerOfTwo(ringCapacity)
+            || header.getLong(AppFileDescriptor.APP_PID_OFFSET) <= 0)
+        {
+            return Reason.BAD_ARGUMENT;
+        }
+        final long length = AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections);
+        if (length > maxFileBytes || length > Integer.MAX_VALUE)
+        {
+            return Reason.LIMIT_MEMORY;
+        }
+        return size == length ? Reason.NONE : Reason.BAD_ARGUMENT;
+    }
+
+    private void reject(final Path path, final UnsafeBuffer header, final int reason)
+    {
+        header.putInt(AppFileDescriptor.REASON_OFFSET, reason);
+        header.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
+        header.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
+        header.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_REJECTED);
+        refused.add(path);
+        counters.increment(PipeCounter.APPS_REJECTED);
+        log.println("nicstack pipes: rejected " + path.getFileName() + ": " + Reason.describe(reason));
+    }
+
+    private void attach(final Path path, final Object fileKey, final FileChannel channel, final UnsafeBuffer header) throws IOException
+    {
+        final int maxConnections = header.getInt(AppFileDescriptor.MAX_CONNECTIONS_OFFSET);
+        final int pipeCapacity = header.getInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET);
+        final int ringCapacity = header.getInt(AppFileDescriptor.RING_CAPACITY_OFFSET);
+        final long appPid = header.getLong(AppFileDescriptor.APP_PID_OFFSET);
+        final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size());
+        final AppSession s = new AppSession(this, path, fileKey, mapped, ringCapacity, pipeCapacity, maxConnections, appPid);
+        s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
+        s.file.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
+        s.file.putInt(AppFileDescriptor.REASON_OFFSET, Reason.NONE);
+        s.heartbeat(epochClock.time());
+        s.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHED);
+        sessions.add(s);
+        byPath.put(path, s);
+        counters.increment(PipeCounter.APPS_ATTACHED);
+        log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + appPid + ", " + maxConnections
+            + " connections of " + pipeCapacity + "-byte pipes)");
+    }
+
+    /** Daemon shutdown: every attached app learns the daemon is gone. */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        closed = true;
+        for (final AppSession s : sessions)
+        {
+            try
+            {
+                s.daemonGone();
+            }
+            catch (final RuntimeException | InternalError ignored)
+            {
+                // Its file was truncated: nothing to tell it.
+            }
+        }
+    }
+}

@@ -1,0 +1,513 @@
+package io.nicstack.daemon.pipes;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.SplittableRandom;
+import java.util.function.BooleanSupplier;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.nicstack.nic.mem.MemoryWire;
+import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.PipeDescriptor;
+import io.nicstack.pipes.Protocol;
+import io.nicstack.pipes.Protocol.Reason;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.tcp.TcpState;
+
+/**
+ * The daemon's pipe server on stack A, a remote peer on stack B, joined by a memory wire; the app is
+ * played by hand through the shared-memory contract (an app file, Agrona rings, the pipe layout).
+ * One simulated clock drives both stacks and the server's housekeeping.
+ */
+class PipeServerTest
+{
+    private static final int A_IP = 0xC612_0002; // 198.18.0.2
+    private static final int PORT = 8080;
+    private static final int RING = 1 << 16;
+    private static final int PIPE = 1 << 16;
+
+    @TempDir
+    Path shm;
+
+    private long now = 1_000_000_000L;
+    private boolean fineSteps;
+    private NetStack a;
+    private NetStack b;
+    private PipeCounters counters;
+    private PipeServer server;
+    private final long self = ProcessHandle.current().pid();
+
+    /** B's end of one connection: collects what it reads, remembers how it closed. */
+    private static final class Peer implements TcpHandler
+    {
+        final MessageDigest digest = sha256();
+        long read;
+        int closedReason = -1;
+        boolean peerClosed;
+        final UnsafeBuffer buffer = new UnsafeBuffer(new byte[65536]);
+
+        void drain(final TcpConnection c)
+        {
+            int n;
+            while ((n = c.read(buffer, 0, buffer.capacity())) > 0)
+            {
+                digest.update(buffer.byteArray(), 0, n);
+                read += n;
+            }
+        }
+
+        @Override
+        public void onPeerClosed(final TcpConnection connection)
+        {
+            peerClosed = true;
+        }
+
+        @Override
+        public void onClosed(final TcpConnection connection, final int reason)
+        {
+            closedReason = reason;
+        }
+    }
+
+    @BeforeEach
+    void setUp() throws IOException
+    {
+        final MemoryWire wire = MemoryWire.pair(1500, 4096);
+        a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
+        b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
+        counters = PipeCounters.inMemory();
+        server = new PipeServer(a, shm, counters, () -> now, () -> now / 1_000_000L, 1L << 30,
+            new PrintStream(OutputStream.nullOutputStream())).start();
+    }
+
+    @AfterEach
+    void tearDown()
+    {
+        server.close();
+    }
+
+    private int step()
+    {
+        final int work = server.doWork() + a.poll(now) + b.poll(now);
+        now += work > 0 || fineSteps ? 20_000L : 1_000_000L;
+        return work;
+    }
+
+    private void runUntil(final BooleanSupplier done, final long maxNanos, final String what)
+    {
+        runUntil(done, maxNanos, () -> what);
+    }
+
+    private void runUntil(final BooleanSupplier done, final long maxNanos, final java.util.function.Supplier<String> what)
+    {
+        final long end = now + maxNanos;
+        while (!done.getAsBoolean())
+        {
+            if (now - end > 0)
+            {
+                throw new AssertionError("timed out waiting for " + what.get() + "\n" + counters);
+            }
+            step();
+        }
+    }
+
+    private TestApp.Event await(final TestApp app, final int type)
+    {
+        final TestApp.Event[] found = new TestApp.Event[1];
+        runUntil(() -> (found[0] = app.take(type)) != null, 5_000_000_000L, "event " + type + " (have " + app.received + ")");
+        return found[0];
+    }
+
+    private TestApp attach(final String name, final long pid, final int maxConnections) throws IOException
+    {
+        final TestApp app = new TestApp(server.appsDirectory(), name, pid, RING, PIPE, maxConnections).attach();
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
+        return app;
+    }
+
+    private void listen(final TestApp app, final int port)
+    {
+        app.send(Protocol.LISTEN, 7, port, 8);
+        final TestApp.Event listening = await(app, Protocol.LISTENING);
+        assertEquals(7, listening.longAt(0));
+        assertEquals(port, listening.intAt(8));
+    }
+
+    /** SND.WND of a stack-B connection (it has no accessor; {@code describe()} shows it). */
+    private static long remoteWindow(final TcpConnection c)
+    {
+        final String d = c.describe();
+        final int at = d.indexOf(" sndWnd=") + " sndWnd=".length();
+        return Long.parseLong(d.substring(at, d.indexOf(' ', at)));
+    }
+
+    private static MessageDigest sha256()
+    {
+        try
+        {
+            return MessageDigest.getInstance("SHA-256");
+        }
+        catch (final NoSuchAlgorithmException e)
+        {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static byte[] randomBytes(final long seed, final int length)
+    {
+        final byte[] bytes = new byte[length];
+        new SplittableRandom(seed).nextBytes(bytes);
+        return bytes;
+    }
+
+    @Test
+    void attachListenAcceptAndMoveMegabytesBothWaysByteExact() throws IOException
+    {
+        final TestApp app = attach("bulk", self, 4);
+        assertEquals(self, app.file.getLong(AppFileDescriptor.DAEMON_PID_OFFSET));
+        assertEquals(AppFileDescriptor.VERSION, app.file.getInt(AppFileDescriptor.DAEMON_VERSION_OFFSET));
+        final long beat = app.file.getLongVolatile(AppFileDescriptor.DAEMON_HEARTBEAT_OFFSET);
+        runUntil(() -> app.file.getLongVolatile(AppFileDescriptor.DAEMON_HEARTBEAT_OFFSET) > beat, 200_000_000L, "heartbeat");
+        assertTrue(Files.getPosixFilePermissions(server.appsDirectory()).size() == 9, "apps directory open to every user");
+
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection remote = b.tcp().connect(A_IP, PORT, peer, null);
+        final TestApp.Event accepted = await(app, Protocol.ACCEPTED);
+        final long id = accepted.longAt(0);
+        final int slot = Protocol.slotOf(id);
+        assertEquals(PORT, accepted.intAt(8));
+        assertEquals(0xC612_0003, accepted.intAt(12));
+        assertEquals(remote.localPort(), accepted.intAt(16));
+        assertEquals(AppFileDescriptor.SLOT_IN_USE, app.file.getInt((int)AppFileDescriptor.slotOffset(RING, PIPE, slot)));
+
+        // Remote -> RX pipe.
+        final int total = 4 << 20;
+        final byte[] inbound = randomBytes(1, total);
+        final MessageDigest appDigest = sha256();
+        final byte[] sink = new byte[PIPE];
+        final int[] sent = {0};
+        final long[] got = {0};
+        final UnsafeBuffer source = new UnsafeBuffer(inbound);
+        runUntil(() ->
+        {
+            while (sent[0] < total && remote.writable() > 0)
+            {
+                sent[0] += remote.write(source, sent[0], Math.min(total - sent[0], remote.writable()));
+            }
+            app.poll();
+            final int n = app.read(slot, sink, sink.length);
+            appDigest.update(sink, 0, n);
+            got[0] += n;
+            return got[0] == total;
+        }, 60_000_000_000L, "inbound bytes");
+        assertArrayEquals(sha256().digest(inbound), appDigest.digest(), "RX pipe byte-exact");
+        final long notifications = counters.get(PipeCounter.NOTIFICATIONS_SENT);
+        assertTrue(notifications > 0 && notifications == app.notified.size(), "notifications " + notifications);
+        assertTrue(notifications < total / 1460, "paced: " + notifications + " notifications for " + total / 1460 + " segments");
+        assertEquals(id, app.notified.get(0).longAt(0));
+
+        // TX pipe -> remote.
+        final byte[] outbound = randomBytes(2, total);
+        final int[] written = {0};
+        runUntil(() ->
+        {
+            if (written[0] < total)
+            {
+                written[0] += app.write(slot, outbound, written[0], Math.min(total - written[0], 10_000));
+            }
+            peer.drain(remote);
+            return peer.read == total;
+        }, 60_000_000_000L, "outbound bytes");
+        assertArrayEquals(sha256().digest(outbound), peer.digest.digest(), "TX pipe byte-exact");
+        assertTrue(counters.get(PipeCounter.DOORBELLS) > 0);
+        runUntil(() -> app.txPipe(slot).getLongVolatile(PipeDescriptor.HEAD_OFFSET) == total, 1_000_000_000L,
+            "TX head released on ACK");
+
+        // SHUTDOWN: the FIN follows every appended byte.
+        app.send(Protocol.SHUTDOWN, id, 0, 0);
+        runUntil(() -> peer.peerClosed, 1_000_000_000L, "FIN at the remote");
+
+        server.close();
+        assertEquals(AppFileDescriptor.STATE_DAEMON_GONE, app.state());
+        app.close();
+    }
+
+    @Test
+    void slowAppClosesTheWindowAndNothingIsLost() throws IOException
+    {
+        final TestApp app = attach("slow", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection remote = b.tcp().connect(A_IP, PORT, peer, null);
+        final int slot = Protocol.slotOf(await(app, Protocol.ACCEPTED).longAt(0));
+
+        final int total = 1 << 20;
+        final byte[] inbound = randomBytes(3, total);
+        final UnsafeBuffer source = new UnsafeBuffer(inbound);
+        final int[] sent = {0};
+        final Runnable feed = () ->
+        {
+            while (sent[0] < total && remote.writable() > 0)
+            {
+                sent[0] += remote.write(source, sent[0], Math.min(total - sent[0], remote.writable()));
+            }
+        };
+        final UnsafeBuffer rx = app.rxPipe(slot);
+        // The app reads nothing: the RX pipe fills and the remote's window closes. (B's sender avoids silly
+        // windows and never sends the last sub-MSS bit, so "closed" is a window below one segment; a kernel
+        // sender fills it and sees exactly zero.)
+        runUntil(() ->
+        {
+            feed.run();
+            return PIPE - rx.getLongVolatile(PipeDescriptor.TAIL_OFFSET) < 1460 && remoteWindow(remote) < 1460;
+        }, 10_000_000_000L, () -> "RX pipe full: tail " + rx.getLongVolatile(PipeDescriptor.TAIL_OFFSET) + " " + remote.describe());
+        final long full = rx.getLongVolatile(PipeDescriptor.TAIL_OFFSET);
+        for (int i = 0; i < 2_000; i++)
+        {
+            feed.run();
+            step();
+        }
+        assertEquals(full, rx.getLongVolatile(PipeDescriptor.TAIL_OFFSET), "nothing beyond the pipe");
+        assertTrue(remoteWindow(remote) <= PIPE - full, "the remote's window is at most what the pipe has left: " + remote.describe());
+        assertTrue(sent[0] > PIPE, "the remote has more to send");
+
+        final MessageDigest appDigest = sha256();
+        final byte[] sink = new byte[4096];
+        final long[] got = {0};
+        runUntil(() ->
+        {
+            feed.run();
+            final int n = app.read(slot, sink, sink.length);
+            appDigest.update(sink, 0, n);
+            got[0] += n;
+            return got[0] == total;
+        }, 120_000_000_000L, "drain");
+        assertArrayEquals(sha256().digest(inbound), appDigest.digest(), "byte-exact after a zero window");
+        app.close();
+    }
+
+    @Test
+    void closeFreesTheSlotForTheNextConnection() throws IOException
+    {
+        final TestApp app = attach("close", self, 1);
+        listen(app, PORT);
+        final Peer first = new Peer();
+        final TcpConnection remote = b.tcp().connect(A_IP, PORT, first, null);
+        final long id = await(app, Protocol.ACCEPTED).longAt(0);
+        final AppSession session = server.session(app.path);
+        assertEquals(0, session.freeSlots());
+
+        remote.close();
+        assertEquals(id, await(app, Protocol.PEER_CLOSED).longAt(0));
+        app.send(Protocol.CLOSE, id, 0, 0);
+        runUntil(() -> session.freeSlots() == 1, 1_000_000_000L, "slot freed after CLOSE");
+        assertEquals(AppFileDescriptor.SLOT_FREE, app.file.getInt((int)AppFileDescriptor.slotOffset(RING, PIPE, 0)));
+
+        // The slot serves the next connection under a new id; the old id is stale.
+        final Peer second = new Peer();
+        b.tcp().connect(A_IP, PORT, second, null);
+        final long next = await(app, Protocol.ACCEPTED).longAt(0);
+        assertEquals(0, Protocol.slotOf(next));
+        assertNotEquals(id, next);
+        app.send(Protocol.CLOSE, id, 0, 0);
+        final TestApp.Event error = await(app, Protocol.ERROR);
+        assertEquals(id, error.longAt(0));
+        assertEquals(Reason.UNKNOWN_CONNECTION, error.intAt(8));
+        assertEquals(0, session.freeSlots(), "a stale CLOSE frees nothing");
+        app.close();
+    }
+
+    @Test
+    void activeOpenThroughConnect() throws IOException
+    {
+        final TestApp app = attach("client", self, 2);
+        final Peer serverSide = new Peer();
+        b.tcp().listen(9000, 4, l ->
+        {
+            TcpConnection c;
+            while ((c = l.accept()) != null)
+            {
+                c.handler(serverSide);
+                c.write(new UnsafeBuffer("hello".getBytes()), 0, 5);
+            }
+        });
+        app.send(Protocol.CONNECT, 42, 0xC612_0003, 9000);
+        final TestApp.Event connected = await(app, Protocol.CONNECTED);
+        assertEquals(42, connected.longAt(0));
+        final long id = connected.longAt(8);
+        assertEquals(0xC612_0003, connected.intAt(20));
+        assertEquals(9000, connected.intAt(24));
+        final byte[] sink = new byte[16];
+        final int[] n = {0};
+        runUntil(() -> (n[0] = app.read(Protocol.slotOf(id), sink, 16)) > 0, 1_000_000_000L, "greeting");
+        assertEquals("hello", new String(sink, 0, n[0]));
+
+        app.send(Protocol.CONNECT, 43, 0xC612_0003, 9001);
+        final TestApp.Event refused = await(app, Protocol.ERROR);
+        assertEquals(43, refused.longAt(0));
+        assertEquals(Reason.REFUSED, refused.intAt(8));
+        app.send(Protocol.CONNECT, 44, 0x0A00_0001, 80);
+        final TestApp.Event noRoute = await(app, Protocol.ERROR);
+        assertEquals(44, noRoute.longAt(0));
+        assertEquals(Reason.NO_ROUTE, noRoute.intAt(8));
+        assertEquals(1, server.session(app.path).freeSlots(), "a failed connect keeps no slot");
+        app.close();
+    }
+
+    @Test
+    void bogusControlMessagesGetErrorsAndCountersWhileTheDaemonKeepsServing() throws IOException
+    {
+        final TestApp app = attach("bogus", self, 2);
+        app.send(999, 11, 0, 0);
+        app.send(Protocol.SHUTDOWN, 4, 12, 0, 0, 0);
+        app.send(Protocol.CLOSE, 0x1234_5678_9L, 0, 0);
+        app.send(Protocol.SET_OPTION, Protocol.CONTROL_LENGTH, Protocol.connectionId(1, 7), Protocol.OPTION_NO_DELAY, 0, 1);
+        app.send(Protocol.CLOSE, Protocol.connectionId(60_000, 1), 0, 0);
+        app.send(Protocol.LISTEN, 13, 0, 8);
+        app.send(Protocol.TLS_INSTALL, 14, 0, 0);
+
+        final int[][] expected = {
+            {11, Reason.BAD_MESSAGE}, {0, Reason.BAD_MESSAGE}, {0, Reason.UNKNOWN_CONNECTION}, {0, Reason.UNKNOWN_CONNECTION},
+            {0, Reason.UNKNOWN_CONNECTION}, {13, Reason.BAD_ARGUMENT}, {14, Reason.BAD_MESSAGE}};
+        for (final int[] e : expected)
+        {
+            final TestApp.Event error = await(app, Protocol.ERROR);
+            assertEquals(e[1], error.intAt(8), error.toString());
+            if (e[0] != 0)
+            {
+                assertEquals(e[0], error.longAt(0));
+            }
+        }
+        assertEquals(3, counters.get(PipeCounter.BAD_CONTROL_MESSAGES));
+        assertEquals(3, counters.get(PipeCounter.UNKNOWN_CONNECTION_IDS));
+
+        // Still serving: a listener, a second one on the same port refused, a connection accepted.
+        listen(app, PORT);
+        app.send(Protocol.LISTEN, 15, PORT, 8);
+        assertEquals(Reason.PORT_IN_USE, await(app, Protocol.ERROR).intAt(8));
+        b.tcp().connect(A_IP, PORT, new Peer(), null);
+        assertNotNull(await(app, Protocol.ACCEPTED));
+        assertEquals(1, server.attached());
+        app.close();
+    }
+
+    @Test
+    void aCorruptControlRingGetsTheAppReapedNotTheDaemon() throws IOException
+    {
+        final TestApp app = attach("corrupt", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        b.tcp().connect(A_IP, PORT, peer, null);
+        await(app, Protocol.ACCEPTED);
+        // A record claiming to be longer than the ring, written past Agrona's producer.
+        final UnsafeBuffer ring = new UnsafeBuffer(app.file, AppFileDescriptor.controlRingOffset(), AppFileDescriptor.ringLength(RING));
+        final long tail = ring.getLong(RING + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.TAIL_POSITION_OFFSET);
+        ring.putInt((int)(tail & (RING - 1)) + 4, Protocol.CLOSE);
+        ring.putIntRelease((int)(tail & (RING - 1)), 1 << 30);
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "reaped");
+        assertEquals(1, counters.get(PipeCounter.APPS_REAPED_BROKEN));
+        runUntil(() -> peer.closedReason == TcpConnection.CLOSE_RESET, 1_000_000_000L, "RST at the remote");
+        assertFalse(Files.exists(app.path));
+        app.close();
+    }
+
+    @Test
+    void badFilesAreRejectedWithAReason() throws IOException
+    {
+        final TestApp version = new TestApp(server.appsDirectory(), "old", self, RING, PIPE, 1);
+        version.file.putInt(AppFileDescriptor.VERSION_OFFSET, AppFileDescriptor.VERSION + 1);
+        version.attach();
+        final TestApp sizes = new TestApp(server.appsDirectory(), "odd", self, RING, PIPE, 1);
+        sizes.file.putInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET, PIPE + 1);
+        sizes.attach();
+        final TestApp length = new TestApp(server.appsDirectory(), "long", self, RING, PIPE, 1);
+        length.file.putInt(AppFileDescriptor.MAX_CONNECTIONS_OFFSET, 2);
+        length.attach();
+        runUntil(() -> version.state() != AppFileDescriptor.STATE_ATTACHING && sizes.state() != AppFileDescriptor.STATE_ATTACHING
+            && length.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "rejections");
+        assertEquals(AppFileDescriptor.STATE_REJECTED, version.state());
+        assertEquals(Reason.VERSION_MISMATCH, version.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        assertEquals(AppFileDescriptor.STATE_REJECTED, sizes.state());
+        assertEquals(Reason.BAD_ARGUMENT, sizes.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        assertEquals(AppFileDescriptor.STATE_REJECTED, length.state());
+        assertEquals(Reason.BAD_ARGUMENT, length.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        assertEquals(3, counters.get(PipeCounter.APPS_REJECTED));
+        assertEquals(0, server.attached());
+
+        // A symbolic link is never followed.
+        Files.createSymbolicLink(server.appsDirectory().resolve("link-1.app"), version.path);
+        for (int i = 0; i < 20; i++)
+        {
+            step();
+        }
+        assertEquals(0, server.attached());
+        version.close();
+        sizes.close();
+        length.close();
+    }
+
+    @Test
+    void aDeadAppIsReapedItsConnectionsResetAndItsFileDeleted() throws Exception
+    {
+        final Process child = new ProcessBuilder("true").start();
+        child.waitFor();
+        final long dead = child.pid();
+        assertFalse(ProcessHandle.of(dead).map(ProcessHandle::isAlive).orElse(false));
+
+        // Fine steps: the connection is set up well within the first liveness check (100 ms after the attach).
+        fineSteps = true;
+        final TestApp app = attach("dead", dead, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection remote = b.tcp().connect(A_IP, PORT, peer, null);
+        await(app, Protocol.ACCEPTED);
+        remote.write(new UnsafeBuffer(new byte[1000]), 0, 1000);
+        assertEquals(1, server.attached(), "set up before the liveness check");
+
+        fineSteps = false;
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "reaped");
+        runUntil(() -> peer.closedReason >= 0, 1_000_000_000L, "remote closed");
+        assertEquals(TcpConnection.CLOSE_RESET, peer.closedReason);
+        assertEquals(TcpState.CLOSED, remote.state());
+        assertFalse(Files.exists(app.path), "file deleted");
+        assertEquals(1, counters.get(PipeCounter.APPS_REAPED_DEAD));
+        assertEquals(1, counters.get(PipeCounter.CONNECTIONS_RESET_APP_GONE));
+        assertEquals(0, a.tcp().connectionCount());
+
+        // The listener went with it: a new connection is refused.
+        final Peer late = new Peer();
+        b.tcp().connect(A_IP, PORT, late, null);
+        runUntil(() -> late.closedReason >= 0, 1_000_000_000L, "refused");
+        app.close();
+
+        // A new app attaches and serves the same port.
+        final TestApp next = attach("next", self, 2);
+        listen(next, PORT);
+        b.tcp().connect(A_IP, PORT, new Peer(), null);
+        assertNotNull(await(next, Protocol.ACCEPTED));
+        next.close();
+    }
+}
