@@ -125,6 +125,9 @@ public final class TcpConnection
     private long timerDeadline;
     int retransmits;
     private int persistBackoff;
+    /** RFC 9293 §3.8.6.2.1: the override timeout is 0.1 to 1 s. */
+    private static final long SWS_OVERRIDE_NANOS = 200_000_000L;
+    private boolean swsOverride;
     private int keepAliveProbesSent;
     private final Timers.Handler timerHandler = this::onTimer;
 
@@ -1277,9 +1280,14 @@ public final class TcpConnection
             if (len > 0 && len < segmentLimit())
             {
                 final boolean allQueued = len == unsent;
-                if (!allQueued && len < maxSndWnd / 2)
+                if (!allQueued && len < maxSndWnd / 2 && !swsOverride)
                 {
-                    // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): wait for a useful window.
+                    // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): wait for a useful window, but only until
+                    // the override timeout (MUST-38), or a window that never grows would stall us.
+                    if (persistDeadline == NONE)
+                    {
+                        persistDeadline = now + SWS_OVERRIDE_NANOS;
+                    }
                     break;
                 }
                 if (allQueued && !settings.noDelay && sndNxt != sndUna && !finRequested)
@@ -1593,6 +1601,13 @@ public final class TcpConnection
                 sendProbe(now, true);
                 persistBackoff++;
                 persistDeadline = now + persistInterval();
+            }
+            else if (sndWnd > 0 && sendBuffer.end() > offsetOfSend(sndNxt))
+            {
+                // SWS override timeout: send what the small window allows.
+                swsOverride = true;
+                output(now);
+                swsOverride = false;
             }
         }
         if (keepAliveDeadline != NONE && now - keepAliveDeadline >= 0)

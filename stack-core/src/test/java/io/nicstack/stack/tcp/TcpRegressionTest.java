@@ -43,4 +43,23 @@ class TcpRegressionTest
         assertEquals(highest, pureAck.r.seq);
         assertEquals(t.irs + 1 + 100, pureAck.r.ack);
     }
+
+    /**
+     * RFC 9293 §3.8.6.2.1 (MUST-38): sender SWS avoidance waits for a useful window, but an override
+     * timeout sends what a small window allows, so a window that never grows cannot stall the sender.
+     */
+    @Test
+    void rfc9293_must38_smallWindowIsFilledAfterTheOverrideTimeout()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.passiveOpen();
+        // The peer first shows a big window (MAX.SND.WND = 65535), then shrinks it to 1000 bytes.
+        t.send(t.in().window(1000));
+        t.write(TcpTestHarness.bytes(5000, 3));
+        t.recvNothing();
+        t.advanceMs(250);
+        final List<TcpTestHarness.Seg> sent = t.recv();
+        assertEquals(1, sent.size(), "one segment after the override timeout");
+        assertEquals(1000, sent.get(0).r.payloadLength, "exactly the offered window");
+    }
 }
