@@ -1,0 +1,301 @@
+package io.nicstack.pipes;
+
+import org.agrona.BitUtil;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.AtomicBuffer;
+
+import static io.nicstack.pipes.PipeDescriptor.DATA_OFFSET;
+import static io.nicstack.pipes.PipeDescriptor.HEAD_OFFSET;
+import static io.nicstack.pipes.PipeDescriptor.TAIL_OFFSET;
+
+/**
+ * Flyweight over one pipe region laid out as in {@link PipeDescriptor}: a single-producer single-consumer byte
+ * stream with 64-bit positions, shared between two processes.
+ *
+ * <ul>
+ *     <li>{@code tail} — written by the <b>producer</b> only ({@code putLongRelease}), read by the consumer with
+ *     {@code getLongVolatile}: everything before it is published data.</li>
+ *     <li>{@code head} — written by the <b>consumer</b> only ({@code putLongRelease}), read by the producer with
+ *     {@code getLongVolatile}: everything before it may be overwritten.</li>
+ *     <li>data — written by the producer in {@code [tail, head + capacity)}, read by the consumer in
+ *     {@code [head, tail)}.</li>
+ * </ul>
+ *
+ * RX pipe: the daemon is the producer (and may place out-of-order bytes with {@link #writeAt} before it
+ * {@link #publishTail publishes} them), the app the consumer. TX pipe: the app is the producer, the daemon the
+ * consumer, which may read any byte of {@code [head, tail)} again ({@link #getBytes}) until it is acknowledged.
+ *
+ * <p>The other side lives in another process and is not trusted: {@link #peek()} and {@link #claim(int)} clamp
+ * to the data region whatever the shared positions say, so no span they return lies outside the pipe.
+ * One flyweight is used by one thread; nothing allocates after {@link #wrap}.
+ */
+public final class Pipe
+{
+    private AtomicBuffer buffer;
+    private int capacity;
+    private int mask;
+    private int offset;
+
+    /**
+     * Wrap the pipe that starts at {@code offset} of {@code buffer} and has {@code capacity} data bytes.
+     *
+     * @param buffer   the mapped region (the whole app file or a slice of it).
+     * @param offset   where the pipe's tail field is, 8-byte aligned.
+     * @param capacity data bytes, a power of two.
+     * @return this.
+     */
+    public Pipe wrap(final AtomicBuffer buffer, final int offset, final int capacity)
+    {
+        if (!BitUtil.isPowerOfTwo(capacity))
+        {
+            throw new IllegalArgumentException("pipe capacity must be a power of two: " + capacity);
+        }
+        if (offset < 0 || (offset & 7) != 0 || (long)offset + PipeDescriptor.length(capacity) > buffer.capacity())
+        {
+            throw new IllegalArgumentException(
+                "pipe at " + offset + " of " + capacity + " bytes does not fit a buffer of " + buffer.capacity());
+        }
+        this.buffer = buffer;
+        this.offset = offset;
+        this.capacity = capacity;
+        this.mask = capacity - 1;
+        return this;
+    }
+
+    /** Wrap a buffer that holds exactly one pipe ({@link PipeDescriptor#length} of its capacity). */
+    public Pipe wrap(final AtomicBuffer pipeRegion)
+    {
+        return wrap(pipeRegion, 0, pipeRegion.capacity() - DATA_OFFSET);
+    }
+
+    /** The buffer that {@link #claimIndex()}, {@link #peekIndex()} and {@link #index(long)} index into. */
+    public AtomicBuffer buffer()
+    {
+        return buffer;
+    }
+
+    public int capacity()
+    {
+        return capacity;
+    }
+
+    /** Index in {@link #buffer()} of the byte at stream {@code position}. */
+    public int index(final long position)
+    {
+        return offset + DATA_OFFSET + ((int)position & mask);
+    }
+
+    // ---- producer ---------------------------------------------------------------------------
+
+    /** Producer: the published position (its own field; a plain read is enough for the only writer). */
+    public long tail()
+    {
+        return buffer.getLong(offset + TAIL_OFFSET);
+    }
+
+    /** Producer: the consumer's head (an acquire load), e.g. for {@link NotificationPacer}. */
+    public long headVolatile()
+    {
+        return buffer.getLongVolatile(offset + HEAD_OFFSET);
+    }
+
+    /** Producer: bytes that may be written now. */
+    public int free()
+    {
+        final long used = tail() - buffer.getLongVolatile(offset + HEAD_OFFSET);
+        return used <= 0 ? capacity : (used >= capacity ? 0 : capacity - (int)used);
+    }
+
+    /**
+     * Producer: contiguous bytes writable at {@link #claimIndex()} now, at most {@code max}, never past the end of
+     * the data region (a further claim after {@link #commit} continues at its start).
+     */
+    public int claim(final int max)
+    {
+        final long tail = tail();
+        final int toWrap = capacity - ((int)tail & mask);
+        return Math.min(Math.min(free(), toWrap), Math.max(max, 0));
+    }
+
+    /** Producer: index in {@link #buffer()} where a claimed span starts. */
+    public int claimIndex()
+    {
+        return index(tail());
+    }
+
+    /** Producer: publish {@code length} bytes written at {@link #claimIndex()} (the doorbell, a release store). */
+    public void commit(final int length)
+    {
+        final long tail = tail();
+        if (length < 0 || length > free())
+        {
+            throw new IllegalArgumentException("commit of " + length + " bytes with " + free() + " free");
+        }
+        buffer.putLongRelease(offset + TAIL_OFFSET, tail + length);
+    }
+
+    /** Producer: copy as much of {@code src[index, index + length)} as fits, publish it, return the bytes taken. */
+    public int write(final byte[] src, final int index, final int length)
+    {
+        final long tail = tail();
+        final int count = Math.min(length, free());
+        final int first = Math.min(count, capacity - ((int)tail & mask));
+        buffer.putBytes(index(tail), src, index, first);
+        if (count > first)
+        {
+            buffer.putBytes(offset + DATA_OFFSET, src, index + first, count - first);
+        }
+        buffer.putLongRelease(offset + TAIL_OFFSET, tail + count);
+        return count;
+    }
+
+    /** Producer: copy as much of {@code src[index, index + length)} as fits, publish it, return the bytes taken. */
+    public int write(final DirectBuffer src, final int index, final int length)
+    {
+        final long tail = tail();
+        final int count = Math.min(length, free());
+        final int first = Math.min(count, capacity - ((int)tail & mask));
+        buffer.putBytes(index(tail), src, index, first);
+        if (count > first)
+        {
+            buffer.putBytes(offset + DATA_OFFSET, src, index + first, count - first);
+        }
+        buffer.putLongRelease(offset + TAIL_OFFSET, tail + count);
+        return count;
+    }
+
+    /**
+     * Producer (daemon, RX): place {@code src[index, index + length)} at stream {@code position} without publishing
+     * it — TCP payload that arrived out of order lands at its offset and becomes visible with {@link #publishTail}
+     * once the gap before it is filled.
+     *
+     * @throws IllegalArgumentException unless {@code [position, position + length)} lies within
+     *                                  {@code [head, head + capacity)}, i.e. in the free space.
+     */
+    public void writeAt(final long position, final DirectBuffer src, final int index, final int length)
+    {
+        final long head = buffer.getLongVolatile(offset + HEAD_OFFSET);
+        if (length < 0 || position < head || position + length > head + capacity)
+        {
+            throw new IllegalArgumentException(
+                "writeAt " + position + "+" + length + " outside [" + head + ", " + (head + capacity) + ")");
+        }
+        final int first = Math.min(length, capacity - ((int)position & mask));
+        buffer.putBytes(index(position), src, index, first);
+        if (length > first)
+        {
+            buffer.putBytes(offset + DATA_OFFSET, src, index + first, length - first);
+        }
+    }
+
+    /** Producer (daemon, RX): publish every byte before {@code position} (a release store of the tail). */
+    public void publishTail(final long position)
+    {
+        buffer.putLongRelease(offset + TAIL_OFFSET, position);
+    }
+
+    /** Producer side, while no consumer uses the pipe (a fresh or reused slot): both positions back to zero. */
+    public void reset()
+    {
+        buffer.putLongRelease(offset + HEAD_OFFSET, 0);
+        buffer.putLongRelease(offset + TAIL_OFFSET, 0);
+    }
+
+    // ---- consumer ---------------------------------------------------------------------------
+
+    /** Consumer: the consumed position (its own field; a plain read is enough for the only writer). */
+    public long head()
+    {
+        return buffer.getLong(offset + HEAD_OFFSET);
+    }
+
+    /** Consumer: the producer's published tail (an acquire load). */
+    public long tailVolatile()
+    {
+        return buffer.getLongVolatile(offset + TAIL_OFFSET);
+    }
+
+    /** Consumer: bytes published and not yet consumed, clamped to {@code [0, capacity]}. */
+    public int readable()
+    {
+        final long available = tailVolatile() - head();
+        return available <= 0 ? 0 : (available >= capacity ? capacity : (int)available);
+    }
+
+    /** Consumer: contiguous readable bytes at {@link #peekIndex()}, never past the end of the data region. */
+    public int peek()
+    {
+        final long head = head();
+        return Math.min(readable(), capacity - ((int)head & mask));
+    }
+
+    /** Consumer: index in {@link #buffer()} where the peeked span starts. */
+    public int peekIndex()
+    {
+        return index(head());
+    }
+
+    /** Consumer: consume {@code length} bytes (a release store of the head: the producer may reuse them). */
+    public void release(final int length)
+    {
+        if (length < 0 || length > readable())
+        {
+            throw new IllegalArgumentException("release of " + length + " bytes with " + readable() + " readable");
+        }
+        buffer.putLongRelease(offset + HEAD_OFFSET, head() + length);
+    }
+
+    /** Consumer (daemon, TX): consume everything before {@code position} (acknowledged bytes). */
+    public void releaseTo(final long position)
+    {
+        final long head = head();
+        if (position < head || position > tailVolatile())
+        {
+            throw new IllegalArgumentException("releaseTo " + position + " outside [" + head + ", tail]");
+        }
+        buffer.putLongRelease(offset + HEAD_OFFSET, position);
+    }
+
+    /** Consumer: copy up to {@code length} readable bytes into {@code dst}, consume them, return the count. */
+    public int read(final byte[] dst, final int index, final int length)
+    {
+        final long head = head();
+        final int count = Math.min(length, readable());
+        final int first = Math.min(count, capacity - ((int)head & mask));
+        buffer.getBytes(index(head), dst, index, first);
+        if (count > first)
+        {
+            buffer.getBytes(offset + DATA_OFFSET, dst, index + first, count - first);
+        }
+        buffer.putLongRelease(offset + HEAD_OFFSET, head + count);
+        return count;
+    }
+
+    /**
+     * Consumer (daemon, TX): copy {@code length} bytes from stream {@code position} without consuming them, for a
+     * first transmission or a retransmission. The caller keeps {@code [position, position + length)} within
+     * {@code [head, tail)}, which it read itself.
+     */
+    public void getBytes(final long position, final MutableDirectBuffer dst, final int dstIndex, final int length)
+    {
+        if (length < 0 || length > capacity)
+        {
+            throw new IllegalArgumentException("getBytes of " + length + " bytes from a pipe of " + capacity);
+        }
+        final int first = Math.min(length, capacity - ((int)position & mask));
+        buffer.getBytes(index(position), dst, dstIndex, first);
+        if (length > first)
+        {
+            buffer.getBytes(offset + DATA_OFFSET, dst, dstIndex + first, length - first);
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return buffer == null ? "Pipe{unwrapped}" :
+            "Pipe{capacity=" + capacity + ", head=" + buffer.getLongVolatile(offset + HEAD_OFFSET) +
+            ", tail=" + buffer.getLongVolatile(offset + TAIL_OFFSET) + "}";
+    }
+}

@@ -1,0 +1,24 @@
+package io.nicstack.pipes.client;
+
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+
+import java.util.concurrent.TimeUnit;
+
+/** Sizes and timeouts of one {@link NicstackClient}; plain fields, read once by {@link NicstackClient#attach}. */
+public final class ClientOptions
+{
+    /** Slots (concurrent connections) in the app file, at most 65536. */
+    public int maxConnections = 64;
+    /** Data bytes of each RX and TX pipe, a power of two of at least 4096; the RX pipe is the TCP receive window. */
+    public int pipeCapacity = 256 * 1024;
+    /** Message bytes of each of the control, event and notification rings, a power of two of at least 1024. */
+    public int ringCapacity = 64 * 1024;
+    /** The daemon counts as gone when its heartbeat is older than this. */
+    public long daemonTimeoutMillis = 2000;
+    /** How long {@link NicstackClient#attach} waits for the daemon to answer. */
+    public long attachTimeoutMillis = 5000;
+    /** How blocking calls wait between polls. */
+    public IdleStrategy idleStrategy = new BackoffIdleStrategy(
+        100, 10, TimeUnit.MICROSECONDS.toNanos(1), TimeUnit.MILLISECONDS.toNanos(1));
+}

@@ -1,0 +1,767 @@
+package io.nicstack.pipes.client;
+
+import io.nicstack.pipes.AppFile;
+import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.Protocol;
+import org.agrona.MutableDirectBuffer;
+import org.agrona.collections.Int2ObjectHashMap;
+import org.agrona.concurrent.AtomicBuffer;
+import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.MessageHandler;
+import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A host application's session with the nicstack daemon, over one shared-memory app file
+ * ({@link AppFileDescriptor}): requests go out on the control ring, events and paced RX notifications come back, and
+ * each connection's payload moves through its slot's RX and TX pipes without any system call.
+ *
+ * <p>Single threaded: one thread calls every method of the client, its listeners and its connections. Blocking calls
+ * spin {@link #poll()} with the {@link ClientOptions#idleStrategy}; none waits forever on a dead daemon, since every
+ * poll checks the daemon's heartbeat, state and process. A small daemon thread of the client also writes the app
+ * heartbeat, so a busy app that does not poll for a while still looks alive.
+ *
+ * <p>Request ids have the top bit set, connection ids ({@code (generation << 16) | slot}) never do, so an ERROR's
+ * first field tells which it answers.
+ */
+public final class NicstackClient implements AutoCloseable
+{
+    private static final int EVENTS_PER_POLL = 64;
+    private static final int NOTIFICATIONS_PER_POLL = 256;
+    private static final long HEARTBEAT_PERIOD_MILLIS = 50;
+    private static final long PROCESS_CHECK_PERIOD_MILLIS = 100;
+    private static final long REQUEST_ID_FLAG = Long.MIN_VALUE;
+
+    // TcpConnection.CLOSE_* as carried by CLOSED (ring-pipes does not depend on stack-core).
+    private static final int CLOSE_NORMAL = 0;
+    private static final int CLOSE_RESET = 1;
+    private static final int CLOSE_REFUSED = 2;
+    private static final int CLOSE_TIMED_OUT = 3;
+
+    private final AppFile file;
+    private final String appName;
+    private final IdleStrategy idleStrategy;
+    private final long daemonTimeoutMillis;
+    private final OneToOneRingBuffer controlRing;
+    private final OneToOneRingBuffer eventRing;
+    private final OneToOneRingBuffer notificationRing;
+    private final PipeConnection[] connections;
+    private final Int2ObjectHashMap<PipeListener> listeners = new Int2ObjectHashMap<>();
+    private final MessageHandler eventHandler = this::onEvent;
+    private final MessageHandler notificationHandler = this::onNotification;
+    private final Thread heartbeatThread;
+    private volatile boolean heartbeatRunning = true;
+
+    private long nextRequestId = 1;
+    private long awaitedRequestId;
+    private boolean replied;
+    private int replyType;
+    private int replyReason;
+    private int replyPort;
+    private long replyConnectionId;
+    private int replyLocalPort;
+    private int replyRemoteAddress;
+    private int replyRemotePort;
+
+    private long attachedAtMillis;
+    private long lastHeartbeatMillis;
+    private long lastProcessCheckMillis;
+    private DaemonGoneException gone;
+    private boolean closed;
+
+    private NicstackClient(final AppFile file, final String appName, final ClientOptions options)
+    {
+        this.file = file;
+        this.appName = appName;
+        this.idleStrategy = options.idleStrategy;
+        this.daemonTimeoutMillis = options.daemonTimeoutMillis;
+        this.controlRing = file.controlRing();
+        this.eventRing = file.eventRing();
+        this.notificationRing = file.notificationRing();
+        this.connections = new PipeConnection[file.maxConnections()];
+        heartbeatThread = new Thread(this::heartbeatLoop, "nicstack-heartbeat-" + appName);
+        heartbeatThread.setDaemon(true);
+    }
+
+    /** Attach with default {@link ClientOptions}. */
+    public static NicstackClient attach(final Path dir, final String appName) throws NicstackException
+    {
+        return attach(dir, appName, new ClientOptions());
+    }
+
+    /**
+     * Create the app file in {@code <dir>/apps}, and wait until the daemon attaches it.
+     *
+     * @throws DaemonNotRunningException if {@code dir} is missing or no daemon answered within
+     *                                   {@link ClientOptions#attachTimeoutMillis}.
+     * @throws VersionMismatchException  if the daemon runs another layout version.
+     * @throws NicstackException         if the daemon rejected the app for another reason or the file cannot be made.
+     */
+    public static NicstackClient attach(final Path dir, final String appName, final ClientOptions options)
+        throws NicstackException
+    {
+        final String nameProblem = AppFile.checkName(appName);
+        if (nameProblem != null)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, nameProblem);
+        }
+        final String sizeProblem = AppFile.checkSizes(options.ringCapacity, options.pipeCapacity, options.maxConnections);
+        if (sizeProblem != null)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, sizeProblem);
+        }
+        if (!Files.isDirectory(dir))
+        {
+            throw new DaemonNotRunningException("nicstack directory " + dir + " does not exist: is the daemon running?");
+        }
+
+        final AppFile file;
+        try
+        {
+            file = AppFile.create(
+                dir, appName, ProcessHandle.current().pid(), options.ringCapacity, options.pipeCapacity,
+                options.maxConnections, System.currentTimeMillis());
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new DaemonNotRunningException("nicstack directory " + dir + " does not exist: is the daemon running?");
+        }
+        catch (final IOException ex)
+        {
+            throw new NicstackException(Protocol.Reason.NONE, "cannot create the app file in " + dir + ": " + ex, ex);
+        }
+
+        final NicstackClient client = new NicstackClient(file, appName, options);
+        client.heartbeatThread.start();
+        try
+        {
+            client.awaitAttached(options.attachTimeoutMillis);
+        }
+        catch (final NicstackException | RuntimeException ex)
+        {
+            client.discard(AppFileDescriptor.STATE_DETACHED);
+            throw ex;
+        }
+        return client;
+    }
+
+    private void awaitAttached(final long timeoutMillis) throws NicstackException
+    {
+        final long deadline = System.currentTimeMillis() + timeoutMillis;
+        idleStrategy.reset();
+        while (true)
+        {
+            final int state = file.state();
+            switch (state)
+            {
+                case AppFileDescriptor.STATE_ATTACHED:
+                    if (file.daemonVersion() != AppFileDescriptor.VERSION)
+                    {
+                        throw new VersionMismatchException(
+                            "daemon runs app file version " + file.daemonVersion() + ", this client " +
+                            AppFileDescriptor.VERSION);
+                    }
+                    attachedAtMillis = System.currentTimeMillis();
+                    lastProcessCheckMillis = attachedAtMillis;
+                    return;
+
+                case AppFileDescriptor.STATE_REJECTED:
+                    throw NicstackException.of(file.reason(), "the daemon rejected app " + appName);
+
+                case AppFileDescriptor.STATE_DAEMON_GONE:
+                    throw new DaemonGoneException("the daemon went away while attaching " + appName);
+
+                default:
+                    break;
+            }
+            if (System.currentTimeMillis() >= deadline)
+            {
+                throw new DaemonNotRunningException(
+                    "no nicstack daemon attached " + file.path() + " within " + timeoutMillis + " ms");
+            }
+            idleStrategy.idle();
+        }
+    }
+
+    /**
+     * Listen on {@code port} (0: the daemon picks one; see {@link PipeListener#port()}), blocking until the daemon
+     * answers.
+     *
+     * @throws PortInUseException    if another listener holds the port.
+     * @throws LimitReachedException if the daemon's limits are reached.
+     */
+    public PipeListener listen(final int port, final int backlog) throws NicstackException
+    {
+        checkOpen();
+        if (port < 0 || port > 0xFFFF || backlog < 0)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "listen(" + port + ", " + backlog + ")");
+        }
+        final long requestId = request(Protocol.LISTEN, port, backlog);
+        awaitReply(requestId);
+        if (replyType != Protocol.LISTENING)
+        {
+            throw NicstackException.of(replyReason, "listen on port " + port);
+        }
+        final PipeListener listener = new PipeListener(this, replyPort);
+        listeners.put(replyPort, listener);
+        return listener;
+    }
+
+    /**
+     * Open a connection to {@code ipv4Address:port}, blocking until the daemon answers CONNECTED or an error (the
+     * daemon times the handshake out itself).
+     *
+     * @throws ConnectionRefusedException  if the peer answers the SYN with RST.
+     * @throws ConnectionTimedOutException if the handshake timed out.
+     * @throws LimitReachedException       if no slot is free.
+     */
+    public PipeConnection connect(final String ipv4Address, final int port) throws NicstackException
+    {
+        checkOpen();
+        final int address = parseIpv4(ipv4Address);
+        if (port <= 0 || port > 0xFFFF)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "port " + port);
+        }
+        final long requestId = request(Protocol.CONNECT, address, port);
+        awaitReply(requestId);
+        if (replyType != Protocol.CONNECTED)
+        {
+            throw NicstackException.of(replyReason, "connect to " + ipv4Address + ":" + port);
+        }
+        final PipeConnection connection = register(replyConnectionId, replyLocalPort, replyRemoteAddress, replyRemotePort);
+        if (connection == null)
+        {
+            throw new NicstackException(
+                Protocol.Reason.BAD_MESSAGE, "daemon answered CONNECTED with a bad connection id " + replyConnectionId);
+        }
+        return connection;
+    }
+
+    /**
+     * Drain events and notifications, write the app heartbeat, and check that the daemon is alive.
+     *
+     * @return how many events and notifications were handled (for an idle strategy).
+     * @throws DaemonGoneException if the daemon's heartbeat is older than the daemon timeout, it wrote DAEMON_GONE
+     *                             or its process is dead; every later poll throws it again.
+     */
+    public int poll() throws NicstackException
+    {
+        checkOpen();
+        if (gone != null)
+        {
+            throw gone;
+        }
+        int work = eventRing.read(eventHandler, EVENTS_PER_POLL);
+        work += notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
+
+        final long now = System.currentTimeMillis();
+        if (now != lastHeartbeatMillis)
+        {
+            lastHeartbeatMillis = now;
+            file.appHeartbeat(now);
+        }
+        checkDaemon(now);
+        return work;
+    }
+
+    private void checkDaemon(final long now) throws DaemonGoneException
+    {
+        String why = null;
+        final int state = file.state();
+        if (state == AppFileDescriptor.STATE_DAEMON_GONE)
+        {
+            why = "the daemon shut down";
+        }
+        else
+        {
+            final long heartbeat = Math.max(file.daemonHeartbeat(), attachedAtMillis);
+            if (now - heartbeat > daemonTimeoutMillis)
+            {
+                why = "the daemon's heartbeat is " + (now - heartbeat) + " ms old";
+            }
+            else if (now - lastProcessCheckMillis >= PROCESS_CHECK_PERIOD_MILLIS)
+            {
+                lastProcessCheckMillis = now;
+                final long pid = file.daemonPid();
+                if (pid > 0 && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
+                {
+                    why = "the daemon process " + pid + " is dead";
+                }
+            }
+        }
+        if (why != null)
+        {
+            gone = new DaemonGoneException(why);
+            for (final PipeConnection connection : connections)
+            {
+                if (connection != null)
+                {
+                    connection.onDaemonGone();
+                }
+            }
+            throw gone;
+        }
+    }
+
+    /**
+     * CLOSE every connection, UNLISTEN every listener, write DETACHED, stop the heartbeat thread, unmap and delete the
+     * app file. Idempotent; nothing of this client may be used afterwards.
+     */
+    @Override
+    public void close()
+    {
+        if (closed)
+        {
+            return;
+        }
+        for (final PipeConnection connection : connections)
+        {
+            if (connection != null)
+            {
+                connection.close();
+            }
+        }
+        for (final PipeListener listener : new ArrayList<>(listeners.values()))
+        {
+            listener.close();
+        }
+        discard(AppFileDescriptor.STATE_DETACHED);
+    }
+
+    private void discard(final int finalState)
+    {
+        heartbeatRunning = false;
+        LockSupport.unpark(heartbeatThread);
+        boolean interrupted = false;
+        while (heartbeatThread.isAlive())
+        {
+            try
+            {
+                heartbeatThread.join();
+            }
+            catch (final InterruptedException ex)
+            {
+                interrupted = true;
+            }
+        }
+        if (interrupted)
+        {
+            Thread.currentThread().interrupt();
+        }
+        if (!file.isClosed())
+        {
+            file.state(finalState);
+        }
+        closed = true;
+        file.close();
+        try
+        {
+            file.delete();
+        }
+        catch (final IOException ignore)
+        {
+            // The daemon removes files of detached apps too.
+        }
+    }
+
+    public boolean isClosed()
+    {
+        return closed;
+    }
+
+    /** The app file, for diagnostics. */
+    public Path appFile()
+    {
+        return file.path();
+    }
+
+    public String appName()
+    {
+        return appName;
+    }
+
+    @Override
+    public String toString()
+    {
+        return "NicstackClient{" + appName + ", " + file.path() + (closed ? ", closed}" : "}");
+    }
+
+    // ---- package: used by listeners and connections -----------------------------------------
+
+    AppFile file()
+    {
+        return file;
+    }
+
+    IdleStrategy idleStrategy()
+    {
+        return idleStrategy;
+    }
+
+    boolean isGone()
+    {
+        return gone != null;
+    }
+
+    void checkOpen()
+    {
+        if (closed)
+        {
+            throw new IllegalStateException("client closed");
+        }
+    }
+
+    /** Send a connection message, spinning while the control ring is full. */
+    void send(final int type, final long connectionId, final int i8, final long l16) throws NicstackException
+    {
+        checkOpen();
+        idleStrategy.reset();
+        while (!offer(type, connectionId, i8, 0, l16))
+        {
+            idleStrategy.idle(poll());
+        }
+    }
+
+    /** Send without throwing: gives up once the daemon is gone (used by close paths). */
+    boolean sendQuietly(final int type, final long id, final int i8)
+    {
+        if (closed)
+        {
+            return false;
+        }
+        idleStrategy.reset();
+        while (!offer(type, id, i8, 0, 0))
+        {
+            if (gone != null)
+            {
+                return false;
+            }
+            try
+            {
+                idleStrategy.idle(poll());
+            }
+            catch (final NicstackException ex)
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    void onListenerClosed(final PipeListener listener)
+    {
+        if (listeners.get(listener.port()) == listener)
+        {
+            listeners.remove(listener.port());
+        }
+        sendQuietly(Protocol.UNLISTEN, nextRequestId(), listener.port());
+    }
+
+    void onConnectionClosed(final PipeConnection connection)
+    {
+        final int slot = Protocol.slotOf(connection.id());
+        if (connections[slot] == connection)
+        {
+            connections[slot] = null;
+        }
+        sendQuietly(Protocol.CLOSE, connection.id(), 0);
+    }
+
+    // ---- control ring -----------------------------------------------------------------------
+
+    private long nextRequestId()
+    {
+        return REQUEST_ID_FLAG | nextRequestId++;
+    }
+
+    private long request(final int type, final int i8, final int i12) throws NicstackException
+    {
+        final long requestId = nextRequestId();
+        awaitedRequestId = requestId;
+        replied = false;
+        idleStrategy.reset();
+        while (!offer(type, requestId, i8, i12, 0))
+        {
+            idleStrategy.idle(poll());
+        }
+        return requestId;
+    }
+
+    private void awaitReply(final long requestId) throws NicstackException
+    {
+        idleStrategy.reset();
+        try
+        {
+            while (!replied)
+            {
+                idleStrategy.idle(poll());
+            }
+        }
+        finally
+        {
+            if (awaitedRequestId == requestId)
+            {
+                awaitedRequestId = 0;
+            }
+        }
+    }
+
+    /** One control record: long @0, int @8, int @12, long @16 (see {@link Protocol} for which fields a type uses). */
+    private boolean offer(final int type, final long l0, final int i8, final int i12, final long l16)
+    {
+        final int index = controlRing.tryClaim(type, Protocol.CONTROL_LENGTH);
+        if (index <= 0)
+        {
+            return false;
+        }
+        final AtomicBuffer buffer = controlRing.buffer();
+        buffer.setMemory(index, Protocol.CONTROL_LENGTH, (byte)0);
+        buffer.putLong(index, l0);
+        buffer.putInt(index + 8, i8);
+        buffer.putInt(index + 12, i12);
+        buffer.putLong(index + 16, l16);
+        controlRing.commit(index);
+        return true;
+    }
+
+    // ---- event and notification rings -------------------------------------------------------
+
+    private void onEvent(final int type, final MutableDirectBuffer buffer, final int index, final int length)
+    {
+        if (length < 16)
+        {
+            return; // Malformed: every event carries at least a long and an int.
+        }
+        final long id = buffer.getLong(index);
+        switch (type)
+        {
+            case Protocol.LISTENING:
+                if (id == awaitedRequestId && !replied)
+                {
+                    reply(type, Protocol.Reason.NONE);
+                    replyPort = buffer.getInt(index + 8);
+                }
+                break;
+
+            case Protocol.ERROR:
+            {
+                final int reason = buffer.getInt(index + 8);
+                if (id < 0)
+                {
+                    if (id == awaitedRequestId && !replied)
+                    {
+                        reply(type, reason);
+                    }
+                }
+                else
+                {
+                    final PipeConnection connection = lookup(id);
+                    if (connection != null)
+                    {
+                        connection.onError(reason);
+                    }
+                }
+                break;
+            }
+
+            case Protocol.ACCEPTED:
+                if (length >= 20)
+                {
+                    onAccepted(id, buffer.getInt(index + 8), buffer.getInt(index + 12), buffer.getInt(index + 16));
+                }
+                break;
+
+            case Protocol.CONNECTED:
+                if (length >= 28)
+                {
+                    final long connectionId = buffer.getLong(index + 8);
+                    if (id == awaitedRequestId && !replied)
+                    {
+                        reply(type, Protocol.Reason.NONE);
+                        replyConnectionId = connectionId;
+                        replyLocalPort = buffer.getInt(index + 16);
+                        replyRemoteAddress = buffer.getInt(index + 20);
+                        replyRemotePort = buffer.getInt(index + 24);
+                    }
+                    else
+                    {
+                        // Nobody waits for it any more: give the slot back.
+                        offer(Protocol.CLOSE, connectionId, 0, 0, 0);
+                    }
+                }
+                break;
+
+            case Protocol.PEER_CLOSED:
+            {
+                final PipeConnection connection = lookup(id);
+                if (connection != null)
+                {
+                    connection.onPeerClosed();
+                }
+                break;
+            }
+
+            case Protocol.CLOSED:
+            {
+                final PipeConnection connection = lookup(id);
+                if (connection != null)
+                {
+                    connection.onClosed(closeReasonOf(buffer.getInt(index + 8)));
+                }
+                break;
+            }
+
+            case Protocol.RESET:
+            {
+                final PipeConnection connection = lookup(id);
+                if (connection != null)
+                {
+                    connection.onClosed(Protocol.Reason.RESET);
+                }
+                break;
+            }
+
+            default:
+                break;
+        }
+    }
+
+    private void reply(final int type, final int reason)
+    {
+        replied = true;
+        replyType = type;
+        replyReason = reason;
+    }
+
+    private void onAccepted(final long connectionId, final int localPort, final int remoteAddress, final int remotePort)
+    {
+        final PipeListener listener = listeners.get(localPort);
+        if (listener == null || listener.isClosed())
+        {
+            offer(Protocol.CLOSE, connectionId, 0, 0, 0);
+            return;
+        }
+        final PipeConnection connection = register(connectionId, localPort, remoteAddress, remotePort);
+        if (connection != null)
+        {
+            listener.onAccepted(connection);
+        }
+    }
+
+    private PipeConnection register(
+        final long connectionId, final int localPort, final int remoteAddress, final int remotePort)
+    {
+        final int slot = Protocol.slotOf(connectionId);
+        if (connectionId < 0 || slot >= connections.length || connections[slot] != null)
+        {
+            return null; // The daemon reuses a slot only after our CLOSE; anything else is a stale or bad id.
+        }
+        final PipeConnection connection = new PipeConnection(
+            this, connectionId, localPort, remoteAddress, remotePort, file.rx(slot), file.tx(slot));
+        connections[slot] = connection;
+        return connection;
+    }
+
+    private PipeConnection lookup(final long connectionId)
+    {
+        if (connectionId < 0)
+        {
+            return null;
+        }
+        final int slot = Protocol.slotOf(connectionId);
+        if (slot >= connections.length)
+        {
+            return null;
+        }
+        final PipeConnection connection = connections[slot];
+        // A stale generation is an old connection's id, never this one's.
+        return connection != null && connection.id() == connectionId ? connection : null;
+    }
+
+    private void onNotification(final int type, final MutableDirectBuffer buffer, final int index, final int length)
+    {
+        if (type == Protocol.NOTIFY && length >= Protocol.NOTIFY_LENGTH)
+        {
+            final PipeConnection connection = lookup(buffer.getLong(index));
+            if (connection != null)
+            {
+                connection.onNotify(buffer.getLong(index + 8));
+            }
+        }
+    }
+
+    private static int closeReasonOf(final int tcpCloseReason)
+    {
+        switch (tcpCloseReason)
+        {
+            case CLOSE_NORMAL:
+                return Protocol.Reason.NONE;
+            case CLOSE_REFUSED:
+                return Protocol.Reason.REFUSED;
+            case CLOSE_TIMED_OUT:
+                return Protocol.Reason.TIMED_OUT;
+            case CLOSE_RESET:
+            default:
+                // Reset by the peer, or aborted by the daemon: either way the stream did not end cleanly.
+                return Protocol.Reason.RESET;
+        }
+    }
+
+    // ---- helpers ----------------------------------------------------------------------------
+
+    private void heartbeatLoop()
+    {
+        while (heartbeatRunning)
+        {
+            // The mapping is only unmapped after this thread has ended (see discard).
+            file.appHeartbeat(System.currentTimeMillis());
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(HEARTBEAT_PERIOD_MILLIS));
+        }
+    }
+
+    /** Dotted quad to an int with the first octet most significant; no name lookup. */
+    static int parseIpv4(final String address) throws NicstackException
+    {
+        int value = 0;
+        int octets = 0;
+        int octet = -1;
+        for (int i = 0, n = address == null ? 0 : address.length(); i <= n; i++)
+        {
+            final char c = i < n ? address.charAt(i) : '.';
+            if (c >= '0' && c <= '9')
+            {
+                octet = (octet < 0 ? 0 : octet * 10) + (c - '0');
+                if (octet > 255)
+                {
+                    octets = 5;
+                    break;
+                }
+            }
+            else if (c == '.' && octet >= 0)
+            {
+                value = (value << 8) | octet;
+                octets++;
+                octet = -1;
+            }
+            else
+            {
+                octets = 5;
+                break;
+            }
+        }
+        if (octets != 4)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "not an IPv4 address: " + address);
+        }
+        return value;
+    }
+}

@@ -1,0 +1,457 @@
+package io.nicstack.pipes.client;
+
+import io.nicstack.pipes.Pipe;
+import io.nicstack.pipes.Protocol;
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.Objects;
+
+/**
+ * One TCP connection of the app, seen as two byte pipes in shared memory: the daemon writes received payload into the
+ * RX pipe and the app consumes it in place ({@link #peek()}, {@link #rxBuffer()}, {@link #release(int)}); the app
+ * writes payload to send into the TX pipe in place ({@link #claim(int)}, {@link #txBuffer()}, {@link #commit(int)},
+ * which rings the doorbell). Nothing here blocks or allocates except the stream adapters and {@link #awaitReadable}.
+ *
+ * <p>State changes (peer closed, closed, reset) arrive as events, so they are seen after a {@link NicstackClient#poll()};
+ * payload needs no poll: {@link #peek()} reads the RX tail itself.
+ */
+public final class PipeConnection implements AutoCloseable
+{
+    private final NicstackClient client;
+    private final long id;
+    private final int localPort;
+    private final int remoteAddress;
+    private final int remotePort;
+    private final Pipe rx;
+    private final Pipe tx;
+
+    private boolean peerClosed;
+    private boolean daemonClosed;
+    private boolean locallyClosed;
+    private boolean outputShutdown;
+    private int closeReason = Protocol.Reason.NONE;
+    private int lastError = Protocol.Reason.NONE;
+    private long notifiedTail;
+    private InputStream inputStream;
+    private OutputStream outputStream;
+
+    PipeConnection(
+        final NicstackClient client,
+        final long id,
+        final int localPort,
+        final int remoteAddress,
+        final int remotePort,
+        final Pipe rx,
+        final Pipe tx)
+    {
+        this.client = client;
+        this.id = id;
+        this.localPort = localPort;
+        this.remoteAddress = remoteAddress;
+        this.remotePort = remotePort;
+        this.rx = rx;
+        this.tx = tx;
+    }
+
+    /** {@code (generation << 16) | slot}. */
+    public long id()
+    {
+        return id;
+    }
+
+    public int localPort()
+    {
+        return localPort;
+    }
+
+    /** IPv4 address of the peer, first octet most significant. */
+    public int remoteAddress()
+    {
+        return remoteAddress;
+    }
+
+    public int remotePort()
+    {
+        return remotePort;
+    }
+
+    // ---- zero-copy receive ------------------------------------------------------------------
+
+    /**
+     * Contiguous readable bytes at {@link #rxIndex()} of {@link #rxBuffer()} now (up to the wrap of the pipe), 0 if
+     * none yet, -1 at the end of the stream (the peer closed and everything was consumed). Never blocks.
+     *
+     * @throws ConnectionResetException    if the connection was reset.
+     * @throws ConnectionTimedOutException if it timed out.
+     * @throws NicstackException           if this connection was closed by the app, or the daemon is gone.
+     */
+    public int peek() throws NicstackException
+    {
+        checkUsable();
+        final int readable = rx.peek();
+        if (readable > 0)
+        {
+            return readable;
+        }
+        if (closeReason != Protocol.Reason.NONE)
+        {
+            throw NicstackException.of(closeReason, "connection " + describe());
+        }
+        // The event that set these flags was read after the daemon published the final tail, so 0 here is the end.
+        return peerClosed || daemonClosed ? -1 : 0;
+    }
+
+    /** The buffer the peeked span lies in: the whole mapping, index with {@link #rxIndex()}. */
+    public DirectBuffer rxBuffer()
+    {
+        return rx.buffer();
+    }
+
+    /** Where the span of {@link #peek()} starts in {@link #rxBuffer()}. */
+    public int rxIndex()
+    {
+        return rx.peekIndex();
+    }
+
+    /** Consume {@code n} peeked bytes: moves the RX head, so the daemon can reopen the TCP window. */
+    public void release(final int n)
+    {
+        checkMapped();
+        rx.release(n);
+    }
+
+    // ---- zero-copy send ---------------------------------------------------------------------
+
+    /**
+     * Contiguous writable bytes at {@link #txIndex()} of {@link #txBuffer()} now, at most {@code max} (up to the wrap of
+     * the pipe), 0 if the pipe is full.
+     *
+     * @throws NicstackException if the connection is closed or reset, or its output was shut down.
+     */
+    public int claim(final int max) throws NicstackException
+    {
+        checkUsable();
+        if (daemonClosed)
+        {
+            throw NicstackException.of(
+                closeReason == Protocol.Reason.NONE ? Protocol.Reason.UNKNOWN_CONNECTION : closeReason,
+                "connection " + describe() + " is closed");
+        }
+        if (outputShutdown)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "output of " + describe() + " was shut down");
+        }
+        return tx.claim(max);
+    }
+
+    /** The buffer a claimed span lies in: the whole mapping, index with {@link #txIndex()}. */
+    public MutableDirectBuffer txBuffer()
+    {
+        return tx.buffer();
+    }
+
+    /** Where the span of {@link #claim(int)} starts in {@link #txBuffer()}. */
+    public int txIndex()
+    {
+        return tx.claimIndex();
+    }
+
+    /** Publish {@code n} claimed bytes (the doorbell: a release store of the TX tail). */
+    public void commit(final int n)
+    {
+        checkMapped();
+        tx.commit(n);
+    }
+
+    /** SHUTDOWN: the daemon sends FIN after the bytes already committed; no further claim. */
+    public void shutdownOutput() throws NicstackException
+    {
+        checkUsable();
+        if (!outputShutdown)
+        {
+            outputShutdown = true;
+            if (!daemonClosed)
+            {
+                client.send(Protocol.SHUTDOWN, id, 0, 0);
+            }
+        }
+    }
+
+    /** CLOSE: the daemon closes the connection (FIN after committed bytes) and frees the slot; idempotent. */
+    @Override
+    public void close()
+    {
+        if (!locallyClosed)
+        {
+            locallyClosed = true;
+            client.onConnectionClosed(this);
+        }
+    }
+
+    /** SET_OPTION ({@link Protocol#OPTION_NO_DELAY}, {@link Protocol#OPTION_KEEP_ALIVE}); the daemon answers only errors. */
+    public void setOption(final int option, final long value) throws NicstackException
+    {
+        checkUsable();
+        if (lastError != Protocol.Reason.NONE)
+        {
+            final int reason = lastError;
+            lastError = Protocol.Reason.NONE;
+            throw NicstackException.of(reason, "an earlier request on " + describe() + " failed");
+        }
+        client.send(Protocol.SET_OPTION, id, option, value);
+    }
+
+    /** Whether the peer sent FIN (the RX pipe ends at its tail). */
+    public boolean isPeerClosed()
+    {
+        return peerClosed;
+    }
+
+    /** Whether the app closed the connection or the daemon reported it closed or reset. */
+    public boolean isClosed()
+    {
+        return locallyClosed || daemonClosed;
+    }
+
+    /** Why the connection ended, a {@link Protocol.Reason}: NONE for an orderly close (or none yet), RESET, TIMED_OUT... */
+    public int closeReason()
+    {
+        return closeReason;
+    }
+
+    /** The RX tail of the last NOTIFY for this connection (a hint; {@link #peek()} reads the tail itself). */
+    public long notifiedTail()
+    {
+        return notifiedTail;
+    }
+
+    // ---- blocking adapters ------------------------------------------------------------------
+
+    /**
+     * Blocking reads over the RX pipe: {@code read} spins the client's poll with its idle strategy, returns -1 at
+     * the end of the stream and throws {@link ConnectionResetException} on reset. Closing it does nothing.
+     */
+    public InputStream inputStream()
+    {
+        if (inputStream == null)
+        {
+            inputStream = new PipeInputStream();
+        }
+        return inputStream;
+    }
+
+    /**
+     * Blocking writes into the TX pipe: {@code write} spins the client's poll while the pipe is full; each chunk is
+     * committed (the doorbell) as soon as it is copied, so {@code flush} has nothing to do; {@code close} shuts the
+     * output down (FIN).
+     */
+    public OutputStream outputStream()
+    {
+        if (outputStream == null)
+        {
+            outputStream = new PipeOutputStream();
+        }
+        return outputStream;
+    }
+
+    /** Poll until {@link #peek()} is not 0 or {@code timeoutMillis} passed; returns {@link #peek()}. */
+    public int awaitReadable(final long timeoutMillis) throws NicstackException
+    {
+        final long deadline = System.currentTimeMillis() + timeoutMillis;
+        client.idleStrategy().reset();
+        while (true)
+        {
+            final int readable = peek();
+            if (readable != 0 || System.currentTimeMillis() >= deadline)
+            {
+                return readable;
+            }
+            client.idleStrategy().idle(client.poll());
+        }
+    }
+
+    @Override
+    public String toString()
+    {
+        return "PipeConnection{" + describe() + (peerClosed ? ", peerClosed" : "") + (isClosed() ? ", closed" : "") +
+            (closeReason != Protocol.Reason.NONE ? ", " + Protocol.Reason.describe(closeReason) : "") + "}";
+    }
+
+    // ---- events (from NicstackClient.poll) ---------------------------------------------------
+
+    void onPeerClosed()
+    {
+        peerClosed = true;
+    }
+
+    void onClosed(final int reason)
+    {
+        daemonClosed = true;
+        if (closeReason == Protocol.Reason.NONE)
+        {
+            closeReason = reason;
+        }
+    }
+
+    void onError(final int reason)
+    {
+        if (reason == Protocol.Reason.RESET || reason == Protocol.Reason.TIMED_OUT ||
+            reason == Protocol.Reason.REFUSED || reason == Protocol.Reason.UNKNOWN_CONNECTION)
+        {
+            onClosed(reason);
+        }
+        else
+        {
+            lastError = reason;
+        }
+    }
+
+    void onDaemonGone()
+    {
+        daemonClosed = true;
+    }
+
+    void onNotify(final long rxTail)
+    {
+        notifiedTail = rxTail;
+    }
+
+    // ---- internals --------------------------------------------------------------------------
+
+    private void checkUsable() throws NicstackException
+    {
+        if (client.isClosed() || locallyClosed)
+        {
+            throw new NicstackException(Protocol.Reason.UNKNOWN_CONNECTION, "connection " + describe() + " was closed");
+        }
+        if (client.isGone())
+        {
+            throw new DaemonGoneException("the daemon is gone; connection " + describe() + " is lost");
+        }
+    }
+
+    private void checkMapped()
+    {
+        if (client.isClosed() || locallyClosed)
+        {
+            // The slot may already belong to another connection, or the file is unmapped.
+            throw new IllegalStateException("connection " + describe() + " was closed");
+        }
+    }
+
+    private String describe()
+    {
+        return (remoteAddress >>> 24) + "." + ((remoteAddress >>> 16) & 0xFF) + "." + ((remoteAddress >>> 8) & 0xFF) +
+            "." + (remoteAddress & 0xFF) + ":" + remotePort + " <-> :" + localPort + " #" + Long.toHexString(id);
+    }
+
+    private final class PipeInputStream extends InputStream
+    {
+        @Override
+        public int read() throws IOException
+        {
+            final int readable = awaitData();
+            if (readable < 0)
+            {
+                return -1;
+            }
+            final int value = rx.buffer().getByte(rx.peekIndex()) & 0xFF;
+            rx.release(1);
+            return value;
+        }
+
+        @Override
+        public int read(final byte[] bytes, final int offset, final int length) throws IOException
+        {
+            Objects.checkFromIndexSize(offset, length, bytes.length);
+            if (length == 0)
+            {
+                return 0;
+            }
+            final int readable = awaitData();
+            if (readable < 0)
+            {
+                return -1;
+            }
+            final int count = Math.min(readable, length);
+            rx.buffer().getBytes(rx.peekIndex(), bytes, offset, count);
+            rx.release(count);
+            return count;
+        }
+
+        @Override
+        public int available() throws IOException
+        {
+            checkUsable();
+            return rx.readable();
+        }
+
+        private int awaitData() throws NicstackException
+        {
+            client.idleStrategy().reset();
+            while (true)
+            {
+                final int readable = peek();
+                if (readable != 0)
+                {
+                    return readable;
+                }
+                client.idleStrategy().idle(client.poll());
+            }
+        }
+    }
+
+    private final class PipeOutputStream extends OutputStream
+    {
+        @Override
+        public void write(final int b) throws IOException
+        {
+            awaitSpace(1);
+            tx.buffer().putByte(tx.claimIndex(), (byte)b);
+            tx.commit(1);
+        }
+
+        @Override
+        public void write(final byte[] bytes, final int offset, final int length) throws IOException
+        {
+            Objects.checkFromIndexSize(offset, length, bytes.length);
+            int position = offset;
+            int remaining = length;
+            while (remaining > 0)
+            {
+                final int count = awaitSpace(remaining);
+                tx.buffer().putBytes(tx.claimIndex(), bytes, position, count);
+                tx.commit(count);
+                position += count;
+                remaining -= count;
+            }
+        }
+
+        @Override
+        public void close() throws IOException
+        {
+            if (!locallyClosed && !client.isClosed() && !outputShutdown && !daemonClosed)
+            {
+                shutdownOutput();
+            }
+        }
+
+        private int awaitSpace(final int max) throws NicstackException
+        {
+            client.idleStrategy().reset();
+            while (true)
+            {
+                final int count = claim(max);
+                if (count > 0)
+                {
+                    return count;
+                }
+                client.idleStrategy().idle(client.poll());
+            }
+        }
+    }
+}

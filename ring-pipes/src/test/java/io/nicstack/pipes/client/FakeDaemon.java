@@ -1,0 +1,392 @@
+package io.nicstack.pipes.client;
+
+import io.nicstack.pipes.AppFile;
+import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.NotificationPacer;
+import io.nicstack.pipes.Pipe;
+import io.nicstack.pipes.Protocol;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.stream.Stream;
+
+/**
+ * Plays the daemon's side of the app file in the test JVM: finds the app file, attaches (or ignores, or rejects) it,
+ * beats its heart, answers LISTEN and CONNECT, accepts connections on request, feeds RX pipes with paced NOTIFYs and
+ * drains TX pipes. Everything that touches the file runs on its own thread; tests talk to it through {@link #call}.
+ */
+final class FakeDaemon implements AutoCloseable
+{
+    enum Mode
+    {
+        ATTACH, IGNORE, REJECT_VERSION
+    }
+
+    /** One control-ring record as the daemon read it. */
+    record Control(int type, long l0, int i8, int i12, long l16)
+    {
+    }
+
+    static final int BUSY_PORT = 9999;
+    static final int REFUSING_PORT = 1;
+
+    private final Path dir;
+    private final Mode mode;
+    private final Thread thread;
+    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    final ConcurrentLinkedQueue<Control> controls = new ConcurrentLinkedQueue<>();
+    private volatile boolean running = true;
+    volatile boolean heartbeat = true;
+
+    // Daemon-thread state.
+    private AppFile file;
+    private NotificationPacer pacer;
+    private Pipe[] rx;
+    private Pipe[] tx;
+    private int[] generation;
+    private long[] connectionIds;
+    private ByteArrayOutputStream[] received;
+    private byte[][] backlog;
+    private int[] backlogSent;
+    private final UnsafeBuffer message = new UnsafeBuffer(new byte[32]);
+
+    FakeDaemon(final Path dir, final Mode mode)
+    {
+        this.dir = dir;
+        this.mode = mode;
+        thread = new Thread(this::run, "fake-daemon");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    /** Run {@code action} on the daemon thread and wait for its result. */
+    <T> T call(final Function<FakeDaemon, T> action)
+    {
+        final CompletableFuture<T> result = new CompletableFuture<>();
+        tasks.add(() ->
+        {
+            try
+            {
+                result.complete(action.apply(this));
+            }
+            catch (final Throwable ex)
+            {
+                result.completeExceptionally(ex);
+            }
+        });
+        try
+        {
+            return result.get(10, TimeUnit.SECONDS);
+        }
+        catch (final Exception ex)
+        {
+            throw new AssertionError("fake daemon task failed", ex);
+        }
+    }
+
+    AppFile file()
+    {
+        return file;
+    }
+
+    /** Take a free slot for a new connection on {@code localPort} and send ACCEPTED; returns the connection id. */
+    long accept(final int localPort, final int remoteAddress, final int remotePort)
+    {
+        final long id = openConnection(localPort, remoteAddress, remotePort);
+        message.setMemory(0, 32, (byte)0);
+        message.putLong(0, id);
+        message.putInt(8, localPort);
+        message.putInt(12, remoteAddress);
+        message.putInt(16, remotePort);
+        event(Protocol.ACCEPTED);
+        return id;
+    }
+
+    /** Queue {@code bytes} for the connection's RX pipe; the loop writes them as space frees and notifies, paced. */
+    boolean sendRx(final long connectionId, final byte[] bytes)
+    {
+        final int slot = Protocol.slotOf(connectionId);
+        backlog[slot] = bytes;
+        backlogSent[slot] = 0;
+        return true;
+    }
+
+    boolean rxBacklogDone(final long connectionId)
+    {
+        final int slot = Protocol.slotOf(connectionId);
+        return backlog[slot] == null;
+    }
+
+    /** Everything read from the connection's TX pipe so far. */
+    byte[] received(final long connectionId)
+    {
+        return received[Protocol.slotOf(connectionId)].toByteArray();
+    }
+
+    boolean event(final int type, final long id, final int reason)
+    {
+        message.setMemory(0, 32, (byte)0);
+        message.putLong(0, id);
+        message.putInt(8, reason);
+        event(type);
+        return true;
+    }
+
+    /** Send a raw NOTIFY (for stale-id tests). */
+    boolean notify(final long connectionId, final long tail)
+    {
+        message.putLong(0, connectionId);
+        message.putLong(8, tail);
+        return file.notificationRing().write(Protocol.NOTIFY, message, 0, Protocol.NOTIFY_LENGTH);
+    }
+
+    List<Control> controlsOfType(final int type)
+    {
+        final List<Control> list = new ArrayList<>();
+        for (final Control control : controls)
+        {
+            if (control.type() == type)
+            {
+                list.add(control);
+            }
+        }
+        return list;
+    }
+
+    @Override
+    public void close()
+    {
+        running = false;
+        try
+        {
+            thread.join(5000);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    // ---- daemon thread ----------------------------------------------------------------------
+
+    private void run()
+    {
+        long lastBeat = 0;
+        try
+        {
+            while (running)
+            {
+                Runnable task;
+                while ((task = tasks.poll()) != null)
+                {
+                    task.run();
+                }
+                if (file == null)
+                {
+                    findApp();
+                }
+                else if (mode == Mode.ATTACH && file.state() == AppFileDescriptor.STATE_DETACHED)
+                {
+                    // The app left: drain what it sent on its way out (its CLOSEs), then stop.
+                    file.controlRing().read(this::onControl);
+                }
+                else if (mode == Mode.ATTACH && file.state() == AppFileDescriptor.STATE_ATTACHED)
+                {
+                    final long now = System.currentTimeMillis();
+                    if (heartbeat && now - lastBeat >= 20)
+                    {
+                        file.daemonHeartbeat(now);
+                        lastBeat = now;
+                    }
+                    file.controlRing().read(this::onControl);
+                    pumpPipes();
+                }
+                Thread.onSpinWait();
+                Thread.yield();
+            }
+        }
+        catch (final Throwable ex)
+        {
+            ex.printStackTrace();
+        }
+        finally
+        {
+            if (file != null)
+            {
+                file.close();
+            }
+        }
+    }
+
+    private void findApp() throws IOException
+    {
+        final Path apps = dir.resolve(AppFile.APPS_DIRECTORY);
+        if (!Files.isDirectory(apps))
+        {
+            return;
+        }
+        try (Stream<Path> files = Files.list(apps))
+        {
+            for (final Path path : (Iterable<Path>)files::iterator)
+            {
+                if (!path.toString().endsWith(AppFile.SUFFIX))
+                {
+                    continue;
+                }
+                final AppFile candidate = AppFile.open(path);
+                if (candidate.state() != AppFileDescriptor.STATE_ATTACHING)
+                {
+                    candidate.close();
+                    continue;
+                }
+                file = candidate;
+                final int slots = file.maxConnections();
+                pacer = new NotificationPacer(slots);
+                rx = new Pipe[slots];
+                tx = new Pipe[slots];
+                generation = new int[slots];
+                connectionIds = new long[slots];
+                received = new ByteArrayOutputStream[slots];
+                backlog = new byte[slots][];
+                backlogSent = new int[slots];
+                for (int i = 0; i < slots; i++)
+                {
+                    rx[i] = file.rx(i);
+                    tx[i] = file.tx(i);
+                }
+                switch (mode)
+                {
+                    case ATTACH -> file.markAttached(ProcessHandle.current().pid(), System.currentTimeMillis());
+                    case REJECT_VERSION -> file.markRejected(ProcessHandle.current().pid(), Protocol.Reason.VERSION_MISMATCH);
+                    case IGNORE ->
+                    {
+                    }
+                }
+                return;
+            }
+        }
+    }
+
+    private void onControl(final int type, final org.agrona.MutableDirectBuffer buffer, final int index, final int length)
+    {
+        final Control control = new Control(
+            type, buffer.getLong(index), buffer.getInt(index + 8), buffer.getInt(index + 12), buffer.getLong(index + 16));
+        controls.add(control);
+        switch (type)
+        {
+            case Protocol.LISTEN ->
+            {
+                if (control.i8() == BUSY_PORT)
+                {
+                    event(Protocol.ERROR, control.l0(), Protocol.Reason.PORT_IN_USE);
+                }
+                else
+                {
+                    event(Protocol.LISTENING, control.l0(), control.i8() == 0 ? 40000 : control.i8());
+                }
+            }
+            case Protocol.CONNECT ->
+            {
+                if (control.i12() == REFUSING_PORT)
+                {
+                    event(Protocol.ERROR, control.l0(), Protocol.Reason.REFUSED);
+                }
+                else
+                {
+                    final long id = openConnection(49152, control.i8(), control.i12());
+                    message.setMemory(0, 32, (byte)0);
+                    message.putLong(0, control.l0());
+                    message.putLong(8, id);
+                    message.putInt(16, 49152);
+                    message.putInt(20, control.i8());
+                    message.putInt(24, control.i12());
+                    event(Protocol.CONNECTED);
+                }
+            }
+            case Protocol.CLOSE ->
+            {
+                final int slot = Protocol.slotOf(control.l0());
+                if (connectionIds[slot] == control.l0())
+                {
+                    connectionIds[slot] = -1;
+                    file.freeSlot(slot);
+                }
+            }
+            default ->
+            {
+            }
+        }
+    }
+
+    private long openConnection(final int localPort, final int remoteAddress, final int remotePort)
+    {
+        for (int slot = 0; slot < connectionIds.length; slot++)
+        {
+            if (file.slotState(slot) == AppFileDescriptor.SLOT_FREE)
+            {
+                final long id = Protocol.connectionId(slot, ++generation[slot]);
+                file.openSlot(slot, id, localPort, remoteAddress, remotePort);
+                connectionIds[slot] = id;
+                received[slot] = new ByteArrayOutputStream();
+                pacer.reset(slot);
+                return id;
+            }
+        }
+        throw new IllegalStateException("no free slot");
+    }
+
+    private void event(final int type)
+    {
+        if (!file.eventRing().write(type, message, 0, Protocol.EVENT_LENGTH))
+        {
+            throw new IllegalStateException("event ring full");
+        }
+    }
+
+    private void pumpPipes()
+    {
+        final byte[] chunk = new byte[4096];
+        for (int slot = 0; slot < connectionIds.length; slot++)
+        {
+            if (connectionIds[slot] <= 0)
+            {
+                continue;
+            }
+            // TX: read what the app committed, then "acknowledge" it.
+            final Pipe txPipe = tx[slot];
+            int count;
+            while ((count = txPipe.read(chunk, 0, chunk.length)) > 0)
+            {
+                received[slot].write(chunk, 0, count);
+            }
+            // RX: push the backlog as the app frees space, notify with Enso pacing.
+            final Pipe rxPipe = rx[slot];
+            final byte[] bytes = backlog[slot];
+            if (bytes != null)
+            {
+                backlogSent[slot] += rxPipe.write(bytes, backlogSent[slot], bytes.length - backlogSent[slot]);
+                if (backlogSent[slot] == bytes.length)
+                {
+                    backlog[slot] = null;
+                }
+            }
+            final long tail = rxPipe.tail();
+            if (pacer.isPending(slot, tail) && pacer.shouldNotify(slot, tail, rxPipe.headVolatile()))
+            {
+                final UnsafeBuffer notification = new UnsafeBuffer(new byte[Protocol.NOTIFY_LENGTH]);
+                notification.putLong(0, connectionIds[slot]);
+                notification.putLong(8, tail);
+                file.notificationRing().write(Protocol.NOTIFY, notification, 0, Protocol.NOTIFY_LENGTH);
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+package io.nicstack.pipes.client;
+
+import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.Protocol;
+import org.agrona.concurrent.BusySpinIdleStrategy;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class NicstackClientTest
+{
+    private static final int PEER = (198 << 24) | (18 << 16) | 2; // 198.18.0.2
+
+    @TempDir
+    Path dir;
+
+    private FakeDaemon daemon;
+    private NicstackClient client;
+
+    @AfterEach
+    void tearDown()
+    {
+        if (client != null)
+        {
+            client.close();
+        }
+        if (daemon != null)
+        {
+            daemon.close();
+        }
+    }
+
+    private static ClientOptions options()
+    {
+        final ClientOptions options = new ClientOptions();
+        options.maxConnections = 8;
+        options.pipeCapacity = 64 * 1024;
+        options.ringCapacity = 16 * 1024;
+        options.daemonTimeoutMillis = 300;
+        options.attachTimeoutMillis = 3000;
+        return options;
+    }
+
+    private NicstackClient attach(final FakeDaemon.Mode mode) throws NicstackException
+    {
+        daemon = new FakeDaemon(dir, mode);
+        client = NicstackClient.attach(dir, "test-app", options());
+        return client;
+    }
+
+    private void pollUntil(final BooleanSupplier condition) throws NicstackException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean())
+        {
+            client.poll();
+            assertTrue(System.nanoTime() < deadline, "condition not met in time");
+            Thread.onSpinWait();
+        }
+    }
+
+    @Test
+    void listenAcceptReceiveSendAndClose() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        final Path appFile = client.appFile();
+        assertEquals(dir.resolve("apps").resolve("test-app-" + ProcessHandle.current().pid() + ".app"), appFile);
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, daemon.<Integer>call(d -> d.file().state()));
+
+        final PipeListener listener = client.listen(8080, 16);
+        assertEquals(8080, listener.port());
+        final FakeDaemon.Control listen = daemon.controlsOfType(Protocol.LISTEN).get(0);
+        assertTrue(listen.l0() < 0, "request ids have the top bit set");
+        assertEquals(16, listen.i12());
+        assertNull(listener.tryAccept());
+
+        final long id = daemon.call(d -> d.accept(8080, PEER, 50000));
+        final PipeConnection connection = listener.accept();
+        assertEquals(id, connection.id());
+        assertEquals(8080, connection.localPort());
+        assertEquals(PEER, connection.remoteAddress());
+        assertEquals(50000, connection.remotePort());
+        assertEquals(0, connection.peek());
+
+        // Zero-copy receive.
+        daemon.call(d -> d.sendRx(id, "hello".getBytes(StandardCharsets.US_ASCII)));
+        assertEquals(5, connection.awaitReadable(5000));
+        final byte[] got = new byte[5];
+        connection.rxBuffer().getBytes(connection.rxIndex(), got);
+        assertEquals("hello", new String(got, StandardCharsets.US_ASCII));
+        connection.release(5);
+        assertEquals(0, connection.peek());
+        pollUntil(() -> connection.notifiedTail() == 5);
+
+        // Zero-copy send: the daemon sees exactly what was committed.
+        final int span = connection.claim(100);
+        assertEquals(100, span);
+        connection.txBuffer().putStringWithoutLengthAscii(connection.txIndex(), "world");
+        connection.commit(5);
+        pollUntil(() -> Arrays.equals("world".getBytes(StandardCharsets.US_ASCII), daemon.call(d -> d.received(id))));
+
+        // Streams, each moving more than a pipe holds, so both sides wrap and wait for each other.
+        final byte[] big = new byte[1_000_000];
+        new Random(5).nextBytes(big);
+        final OutputStream out = connection.outputStream();
+        out.write(big, 0, 1000);
+        out.write(big, 1000, big.length - 1000);
+        out.flush();
+        pollUntil(() -> daemon.call(d -> d.received(id)).length == 5 + big.length);
+        assertArrayEquals(big, Arrays.copyOfRange(daemon.<byte[]>call(d -> d.received(id)), 5, 5 + big.length));
+
+        daemon.call(d -> d.sendRx(id, big));
+        final InputStream in = connection.inputStream();
+        final byte[] back = new byte[big.length];
+        int n = 0;
+        back[n++] = (byte)in.read();
+        while (n < back.length)
+        {
+            n += in.read(back, n, back.length - n);
+        }
+        assertArrayEquals(big, back);
+        pollUntil(() -> daemon.call(d -> d.rxBacklogDone(id)));
+
+        // FIN from the peer: the end of the stream after everything was consumed.
+        daemon.call(d -> d.sendRx(id, new byte[] {42}));
+        pollUntil(() -> daemon.call(d -> d.rxBacklogDone(id)));
+        daemon.call(d -> d.event(Protocol.PEER_CLOSED, id, 0));
+        pollUntil(connection::isPeerClosed);
+        assertEquals(1, connection.peek());
+        assertEquals(42, in.read());
+        assertEquals(-1, connection.peek());
+        assertEquals(-1, in.read());
+        assertFalse(connection.isClosed());
+
+        // Half-close, then close: SHUTDOWN and CLOSE reach the daemon with the connection id.
+        connection.shutdownOutput();
+        assertThrows(NicstackException.class, () -> connection.claim(1));
+        connection.setOption(Protocol.OPTION_NO_DELAY, 1);
+        connection.close();
+        assertTrue(connection.isClosed());
+        assertThrows(NicstackException.class, connection::peek);
+        assertThrows(IllegalStateException.class, () -> connection.release(0));
+        pollUntil(() -> !daemon.controlsOfType(Protocol.CLOSE).isEmpty());
+        assertEquals(id, daemon.controlsOfType(Protocol.SHUTDOWN).get(0).l0());
+        final FakeDaemon.Control option = daemon.controlsOfType(Protocol.SET_OPTION).get(0);
+        assertEquals(id, option.l0());
+        assertEquals(Protocol.OPTION_NO_DELAY, option.i8());
+        assertEquals(1, option.l16());
+        assertEquals(id, daemon.controlsOfType(Protocol.CLOSE).get(0).l0());
+
+        // The slot comes back with a new generation; the old id is stale and ignored.
+        final long id2 = daemon.call(d -> d.accept(8080, PEER, 50001));
+        assertEquals(Protocol.slotOf(id), Protocol.slotOf(id2));
+        final PipeConnection second = listener.accept();
+        assertEquals(id2, second.id());
+        daemon.call(d -> d.event(Protocol.PEER_CLOSED, id, 0));
+        daemon.call(d -> d.notify(id, 1000));
+        client.poll();
+        client.poll();
+        assertFalse(second.isPeerClosed());
+        assertEquals(0, second.notifiedTail());
+
+        listener.close();
+        pollUntil(() -> !daemon.controlsOfType(Protocol.UNLISTEN).isEmpty());
+        assertEquals(8080, daemon.controlsOfType(Protocol.UNLISTEN).get(0).i8());
+
+        client.close();
+        client = null;
+        assertEquals(AppFileDescriptor.STATE_DETACHED, daemon.<Integer>call(d -> d.file().state()));
+        assertFalse(Files.exists(appFile));
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (daemon.controlsOfType(Protocol.CLOSE).stream().noneMatch(c -> c.l0() == id2))
+        {
+            assertTrue(System.nanoTime() < deadline, "close() sends CLOSE for every connection");
+            Thread.yield();
+        }
+    }
+
+    @Test
+    void connectRefusedPortInUseAndReset() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        assertEquals(Protocol.Reason.PORT_IN_USE,
+            assertThrows(PortInUseException.class, () -> client.listen(FakeDaemon.BUSY_PORT, 1)).reason());
+        assertThrows(ConnectionRefusedException.class, () -> client.connect("198.18.0.2", FakeDaemon.REFUSING_PORT));
+        assertThrows(NicstackException.class, () -> client.connect("198.18.0.256", 80));
+        assertThrows(NicstackException.class, () -> client.connect("example.com", 80));
+
+        final PipeConnection connection = client.connect("198.18.0.2", 443);
+        final FakeDaemon.Control connect = daemon.controlsOfType(Protocol.CONNECT).get(daemon.controlsOfType(Protocol.CONNECT).size() - 1);
+        assertEquals(PEER, connect.i8());
+        assertEquals(443, connect.i12());
+        assertEquals(PEER, connection.remoteAddress());
+        assertEquals(443, connection.remotePort());
+        assertEquals(49152, connection.localPort());
+
+        daemon.call(d -> d.event(Protocol.RESET, connection.id(), 0));
+        pollUntil(connection::isClosed);
+        assertEquals(Protocol.Reason.RESET, connection.closeReason());
+        assertThrows(ConnectionResetException.class, connection::peek);
+        assertThrows(ConnectionResetException.class, () -> connection.claim(1));
+        assertThrows(ConnectionResetException.class, () -> connection.inputStream().read());
+        assertThrows(ConnectionResetException.class, () -> connection.outputStream().write(1));
+
+        final PipeConnection timedOut = client.connect("198.18.0.3", 80);
+        daemon.call(d -> d.event(Protocol.CLOSED, timedOut.id(), 3)); // TcpConnection.CLOSE_TIMED_OUT
+        pollUntil(timedOut::isClosed);
+        assertThrows(ConnectionTimedOutException.class, timedOut::peek);
+
+        final PipeConnection orderly = client.connect("198.18.0.4", 80);
+        daemon.call(d -> d.sendRx(orderly.id(), new byte[] {1, 2}));
+        pollUntil(() -> daemon.call(d -> d.rxBacklogDone(orderly.id())));
+        daemon.call(d -> d.event(Protocol.CLOSED, orderly.id(), 0));
+        pollUntil(orderly::isClosed);
+        assertEquals(2, orderly.peek());
+        orderly.release(2);
+        assertEquals(-1, orderly.peek());
+        assertThrows(NicstackException.class, () -> orderly.claim(1));
+    }
+
+    @Test
+    void peekClaimCommitReleaseDoNotAllocate() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        final PipeConnection connection = client.connect("198.18.0.2", 7);
+        final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
+        final long threadId = Thread.currentThread().getId();
+        long allocated = Long.MAX_VALUE;
+        for (int round = 0; round < 10; round++)
+        {
+            final long before = threads.getThreadAllocatedBytes(threadId);
+            for (int i = 0; i < 100_000; i++)
+            {
+                final int span = connection.claim(64);
+                if (span > 0)
+                {
+                    connection.txBuffer().putLong(connection.txIndex(), i);
+                    connection.commit(Math.min(span, 8));
+                }
+                final int readable = connection.peek();
+                if (readable > 0)
+                {
+                    connection.release(readable);
+                }
+            }
+            // The least of the rounds: compilation settling in early rounds may allocate a few bytes once.
+            allocated = Math.min(allocated, threads.getThreadAllocatedBytes(threadId) - before);
+        }
+        assertEquals(0, allocated, "bytes allocated by 100k claim/commit/peek/release after warm-up");
+    }
+
+    @Test
+    void heartbeatThreadKeepsABusyAppAlive() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        Thread.sleep(400); // busy elsewhere: no poll
+        final long age = System.currentTimeMillis() - daemon.call(d -> d.file().appHeartbeat());
+        assertTrue(age <= 150, "app heartbeat is " + age + " ms old");
+    }
+
+    @Test
+    void nobodyAnswersMeansDaemonNotRunning() throws Exception
+    {
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.IGNORE);
+        final ClientOptions options = options();
+        options.attachTimeoutMillis = 200;
+        options.idleStrategy = new BusySpinIdleStrategy();
+        final long start = System.nanoTime();
+        assertThrows(DaemonNotRunningException.class, () -> NicstackClient.attach(dir, "lonely", options));
+        assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(3));
+        try (var files = Files.list(dir.resolve("apps")))
+        {
+            assertEquals(0, files.count(), "the app file is removed");
+        }
+        assertThrows(DaemonNotRunningException.class,
+            () -> NicstackClient.attach(dir.resolve("no-such-dir"), "lonely", options));
+    }
+
+    @Test
+    void daemonRejectingTheVersionGivesVersionMismatch()
+    {
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.REJECT_VERSION);
+        final VersionMismatchException ex = assertThrows(
+            VersionMismatchException.class, () -> NicstackClient.attach(dir, "old-app", options()));
+        assertEquals(Protocol.Reason.VERSION_MISMATCH, ex.reason());
+    }
+
+    @Test
+    void silentDaemonHeartbeatGivesDaemonGone() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        final PipeListener listener = client.listen(0, 1);
+        assertEquals(40000, listener.port());
+        final long id = daemon.call(d -> d.accept(40000, PEER, 1234));
+        final PipeConnection connection = listener.accept();
+        assertEquals(id, connection.id());
+        client.poll();
+
+        daemon.heartbeat = false;
+        final long start = System.nanoTime();
+        assertThrows(DaemonGoneException.class, listener::accept); // blocking, yet bounded by the liveness check
+        final long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertTrue(waitedMillis < 2000, "noticed after " + waitedMillis + " ms");
+        assertThrows(DaemonGoneException.class, client::poll);
+        assertThrows(DaemonGoneException.class, connection::peek);
+        assertTrue(connection.isClosed());
+
+        client.close(); // still cleans up without a daemon
+        assertFalse(Files.exists(client.appFile()));
+        client = null;
+    }
+
+    @Test
+    void daemonGoneStateIsNoticedAtOnce() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        daemon.call(d ->
+        {
+            d.file().state(AppFileDescriptor.STATE_DAEMON_GONE);
+            return null;
+        });
+        final DaemonGoneException ex = assertThrows(DaemonGoneException.class, () -> client.listen(8080, 1));
+        assertTrue(ex.getMessage().contains("shut down"), ex.getMessage());
+        assertSame(ex, assertThrows(DaemonGoneException.class, client::poll));
+    }
+}
