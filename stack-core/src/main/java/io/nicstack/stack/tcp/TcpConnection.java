@@ -871,7 +871,7 @@ public final class TcpConnection
             else if (!sackEnabled)
             {
                 // RFC 6582 §3.2 step 4: partial ACK: retransmit the next hole, deflate by the amount acked.
-                retransmitAt(sndUna, now);
+                retransmitAt(sndUna, Integer.MAX_VALUE, now);
                 cc.cwnd(Math.max(sndMss, cc.cwnd() - acked + sndMss));
                 rtoDeadline = now + rtt.rto();
             }
@@ -918,7 +918,7 @@ public final class TcpConnection
         recoveryPoint = sndMax;
         highRxt = sndUna;
         cc.onFastRetransmit(flightSize, now);
-        retransmitAt(sndUna, now);
+        retransmitAt(sndUna, Integer.MAX_VALUE, now);
         if (!sackEnabled)
         {
             cc.cwnd(cc.ssthresh() + 3L * sndMss);
@@ -1239,7 +1239,7 @@ public final class TcpConnection
             {
                 break;
             }
-            retransmitAt(from, now);
+            retransmitAt(from, len, now);
             highRxt = from + len;
             sent = true;
         }
@@ -1342,11 +1342,14 @@ public final class TcpConnection
     }
 
     /** Retransmit one segment starting at {@code seq} (fast retransmit, partial ACK, SACK hole). */
-    private void retransmitAt(final int seq, final long now)
+    private void retransmitAt(final int seq, final int maxLength, final long now)
     {
         final long offset = offsetOfSend(seq);
-        final long available = sendBuffer.end() - offset;
-        int len = (int)Math.max(0, Math.min(segmentLimit(), available));
+        // A retransmission never goes past what was sent (SND.MAX) nor past the hole it fills: bytes beyond
+        // would be new data the sender does not account for, and the peer's ACKs for them would then fall
+        // outside [SND.UNA, SND.MAX] and be refused (RFC 5961 §5.2) — a stall found at 5% loss.
+        final long sentEnd = Math.min(sendBuffer.end(), offsetOfSend(sndMax));
+        int len = (int)Math.max(0, Math.min(Math.min(segmentLimit(), maxLength), sentEnd - offset));
         int flags = TcpHeader.ACK;
         if (finRequested && seq + len == finSeq() && Seq.gt(sndMax, finSeq()))
         {

@@ -62,4 +62,31 @@ class TcpRegressionTest
         assertEquals(1, sent.size(), "one segment after the override timeout");
         assertEquals(1000, sent.get(0).r.payloadLength, "exactly the offered window");
     }
+
+    /**
+     * A fast retransmission covers at most what was sent: with 500 bytes in flight (the peer's window)
+     * and more queued, retransmitting a full segment from SND.UNA would send new, unaccounted bytes
+     * whose ACKs then fall outside [SND.UNA, SND.MAX] and are refused (RFC 5961 §5.2) — a stall found
+     * at 5% loss.
+     */
+    @Test
+    void fastRetransmitNeverSendsPastTheHighestSequenceSent()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.passiveOpen();
+        t.send(t.in().window(500));
+        t.write(TcpTestHarness.bytes(5000, 4));
+        t.advanceMs(250); // the SWS override timeout lets the 500-byte window be used
+        final List<TcpTestHarness.Seg> first = t.recv();
+        assertEquals(1, first.size());
+        assertEquals(500, first.get(0).r.payloadLength, "the window allows 500 bytes");
+        for (int i = 0; i < 3; i++)
+        {
+            t.send(t.in().window(500));
+        }
+        final TcpTestHarness.Seg retransmission = t.recv().stream().filter(seg -> seg.r.payloadLength > 0).findFirst()
+            .orElseThrow(() -> new AssertionError("fast retransmit after three duplicate ACKs"));
+        assertEquals(t.iss + 1, retransmission.r.seq);
+        assertEquals(500, retransmission.r.payloadLength, "only the bytes that were sent");
+    }
 }
