@@ -13,6 +13,7 @@ NEEDED=(
   "nft:nftables"
   "iperf3:iperf3"
   "mvn:maven"
+  "wrk:wrk"
 )
 missing=()
 for pair in "${NEEDED[@]}"; do

@@ -1,0 +1,128 @@
+package io.nicstack.examples;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.IdleStrategy;
+
+import io.nicstack.pipes.client.DaemonGoneException;
+import io.nicstack.pipes.client.LimitReachedException;
+import io.nicstack.pipes.client.NicstackClient;
+import io.nicstack.pipes.client.NicstackException;
+import io.nicstack.pipes.client.PipeConnection;
+import io.nicstack.pipes.client.PipeListener;
+
+/**
+ * The event loop every example server runs on one thread: {@code poll()} the client, accept what
+ * is pending, give every connection a non-blocking turn, idle (spin, yield, then park up to 1 ms)
+ * when nothing happened. No thread per connection, no blocking calls.
+ */
+final class AppServer
+{
+    private final NicstackClient client;
+    private final PipeListener listener;
+    private final Function<PipeConnection, ConnectionHandler> factory;
+    private final IdleStrategy idle = new BackoffIdleStrategy(100, 100, 1_000, 1_000_000);
+    private final List<ConnectionHandler> handlers = new ArrayList<>();
+    private volatile boolean running = true;
+    private boolean limitReported;
+
+    AppServer(final NicstackClient client, final PipeListener listener,
+        final Function<PipeConnection, ConnectionHandler> factory)
+    {
+        this.client = client;
+        this.listener = listener;
+        this.factory = factory;
+    }
+
+    /** Ask {@link #run()} to return (any thread, signal handlers included). */
+    void stop()
+    {
+        running = false;
+    }
+
+    int connections()
+    {
+        return handlers.size();
+    }
+
+    /** Serve until {@link #stop()}; throws when the daemon is gone. Closes every connection on the way out. */
+    void run() throws NicstackException
+    {
+        try
+        {
+            while (running)
+            {
+                idle.idle(doWork());
+            }
+        }
+        finally
+        {
+            for (final ConnectionHandler h : handlers)
+            {
+                h.abort(null);
+            }
+            handlers.clear();
+        }
+    }
+
+    int doWork() throws NicstackException
+    {
+        int work = client.poll();
+        work += acceptPending();
+        final long now = System.nanoTime();
+        for (int i = 0; i < handlers.size();)
+        {
+            final ConnectionHandler h = handlers.get(i);
+            try
+            {
+                work += h.service(now);
+            }
+            catch (final DaemonGoneException e)
+            {
+                throw e;
+            }
+            catch (final NicstackException | RuntimeException e)
+            {
+                h.abort(e);
+                work++;
+            }
+            if (h.done())
+            {
+                final int last = handlers.size() - 1;
+                handlers.set(i, handlers.get(last));
+                handlers.remove(last);
+            }
+            else
+            {
+                i++;
+            }
+        }
+        return work;
+    }
+
+    private int acceptPending() throws NicstackException
+    {
+        int accepted = 0;
+        try
+        {
+            PipeConnection c;
+            while ((c = listener.tryAccept()) != null)
+            {
+                handlers.add(factory.apply(c));
+                accepted++;
+            }
+        }
+        catch (final LimitReachedException e)
+        {
+            if (!limitReported)
+            {
+                limitReported = true;
+                System.err.println("nicstack app: " + e.getMessage() + " (further refusals not reported)");
+            }
+        }
+        return accepted;
+    }
+}

@@ -1,0 +1,222 @@
+package io.nicstack.examples;
+
+import java.io.PrintStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import io.nicstack.pipes.client.NicstackException;
+import io.nicstack.pipes.client.PipeConnection;
+
+/**
+ * Bulk source and sink for benchmarks. A source sends the deterministic stream
+ * {@code byte[i] = i % 251} (offset i from the start of the connection) until the peer closes;
+ * a sink reads and counts (optionally at a limited rate, to play a slow application, and
+ * optionally hashing what it read, optionally stalling at first). When a connection ends each prints one line:
+ * {@code bulk <mode> conn=<id> peer=<a.b.c.d:port> bytes=<n> seconds=<s> MBps=<MB/s> [sha256=<hex>]}.
+ */
+final class BulkApp
+{
+    /** The period of the source's pattern: a prime, so misplaced bytes show. */
+    static final int PERIOD = 251;
+    private static final int CHUNK = 64 * 1024;
+    private static final byte[] PATTERN = new byte[PERIOD + CHUNK];
+
+    static
+    {
+        for (int i = 0; i < PATTERN.length; i++)
+        {
+            PATTERN[i] = (byte)(i % PERIOD);
+        }
+    }
+
+    /**
+     * Options of a bulk app. Sink only: {@code rate} in bytes per second (0 = unlimited); {@code pauseMillis}
+     * reads nothing for that long after the connection opens (a stalled application: the RX pipe fills and
+     * the advertised window drops to zero); {@code digest} hashes the stream.
+     */
+    record Config(boolean source, long rate, long pauseMillis, boolean digest, PrintStream out)
+    {
+    }
+
+    private BulkApp()
+    {
+    }
+
+    static ConnectionHandler handler(final PipeConnection conn, final Config config)
+    {
+        return config.source() ? new Source(conn, config) : new Sink(conn, config);
+    }
+
+    /** The byte the source sends at stream offset {@code offset}. */
+    static byte patternAt(final long offset)
+    {
+        return (byte)(offset % PERIOD);
+    }
+
+    private abstract static class Bulk extends ConnectionHandler
+    {
+        final Config config;
+        final long started = System.nanoTime();
+        long bytes;
+        boolean reported;
+
+        Bulk(final PipeConnection conn, final Config config)
+        {
+            super(conn);
+            this.config = config;
+        }
+
+        String extra()
+        {
+            return "";
+        }
+
+        @Override
+        protected void onEnd(final boolean abnormal)
+        {
+            if (reported)
+            {
+                return;
+            }
+            reported = true;
+            final double seconds = Math.max(1e-9, (System.nanoTime() - started) / 1e9);
+            config.out().printf("bulk %s conn=%d peer=%s bytes=%d seconds=%.3f MBps=%.1f%s%s%n",
+                config.source() ? "source" : "sink", conn.id(), peer(), bytes, seconds, bytes / seconds / 1e6,
+                extra(), abnormal ? " ended=abnormal" : "");
+            config.out().flush();
+        }
+    }
+
+    private static final class Source extends Bulk
+    {
+        Source(final PipeConnection conn, final Config config)
+        {
+            super(conn, config);
+        }
+
+        @Override
+        protected int serviceOpen(final long nowNanos) throws NicstackException
+        {
+            int work = 0;
+            int n;
+            while ((n = conn.peek()) > 0)
+            {
+                conn.release(n); // whatever the peer sends is discarded
+                work++;
+            }
+            if (n < 0 || conn.isPeerClosed())
+            {
+                onEnd(false);
+                shutdownAndLinger(nowNanos);
+                return work + 1;
+            }
+            for (int turn = 0; turn < 16; turn++)
+            {
+                final int writable = conn.claim(Integer.MAX_VALUE);
+                if (writable <= 0)
+                {
+                    break;
+                }
+                final MutableDirectBuffer tx = conn.txBuffer();
+                final int index = conn.txIndex();
+                int done = 0;
+                while (done < writable)
+                {
+                    final int len = Math.min(CHUNK, writable - done);
+                    tx.putBytes(index + done, PATTERN, (int)((bytes + done) % PERIOD), len);
+                    done += len;
+                }
+                conn.commit(writable);
+                bytes += writable;
+                work++;
+            }
+            return work;
+        }
+    }
+
+    private static final class Sink extends Bulk
+    {
+        private final MessageDigest sha;
+        private final byte[] scratch;
+
+        Sink(final PipeConnection conn, final Config config)
+        {
+            super(conn, config);
+            MessageDigest md = null;
+            if (config.digest())
+            {
+                try
+                {
+                    md = MessageDigest.getInstance("SHA-256");
+                }
+                catch (final NoSuchAlgorithmException e)
+                {
+                    throw new IllegalStateException(e);
+                }
+            }
+            sha = md;
+            scratch = md != null ? new byte[CHUNK] : null;
+        }
+
+        @Override
+        String extra()
+        {
+            return sha != null ? " sha256=" + HexFormat.of().formatHex(sha.digest()) : "";
+        }
+
+        @Override
+        protected int serviceOpen(final long nowNanos) throws NicstackException
+        {
+            int work = 0;
+            for (int turn = 0; turn < 64; turn++)
+            {
+                final int readable = conn.peek();
+                if (readable < 0)
+                {
+                    onEnd(false);
+                    shutdownAndLinger(nowNanos);
+                    return work + 1;
+                }
+                if (readable == 0)
+                {
+                    break;
+                }
+                int n = readable;
+                final long readingNanos = nowNanos - started - config.pauseMillis() * 1_000_000L;
+                if (readingNanos < 0)
+                {
+                    break; // still "stalled"
+                }
+                if (config.rate() > 0)
+                {
+                    final long allowed = (long)(readingNanos / 1e9 * config.rate()) - bytes;
+                    if (allowed <= 0)
+                    {
+                        break; // a slow reader: leave the bytes in the pipe, the window shrinks
+                    }
+                    n = (int)Math.min(n, allowed);
+                }
+                if (sha != null)
+                {
+                    final DirectBuffer rx = conn.rxBuffer();
+                    final int index = conn.rxIndex();
+                    for (int done = 0; done < n;)
+                    {
+                        final int len = Math.min(scratch.length, n - done);
+                        rx.getBytes(index + done, scratch, 0, len);
+                        sha.update(scratch, 0, len);
+                        done += len;
+                    }
+                }
+                conn.release(n);
+                bytes += n;
+                work++;
+            }
+            return work;
+        }
+    }
+}

@@ -1,0 +1,131 @@
+package io.nicstack.examples;
+
+import java.util.concurrent.TimeUnit;
+
+import io.nicstack.pipes.Protocol;
+import io.nicstack.pipes.client.NicstackException;
+import io.nicstack.pipes.client.PipeConnection;
+
+/**
+ * One accepted connection of an {@link AppServer}: non-blocking work driven by the server's single
+ * thread. Subclasses do their protocol in {@link #serviceOpen(long)}; this class does the graceful
+ * end (FIN, then read and discard until the peer's FIN, bounded, then close: the daemon still sends
+ * what was committed) and the abortive one (close at once; the daemon resets an open connection).
+ */
+abstract class ConnectionHandler
+{
+    /** How long a connection whose output is shut down waits for the peer to finish. */
+    static final long LINGER_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    protected final PipeConnection conn;
+    private boolean outputShut;
+    private boolean done;
+    private long lingerDeadline;
+
+    ConnectionHandler(final PipeConnection conn)
+    {
+        this.conn = conn;
+    }
+
+    /** Make progress without blocking; returns the amount of work done (0 when idle). */
+    final int service(final long nowNanos) throws NicstackException
+    {
+        if (done)
+        {
+            return 0;
+        }
+        if (conn.isClosed())
+        {
+            // Reset by the peer, timed out, or fully closed: nothing more can be sent or read.
+            onEnd(conn.closeReason() != Protocol.Reason.NONE);
+            finish();
+            return 1;
+        }
+        if (outputShut)
+        {
+            return linger(nowNanos);
+        }
+        return serviceOpen(nowNanos);
+    }
+
+    /** Protocol work for an open connection. */
+    protected abstract int serviceOpen(long nowNanos) throws NicstackException;
+
+    /** Called once when the connection ends; {@code abnormal} when it was reset/aborted rather than finished. */
+    protected void onEnd(final boolean abnormal)
+    {
+    }
+
+    /** Release resources other than the connection (files). */
+    protected void releaseResources()
+    {
+    }
+
+    /** Send FIN after everything committed so far; then discard input until the connection is finished. */
+    protected final void shutdownAndLinger(final long nowNanos) throws NicstackException
+    {
+        if (!outputShut)
+        {
+            outputShut = true;
+            lingerDeadline = nowNanos + LINGER_NANOS;
+            conn.shutdownOutput();
+        }
+    }
+
+    protected final boolean outputShut()
+    {
+        return outputShut;
+    }
+
+    private int linger(final long nowNanos) throws NicstackException
+    {
+        int work = 0;
+        int n;
+        while ((n = conn.peek()) > 0)
+        {
+            conn.release(n);
+            work++;
+        }
+        // The peer's FIN (or the daemon's CLOSED): closing now loses nothing, the daemon still sends
+        // everything committed before our FIN. Without it, give up after the linger time.
+        if (n < 0 || nowNanos - lingerDeadline > 0)
+        {
+            onEnd(n >= 0);
+            finish();
+            work++;
+        }
+        return work;
+    }
+
+    /** Close the connection now (the daemon resets it if it is still open). */
+    final void abort(final Throwable cause)
+    {
+        if (!done)
+        {
+            onEnd(true);
+            finish();
+        }
+    }
+
+    private void finish()
+    {
+        done = true;
+        releaseResources();
+        conn.close();
+    }
+
+    final boolean done()
+    {
+        return done;
+    }
+
+    static String address(final int ipv4)
+    {
+        return ((ipv4 >>> 24) & 0xFF) + "." + ((ipv4 >>> 16) & 0xFF) + "." + ((ipv4 >>> 8) & 0xFF) + "." + (ipv4 & 0xFF);
+    }
+
+    final String peer()
+    {
+        return address(conn.remoteAddress()) + ":" + conn.remotePort();
+    }
+}

@@ -1,0 +1,345 @@
+package io.nicstack.examples;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+import io.nicstack.pipes.client.ClientOptions;
+import io.nicstack.pipes.client.DaemonGoneException;
+import io.nicstack.pipes.client.DaemonNotRunningException;
+import io.nicstack.pipes.client.LimitReachedException;
+import io.nicstack.pipes.client.NicstackClient;
+import io.nicstack.pipes.client.NicstackException;
+import io.nicstack.pipes.client.PipeConnection;
+import io.nicstack.pipes.client.PipeListener;
+import io.nicstack.pipes.client.PortInUseException;
+import io.nicstack.pipes.client.VersionMismatchException;
+
+/**
+ * {@code nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink] ...}: attach
+ * to the daemon serving {@code DIR}, listen, print {@code nicstack app ready <name> <port>}, serve
+ * until SIGINT/SIGTERM, close the client, exit 0. Bad options: one line on stderr, exit 2. Failures
+ * (no daemon, daemon gone, port in use, version mismatch, limits): one line on stderr, exit 1.
+ */
+public final class Main
+{
+    static final String USAGE = "usage: nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink]"
+        + " [--rate BYTES_PER_S] [--pause-ms N] [--digest] [--max-connections N] [--pipe-kb N] [--backlog N]";
+
+    private static volatile AppServer server;
+    private static volatile boolean stopRequested;
+    private static volatile int exitStatus;
+    private static final CountDownLatch CLEANED_UP = new CountDownLatch(1);
+
+    private Main()
+    {
+    }
+
+    /** Parsed command line. */
+    record Options(String app, Path shm, int port, Path root, String mode, long rate, long pauseMillis, boolean digest,
+        int maxConnections, int pipeKb, int backlog)
+    {
+    }
+
+    /** Bad command line; the message is printed as is. */
+    static final class UsageException extends Exception
+    {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(final String message)
+        {
+            super(message);
+        }
+    }
+
+    public static void main(final String[] args)
+    {
+        installSignalHandlers();
+        final int status = run(args, System.out, System.err);
+        exitStatus = status;
+        CLEANED_UP.countDown();
+        System.exit(status);
+    }
+
+    static int run(final String[] args, final PrintStream out, final PrintStream err)
+    {
+        final Options o;
+        try
+        {
+            o = parse(args);
+        }
+        catch (final UsageException e)
+        {
+            err.println("nicstack app: " + e.getMessage());
+            return 2;
+        }
+        if (o == null)
+        {
+            out.println(USAGE);
+            return 0;
+        }
+
+        final Function<PipeConnection, ConnectionHandler> factory;
+        try
+        {
+            factory = factory(o, out);
+        }
+        catch (final IOException e)
+        {
+            err.println("nicstack app: --root " + o.root() + ": " + e.getMessage());
+            return 2;
+        }
+
+        final ClientOptions options = new ClientOptions();
+        if (o.maxConnections() > 0)
+        {
+            options.maxConnections = o.maxConnections();
+        }
+        if (o.pipeKb() > 0)
+        {
+            options.pipeCapacity = o.pipeKb() * 1024;
+        }
+        try (NicstackClient client = NicstackClient.attach(o.shm(), o.app(), options);
+            PipeListener listener = client.listen(o.port(), o.backlog()))
+        {
+            final AppServer s = new AppServer(client, listener, factory);
+            server = s;
+            if (stopRequested)
+            {
+                s.stop();
+            }
+            out.println("nicstack app ready " + o.app() + " " + listener.port());
+            out.flush();
+            s.run();
+            return 0;
+        }
+        catch (final DaemonNotRunningException e)
+        {
+            err.println("nicstack app: no daemon is serving " + o.shm() + " (start one with nicstack daemon ... --shm "
+                + o.shm() + "): " + e.getMessage());
+        }
+        catch (final DaemonGoneException e)
+        {
+            err.println("nicstack app: the daemon went away: " + e.getMessage());
+        }
+        catch (final VersionMismatchException e)
+        {
+            err.println("nicstack app: shared-memory layout version differs from the daemon's (rebuild both): "
+                + e.getMessage());
+        }
+        catch (final PortInUseException e)
+        {
+            err.println("nicstack app: port " + o.port() + " is already in use on the daemon: " + e.getMessage());
+        }
+        catch (final LimitReachedException e)
+        {
+            err.println("nicstack app: limit reached: " + e.getMessage());
+        }
+        catch (final NicstackException e)
+        {
+            err.println("nicstack app: " + e.getMessage());
+        }
+        catch (final RuntimeException e)
+        {
+            err.println("nicstack app: internal error: " + e);
+        }
+        finally
+        {
+            server = null;
+        }
+        return 1;
+    }
+
+    private static Function<PipeConnection, ConnectionHandler> factory(final Options o, final PrintStream out)
+        throws IOException
+    {
+        switch (o.app())
+        {
+            case "echo":
+                return EchoApp::handler;
+            case "http":
+                final HttpApp http = new HttpApp(new StaticFiles(o.root()));
+                return http::handler;
+            case "bulk":
+                final BulkApp.Config config =
+                    new BulkApp.Config(o.mode().equals("source"), o.rate(), o.pauseMillis(), o.digest(), out);
+                return c -> BulkApp.handler(c, config);
+            default:
+                throw new IllegalStateException(o.app());
+        }
+    }
+
+    private static void installSignalHandlers()
+    {
+        // SIGINT/SIGTERM start the JVM's shutdown: stop the loop, let the main thread close the listener
+        // and the client, then end with status 0 (a signal would otherwise give 130/143).
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            requestStop();
+            try
+            {
+                if (CLEANED_UP.await(10, TimeUnit.SECONDS))
+                {
+                    Runtime.getRuntime().halt(exitStatus);
+                }
+            }
+            catch (final InterruptedException ignored)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }, "nicstack-app-shutdown"));
+    }
+
+    static void requestStop()
+    {
+        stopRequested = true;
+        final AppServer s = server;
+        if (s != null)
+        {
+            s.stop();
+        }
+    }
+
+    /** Returns null for --help. */
+    static Options parse(final String[] args) throws UsageException
+    {
+        int i = 0;
+        if (i < args.length && args[i].equals("app"))
+        {
+            i++;
+        }
+        if (i >= args.length)
+        {
+            throw new UsageException("which app? " + USAGE);
+        }
+        final String app = args[i++];
+        if (app.equals("-h") || app.equals("--help") || app.equals("help"))
+        {
+            return null;
+        }
+        if (!app.equals("echo") && !app.equals("http") && !app.equals("bulk"))
+        {
+            throw new UsageException("unknown app '" + app + "' (echo, http or bulk)");
+        }
+        Path shm = Path.of("/dev/shm/nicstack");
+        int port = -1;
+        Path root = null;
+        String mode = null;
+        long rate = 0;
+        long pauseMillis = 0;
+        boolean digest = false;
+        int maxConnections = app.equals("http") ? 1024 : 0;
+        int pipeKb = 0;
+        int backlog = app.equals("http") ? 1024 : 128;
+        while (i < args.length)
+        {
+            final String opt = args[i++];
+            if (opt.equals("-h") || opt.equals("--help"))
+            {
+                return null;
+            }
+            if (opt.equals("--digest"))
+            {
+                digest = true;
+                continue;
+            }
+            if (i >= args.length)
+            {
+                throw new UsageException(opt + " needs a value");
+            }
+            final String value = args[i++];
+            switch (opt)
+            {
+                case "--shm":
+                    shm = Path.of(value);
+                    break;
+                case "--port":
+                    port = integer(opt, value, 1, 65535);
+                    break;
+                case "--root":
+                    root = Path.of(value);
+                    break;
+                case "--mode":
+                    if (!value.equals("source") && !value.equals("sink"))
+                    {
+                        throw new UsageException("--mode must be source or sink, not '" + value + "'");
+                    }
+                    mode = value;
+                    break;
+                case "--rate":
+                    rate = integer(opt, value, 1, Integer.MAX_VALUE);
+                    break;
+                case "--pause-ms":
+                    pauseMillis = integer(opt, value, 1, Integer.MAX_VALUE);
+                    break;
+                case "--max-connections":
+                    maxConnections = integer(opt, value, 1, 65535);
+                    break;
+                case "--pipe-kb":
+                    pipeKb = integer(opt, value, 4, 1 << 20);
+                    break;
+                case "--backlog":
+                    backlog = integer(opt, value, 1, 65535);
+                    break;
+                default:
+                    throw new UsageException("unknown option '" + opt + "' (" + USAGE + ")");
+            }
+        }
+        if (port < 0)
+        {
+            throw new UsageException("--port N is required");
+        }
+        if (app.equals("http"))
+        {
+            if (root == null)
+            {
+                throw new UsageException("http needs --root DIR");
+            }
+            if (!Files.isDirectory(root))
+            {
+                throw new UsageException("--root " + root + " is not a directory");
+            }
+        }
+        else if (root != null)
+        {
+            throw new UsageException("--root only applies to the http app");
+        }
+        if (app.equals("bulk"))
+        {
+            if (mode == null)
+            {
+                throw new UsageException("bulk needs --mode source|sink");
+            }
+            if ((rate > 0 || pauseMillis > 0 || digest) && mode.equals("source"))
+            {
+                throw new UsageException("--rate, --pause-ms and --digest only apply to --mode sink");
+            }
+        }
+        else if (mode != null || rate > 0 || pauseMillis > 0 || digest)
+        {
+            throw new UsageException("--mode, --rate, --pause-ms and --digest only apply to the bulk app");
+        }
+        return new Options(app, shm, port, root, mode, rate, pauseMillis, digest, maxConnections, pipeKb, backlog);
+    }
+
+    private static int integer(final String opt, final String value, final int min, final int max) throws UsageException
+    {
+        try
+        {
+            final long v = Long.parseLong(value);
+            if (v < min || v > max)
+            {
+                throw new UsageException(opt + " must be between " + min + " and " + max + ", not " + value);
+            }
+            return (int)v;
+        }
+        catch (final NumberFormatException e)
+        {
+            throw new UsageException(opt + " needs a number, not '" + value + "'");
+        }
+    }
+}

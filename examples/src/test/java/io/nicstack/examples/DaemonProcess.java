@@ -1,0 +1,100 @@
+package io.nicstack.examples;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code nicstack daemon} as a child process inside a test's namespace, from the test classpath (copied
+ * from the daemon module's tests, which another module cannot use).
+ */
+final class DaemonProcess implements AutoCloseable
+{
+    final Process process;
+    final Path shm;
+    final List<String> output = Collections.synchronizedList(new ArrayList<>());
+    private volatile String readyLine;
+
+    DaemonProcess(final Netns ns, final Path shm, final String... daemonArgs) throws IOException
+    {
+        this.shm = shm;
+        final List<String> cmd = new ArrayList<>(List.of(
+            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+            "-Xmx512m",
+            "-cp", System.getProperty("java.class.path"),
+            "io.nicstack.daemon.Main", "daemon", "--shm", shm.toString()));
+        cmd.addAll(List.of(daemonArgs));
+        process = ns.start(cmd.toArray(new String[0]));
+        final Thread reader = new Thread(() ->
+        {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)))
+            {
+                String line;
+                while ((line = r.readLine()) != null)
+                {
+                    output.add(line);
+                    if (line.startsWith("nicstack ready"))
+                    {
+                        readyLine = line;
+                    }
+                }
+            }
+            catch (final IOException ignored)
+            {
+                // Process gone.
+            }
+        }, "daemon-output");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    /** Wait (bounded) for the ready line; fails with the daemon's output otherwise. */
+    String awaitReady() throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (readyLine == null && System.nanoTime() < deadline && process.isAlive())
+        {
+            Thread.sleep(20);
+        }
+        if (readyLine == null)
+        {
+            throw new AssertionError("daemon not ready; output:\n" + String.join("\n", output));
+        }
+        return readyLine;
+    }
+
+    /** SIGTERM, then the exit code (bounded wait). */
+    int stop() throws InterruptedException
+    {
+        process.destroy();
+        if (!process.waitFor(15, TimeUnit.SECONDS))
+        {
+            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            throw new AssertionError("daemon ignored SIGTERM; output:\n" + String.join("\n", output));
+        }
+        return process.exitValue();
+    }
+
+    @Override
+    public void close()
+    {
+        if (process.isAlive())
+        {
+            try
+            {
+                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

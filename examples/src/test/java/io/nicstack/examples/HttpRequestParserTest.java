@@ -1,0 +1,392 @@
+package io.nicstack.examples;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class HttpRequestParserTest
+{
+    private static byte[] bytes(final String s)
+    {
+        return s.getBytes(StandardCharsets.ISO_8859_1);
+    }
+
+    private static HttpRequestParser parse(final String s)
+    {
+        final HttpRequestParser p = new HttpRequestParser();
+        final byte[] b = bytes(s);
+        final int consumed = p.feed(b, 0, b.length);
+        assertTrue(consumed <= b.length);
+        return p;
+    }
+
+    private static HttpRequestParser.Request ok(final String s)
+    {
+        final HttpRequestParser p = parse(s);
+        assertEquals(HttpRequestParser.State.COMPLETE, p.state(), () -> "expected COMPLETE, got " + p.state() + " "
+            + p.errorStatus() + " " + p.errorMessage() + " for " + s);
+        return p.request();
+    }
+
+    private static void status(final int expected, final String s)
+    {
+        final HttpRequestParser p = parse(s);
+        assertEquals(HttpRequestParser.State.ERROR, p.state(), () -> "for " + s);
+        assertEquals(expected, p.errorStatus(), () -> p.errorMessage() + " for " + s);
+    }
+
+    @Test
+    void simpleGet()
+    {
+        final HttpRequestParser.Request r = ok("GET /big.bin HTTP/1.1\r\nHost: 198.18.0.2\r\nUser-Agent: curl\r\n\r\n");
+        assertEquals("GET", r.method());
+        assertEquals("/big.bin", r.path());
+        assertEquals(1, r.minorVersion());
+        assertTrue(r.keepAlive());
+        assertFalse(r.head());
+        assertEquals(0, r.contentLength());
+    }
+
+    @Test
+    void headAndQueryAndPercentDecoding()
+    {
+        final HttpRequestParser.Request r = ok("HEAD /a%20b/c.txt?x=1#frag HTTP/1.1\r\nHost: h\r\n\r\n");
+        assertTrue(r.head());
+        assertEquals("/a b/c.txt", r.path());
+    }
+
+    @Test
+    void bareLineFeedsAndLeadingEmptyLinesAccepted()
+    {
+        assertEquals("/", ok("\r\n\nGET / HTTP/1.1\nHost: h\n\n").path());
+    }
+
+    @Test
+    void absoluteForm()
+    {
+        assertEquals("/x", ok("GET http://198.18.0.2/x HTTP/1.1\r\nHost: 198.18.0.2\r\n\r\n").path());
+        assertEquals("/", ok("GET http://198.18.0.2 HTTP/1.1\r\nHost: 198.18.0.2\r\n\r\n").path());
+    }
+
+    @Test
+    void keepAliveRules()
+    {
+        assertFalse(ok("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").keepAlive());
+        assertFalse(ok("GET / HTTP/1.1\r\nHost: h\r\nConnection: foo, Close\r\n\r\n").keepAlive());
+        assertFalse(ok("GET / HTTP/1.0\r\n\r\n").keepAlive());
+        assertTrue(ok("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keepAlive());
+    }
+
+    @Test
+    void pipelinedRequestsAreConsumedOneAtATime()
+    {
+        final byte[] two = bytes("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n");
+        final HttpRequestParser p = new HttpRequestParser();
+        final int first = p.feed(two, 0, two.length);
+        assertEquals(two.length / 2, first);
+        assertEquals("/1", p.request().path());
+        p.reset();
+        assertEquals(two.length - first, p.feed(two, first, two.length - first));
+        assertEquals("/2", p.request().path());
+    }
+
+    @Test
+    void byteAtATime()
+    {
+        final byte[] req = bytes("GET /x HTTP/1.1\r\nHost: h\r\n\r\n");
+        final HttpRequestParser p = new HttpRequestParser();
+        for (int i = 0; i < req.length; i++)
+        {
+            assertEquals(HttpRequestParser.State.NEED_MORE, p.state());
+            assertEquals(1, p.feed(req, i, 1));
+        }
+        assertEquals(HttpRequestParser.State.COMPLETE, p.state());
+    }
+
+    @Test
+    void malformedRequestsGet400()
+    {
+        status(400, "GET / HTTP/1.1\r\n\r\n"); // no Host in 1.1
+        status(400, "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+        status(400, "GET  / HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET / HTTP/1.1 extra\r\nHost: h\r\n\r\n");
+        status(400, "GET /\r\nHost: h\r\n\r\n");
+        status(400, "GET / HTTQ/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET / HTTP/1.11\r\nHost: h\r\n\r\n");
+        status(400, "G@T / HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET x HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET /a\u0001b HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost : h\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\n: empty\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nX: a\u0000b\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h/evil\r\n\r\n");
+        status(400, "GET /%zz HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET /% HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET /a%00b HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET /%ff%fe HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: x\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
+    }
+
+    @Test
+    void unsupportedMethodVersionAndCoding()
+    {
+        status(501, "POST / HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(501, "DELETE /x HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(505, "GET / HTTP/2.0\r\nHost: h\r\n\r\n");
+        status(501, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+    }
+
+    @Test
+    void headerSectionOver8KiBIsRejectedWithoutReadingFurther()
+    {
+        final StringBuilder sb = new StringBuilder("GET / HTTP/1.1\r\nHost: h\r\n");
+        while (sb.length() < 20_000)
+        {
+            sb.append("X-Filler: ").append("a".repeat(100)).append("\r\n");
+        }
+        sb.append("\r\n");
+        final byte[] b = bytes(sb.toString());
+        final HttpRequestParser p = new HttpRequestParser();
+        final int consumed = p.feed(b, 0, b.length);
+        assertEquals(HttpRequestParser.State.ERROR, p.state());
+        assertEquals(400, p.errorStatus());
+        assertTrue(consumed <= HttpRequestParser.MAX_HEADER_BYTES + 1, "stops right after the limit: " + consumed);
+
+        final HttpRequestParser blanks = new HttpRequestParser();
+        final byte[] crlf = new byte[20_000];
+        Arrays.fill(crlf, (byte)'\n');
+        blanks.feed(crlf, 0, crlf.length);
+        assertEquals(HttpRequestParser.State.ERROR, blanks.state());
+    }
+
+    @Test
+    void headerSectionOfExactly8KiBIsAccepted()
+    {
+        final String start = "GET / HTTP/1.1\r\nHost: h\r\nX: ";
+        final String end = "\r\n\r\n";
+        final String req = start + "v".repeat(HttpRequestParser.MAX_HEADER_BYTES - start.length() - end.length()) + end;
+        assertEquals(HttpRequestParser.MAX_HEADER_BYTES, req.length());
+        ok(req);
+        status(400, start + "v".repeat(HttpRequestParser.MAX_HEADER_BYTES - start.length() - end.length() + 1) + end);
+    }
+
+    // ---- randomized: seeded mutations of valid requests and plain garbage ---------------------------
+
+    private static final List<String> CORPUS = List.of(
+        "GET / HTTP/1.1\r\nHost: 198.18.0.2\r\n\r\n",
+        "GET /big.bin HTTP/1.1\r\nHost: 198.18.0.2\r\nUser-Agent: curl/8\r\nAccept: */*\r\n\r\n",
+        "HEAD /index.html HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+        "GET /a%20b/../c?q=1 HTTP/1.1\r\nHost: h:80\r\nConnection: close\r\nContent-Length: 3\r\n\r\n",
+        "GET http://h/x HTTP/1.1\r\nHost: h\r\nX-Long: " + "z".repeat(300) + "\r\n\r\n",
+        "POST /form HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+
+    private static final byte[] INTERESTING = bytes("\r\n :/%?#.\t\u0000\u007f\u00ffHTTP/1.0");
+
+    static byte[] mutate(final byte[] in, final Random rnd)
+    {
+        byte[] b = in.clone();
+        final int mutations = 1 + rnd.nextInt(6);
+        for (int m = 0; m < mutations; m++)
+        {
+            final int pos = b.length == 0 ? 0 : rnd.nextInt(b.length);
+            switch (rnd.nextInt(7))
+            {
+                case 0: // flip a bit
+                    if (b.length > 0)
+                    {
+                        b[pos] ^= (byte)(1 << rnd.nextInt(8));
+                    }
+                    break;
+                case 1: // replace with an interesting byte
+                    if (b.length > 0)
+                    {
+                        b[pos] = INTERESTING[rnd.nextInt(INTERESTING.length)];
+                    }
+                    break;
+                case 2: // insert random bytes
+                {
+                    final byte[] ins = new byte[1 + rnd.nextInt(16)];
+                    rnd.nextBytes(ins);
+                    b = splice(b, pos, 0, ins);
+                    break;
+                }
+                case 3: // delete a range
+                    b = splice(b, pos, Math.min(b.length - pos, rnd.nextInt(16)), new byte[0]);
+                    break;
+                case 4: // duplicate a range (also makes long lines)
+                {
+                    final int len = Math.min(b.length - pos, 1 + rnd.nextInt(64));
+                    final byte[] dup = Arrays.copyOfRange(b, pos, pos + len);
+                    final int times = rnd.nextInt(10) == 0 ? 200 : 1;
+                    for (int t = 0; t < times; t++)
+                    {
+                        b = splice(b, pos, 0, dup);
+                    }
+                    break;
+                }
+                case 5: // truncate
+                    b = Arrays.copyOf(b, pos);
+                    break;
+                default: // insert an interesting byte
+                    b = splice(b, pos, 0, new byte[] {INTERESTING[rnd.nextInt(INTERESTING.length)]});
+                    break;
+            }
+        }
+        return b;
+    }
+
+    private static byte[] splice(final byte[] b, final int pos, final int remove, final byte[] insert)
+    {
+        final byte[] out = new byte[b.length - remove + insert.length];
+        System.arraycopy(b, 0, out, 0, pos);
+        System.arraycopy(insert, 0, out, pos, insert.length);
+        System.arraycopy(b, pos + remove, out, pos + insert.length, b.length - pos - remove);
+        return out;
+    }
+
+    /** Feeds {@code input} in random pieces like the RX pipe would; returns the parser. Checks progress every step. */
+    static HttpRequestParser feedInPieces(final byte[] input, final Random rnd)
+    {
+        final HttpRequestParser p = new HttpRequestParser();
+        int pos = 0;
+        int steps = 0;
+        while (pos < input.length && p.state() == HttpRequestParser.State.NEED_MORE)
+        {
+            final int piece = Math.min(input.length - pos, 1 + rnd.nextInt(rnd.nextBoolean() ? 8 : 4096));
+            final int consumed = p.feed(input, pos, piece);
+            assertTrue(consumed >= 1 && consumed <= piece, "consumed " + consumed + " of " + piece);
+            pos += consumed;
+            assertTrue(++steps <= input.length, "no progress");
+        }
+        if (p.state() != HttpRequestParser.State.NEED_MORE)
+        {
+            assertEquals(0, p.feed(input, 0, input.length), "a finished parser consumes nothing");
+        }
+        return p;
+    }
+
+    static void checkInvariants(final HttpRequestParser p)
+    {
+        switch (p.state())
+        {
+            case ERROR:
+                assertTrue(p.errorStatus() == 400 || p.errorStatus() == 501 || p.errorStatus() == 505,
+                    "status " + p.errorStatus());
+                assertNotNull(p.errorMessage());
+                break;
+            case COMPLETE:
+                final HttpRequestParser.Request r = p.request();
+                assertTrue(r.method().equals("GET") || r.method().equals("HEAD"));
+                assertTrue(r.path().startsWith("/"));
+                assertEquals(-1, r.path().indexOf('\0'));
+                assertTrue(r.contentLength() >= 0);
+                assertTrue(r.minorVersion() >= 0 && r.minorVersion() <= 9);
+                break;
+            default:
+                break;
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void fuzzMutatedRequests()
+    {
+        final long seed = Long.getLong("fuzz.seed", 0x5EED_4_11L);
+        final Random rnd = new Random(seed);
+        int errors = 0;
+        int complete = 0;
+        for (int i = 0; i < 50_000; i++)
+        {
+            final byte[] input = mutate(bytes(CORPUS.get(rnd.nextInt(CORPUS.size()))), rnd);
+            final HttpRequestParser p;
+            try
+            {
+                p = feedInPieces(input, rnd);
+                checkInvariants(p);
+            }
+            catch (final RuntimeException | AssertionError e)
+            {
+                throw new AssertionError("seed " + seed + " iteration " + i + " input "
+                    + new String(input, StandardCharsets.ISO_8859_1), e);
+            }
+            if (p.state() == HttpRequestParser.State.ERROR)
+            {
+                errors++;
+            }
+            else if (p.state() == HttpRequestParser.State.COMPLETE)
+            {
+                complete++;
+            }
+        }
+        assertTrue(errors > 1_000, "mutations should produce many errors: " + errors);
+        assertTrue(complete > 1_000, "and some still-valid requests: " + complete);
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void fuzzGarbageGets400()
+    {
+        final long seed = Long.getLong("fuzz.seed", 0x6A4BA6EL);
+        final Random rnd = new Random(seed);
+        for (int i = 0; i < 20_000; i++)
+        {
+            final byte[] garbage = new byte[1 + rnd.nextInt(rnd.nextInt(10) == 0 ? 20_000 : 200)];
+            rnd.nextBytes(garbage);
+            garbage[0] = (byte)('A' + rnd.nextInt(26)); // not a blank line, so a request line starts here
+            final byte[] input = Arrays.copyOf(garbage, garbage.length + 4);
+            System.arraycopy(bytes("\r\n\r\n"), 0, input, garbage.length, 4);
+            final HttpRequestParser p;
+            try
+            {
+                p = feedInPieces(input, rnd);
+                assertEquals(HttpRequestParser.State.ERROR, p.state());
+                assertEquals(400, p.errorStatus());
+            }
+            catch (final RuntimeException | AssertionError e)
+            {
+                throw new AssertionError("seed " + seed + " iteration " + i, e);
+            }
+        }
+    }
+
+    @Test
+    void staticFilesRefuseTraversal(@org.junit.jupiter.api.io.TempDir final java.nio.file.Path dir) throws Exception
+    {
+        final java.nio.file.Path root = java.nio.file.Files.createDirectory(dir.resolve("root"));
+        java.nio.file.Files.writeString(root.resolve("a.txt"), "hello");
+        java.nio.file.Files.writeString(dir.resolve("secret.txt"), "secret");
+        java.nio.file.Files.createDirectory(root.resolve("sub"));
+        java.nio.file.Files.writeString(root.resolve("sub").resolve("index.html"), "<p>");
+        java.nio.file.Files.createSymbolicLink(root.resolve("link.txt"), dir.resolve("secret.txt"));
+        final StaticFiles files = new StaticFiles(root);
+
+        assertEquals(200, files.lookup("/a.txt").status());
+        assertEquals(5, files.lookup("/a.txt").size());
+        assertEquals("text/plain; charset=utf-8", files.lookup("/a.txt").contentType());
+        assertEquals(200, files.lookup("/sub/../a.txt").status());
+        assertEquals(200, files.lookup("/sub/").status());
+        assertEquals("text/html; charset=utf-8", files.lookup("/sub").contentType());
+        assertEquals(404, files.lookup("/missing").status());
+        assertEquals(404, files.lookup("/").status());
+        assertEquals(403, files.lookup("/../secret.txt").status());
+        assertEquals(403, files.lookup("/sub/../../secret.txt").status());
+        assertEquals(403, files.lookup("/link.txt").status());
+
+        // Through the parser: %2e%2e is decoded before the lookup and still refused.
+        final HttpRequestParser.Request r = ok("GET /%2e%2e/secret.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        assertEquals(403, files.lookup(r.path()).status());
+        assertEquals("application/octet-stream", StaticFiles.contentType("big.bin"));
+        assertEquals("image/png", StaticFiles.contentType("X.PNG"));
+    }
+}

@@ -1,0 +1,60 @@
+package io.nicstack.examples;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class MainTest
+{
+    private static String[] run(final int expectedStatus, final String... args)
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int status = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+        final String o = out.toString(StandardCharsets.UTF_8);
+        final String e = err.toString(StandardCharsets.UTF_8);
+        assertEquals(expectedStatus, status, () -> "out: " + o + " err: " + e);
+        return new String[] {o, e};
+    }
+
+    @Test
+    void badOptionsExit2WithOneLine(@TempDir final Path dir)
+    {
+        for (final String[] args : new String[][] {
+            {"app"}, {"app", "ftp", "--port", "1"}, {"app", "echo"}, {"app", "echo", "--port", "x"},
+            {"app", "echo", "--port", "70000"}, {"app", "echo", "--port", "7", "--bogus", "1"},
+            {"app", "http", "--port", "80"}, {"app", "http", "--port", "80", "--root", dir.resolve("nope").toString()},
+            {"app", "bulk", "--port", "5001"}, {"app", "bulk", "--port", "5001", "--mode", "both"},
+            {"app", "echo", "--port", "7", "--root", dir.toString()}, {"app", "echo", "--port"},
+            {"app", "bulk", "--port", "1", "--mode", "source", "--rate", "10"}})
+        {
+            final String[] r = run(2, args);
+            assertTrue(r[1].startsWith("nicstack app: "), r[1]);
+            assertEquals(1, r[1].strip().lines().count(), r[1]);
+        }
+    }
+
+    @Test
+    void noDaemonIsAClearError(@TempDir final Path dir) throws Exception
+    {
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        final String[] r = run(1, "app", "echo", "--shm", shm.toString(), "--port", "7");
+        assertTrue(r[1].startsWith("nicstack app: "), r[1]);
+        assertEquals(1, r[1].strip().lines().count(), r[1]);
+        assertFalse(r[0].contains("ready"));
+    }
+
+    @Test
+    void help()
+    {
+        assertTrue(run(0, "app", "--help")[0].startsWith("usage: nicstack app"));
+    }
+}
