@@ -11,14 +11,14 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** {@code nicstack daemon} as a child process inside a test's namespace, from the test classpath. */
-final class DaemonProcess implements AutoCloseable
+public final class DaemonProcess implements AutoCloseable
 {
-    final Process process;
-    final Path shm;
-    final List<String> output = Collections.synchronizedList(new ArrayList<>());
+    public final Process process;
+    public final Path shm;
+    public final List<String> output = Collections.synchronizedList(new ArrayList<>());
     private volatile String readyLine;
 
-    DaemonProcess(final Netns ns, final Path shm, final String... daemonArgs) throws IOException
+    public DaemonProcess(final Netns ns, final Path shm, final String... daemonArgs) throws IOException
     {
         this.shm = shm;
         final List<String> cmd = new ArrayList<>(List.of(
@@ -53,7 +53,7 @@ final class DaemonProcess implements AutoCloseable
     }
 
     /** Wait (bounded) for the ready line; fails with the daemon's output otherwise. */
-    String awaitReady() throws InterruptedException
+    public String awaitReady() throws InterruptedException
     {
         final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (readyLine == null && System.nanoTime() < deadline && process.isAlive())
@@ -68,7 +68,7 @@ final class DaemonProcess implements AutoCloseable
     }
 
     /** SIGTERM, then the exit code (bounded wait). */
-    int stop() throws InterruptedException
+    public int stop() throws InterruptedException
     {
         process.destroy();
         if (!process.waitFor(15, TimeUnit.SECONDS))

@@ -10,18 +10,19 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A network namespace owned by one test: unique name {@code nst-<pid>-<n>}, deleted on close (also
- * when the test fails). Commands run inside it with a time limit.
+ * when the test fails). Commands run inside it with a time limit. Shared with other modules' tests
+ * through this module's test jar.
  */
-final class Netns implements AutoCloseable
+public final class Netns implements AutoCloseable
 {
     private static final AtomicInteger COUNTER = new AtomicInteger();
 
-    final String name;
+    public final String name;
 
     /** Output and exit code of a finished command. */
-    record Result(int exitCode, String output)
+    public record Result(int exitCode, String output)
     {
-        Result assertOk(final String what)
+        public Result assertOk(final String what)
         {
             if (exitCode != 0)
             {
@@ -31,7 +32,7 @@ final class Netns implements AutoCloseable
         }
     }
 
-    Netns() throws IOException
+    public Netns() throws IOException
     {
         name = "nst-" + ProcessHandle.current().pid() + "-" + COUNTER.incrementAndGet();
         run(10, "ip", "netns", "add", name).assertOk("ip netns add " + name);
@@ -39,7 +40,7 @@ final class Netns implements AutoCloseable
     }
 
     /** Run a command inside the namespace, killed after {@code timeoutSeconds}. */
-    Result exec(final int timeoutSeconds, final String... command) throws IOException
+    public Result exec(final int timeoutSeconds, final String... command) throws IOException
     {
         final List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", name));
         full.addAll(Arrays.asList(command));
@@ -47,14 +48,14 @@ final class Netns implements AutoCloseable
     }
 
     /** Start a long-running command inside the namespace. */
-    Process start(final String... command) throws IOException
+    public Process start(final String... command) throws IOException
     {
         final List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", name));
         full.addAll(Arrays.asList(command));
         return new ProcessBuilder(full).redirectErrorStream(true).start();
     }
 
-    static Result run(final int timeoutSeconds, final String... command) throws IOException
+    public static Result run(final int timeoutSeconds, final String... command) throws IOException
     {
         final Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         try

@@ -1,5 +1,8 @@
 package io.nicstack.examples;
 
+import io.nicstack.daemon.Netns;
+import io.nicstack.daemon.DaemonProcess;
+
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
