@@ -1,11 +1,9 @@
 package io.nicstack.daemon.pipes;
 
-import org.agrona.BitUtil;
-import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.AtomicBuffer;
 
 import io.nicstack.pipes.PipeDescriptor;
+import io.nicstack.stack.storage.AbstractSendBuffer;
 import io.nicstack.stack.storage.SendBuffer;
 
 /**
@@ -24,32 +22,22 @@ import io.nicstack.stack.storage.SendBuffer;
  * daemon's own copy, never read back. After {@link #freeze()} (SHUTDOWN, CLOSE) the end stays put so the
  * FIN's sequence number cannot move. Event loop thread only; no call allocates.
  */
-public final class PipeSendBuffer implements SendBuffer
+public final class PipeSendBuffer extends AbstractSendBuffer
 {
     private final AtomicBuffer pipe;
-    private final int capacity;
-    private final int mask;
-    private long start;
-    private long end;
     private boolean frozen;
 
     /** View of the pipe that starts at {@code pipe}'s index 0 and holds {@code capacity} (a power of two) data bytes. */
     public PipeSendBuffer(final AtomicBuffer pipe, final int capacity)
     {
-        if (!BitUtil.isPowerOfTwo(capacity) || pipe.capacity() < PipeDescriptor.length(capacity))
-        {
-            throw new IllegalArgumentException("pipe of capacity " + capacity + " does not fit " + pipe.capacity() + " bytes");
-        }
+        super(PipeData.ring(pipe, capacity));
         this.pipe = pipe;
-        this.capacity = capacity;
-        this.mask = capacity - 1;
     }
 
     /** Restart the stream at offset 0 for a new connection (the app does not touch the pipe until told of it). */
     public void reset()
     {
-        start = 0;
-        end = 0;
+        resetPositions();
         frozen = false;
         pipe.putLongRelease(PipeDescriptor.HEAD_OFFSET, 0);
         pipe.putLongRelease(PipeDescriptor.TAIL_OFFSET, 0);
@@ -69,90 +57,32 @@ public final class PipeSendBuffer implements SendBuffer
     }
 
     @Override
-    public long start()
-    {
-        return start;
-    }
-
-    @Override
     public long end()
     {
+        final long end = super.end();
         if (!frozen)
         {
-            final long tail = Math.min(pipe.getLongVolatile(PipeDescriptor.TAIL_OFFSET), start + capacity);
+            final long tail = Math.min(pipe.getLongVolatile(PipeDescriptor.TAIL_OFFSET), start() + capacity());
             if (tail > end)
             {
-                end = tail;
+                extendEnd(tail);
+                return tail;
             }
         }
         return end;
     }
 
+    /** Only {@link #append} (not used by the daemon: the app appends) gets here; publishes the tail as the app would. */
     @Override
-    public int capacity()
+    protected void appended(final long end)
     {
-        return capacity;
-    }
-
-    /** Not used by the daemon (the app appends); complete for tests and other producers. */
-    @Override
-    public int append(final DirectBuffer source, final int index, final int length)
-    {
-        if (length < 0)
-        {
-            throw new IllegalArgumentException("negative append length: " + length);
-        }
-        final int count = Math.min(length, free());
-        final int at = (int)end & mask;
-        final int first = Math.min(count, capacity - at);
-        pipe.putBytes(PipeDescriptor.DATA_OFFSET + at, source, index, first);
-        if (first < count)
-        {
-            pipe.putBytes(PipeDescriptor.DATA_OFFSET, source, index + first, count - first);
-        }
-        end += count;
         pipe.putLongRelease(PipeDescriptor.TAIL_OFFSET, end);
-        return count;
     }
 
-    /**
-     * {@inheritDoc}
-     *
-     * @throws IllegalArgumentException if {@code [offset, offset + length)} is not within {@code [start, end)}.
-     */
+    /** The app may reuse the space before the head once it sees it. */
     @Override
-    public void read(final long offset, final MutableDirectBuffer destination, final int index, final int length)
+    protected void released(final long start)
     {
-        if (offset < start || length < 0 || length > end - offset)
-        {
-            throw new IllegalArgumentException(
-                "read [" + offset + ", " + offset + " + " + length + ") outside [" + start + ", " + end + ")");
-        }
-        final int at = (int)offset & mask;
-        final int first = Math.min(length, capacity - at);
-        destination.putBytes(index, pipe, PipeDescriptor.DATA_OFFSET + at, first);
-        if (first < length)
-        {
-            destination.putBytes(index + first, pipe, PipeDescriptor.DATA_OFFSET, length - first);
-        }
-    }
-
-    /**
-     * Free every byte before {@code offset} (acknowledged): the app may reuse the space once it sees the head.
-     *
-     * @throws IllegalArgumentException if {@code offset} is not within {@code [start, end]}.
-     */
-    @Override
-    public void release(final long offset)
-    {
-        if (offset < start || offset > end)
-        {
-            throw new IllegalArgumentException("release " + offset + " outside [" + start + ", " + end + "]");
-        }
-        if (offset != start)
-        {
-            start = offset;
-            pipe.putLongRelease(PipeDescriptor.HEAD_OFFSET, offset);
-        }
+        pipe.putLongRelease(PipeDescriptor.HEAD_OFFSET, start);
     }
 }

@@ -1,44 +1,17 @@
 package io.nicstack.stack.storage;
 
-import java.util.Objects;
-
-import org.agrona.DirectBuffer;
-import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.AtomicBuffer;
 
 /**
- * {@link ReceiveBuffer} over one power-of-two ring of bytes that doubles as the TCP reassembly queue.
- *
- * <pre>
- *   readPosition     contiguousEnd        out-of-order ranges            readPosition + capacity
- *        |  readable      |     hole     [ooo)   hole   [ooo)                       |
- *        +----------------+--------------+-----+--------+-----+---------------------+
- *        |&lt;-------------- window() = capacity - readable() ---------------------&gt;|
- * </pre>
- *
- * Segment payload is copied to its stream offset on arrival, so an out-of-order segment costs no
- * extra copy when the hole fills. At most {@code maxRanges} out-of-order ranges are remembered, in
- * preallocated arrays, most recently updated first (RFC 2018 §4). Ranges are kept disjoint and never
- * adjacent: two ranges separated by no gap are merged.
- *
- * <p>Retransmitted bytes never overwrite bytes already received: only the parts of a segment that no
- * range covers (and that lie at or beyond {@link #contiguousEnd()}) are copied, so the first copy of
- * every byte wins. TCP promises identical bytes (RFC 9293 §3.10.7.4 trims but does not compare), so
- * this only matters against a faulty or hostile peer, and it means reassembled data cannot change
- * after it was first placed.
+ * {@link ReceiveBuffer} over one power-of-two ring of bytes that doubles as the TCP reassembly queue;
+ * the reassembly itself (ranges, first copy wins, {@link #REJECTED}) is {@link AbstractReceiveBuffer}'s.
+ * The read position is a plain field: nothing is published.
  *
  * <p>Single-threaded: the stack thread both writes and reads. No call allocates.
  */
-public final class RingReceiveBuffer implements ReceiveBuffer
+public final class RingReceiveBuffer extends AbstractReceiveBuffer
 {
-    private final RingStorage storage;
-    private final int maxRanges;
-    private final long[] rangeStart;
-    private final long[] rangeEnd;
-    private int rangeCount;
-    private long outOfOrderBytes;
     private long readPosition;
-    private long contiguousEnd;
 
     /** Ring over fresh direct memory; {@code capacity} must be a power of two. */
     public RingReceiveBuffer(final int capacity, final int maxRanges)
@@ -52,14 +25,7 @@ public final class RingReceiveBuffer implements ReceiveBuffer
      */
     public RingReceiveBuffer(final AtomicBuffer buffer, final int maxRanges)
     {
-        if (maxRanges < 0)
-        {
-            throw new IllegalArgumentException("maxRanges must not be negative: " + maxRanges);
-        }
-        storage = new RingStorage(buffer);
-        this.maxRanges = maxRanges;
-        rangeStart = new long[maxRanges];
-        rangeEnd = new long[maxRanges];
+        super(buffer, maxRanges);
     }
 
     @Override
@@ -69,204 +35,15 @@ public final class RingReceiveBuffer implements ReceiveBuffer
     }
 
     @Override
-    public long contiguousEnd()
+    protected void consumedTo(final long position)
     {
-        return contiguousEnd;
-    }
-
-    @Override
-    public int capacity()
-    {
-        return storage.capacity();
-    }
-
-    /** Bound on the out-of-order ranges remembered. */
-    public int maxRanges()
-    {
-        return maxRanges;
-    }
-
-    /**
-     * {@inheritDoc}
-     *
-     * <p>An out-of-order segment is {@link #REJECTED} only when it touches no range already held
-     * and {@link #maxRanges()} are held; then nothing is copied and nothing changes.
-     */
-    @Override
-    public int write(final long offset, final DirectBuffer source, final int index, final int length)
-    {
-        if (length < 0)
-        {
-            throw new IllegalArgumentException("negative write length: " + length);
-        }
-        // RFC 9293 §3.10.7.4: trim to the window, i.e. keep only [RCV.NXT, RCV.NXT + RCV.WND).
-        final long from = Math.max(offset, contiguousEnd);
-        final long to = Math.min(offset + length, readPosition + storage.capacity());
-        if (from >= to)
-        {
-            return 0;
-        }
-
-        return from == contiguousEnd ?
-            writeInOrder(from, to, offset, source, index) :
-            writeOutOfOrder(from, to, offset, source, index);
-    }
-
-    @Override
-    public int read(final MutableDirectBuffer destination, final int index, final int length)
-    {
-        if (length < 0)
-        {
-            throw new IllegalArgumentException("negative read length: " + length);
-        }
-        final int count = Math.min(length, readable());
-        storage.get(readPosition, destination, index, count);
-        readPosition += count;
-        return count;
-    }
-
-    @Override
-    public int outOfOrderRanges()
-    {
-        return rangeCount;
-    }
-
-    /** Start of out-of-order range {@code i}, 0 being the most recently updated. */
-    @Override
-    public long outOfOrderStart(final int i)
-    {
-        return rangeStart[Objects.checkIndex(i, rangeCount)];
-    }
-
-    /** End (exclusive) of out-of-order range {@code i}, 0 being the most recently updated. */
-    @Override
-    public long outOfOrderEnd(final int i)
-    {
-        return rangeEnd[Objects.checkIndex(i, rangeCount)];
-    }
-
-    @Override
-    public long outOfOrderBytes()
-    {
-        return outOfOrderBytes;
+        readPosition = position;
     }
 
     /** Empty the buffer and restart the stream at offset 0, for reuse by a new connection. */
     public void reset()
     {
         readPosition = 0;
-        contiguousEnd = 0;
-        rangeCount = 0;
-        outOfOrderBytes = 0;
-    }
-
-    private int writeInOrder(
-        final long from, final long to, final long offset, final DirectBuffer source, final int index)
-    {
-        copyUnreceived(from, to, offset, source, index);
-
-        // Every range starts beyond contiguousEnd and ranges are never adjacent, so one pass absorbs all
-        // that the new end reaches: absorbing a range cannot make another one touch.
-        long newEnd = to;
-        int kept = 0;
-        for (int i = 0; i < rangeCount; i++)
-        {
-            if (rangeStart[i] <= newEnd)
-            {
-                newEnd = Math.max(newEnd, rangeEnd[i]);
-                outOfOrderBytes -= rangeEnd[i] - rangeStart[i];
-            }
-            else
-            {
-                rangeStart[kept] = rangeStart[i];
-                rangeEnd[kept] = rangeEnd[i];
-                kept++;
-            }
-        }
-        rangeCount = kept;
-
-        final int advanced = (int)(newEnd - contiguousEnd);
-        contiguousEnd = newEnd;
-        return advanced;
-    }
-
-    private int writeOutOfOrder(
-        final long from, final long to, final long offset, final DirectBuffer source, final int index)
-    {
-        long mergedStart = from;
-        long mergedEnd = to;
-        int touching = 0;
-        for (int i = 0; i < rangeCount; i++)
-        {
-            if (rangeStart[i] <= to && rangeEnd[i] >= from)
-            {
-                mergedStart = Math.min(mergedStart, rangeStart[i]);
-                mergedEnd = Math.max(mergedEnd, rangeEnd[i]);
-                touching++;
-            }
-        }
-        if (touching == 0 && rangeCount == maxRanges)
-        {
-            return REJECTED;
-        }
-
-        copyUnreceived(from, to, offset, source, index);
-
-        // Drop the ranges merged into the new one, keeping the others in recency order.
-        long absorbed = 0;
-        int kept = 0;
-        for (int i = 0; i < rangeCount; i++)
-        {
-            if (rangeStart[i] <= to && rangeEnd[i] >= from)
-            {
-                absorbed += rangeEnd[i] - rangeStart[i];
-            }
-            else
-            {
-                rangeStart[kept] = rangeStart[i];
-                rangeEnd[kept] = rangeEnd[i];
-                kept++;
-            }
-        }
-
-        // RFC 2018 §4: the first SACK block reports the block holding the segment that triggered the ACK.
-        System.arraycopy(rangeStart, 0, rangeStart, 1, kept);
-        System.arraycopy(rangeEnd, 0, rangeEnd, 1, kept);
-        rangeStart[0] = mergedStart;
-        rangeEnd[0] = mergedEnd;
-        rangeCount = kept + 1;
-        outOfOrderBytes += (mergedEnd - mergedStart) - absorbed;
-        return 0;
-    }
-
-    /** Copy the parts of stream range {@code [from, to)} that no out-of-order range holds yet. */
-    private void copyUnreceived(
-        final long from, final long to, final long offset, final DirectBuffer source, final int index)
-    {
-        long position = from;
-        while (position < to)
-        {
-            long next = to;
-            boolean held = false;
-            for (int i = 0; i < rangeCount; i++)
-            {
-                final long start = rangeStart[i];
-                if (start <= position && position < rangeEnd[i])
-                {
-                    position = rangeEnd[i];
-                    held = true;
-                    break;
-                }
-                if (start > position && start < next)
-                {
-                    next = start;
-                }
-            }
-            if (!held)
-            {
-                storage.put(position, source, index + (int)(position - offset), (int)(next - position));
-                position = next;
-            }
-        }
+        resetReassembly();
     }
 }
