@@ -9,8 +9,8 @@ import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
- * Power-of-two byte ring addressed by 64-bit absolute stream offset, shared by {@link RingSendBuffer}
- * and {@link RingReceiveBuffer}.
+ * Power-of-two byte ring addressed by 64-bit absolute stream offset, under {@link AbstractSendBuffer} and
+ * {@link AbstractReceiveBuffer} (heap rings and shared-memory pipes alike).
  *
  * <pre>
  *   index = offset &amp; (capacity - 1)
