@@ -2,6 +2,7 @@ package io.nicstack.examples;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
@@ -24,13 +25,21 @@ import io.nicstack.pipes.client.VersionMismatchException;
  * to the daemon serving {@code DIR}, listen, print {@code nicstack app ready <name> <port>}, serve
  * until SIGINT/SIGTERM, close the client, exit 0. Bad options: one line on stderr, exit 2. Failures
  * (no daemon, daemon gone, port in use, version mismatch, limits): one line on stderr, exit 1.
+ *
+ * <p>{@code app nio-http --port N --root DIR [--bind ADDR] [--copy]} is the same HTTP server on the
+ * JDK's NIO sockets over the kernel ({@link NioHttpApp}), the baseline of {@code scripts/bench-http.sh};
+ * it needs no daemon, prints {@code nicstack app ready nio-http <port>} and exits the same way (a port
+ * it cannot bind is exit 1).
  */
 public final class Main
 {
     static final String USAGE = "usage: nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink]"
-        + " [--rate BYTES_PER_S] [--pause-ms N] [--digest] [--max-connections N] [--pipe-kb N] [--backlog N]";
+        + " [--rate BYTES_PER_S] [--pause-ms N] [--digest] [--max-connections N] [--pipe-kb N] [--backlog N]"
+        + " | nicstack app nio-http --port N --root DIR [--bind ADDR] [--copy] [--max-connections N] [--backlog N]"
+        + " (the same HTTP server on JDK NIO over the kernel, for comparison)";
 
     private static volatile AppServer server;
+    private static volatile NioHttpApp nioServer;
     private static volatile boolean stopRequested;
     private static volatile int exitStatus;
     private static final CountDownLatch CLEANED_UP = new CountDownLatch(1);
@@ -41,7 +50,7 @@ public final class Main
 
     /** Parsed command line. */
     record Options(String app, Path shm, int port, Path root, String mode, long rate, long pauseMillis, boolean digest,
-        int maxConnections, int pipeKb, int backlog)
+        int maxConnections, int pipeKb, int backlog, String bind, boolean copy)
     {
     }
 
@@ -81,6 +90,10 @@ public final class Main
         {
             out.println(USAGE);
             return 0;
+        }
+        if (o.app().equals("nio-http"))
+        {
+            return runNio(o, out, err);
         }
 
         final Function<PipeConnection, ConnectionHandler> factory;
@@ -154,6 +167,52 @@ public final class Main
         return 1;
     }
 
+    private static int runNio(final Options o, final PrintStream out, final PrintStream err)
+    {
+        final StaticFiles files;
+        try
+        {
+            files = new StaticFiles(o.root());
+        }
+        catch (final IOException e)
+        {
+            err.println("nicstack app: --root " + o.root() + ": " + e.getMessage());
+            return 2;
+        }
+        final NioHttpApp s;
+        try
+        {
+            s = new NioHttpApp(files, new InetSocketAddress(o.bind(), o.port()), o.backlog(), o.maxConnections(),
+                o.copy());
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            err.println("nicstack app: cannot listen on " + o.bind() + ":" + o.port() + ": " + e);
+            return 1;
+        }
+        try
+        {
+            nioServer = s;
+            if (stopRequested)
+            {
+                s.stop();
+            }
+            out.println("nicstack app ready nio-http " + s.port());
+            out.flush();
+            s.run();
+            return 0;
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            err.println("nicstack app: internal error: " + e);
+            return 1;
+        }
+        finally
+        {
+            nioServer = null;
+        }
+    }
+
     private static Function<PipeConnection, ConnectionHandler> factory(final Options o, final PrintStream out)
         throws IOException
     {
@@ -202,6 +261,11 @@ public final class Main
         {
             s.stop();
         }
+        final NioHttpApp n = nioServer;
+        if (n != null)
+        {
+            n.stop();
+        }
     }
 
     /** Returns null for --help. */
@@ -221,10 +285,12 @@ public final class Main
         {
             return null;
         }
-        if (!app.equals("echo") && !app.equals("http") && !app.equals("bulk"))
+        if (!app.equals("echo") && !app.equals("http") && !app.equals("bulk") && !app.equals("nio-http"))
         {
-            throw new UsageException("unknown app '" + app + "' (echo, http or bulk)");
+            throw new UsageException("unknown app '" + app + "' (echo, http, bulk or nio-http)");
         }
+        final boolean nio = app.equals("nio-http");
+        final boolean httpLike = app.equals("http") || nio;
         Path shm = Path.of("/dev/shm/nicstack");
         int port = -1;
         Path root = null;
@@ -232,9 +298,12 @@ public final class Main
         long rate = 0;
         long pauseMillis = 0;
         boolean digest = false;
-        int maxConnections = app.equals("http") ? 1024 : 0;
+        int maxConnections = httpLike ? 1024 : 0;
         int pipeKb = 0;
-        int backlog = app.equals("http") ? 1024 : 128;
+        int backlog = httpLike ? 1024 : 128;
+        String bind = null;
+        boolean copy = false;
+        boolean shmGiven = false;
         while (i < args.length)
         {
             final String opt = args[i++];
@@ -247,6 +316,15 @@ public final class Main
                 digest = true;
                 continue;
             }
+            if (opt.equals("--copy"))
+            {
+                if (!nio)
+                {
+                    throw new UsageException("--copy only applies to nio-http");
+                }
+                copy = true;
+                continue;
+            }
             if (i >= args.length)
             {
                 throw new UsageException(opt + " needs a value");
@@ -256,6 +334,14 @@ public final class Main
             {
                 case "--shm":
                     shm = Path.of(value);
+                    shmGiven = true;
+                    break;
+                case "--bind":
+                    if (!nio)
+                    {
+                        throw new UsageException("--bind only applies to nio-http");
+                    }
+                    bind = value;
                     break;
                 case "--port":
                     port = integer(opt, value, 1, 65535);
@@ -293,11 +379,15 @@ public final class Main
         {
             throw new UsageException("--port N is required");
         }
-        if (app.equals("http"))
+        if (nio && (shmGiven || pipeKb > 0))
+        {
+            throw new UsageException("--shm and --pipe-kb do not apply to nio-http (it runs on the kernel's sockets)");
+        }
+        if (httpLike)
         {
             if (root == null)
             {
-                throw new UsageException("http needs --root DIR");
+                throw new UsageException(app + " needs --root DIR");
             }
             if (!Files.isDirectory(root))
             {
@@ -323,7 +413,8 @@ public final class Main
         {
             throw new UsageException("--mode, --rate, --pause-ms and --digest only apply to the bulk app");
         }
-        return new Options(app, shm, port, root, mode, rate, pauseMillis, digest, maxConnections, pipeKb, backlog);
+        return new Options(app, shm, port, root, mode, rate, pauseMillis, digest, maxConnections, pipeKb, backlog,
+            bind == null ? "0.0.0.0" : bind, copy);
     }
 
     private static int integer(final String opt, final String value, final int min, final int max) throws UsageException

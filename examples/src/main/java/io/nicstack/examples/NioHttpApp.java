@@ -1,0 +1,568 @@
+package io.nicstack.examples;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The HTTP/1.1 static file server of {@link HttpApp}, on the JDK's NIO sockets over the kernel's TCP
+ * instead of the pipes: the baseline for the host-CPU benchmark ({@code scripts/bench-http.sh}).
+ *
+ * <p>Same behaviour by construction: requests are parsed by the same {@link HttpRequestParser},
+ * files are looked up by the same {@link StaticFiles}, response heads come from
+ * {@link HttpApp#responseHead}; GET and HEAD, persistent connections, Content-Length on every
+ * response, 404/403/400/501/505, request bodies discarded, a malformed request answered and the
+ * connection closed, pipelined requests read only after the response before them is fully written,
+ * idle keep-alive connections closed after 60 s, a closing connection lingers (reads and discards)
+ * until the peer's FIN or 30 s.
+ *
+ * <p>One thread, one {@link Selector}, non-blocking {@link SocketChannel}s with {@code TCP_NODELAY}.
+ * File bodies are sent one of two ways:
+ * <ul>
+ * <li>{@code transfer} (the default): {@link FileChannel#transferTo}, i.e. {@code sendfile(2)}: the
+ *   kernel moves page-cache pages to the socket, no copy through user space. The head is written first
+ *   with its own {@code write}.</li>
+ * <li>{@code copy} ({@code --copy}): {@code pread} into a 64 KiB direct {@link ByteBuffer} per connection
+ *   (the head goes first into the same buffer), then {@code write} from it: the data crosses user
+ *   space once, like the pipe app, which reads the file into the TX pipe.</li>
+ * </ul>
+ */
+final class NioHttpApp
+{
+    static final int COPY_BUFFER = 64 * 1024;
+    private static final int READ_BUFFER = 4 * 1024;
+    private static final long LINGER_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    private final StaticFiles files;
+    private final boolean copy;
+    private final int maxConnections;
+    private final Selector selector;
+    private final ServerSocketChannel server;
+    private final List<Conn> sweep = new ArrayList<>();
+    private volatile boolean running = true;
+    private int connections;
+    private long now;
+
+    NioHttpApp(final StaticFiles files, final InetSocketAddress bind, final int backlog, final int maxConnections,
+        final boolean copy) throws IOException
+    {
+        this.files = files;
+        this.copy = copy;
+        this.maxConnections = maxConnections;
+        this.selector = Selector.open();
+        ServerSocketChannel s = null;
+        try
+        {
+            s = ServerSocketChannel.open();
+            s.setOption(StandardSocketOptions.SO_REUSEADDR, true);
+            s.bind(bind, backlog);
+            s.configureBlocking(false);
+            s.register(selector, SelectionKey.OP_ACCEPT);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            if (s != null)
+            {
+                s.close();
+            }
+            selector.close();
+            throw e;
+        }
+        this.server = s;
+    }
+
+    int port()
+    {
+        return ((InetSocketAddress)server.socket().getLocalSocketAddress()).getPort();
+    }
+
+    /** Ask {@link #run()} to return (any thread, signal handlers included). */
+    void stop()
+    {
+        running = false;
+        selector.wakeup();
+    }
+
+    /** Serve until {@link #stop()}; closes every connection, the listener and the selector on the way out. */
+    void run() throws IOException
+    {
+        long nextSweep = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        try
+        {
+            while (running)
+            {
+                selector.select(this::ready, 1000);
+                now = System.nanoTime();
+                if (now - nextSweep >= 0)
+                {
+                    sweepIdle();
+                    nextSweep = now + TimeUnit.SECONDS.toNanos(1);
+                }
+            }
+        }
+        finally
+        {
+            for (final SelectionKey k : selector.keys())
+            {
+                if (k.attachment() instanceof Conn)
+                {
+                    ((Conn)k.attachment()).close();
+                }
+            }
+            server.close();
+            selector.close();
+        }
+    }
+
+    private void ready(final SelectionKey key)
+    {
+        now = System.nanoTime();
+        if (!key.isValid())
+        {
+            return;
+        }
+        final Object a = key.attachment();
+        if (a == null)
+        {
+            acceptPending();
+            return;
+        }
+        final Conn c = (Conn)a;
+        try
+        {
+            c.ready(key.readyOps());
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            c.close(); // reset by peer, broken pipe and the like
+        }
+    }
+
+    private void acceptPending()
+    {
+        while (true)
+        {
+            final SocketChannel ch;
+            try
+            {
+                ch = server.accept();
+                if (ch == null)
+                {
+                    return;
+                }
+            }
+            catch (final IOException e)
+            {
+                return; // e.g. out of file descriptors: try again on the next readiness
+            }
+            try
+            {
+                if (connections >= maxConnections)
+                {
+                    ch.close();
+                    continue;
+                }
+                ch.configureBlocking(false);
+                ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                final Conn c = new Conn(ch);
+                c.key = ch.register(selector, SelectionKey.OP_READ, c);
+                connections++;
+            }
+            catch (final IOException e)
+            {
+                try
+                {
+                    ch.close();
+                }
+                catch (final IOException ignored)
+                {
+                    // Nothing to do.
+                }
+            }
+        }
+    }
+
+    private void sweepIdle()
+    {
+        sweep.clear();
+        for (final SelectionKey k : selector.keys())
+        {
+            if (k.attachment() instanceof Conn)
+            {
+                sweep.add((Conn)k.attachment());
+            }
+        }
+        for (final Conn c : sweep)
+        {
+            c.checkTimers();
+        }
+    }
+
+    /** One connection's state: the parser, the response being written, the linger after a close. */
+    private final class Conn
+    {
+        private final SocketChannel ch;
+        private final HttpRequestParser parser = new HttpRequestParser();
+        private final ByteBuffer in = ByteBuffer.allocateDirect(READ_BUFFER);
+        private final UnsafeBuffer inView = new UnsafeBuffer(in);
+        private int inStart;
+        private int inEnd;
+        private SelectionKey key;
+        private ByteBuffer out; // response bytes not yet written (head, small body; file data in copy mode)
+        private ByteBuffer copyBuffer;
+        private FileChannel file;
+        private long filePos;
+        private long fileEnd;
+        private boolean responding;
+        private boolean closeAfterResponse;
+        private boolean lingering;
+        private boolean closed;
+        private long discardBody;
+        private long lastActivity = now;
+        private long lingerDeadline;
+
+        Conn(final SocketChannel ch)
+        {
+            this.ch = ch;
+        }
+
+        void ready(final int ops) throws IOException
+        {
+            if (lingering)
+            {
+                drainLinger();
+                return;
+            }
+            if (responding)
+            {
+                if ((ops & SelectionKey.OP_WRITE) != 0 && pump())
+                {
+                    serviceInput(false); // pipelined requests already read; otherwise wait for readiness
+                }
+                return;
+            }
+            if ((ops & SelectionKey.OP_READ) != 0)
+            {
+                serviceInput(true);
+            }
+        }
+
+        /** Parse and answer buffered requests; read from the socket when the buffer is empty and {@code read}. */
+        private void serviceInput(final boolean read) throws IOException
+        {
+            boolean mayRead = read;
+            while (!responding && !lingering && !closed)
+            {
+                if (inStart == inEnd)
+                {
+                    if (!mayRead)
+                    {
+                        interest(SelectionKey.OP_READ); // wait for the next request without a read that would find nothing
+                        return;
+                    }
+                    in.clear();
+                    final int n = ch.read(in);
+                    if (n == 0)
+                    {
+                        interest(SelectionKey.OP_READ);
+                        return;
+                    }
+                    if (n < 0)
+                    {
+                        // Peer's FIN. A half-sent request gets no answer; every complete one was answered.
+                        close();
+                        return;
+                    }
+                    inStart = 0;
+                    inEnd = n;
+                    lastActivity = now;
+                    mayRead = n == READ_BUFFER; // a full buffer may have more behind it; otherwise wait for readiness
+                }
+                final int available = inEnd - inStart;
+                if (discardBody > 0)
+                {
+                    final int n = (int)Math.min(available, discardBody);
+                    inStart += n;
+                    discardBody -= n;
+                    continue;
+                }
+                inStart += parser.feed(inView, inStart, available);
+                switch (parser.state())
+                {
+                    case COMPLETE:
+                        respond(parser.request());
+                        parser.reset();
+                        mayRead = false; // the client waits for this response before it sends the next request
+                        pump();
+                        break;
+                    case ERROR:
+                        respondError(parser.errorStatus(), parser.errorMessage());
+                        pump();
+                        break;
+                    default:
+                        break;
+                }
+            }
+        }
+
+        private void respond(final HttpRequestParser.Request request)
+        {
+            discardBody = request.contentLength();
+            closeAfterResponse = !request.keepAlive();
+            final StaticFiles.Lookup lookup = files.lookup(request.path());
+            if (lookup.status() != 200)
+            {
+                final byte[] text = (lookup.status() + " " + HttpApp.reason(lookup.status()) + "\n")
+                    .getBytes(StandardCharsets.US_ASCII);
+                start(HttpApp.responseHead(lookup.status(), HttpApp.reason(lookup.status()), text.length,
+                    "text/plain; charset=utf-8", request.keepAlive(), request.minorVersion(), null),
+                    request.head() ? null : text, null, 0);
+                return;
+            }
+            FileChannel channel = null;
+            long size;
+            try
+            {
+                channel = FileChannel.open(lookup.file(), StandardOpenOption.READ);
+                size = channel.size();
+            }
+            catch (final IOException e)
+            {
+                closeQuietly(channel);
+                final byte[] text = "403 Forbidden\n".getBytes(StandardCharsets.US_ASCII);
+                start(HttpApp.responseHead(403, HttpApp.reason(403), text.length, "text/plain; charset=utf-8",
+                    request.keepAlive(), request.minorVersion(), null), request.head() ? null : text, null, 0);
+                return;
+            }
+            final byte[] h = HttpApp.responseHead(200, "OK", size, lookup.contentType(), request.keepAlive(),
+                request.minorVersion(), null);
+            if (request.head())
+            {
+                closeQuietly(channel);
+                start(h, null, null, 0);
+            }
+            else
+            {
+                start(h, null, channel, size);
+            }
+        }
+
+        private void respondError(final int status, final String message)
+        {
+            closeAfterResponse = true; // after a malformed request the byte stream cannot be trusted
+            final byte[] text = (status + " " + HttpApp.reason(status) + ": " + message + "\n")
+                .getBytes(StandardCharsets.US_ASCII);
+            start(HttpApp.responseHead(status, HttpApp.reason(status), text.length, "text/plain; charset=utf-8", false,
+                1, status == 501 ? "Allow: GET, HEAD\r\n" : null), text, null, 0);
+        }
+
+        private void start(final byte[] head, final byte[] body, final FileChannel f, final long size)
+        {
+            final int length = head.length + (body == null ? 0 : body.length);
+            if (copy && length <= COPY_BUFFER)
+            {
+                if (copyBuffer == null)
+                {
+                    copyBuffer = ByteBuffer.allocateDirect(COPY_BUFFER);
+                }
+                out = copyBuffer.clear();
+                out.put(head);
+                if (body != null)
+                {
+                    out.put(body);
+                }
+                out.flip();
+            }
+            else
+            {
+                final byte[] bytes = new byte[length];
+                System.arraycopy(head, 0, bytes, 0, head.length);
+                if (body != null)
+                {
+                    System.arraycopy(body, 0, bytes, head.length, body.length);
+                }
+                out = ByteBuffer.wrap(bytes);
+            }
+            file = f;
+            filePos = 0;
+            fileEnd = size;
+            responding = true;
+        }
+
+        /** Write as much of the current response as the socket takes now; true when it is fully written. */
+        private boolean pump() throws IOException
+        {
+            while (true)
+            {
+                if (out.hasRemaining())
+                {
+                    ch.write(out);
+                    if (out.hasRemaining())
+                    {
+                        interest(SelectionKey.OP_WRITE); // socket buffer full
+                        return false;
+                    }
+                }
+                if (file == null || filePos >= fileEnd)
+                {
+                    break;
+                }
+                if (copy)
+                {
+                    final ByteBuffer b = copyBuffer.clear();
+                    if (fileEnd - filePos < b.capacity())
+                    {
+                        b.limit((int)(fileEnd - filePos));
+                    }
+                    final int n = file.read(b, filePos);
+                    if (n <= 0)
+                    {
+                        close(); // the file shrank under us: the promised Content-Length cannot be kept
+                        return false;
+                    }
+                    filePos += n;
+                    out = b.flip();
+                }
+                else
+                {
+                    final long n = file.transferTo(filePos, fileEnd - filePos, ch);
+                    if (n == 0)
+                    {
+                        if (filePos >= file.size())
+                        {
+                            close(); // the file shrank under us
+                            return false;
+                        }
+                        interest(SelectionKey.OP_WRITE);
+                        return false;
+                    }
+                    filePos += n;
+                }
+            }
+            // Response fully written.
+            responding = false;
+            closeQuietly(file);
+            file = null;
+            out = null;
+            lastActivity = now;
+            if (closeAfterResponse)
+            {
+                shutdownAndLinger();
+                return false;
+            }
+            return true;
+        }
+
+        private void shutdownAndLinger() throws IOException
+        {
+            ch.shutdownOutput();
+            lingering = true;
+            lingerDeadline = now + LINGER_NANOS;
+            interest(SelectionKey.OP_READ);
+        }
+
+        /** After our FIN: read and discard until the peer's FIN, so a reset cannot destroy the response in flight. */
+        private void drainLinger() throws IOException
+        {
+            while (true)
+            {
+                in.clear();
+                final int n = ch.read(in);
+                if (n < 0)
+                {
+                    close();
+                    return;
+                }
+                if (n == 0)
+                {
+                    return;
+                }
+            }
+        }
+
+        void checkTimers()
+        {
+            if (closed)
+            {
+                return;
+            }
+            if (lingering)
+            {
+                if (now - lingerDeadline > 0)
+                {
+                    close();
+                }
+                return;
+            }
+            if (!responding && now - lastActivity > HttpApp.IDLE_TIMEOUT_NANOS)
+            {
+                try
+                {
+                    shutdownAndLinger(); // idle keep-alive connection
+                }
+                catch (final IOException e)
+                {
+                    close();
+                }
+            }
+        }
+
+        private void interest(final int ops) throws ClosedChannelException
+        {
+            if (key.interestOps() != ops)
+            {
+                key.interestOps(ops);
+            }
+        }
+
+        void close()
+        {
+            if (closed)
+            {
+                return;
+            }
+            closed = true;
+            connections--;
+            closeQuietly(file);
+            file = null;
+            key.cancel();
+            try
+            {
+                ch.close();
+            }
+            catch (final IOException ignored)
+            {
+                // Nothing to do.
+            }
+        }
+    }
+
+    private static void closeQuietly(final FileChannel c)
+    {
+        if (c != null)
+        {
+            try
+            {
+                c.close();
+            }
+            catch (final IOException ignored)
+            {
+                // Nothing to do.
+            }
+        }
+    }
+}

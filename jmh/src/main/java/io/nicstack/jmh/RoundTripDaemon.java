@@ -1,0 +1,218 @@
+package io.nicstack.jmh;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.stream.Stream;
+
+import org.agrona.concurrent.SystemEpochClock;
+import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.daemon.pipes.PipeCounter;
+import io.nicstack.daemon.pipes.PipeCounters;
+import io.nicstack.daemon.pipes.PipeServer;
+import io.nicstack.nic.mem.MemoryWire;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.tcp.TcpListener;
+
+/**
+ * The daemon side of {@link PipeRoundTripBenchmark}, in this JVM: stack A (198.18.0.2) with the real
+ * {@link PipeServer} on a temporary {@code --shm} directory, and stack B (198.18.0.3) running an inline TCP echo on
+ * port 7 (as the daemon's {@code TcpServices} echo, with TCP_NODELAY), joined by a {@link MemoryWire}. One background
+ * thread drives all three with the real clock and busy spins ({@link Thread#onSpinWait()} on an idle round):
+ * {@code server.doWork(); a.poll(now); b.poll(now)} — the daemon's {@code EventLoop} round (tasks, then the stack)
+ * plus the far end's stack.
+ */
+final class RoundTripDaemon
+{
+    static final String A_ADDRESS = "198.18.0.2/24";
+    static final String B_ADDRESS = "198.18.0.3/24";
+    static final String B_IP = "198.18.0.3";
+    static final int ECHO_PORT = 7;
+
+    final Path shm;
+    final NetStack a;
+    final NetStack b;
+    final PipeCounters pipeCounters = PipeCounters.inMemory();
+    final PipeServer server;
+    private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[64 * 1024]);
+    private volatile boolean running;
+    private Thread thread;
+    private volatile Throwable failure;
+    long rounds;
+
+    RoundTripDaemon() throws IOException
+    {
+        shm = Files.createTempDirectory("nicstack-rtt-");
+        final SystemNanoClock clock = new SystemNanoClock();
+        final MemoryWire wire = MemoryWire.pair(1500, 4096);
+        final long now = clock.nanoTime();
+        a = new NetStack(wire.a(), StackConfig.of(A_ADDRESS), StackCounters.inMemory(), now);
+        b = new NetStack(wire.b(), StackConfig.of(B_ADDRESS), StackCounters.inMemory(), now);
+        server = new PipeServer(a, shm, pipeCounters, clock, new SystemEpochClock(), 1L << 30,
+            new PrintStream(OutputStream.nullOutputStream())).start();
+        final TcpListener listener = b.tcp().listen(ECHO_PORT, 8, l ->
+        {
+            TcpConnection c;
+            while ((c = l.accept()) != null)
+            {
+                c.handler(echo);
+            }
+        });
+        listener.settings().noDelay = true;
+    }
+
+    /** Echo: move min(readable, writable) bytes at a time (TcpServices' echo). */
+    private final TcpHandler echo = new TcpHandler()
+    {
+        @Override
+        public void onReadable(final TcpConnection c)
+        {
+            pump(c);
+        }
+
+        @Override
+        public void onWritable(final TcpConnection c)
+        {
+            pump(c);
+        }
+
+        @Override
+        public void onPeerClosed(final TcpConnection c)
+        {
+            pump(c);
+        }
+
+        private void pump(final TcpConnection c)
+        {
+            int room;
+            while ((room = Math.min(c.writable(), scratch.capacity())) > 0)
+            {
+                final int n = c.read(scratch, 0, Math.min(room, c.readable()));
+                if (n <= 0)
+                {
+                    break;
+                }
+                c.write(scratch, 0, n);
+            }
+            if (c.isInputShutdown() && c.writable() > 0)
+            {
+                c.close();
+            }
+        }
+    };
+
+    void start()
+    {
+        running = true;
+        thread = new Thread(this::run, "nicstack-rtt-daemon");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private void run()
+    {
+        try
+        {
+            // No stack.start(): its gratuitous ARP would be dropped by the other stack as "target not ours",
+            // spoiling the no-drop check; the first connect resolves B by ARP as usual.
+            while (running)
+            {
+                final long now = System.nanoTime();
+                final int work = server.doWork() + a.poll(now) + b.poll(now);
+                rounds++;
+                if (work == 0)
+                {
+                    Thread.onSpinWait();
+                }
+            }
+        }
+        catch (final Throwable t)
+        {
+            failure = t;
+        }
+    }
+
+    void stop() throws InterruptedException
+    {
+        running = false;
+        if (thread != null)
+        {
+            thread.join(10_000);
+            if (thread.isAlive())
+            {
+                throw new IllegalStateException("daemon thread did not stop");
+            }
+        }
+        checkAlive();
+    }
+
+    void checkAlive()
+    {
+        if (failure != null)
+        {
+            throw new IllegalStateException("daemon thread failed", failure);
+        }
+    }
+
+    /**
+     * After {@link #stop()}: nothing dropped, reset or reaped anywhere on the path. Retransmissions are not losses
+     * (the wire drops nothing; an RTO means a stall of at least the 200 ms minimum RTO); {@link #retransmissions()}
+     * reports them.
+     */
+    void checkClean()
+    {
+        for (final NetStack s : new NetStack[] {a, b})
+        {
+            final StackCounters c = s.counters();
+            check(c.totalDrops() == 0, "drops: " + c);
+            check(c.unaccountedFrames() == 0, "unaccounted frames: " + c);
+            check(c.get(StackCounter.DEVICE_DROPS) == 0, "device drops: " + c);
+            check(c.get(StackCounter.TCP_ESTABLISHED_RESETS) == 0, "resets: " + c);
+        }
+        for (final PipeCounter p : new PipeCounter[] {PipeCounter.BAD_CONTROL_MESSAGES, PipeCounter.UNKNOWN_CONNECTION_IDS,
+            PipeCounter.EVENTS_DEFERRED, PipeCounter.APPS_REAPED_DEAD, PipeCounter.APPS_REAPED_BROKEN,
+            PipeCounter.APPS_REJECTED, PipeCounter.CONNECTIONS_RESET_APP_GONE})
+        {
+            check(pipeCounters.get(p) == 0, p.label() + ": " + pipeCounters);
+        }
+    }
+
+    String retransmissions()
+    {
+        return "retransmitted segments A/B " + a.counters().get(StackCounter.TCP_RETRANSMITTED_SEGMENTS) + "/" +
+            b.counters().get(StackCounter.TCP_RETRANSMITTED_SEGMENTS) + ", RTO expiries A/B " +
+            a.counters().get(StackCounter.TCP_RTO_EXPIRIES) + "/" + b.counters().get(StackCounter.TCP_RTO_EXPIRIES);
+    }
+
+    /** After {@link #stop()}: close the server (this thread now owns it) and remove the shm directory. */
+    void close()
+    {
+        server.close();
+        try (Stream<Path> paths = Files.walk(shm))
+        {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+        catch (final IOException ignore)
+        {
+            // A temp directory; nothing else to do.
+        }
+    }
+
+    static void check(final boolean condition, final String message)
+    {
+        if (!condition)
+        {
+            throw new IllegalStateException(message);
+        }
+    }
+}
