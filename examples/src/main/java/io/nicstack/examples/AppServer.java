@@ -24,7 +24,7 @@ final class AppServer
     private final NicstackClient client;
     private final PipeListener listener;
     private final Function<PipeConnection, ConnectionHandler> factory;
-    private final IdleStrategy idle = new BackoffIdleStrategy(100, 100, 1_000, 1_000_000);
+    private final IdleStrategy idle = new BackoffIdleStrategy(10, 5, 20_000, 1_000_000);
     private final List<ConnectionHandler> handlers = new ArrayList<>();
     private volatile boolean running = true;
     private boolean limitReported;
