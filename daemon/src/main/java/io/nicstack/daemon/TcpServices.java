@@ -14,7 +14,7 @@ import io.nicstack.stack.tcp.TcpListener;
  * (RFC 863, port 9) and chargen (RFC 864, port 19). All run inline on the event loop and respect
  * flow control: echo reads only what it can write back, chargen writes only into free space.
  */
-final class TcpServices
+public final class TcpServices
 {
     static final int ECHO_PORT = 7;
     static final int DISCARD_PORT = 9;
@@ -30,7 +30,7 @@ final class TcpServices
     private final UnsafeBuffer scratch = new UnsafeBuffer(ByteBuffer.allocateDirect(64 * 1024));
     private final UnsafeBuffer pattern = new UnsafeBuffer(ByteBuffer.allocateDirect(CHARGEN_PATTERN.length * 2));
 
-    TcpServices()
+    public TcpServices()
     {
         pattern.putBytes(0, CHARGEN_PATTERN);
         pattern.putBytes(CHARGEN_PATTERN.length, CHARGEN_PATTERN);
@@ -51,7 +51,13 @@ final class TcpServices
         return p;
     }
 
-    void start(final Tcp tcp, final boolean echo, final boolean discard, final boolean chargen)
+    /** The flow-controlled echo handler, for any connection (benchmarks use it on their own listeners). */
+    public TcpHandler echoHandler()
+    {
+        return echoHandler;
+    }
+
+    public void start(final Tcp tcp, final boolean echo, final boolean discard, final boolean chargen)
     {
         if (echo)
         {

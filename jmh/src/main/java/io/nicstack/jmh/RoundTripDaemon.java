@@ -10,10 +10,10 @@ import java.util.stream.Stream;
 
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
-import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.daemon.pipes.PipeCounter;
 import io.nicstack.daemon.pipes.PipeCounters;
+import io.nicstack.daemon.TcpServices;
 import io.nicstack.daemon.pipes.PipeServer;
 import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.stack.NetStack;
@@ -44,7 +44,6 @@ final class RoundTripDaemon
     final NetStack b;
     final PipeCounters pipeCounters = PipeCounters.inMemory();
     final PipeServer server;
-    private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[64 * 1024]);
     private volatile boolean running;
     private Thread thread;
     private volatile Throwable failure;
@@ -71,45 +70,8 @@ final class RoundTripDaemon
         listener.settings().noDelay = true;
     }
 
-    /** Echo: move min(readable, writable) bytes at a time (TcpServices' echo). */
-    private final TcpHandler echo = new TcpHandler()
-    {
-        @Override
-        public void onReadable(final TcpConnection c)
-        {
-            pump(c);
-        }
-
-        @Override
-        public void onWritable(final TcpConnection c)
-        {
-            pump(c);
-        }
-
-        @Override
-        public void onPeerClosed(final TcpConnection c)
-        {
-            pump(c);
-        }
-
-        private void pump(final TcpConnection c)
-        {
-            int room;
-            while ((room = Math.min(c.writable(), scratch.capacity())) > 0)
-            {
-                final int n = c.read(scratch, 0, Math.min(room, c.readable()));
-                if (n <= 0)
-                {
-                    break;
-                }
-                c.write(scratch, 0, n);
-            }
-            if (c.isInputShutdown() && c.writable() > 0)
-            {
-                c.close();
-            }
-        }
-    };
+    /** The daemon's own flow-controlled TCP echo. */
+    private final TcpHandler echo = new TcpServices().echoHandler();
 
     void start()
     {
