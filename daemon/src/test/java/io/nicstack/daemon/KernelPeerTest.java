@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -156,7 +155,7 @@ class KernelPeerTest
         final Netns.Result ping = ns.exec(20, "ping", "-c", "3", "-i", "0.1", "-W", "2", DAEMON_IP).assertOk("ping after hostile frames");
         assertTrue(ping.output().contains("3 received"), ping.output());
         c = counters();
-        assertEquals(0, unaccounted(c), "every frame ends in one terminal counter: " + c);
+        assertEquals(0, DaemonCounters.unaccounted(c), "every frame ends in one terminal counter: " + c);
         assertEquals(0, c.get(StackCounter.INTERNAL_ERRORS), "no exception while processing: " + c);
         assertTrue(c.get(StackCounter.IPV4_DROP_BAD_HEADER_LENGTH) >= 3, c.toString());
         assertTrue(c.get(StackCounter.IPV4_DROP_BAD_OPTIONS) >= 3, c.toString());
@@ -198,41 +197,6 @@ class KernelPeerTest
 
     private Map<StackCounter, Long> counters() throws IOException
     {
-        final Map<String, StackCounter> byLabel = new HashMap<>();
-        for (final StackCounter c : StackCounter.values())
-        {
-            byLabel.put(c.label(), c);
-        }
-        final Map<StackCounter, Long> values = new HashMap<>();
-        for (final StackCounter c : StackCounter.values())
-        {
-            values.put(c, 0L);
-        }
-        try (CountersFile file = CountersFile.open(daemon.shm))
-        {
-            file.reader().forEach((value, id, label) ->
-            {
-                final StackCounter c = byLabel.get(label);
-                if (c != null)
-                {
-                    values.put(c, value);
-                }
-            });
-        }
-        return values;
-    }
-
-    /** FRAMES_IN minus every terminal counter, plus reassembled datagrams (see StackCounter). */
-    private static long unaccounted(final Map<StackCounter, Long> c)
-    {
-        long terminal = 0;
-        for (final Map.Entry<StackCounter, Long> e : c.entrySet())
-        {
-            if (e.getKey().kind() != StackCounter.Kind.INFO)
-            {
-                terminal += e.getValue();
-            }
-        }
-        return c.get(StackCounter.FRAMES_IN) - terminal + c.get(StackCounter.IPV4_REASSEMBLED);
+        return DaemonCounters.read(daemon.shm);
     }
 }

@@ -5,8 +5,6 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
-import java.util.EnumMap;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -213,24 +211,6 @@ class ScapyTcpTest
 
     private Map<StackCounter, Long> counters() throws IOException
     {
-        final Map<String, StackCounter> byLabel = new HashMap<>();
-        final Map<StackCounter, Long> values = new EnumMap<>(StackCounter.class);
-        for (final StackCounter c : StackCounter.values())
-        {
-            byLabel.put(c.label(), c);
-            values.put(c, 0L);
-        }
-        try (CountersFile file = CountersFile.open(daemon.shm))
-        {
-            file.reader().forEach((value, id, label) ->
-            {
-                final StackCounter c = byLabel.get(label);
-                if (c != null)
-                {
-                    values.put(c, value);
-                }
-            });
-        }
-        return values;
+        return DaemonCounters.read(daemon.shm);
     }
 }

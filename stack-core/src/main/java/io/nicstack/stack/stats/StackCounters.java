@@ -1,6 +1,7 @@
 package io.nicstack.stack.stats;
 
 import java.nio.ByteBuffer;
+import java.util.function.ToLongFunction;
 
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
@@ -67,15 +68,21 @@ public final class StackCounters
      */
     public long unaccountedFrames()
     {
+        return unaccountedFrames(this::get);
+    }
+
+    /** The same identity over counter values read elsewhere (another process's counters file). */
+    public static long unaccountedFrames(final ToLongFunction<StackCounter> value)
+    {
         long terminal = 0;
         for (final StackCounter c : ALL)
         {
             if (c.kind() != StackCounter.Kind.INFO)
             {
-                terminal += get(c);
+                terminal += value.applyAsLong(c);
             }
         }
-        return get(StackCounter.FRAMES_IN) - (terminal - get(StackCounter.IPV4_REASSEMBLED));
+        return value.applyAsLong(StackCounter.FRAMES_IN) - (terminal - value.applyAsLong(StackCounter.IPV4_REASSEMBLED));
     }
 
     /** Sum of every drop reason. */
