@@ -61,6 +61,8 @@ public final class Tcp implements IpProtocolHandler
     private final int mss;
     private TcpConnection[] dirty = new TcpConnection[64];
     private int dirtyCount;
+    /** A listener has connections to announce after this burst. */
+    boolean listenerPending;
     private int nextEphemeral;
     private long now;
     // RFC 5961 §7: challenge ACKs limited to a number per second for the whole stack.
@@ -652,7 +654,12 @@ public final class Tcp implements IpProtocolHandler
             n++;
         }
         dirtyCount = 0;
-        listeners.values().forEach(TcpListener::dispatch);
+        if (listenerPending)
+        {
+            // Only when some listener queued a connection: the scan is not free on every burst.
+            listenerPending = false;
+            listeners.values().forEach(TcpListener::dispatch);
+        }
         return n;
     }
 

@@ -138,6 +138,7 @@ public final class TcpListener
         }
         acceptQueue.add(c);
         acceptable = true;
+        tcp.listenerPending = true;
         return true;
     }
 
