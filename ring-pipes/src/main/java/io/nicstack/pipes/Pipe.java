@@ -140,12 +140,7 @@ public final class Pipe
     {
         final long tail = tail();
         final int count = Math.min(length, free());
-        final int first = Math.min(count, capacity - ((int)tail & mask));
-        buffer.putBytes(index(tail), src, index, first);
-        if (count > first)
-        {
-            buffer.putBytes(offset + DATA_OFFSET, src, index + first, count - first);
-        }
+        putAt(tail, src, index, count);
         buffer.putLongRelease(offset + TAIL_OFFSET, tail + count);
         return count;
     }
@@ -155,12 +150,7 @@ public final class Pipe
     {
         final long tail = tail();
         final int count = Math.min(length, free());
-        final int first = Math.min(count, capacity - ((int)tail & mask));
-        buffer.putBytes(index(tail), src, index, first);
-        if (count > first)
-        {
-            buffer.putBytes(offset + DATA_OFFSET, src, index + first, count - first);
-        }
+        putAt(tail, src, index, count);
         buffer.putLongRelease(offset + TAIL_OFFSET, tail + count);
         return count;
     }
@@ -181,12 +171,7 @@ public final class Pipe
             throw new IllegalArgumentException(
                 "writeAt " + position + "+" + length + " outside [" + head + ", " + (head + capacity) + ")");
         }
-        final int first = Math.min(length, capacity - ((int)position & mask));
-        buffer.putBytes(index(position), src, index, first);
-        if (length > first)
-        {
-            buffer.putBytes(offset + DATA_OFFSET, src, index + first, length - first);
-        }
+        putAt(position, src, index, length);
     }
 
     /** Producer (daemon, RX): publish every byte before {@code position} (a release store of the tail). */
@@ -262,12 +247,7 @@ public final class Pipe
     {
         final long head = head();
         final int count = Math.min(length, readable());
-        final int first = Math.min(count, capacity - ((int)head & mask));
-        buffer.getBytes(index(head), dst, index, first);
-        if (count > first)
-        {
-            buffer.getBytes(offset + DATA_OFFSET, dst, index + first, count - first);
-        }
+        getAt(head, dst, index, count);
         buffer.putLongRelease(offset + HEAD_OFFSET, head + count);
         return count;
     }
@@ -283,12 +263,42 @@ public final class Pipe
         {
             throw new IllegalArgumentException("getBytes of " + length + " bytes from a pipe of " + capacity);
         }
-        final int first = Math.min(length, capacity - ((int)position & mask));
-        buffer.getBytes(index(position), dst, dstIndex, first);
-        if (length > first)
-        {
-            buffer.getBytes(offset + DATA_OFFSET, dst, dstIndex + first, length - first);
-        }
+        getAt(position, dst, dstIndex, length);
+    }
+
+    // Copies at a stream position, split in two where the ring wraps; bounds are the callers'.
+
+    private int firstPart(final long position, final int length)
+    {
+        return Math.min(length, capacity - ((int)position & mask));
+    }
+
+    private void putAt(final long position, final DirectBuffer src, final int index, final int length)
+    {
+        final int first = firstPart(position, length);
+        buffer.putBytes(index(position), src, index, first);
+        buffer.putBytes(offset + DATA_OFFSET, src, index + first, length - first);
+    }
+
+    private void putAt(final long position, final byte[] src, final int index, final int length)
+    {
+        final int first = firstPart(position, length);
+        buffer.putBytes(index(position), src, index, first);
+        buffer.putBytes(offset + DATA_OFFSET, src, index + first, length - first);
+    }
+
+    private void getAt(final long position, final byte[] dst, final int index, final int length)
+    {
+        final int first = firstPart(position, length);
+        buffer.getBytes(index(position), dst, index, first);
+        buffer.getBytes(offset + DATA_OFFSET, dst, index + first, length - first);
+    }
+
+    private void getAt(final long position, final MutableDirectBuffer dst, final int index, final int length)
+    {
+        final int first = firstPart(position, length);
+        buffer.getBytes(index(position), dst, index, first);
+        buffer.getBytes(offset + DATA_OFFSET, dst, index + first, length - first);
     }
 
     @Override
