@@ -90,6 +90,43 @@ class ChecksumTest
         }
     }
 
+    /** Direct (off-heap) buffers take the same raw-load path; lengths up to jumbo frames cross every loop of it. */
+    @Test
+    void directBuffersAndLongRegionsMatchTheNaiveReference()
+    {
+        final Random random = new Random(SEED + 3);
+        final UnsafeBuffer buffer = new UnsafeBuffer(java.nio.ByteBuffer.allocateDirect(9_100));
+        final byte[] data = new byte[buffer.capacity()];
+        for (int i = 0; i < 2_000; i++)
+        {
+            random.nextBytes(data);
+            if (i % 7 == 0)
+            {
+                java.util.Arrays.fill(data, (byte)0xFF);
+            }
+            buffer.putBytes(0, data);
+            final int offset = random.nextInt(64);
+            final int length = random.nextInt(buffer.capacity() - offset + 1);
+            assertEquals(naive(data, offset, length), Checksum.compute(buffer, offset, length),
+                "seed " + (SEED + 3) + " iteration " + i + " offset " + offset + " length " + length);
+        }
+    }
+
+    /** The range is checked once up front, also when per-access bounds checks are disabled. */
+    @Test
+    void aRegionPastTheEndIsRefused()
+    {
+        final UnsafeBuffer heap = new UnsafeBuffer(new byte[100]);
+        final UnsafeBuffer direct = new UnsafeBuffer(java.nio.ByteBuffer.allocateDirect(100));
+        for (final UnsafeBuffer b : new UnsafeBuffer[] {heap, direct})
+        {
+            org.junit.jupiter.api.Assertions.assertThrows(IndexOutOfBoundsException.class, () -> Checksum.partial(b, 0, 101, 0));
+            org.junit.jupiter.api.Assertions.assertThrows(IndexOutOfBoundsException.class, () -> Checksum.partial(b, 68, 33, 0));
+            org.junit.jupiter.api.Assertions.assertThrows(IndexOutOfBoundsException.class, () -> Checksum.partial(b, -8, 16, 0));
+            assertEquals(0xFFFF, Checksum.compute(b, 0, 100), "zeros sum to zero");
+        }
+    }
+
     @Test
     void partialsChainOverEvenLengthRegions()
     {
