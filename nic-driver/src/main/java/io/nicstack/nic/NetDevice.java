@@ -49,6 +49,36 @@ public interface NetDevice extends AutoCloseable
     /** Queue the claimed frame with {@code length} bytes starting at index 0. */
     void commit(int length);
 
+    /**
+     * Transmit flag for {@link #commit(int, int)}: the frame is IPv4 (no options needed) carrying one whole,
+     * unfragmented TCP or UDP datagram whose checksum field holds only the folded pseudo-header sum (not
+     * complemented); the device computes the checksum over the transport header and payload on the way out,
+     * as a NIC does ({@code NEEDS_CSUM} with start and offset from the headers).
+     */
+    int TX_L4_CHECKSUM_PARTIAL = 1;
+
+    /**
+     * True when this device completes TCP/UDP checksums for frames committed with
+     * {@link #TX_L4_CHECKSUM_PARTIAL}. A device that says false must never be given that flag.
+     */
+    default boolean transmitChecksumOffload()
+    {
+        return false;
+    }
+
+    /**
+     * Queue the claimed frame with transmit flags ({@link #TX_L4_CHECKSUM_PARTIAL} only if
+     * {@link #transmitChecksumOffload()}).
+     */
+    default void commit(final int length, final int flags)
+    {
+        if (flags != 0)
+        {
+            throw new IllegalArgumentException(name() + " does not offload checksums (flags " + flags + ")");
+        }
+        commit(length);
+    }
+
     /** Give back the claimed buffer without sending anything. */
     void abort();
 
