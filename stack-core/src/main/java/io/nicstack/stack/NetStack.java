@@ -97,11 +97,17 @@ public final class NetStack implements FrameHandler
     @Override
     public void onFrame(final DirectBuffer buffer, final int offset, final int length)
     {
+        onFrame(buffer, offset, length, 0);
+    }
+
+    @Override
+    public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+    {
         counters.increment(StackCounter.FRAMES_IN);
         counters.add(StackCounter.BYTES_IN, length);
         try
         {
-            demux(buffer, offset, length);
+            demux(buffer, offset, length, flags);
         }
         catch (final RuntimeException e)
         {
@@ -115,7 +121,7 @@ public final class NetStack implements FrameHandler
         }
     }
 
-    private void demux(final DirectBuffer buffer, final int offset, final int length)
+    private void demux(final DirectBuffer buffer, final int offset, final int length, final int flags)
     {
         if (!eth.wrapChecked(buffer, offset, length))
         {
@@ -131,7 +137,7 @@ public final class NetStack implements FrameHandler
         switch (eth.etherType())
         {
             case EthernetFrame.ETHERTYPE_IPV4:
-                ipv4.input(buffer, eth.payloadOffset(), eth.payloadLength(), now);
+                ipv4.input(buffer, eth.payloadOffset(), eth.payloadLength(), now, flags);
                 break;
             case EthernetFrame.ETHERTYPE_ARP:
                 arp.input(buffer, eth.payloadOffset(), eth.payloadLength(), now);

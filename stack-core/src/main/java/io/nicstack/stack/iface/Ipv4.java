@@ -3,6 +3,8 @@ package io.nicstack.stack.iface;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.storage.Reassembler;
@@ -30,6 +32,7 @@ public final class Ipv4
     private final Ipv4Header out = new Ipv4Header();
     private final Ipv4Header reassembled = new Ipv4Header();
     private final int mtu;
+    private boolean l4ChecksumTrusted;
     private int nextId;
 
     public Ipv4(
@@ -84,6 +87,25 @@ public final class Ipv4
 
     /** Process the Ethernet payload of an IPv4 frame. */
     public void input(final DirectBuffer buffer, final int offset, final int length, final long now)
+    {
+        input(buffer, offset, length, now, 0);
+    }
+
+    /** Process the Ethernet payload of an IPv4 frame with the device's receive flags ({@link FrameHandler}). */
+    public void input(final DirectBuffer buffer, final int offset, final int length, final long now, final int deviceFlags)
+    {
+        l4ChecksumTrusted = (deviceFlags & FrameHandler.RX_L4_CHECKSUM_TRUSTED) != 0;
+        try
+        {
+            validateAndDeliver(buffer, offset, length, now);
+        }
+        finally
+        {
+            l4ChecksumTrusted = false;
+        }
+    }
+
+    private void validateAndDeliver(final DirectBuffer buffer, final int offset, final int length, final long now)
     {
         // RFC 1122 3.2.1: validate before anything else reads the header; each failure has its own counter.
         if (length < Ipv4Header.MIN_HEADER_LENGTH)
@@ -161,6 +183,8 @@ public final class Ipv4
 
     private void reassemble(final Ipv4Header ip, final int payloadOffset, final int payloadLength, final boolean broadcast, final long now)
     {
+        // A whole datagram's checksum was never vouched for by the device that delivered one fragment of it.
+        l4ChecksumTrusted = false;
         final int result = reassembler.accept(ip, payloadOffset, payloadLength, now);
         switch (result)
         {
@@ -350,8 +374,32 @@ public final class Ipv4
             .updateChecksum();
     }
 
-    /** Send the datagram claimed by {@link #claimDatagram}. */
+    /** Send the datagram claimed by {@link #claimDatagram}, its upper-layer checksum complete. */
     public void commitDatagram()
+    {
+        commitDatagram(0);
+    }
+
+    /**
+     * True when datagrams from {@link #claimDatagram} may leave their TCP/UDP checksum to the device: store the
+     * folded pseudo-header sum and commit with {@link NetDevice#TX_L4_CHECKSUM_PARTIAL}.
+     */
+    public boolean transmitChecksumOffload()
+    {
+        return link.transmitChecksumOffload();
+    }
+
+    /**
+     * True while the upper layer handles a datagram whose TCP/UDP checksum the device vouched for
+     * ({@link FrameHandler#RX_L4_CHECKSUM_TRUSTED}); never for a reassembled datagram.
+     */
+    public boolean l4ChecksumTrusted()
+    {
+        return l4ChecksumTrusted;
+    }
+
+    /** Send the datagram claimed by {@link #claimDatagram} with the device's transmit flags. */
+    public void commitDatagram(final int deviceFlags)
     {
         int frameLength = claimedLength;
         if (frameLength < 60)
@@ -360,7 +408,7 @@ public final class Ipv4
             frameLength = 60;
         }
         claimedFrame = null;
-        link.commit(frameLength);
+        link.commit(frameLength, deviceFlags);
     }
 
     private void emit(

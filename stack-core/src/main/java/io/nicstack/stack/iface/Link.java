@@ -14,6 +14,7 @@ public final class Link
     private final long mac;
     private final StackCounters counters;
     private final EthernetFrame eth = new EthernetFrame();
+    private final boolean transmitChecksumOffload;
     private MutableDirectBuffer claimed;
 
     public Link(final NetDevice device, final long mac, final StackCounters counters)
@@ -21,6 +22,13 @@ public final class Link
         this.device = device;
         this.mac = mac;
         this.counters = counters;
+        this.transmitChecksumOffload = device.transmitChecksumOffload();
+    }
+
+    /** True when the device completes TCP/UDP checksums of frames committed with {@link NetDevice#TX_L4_CHECKSUM_PARTIAL}. */
+    public boolean transmitChecksumOffload()
+    {
+        return transmitChecksumOffload;
     }
 
     public long mac()
@@ -44,10 +52,20 @@ public final class Link
     /** Queue the claimed frame with {@code length} bytes including the Ethernet header. */
     public void commit(final int length)
     {
+        commit(length, 0);
+    }
+
+    /** Queue the claimed frame with the device's transmit flags ({@link NetDevice#TX_L4_CHECKSUM_PARTIAL}). */
+    public void commit(final int length, final int flags)
+    {
         claimed = null;
-        device.commit(length);
+        device.commit(length, flags);
         counters.increment(StackCounter.FRAMES_OUT);
         counters.add(StackCounter.BYTES_OUT, length);
+        if (flags != 0)
+        {
+            counters.increment(StackCounter.TX_CHECKSUMS_OFFLOADED);
+        }
     }
 
     public void abort()

@@ -16,6 +16,8 @@ public enum StackCounter
     FRAMES_OUT("frames out", Kind.INFO),
     BYTES_OUT("bytes out", Kind.INFO),
     DEVICE_DROPS("frames dropped by the device", Kind.INFO),
+    RX_CHECKSUMS_TRUSTED("tcp/udp checksums vouched for by the device (offload, not verified again)", Kind.INFO),
+    TX_CHECKSUMS_OFFLOADED("tcp/udp checksums left to the device to complete (offload)", Kind.INFO),
     INTERNAL_ERRORS("drop: internal error while processing (a bug; first ones logged)", Kind.DROP),
 
     ETH_DROP_TRUNCATED("eth drop: truncated frame", Kind.DROP),

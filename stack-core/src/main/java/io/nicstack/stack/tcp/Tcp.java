@@ -10,6 +10,7 @@ import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.collections.Long2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import io.nicstack.nic.NetDevice;
 import io.nicstack.stack.iface.IpProtocolHandler;
 import io.nicstack.stack.iface.Ipv4;
 import io.nicstack.stack.stats.StackCounter;
@@ -327,7 +328,11 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_DROP_BROADCAST);
             return;
         }
-        if (!header.wrap(buffer, offset, length).checksumValid(src, dst))
+        if (ip.l4ChecksumTrusted())
+        {
+            counters.increment(StackCounter.RX_CHECKSUMS_TRUSTED);
+        }
+        else if (!header.wrap(buffer, offset, length).checksumValid(src, dst))
         {
             counters.increment(StackCounter.TCP_DROP_BAD_CHECKSUM);
             return;
@@ -516,13 +521,14 @@ public final class Tcp implements IpProtocolHandler
         final MutableDirectBuffer frame = ip.claimDatagram(c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, nowNanos);
         if (frame != null)
         {
-            build(c, r, dataOffset, length, frame, Ipv4.L4_OFFSET, headerLength);
-            ip.commitDatagram();
+            final boolean offload = ip.transmitChecksumOffload();
+            build(c, r, dataOffset, length, frame, Ipv4.L4_OFFSET, headerLength, offload);
+            ip.commitDatagram(offload ? NetDevice.TX_L4_CHECKSUM_PARTIAL : 0);
         }
         else
         {
             // Next hop not resolved yet: through the scratch buffer into the ARP queue.
-            build(c, r, dataOffset, length, scratch, 0, headerLength);
+            build(c, r, dataOffset, length, scratch, 0, headerLength, false);
             ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, scratch, 0, total, nowNanos);
         }
         counters.increment(StackCounter.TCP_SEGMENTS_OUT);
@@ -535,14 +541,22 @@ public final class Tcp implements IpProtocolHandler
         final int length,
         final MutableDirectBuffer target,
         final int at,
-        final int headerLength)
+        final int headerLength,
+        final boolean checksumOffload)
     {
         r.emit(target, at);
         if (length > 0)
         {
             c.sendBuffer.read(dataOffset, target, at + headerLength, length);
         }
-        header.wrap(target, at, headerLength + length).updateChecksum(c.localIp, c.remoteIp);
+        if (checksumOffload)
+        {
+            header.wrap(target, at, headerLength + length).partialChecksum(c.localIp, c.remoteIp);
+        }
+        else
+        {
+            header.wrap(target, at, headerLength + length).updateChecksum(c.localIp, c.remoteIp);
+        }
     }
 
     private void emitRaw(final int localIp, final int remoteIp, final long nowNanos)

@@ -8,6 +8,7 @@ import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.icmp.Icmp;
+import io.nicstack.nic.NetDevice;
 import io.nicstack.stack.iface.IpProtocolHandler;
 import io.nicstack.stack.iface.Ipv4;
 import io.nicstack.stack.stats.StackCounter;
@@ -91,7 +92,11 @@ public final class Udp implements IpProtocolHandler
         }
         // The UDP length may be shorter than the IP payload (RFC 768); trailing bytes are not ours.
         in.wrap(buffer, offset, udpLength);
-        if (!in.checksumValid(header.source(), header.destination()))
+        if (ip.l4ChecksumTrusted() && in.checksum() != 0)
+        {
+            counters.increment(StackCounter.RX_CHECKSUMS_TRUSTED);
+        }
+        else if (!in.checksumValid(header.source(), header.destination()))
         {
             counters.increment(StackCounter.UDP_DROP_BAD_CHECKSUM);
             return;
@@ -134,13 +139,14 @@ public final class Udp implements IpProtocolHandler
         final boolean sent;
         if (frame != null)
         {
-            build(frame, Ipv4.L4_OFFSET, sourcePort, address, port, buffer, offset, length);
-            ip.commitDatagram();
+            final boolean offload = ip.transmitChecksumOffload();
+            build(frame, Ipv4.L4_OFFSET, sourcePort, address, port, buffer, offset, length, offload);
+            ip.commitDatagram(offload ? NetDevice.TX_L4_CHECKSUM_PARTIAL : 0);
             sent = true;
         }
         else
         {
-            build(scratch, 0, sourcePort, address, port, buffer, offset, length);
+            build(scratch, 0, sourcePort, address, port, buffer, offset, length, false);
             sent = ip.send(address, Ipv4Header.PROTOCOL_UDP, scratch, 0, datagramLength, now);
         }
         if (sent)
@@ -158,7 +164,8 @@ public final class Udp implements IpProtocolHandler
         final int port,
         final DirectBuffer payload,
         final int offset,
-        final int length)
+        final int length,
+        final boolean checksumOffload)
     {
         final int datagramLength = UdpHeader.HEADER_LENGTH + length;
         target.putBytes(at + UdpHeader.HEADER_LENGTH, payload, offset, length);
@@ -166,7 +173,14 @@ public final class Udp implements IpProtocolHandler
             .sourcePort(sourcePort)
             .destinationPort(port)
             .datagramLength(datagramLength)
-            .checksum(0)
-            .updateChecksum(ip.config().address(), address);
+            .checksum(0);
+        if (checksumOffload)
+        {
+            out.partialChecksum(ip.config().address(), address);
+        }
+        else
+        {
+            out.updateChecksum(ip.config().address(), address);
+        }
     }
 }

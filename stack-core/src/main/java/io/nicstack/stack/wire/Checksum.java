@@ -121,6 +121,15 @@ public final class Checksum
         return ~(int)sum & 0xFFFF;
     }
 
+    /**
+     * Fold the carries of {@code acc} into 16 bits without complementing: what a checksum field holds when a
+     * device is to complete it (the pseudo-header sum of a {@code CHECKSUM_PARTIAL} segment).
+     */
+    public static int fold(final long acc)
+    {
+        return ~finish(acc) & 0xFFFF;
+    }
+
     /** Internet checksum of {@code buffer[offset, offset + length)}: {@code finish(partial(..., 0))}. */
     public static int compute(final DirectBuffer buffer, final int offset, final int length)
     {

@@ -281,7 +281,16 @@ public final class TcpHeader extends HeaderView<TcpHeader>
         return this;
     }
 
-    /** Compute the checksum over pseudo header and the wrapped segment and store it. */
+    /**
+     * Store only the folded pseudo-header sum (not complemented) for a device that completes the checksum over
+     * the wrapped segment ({@code NetDevice.TX_L4_CHECKSUM_PARTIAL}).
+     */
+    public TcpHeader partialChecksum(final int sourceIp, final int destinationIp)
+    {
+        return checksum(Checksum.fold(Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_TCP, length())));
+    }
+
+    /** Compute and store the checksum over pseudo header and the wrapped segment. */
     public TcpHeader updateChecksum(final int sourceIp, final int destinationIp)
     {
         return checksum(computeChecksum(sourceIp, destinationIp));

@@ -135,6 +135,15 @@ public final class UdpHeader extends HeaderView<UdpHeader>
         return this;
     }
 
+    /**
+     * Store only the folded pseudo-header sum (not complemented) for a device that completes the checksum over
+     * the wrapped datagram ({@code NetDevice.TX_L4_CHECKSUM_PARTIAL}).
+     */
+    public UdpHeader partialChecksum(final int sourceIp, final int destinationIp)
+    {
+        return checksum(Checksum.fold(Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_UDP, length())));
+    }
+
     /** Compute the checksum over pseudo header and the wrapped datagram and store it. */
     public UdpHeader updateChecksum(final int sourceIp, final int destinationIp)
     {

@@ -88,8 +88,14 @@ final class TcpTestHarness
 
     TcpTestHarness(final int mtu)
     {
+        this(mtu, false);
+    }
+
+    /** With {@code checksumOffload} the device offers transmit checksum offload (see {@link TestDevice}). */
+    TcpTestHarness(final int mtu, final boolean checksumOffload)
+    {
         this.mtu = mtu;
-        device = new TestDevice(mtu);
+        device = new TestDevice(mtu).transmitChecksumOffload(checksumOffload);
         counters = StackCounters.inMemory();
         stack = new NetStack(device, StackConfig.of("198.18.0.2/24").mtu(mtu), counters, now);
         mac = stack.config().mac();
