@@ -17,6 +17,11 @@ import io.nicstack.nic.NetDevice;
  * buffers created once, {@link #claim()} always returns the same {@link UnsafeBuffer}, and
  * {@link #commit(int)} only records the length. The device is a sink, not a wire: what the stack
  * transmits is never looped back as input, so each receive is the same request again.
+ *
+ * <p>With {@code checksumOffload} it behaves like a NIC with checksum offload: every received frame comes
+ * with {@link FrameHandler#RX_L4_CHECKSUM_TRUSTED} (verified "in hardware"), and it accepts frames committed
+ * with {@link #TX_L4_CHECKSUM_PARTIAL}, whose checksum the hardware would complete on the way out (here
+ * nobody does: the work is the NIC's, not the stack's; {@link #lastTxFlags()} tells the checks).
  */
 public final class LoopbackSinkDevice implements NetDevice
 {
@@ -29,10 +34,18 @@ public final class LoopbackSinkDevice implements NetDevice
     private long received;
     private long transmitted;
     private boolean claimed;
+    private final boolean checksumOffload;
+    private int lastTxFlags;
 
     public LoopbackSinkDevice(final int mtu)
     {
+        this(mtu, false);
+    }
+
+    public LoopbackSinkDevice(final int mtu, final boolean checksumOffload)
+    {
         this.mtu = mtu;
+        this.checksumOffload = checksumOffload;
         this.rxBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(mtu + ETHERNET_HEADER_LENGTH));
         this.txBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(mtu + ETHERNET_HEADER_LENGTH));
     }
@@ -109,7 +122,7 @@ public final class LoopbackSinkDevice implements NetDevice
             return 0;
         }
         received++;
-        handler.onFrame(rxBuffer, 0, rxLength);
+        handler.onFrame(rxBuffer, 0, rxLength, checksumOffload ? FrameHandler.RX_L4_CHECKSUM_TRUSTED : 0);
         return 1;
     }
 
@@ -125,8 +138,32 @@ public final class LoopbackSinkDevice implements NetDevice
     }
 
     @Override
+    public boolean transmitChecksumOffload()
+    {
+        return checksumOffload;
+    }
+
+    /** Transmit flags of the last committed frame. */
+    public int lastTxFlags()
+    {
+        return lastTxFlags;
+    }
+
+    @Override
+    public void commit(final int length, final int flags)
+    {
+        if (flags != 0 && (flags != TX_L4_CHECKSUM_PARTIAL || !checksumOffload))
+        {
+            throw new IllegalArgumentException("unexpected transmit flags " + flags);
+        }
+        commit(length);
+        lastTxFlags = flags;
+    }
+
+    @Override
     public void commit(final int length)
     {
+        lastTxFlags = 0;
         if (!claimed)
         {
             throw new IllegalStateException("commit without claim");

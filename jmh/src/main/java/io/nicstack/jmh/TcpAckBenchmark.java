@@ -9,6 +9,7 @@ import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
@@ -68,6 +69,13 @@ import static io.nicstack.jmh.TcpBenchPeer.*;
 @Fork(value = 1, jvmArgsAppend = {"--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED"})
 public class TcpAckBenchmark
 {
+    /**
+     * false: checksums in software, as over the memory wire; true: the device verifies received checksums and
+     * completes transmitted ones (a NIC's offload, or the tap with virtio-net headers), as the daemon runs on a tap.
+     */
+    @Param({"false", "true"})
+    public boolean checksumOffload;
+
     /** The peer's window field: × 2^7 = 65536 bytes, 45 full segments (and 376 bytes SWS avoidance never sends). */
     private static final int PEER_WINDOW = 512;
     private static final int SEGMENTS_IN_FLIGHT = (PEER_WINDOW << PEER_WINDOW_SCALE) / SEGMENT_PAYLOAD;
@@ -93,7 +101,7 @@ public class TcpAckBenchmark
     @Setup(Level.Trial)
     public void setUp()
     {
-        device = new LoopbackSinkDevice(MTU);
+        device = new LoopbackSinkDevice(MTU, checksumOffload);
         stack = new NetStack(device, StackConfig.of(STACK_CIDR), StackCounters.inMemory(), NOW);
         learnPeer(stack, device);
         peer = TcpBenchPeer.connect(stack, device, PEER_WINDOW);
