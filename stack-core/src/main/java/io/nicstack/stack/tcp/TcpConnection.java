@@ -1526,7 +1526,12 @@ public final class TcpConnection
         return Math.min(60_000_000_000L, Math.max(rtt.rto(), 200_000_000L) << Math.min(persistBackoff, 10));
     }
 
-    /** Point the single wheel timer at the earliest armed deadline. */
+    /**
+     * Keep the single wheel timer no later than the earliest armed deadline. A timer that would fire earlier than
+     * needed is left alone (as Linux's sk_reset_timer callers do with lazily pushed-back RTOs): {@link #onTimer}
+     * acts only on deadlines that are due and re-arms, so an early expiry costs one wheel pass, while cancelling
+     * and rescheduling on every ACK that moves the RTO later would cost two per segment.
+     */
     void rearm()
     {
         long next = NONE;
@@ -1535,7 +1540,7 @@ public final class TcpConnection
         next = earliest(next, persistDeadline);
         next = earliest(next, keepAliveDeadline);
         next = earliest(next, timeWaitDeadline);
-        if (next == timerDeadline && (next == NONE || timerId != Timers.NO_TIMER))
+        if (timerId != Timers.NO_TIMER ? next == NONE || next - timerDeadline >= 0 : next == NONE)
         {
             return;
         }
