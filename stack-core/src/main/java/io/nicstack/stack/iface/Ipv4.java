@@ -9,6 +9,7 @@ import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.storage.Reassembler;
 import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.wire.Checksum;
 import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.Ipv4Header;
 
@@ -361,17 +362,24 @@ public final class Ipv4
         final boolean moreFragments,
         final int fragmentOffset)
     {
+        final int ttl = config.defaultTtl();
+        final int source = config.address();
+        final int flagsAndFragment = (fragmentOffset >>> 3 & Ipv4Header.FRAGMENT_OFFSET_MASK)
+            | (dontFragment ? Ipv4Header.FLAG_DONT_FRAGMENT : 0) | (moreFragments ? Ipv4Header.FLAG_MORE_FRAGMENTS : 0);
+        // RFC 1071 over the ten 16-bit words of this header, summed from the values instead of read back.
+        final long sum = 0x4500 + totalLength + (id & 0xFFFF) + flagsAndFragment + ((ttl & 0xFF) << 8 | protocol & 0xFF)
+            + (source >>> 16) + (source & 0xFFFF) + (destination >>> 16) + (destination & 0xFFFF);
         out.wrap(frame, EthernetFrame.HEADER_LENGTH, totalLength)
             .versionAndIhl(5)
             .tos(0)
             .totalLength(totalLength)
             .identification(id)
             .flagsAndFragmentOffset(dontFragment, moreFragments, fragmentOffset)
-            .ttl(config.defaultTtl())
+            .ttl(ttl)
             .protocol(protocol)
-            .source(config.address())
+            .source(source)
             .destination(destination)
-            .updateChecksum();
+            .headerChecksum(Checksum.finish(sum));
     }
 
     /** Send the datagram claimed by {@link #claimDatagram}, its upper-layer checksum complete. */

@@ -114,7 +114,7 @@ public final class TcpRepr
     /** Timestamp echo reply, raw 32 bits. */
     public int tsEcr;
 
-    /** Number of valid entries in {@link #sackLeft} and {@link #sackRight}, 0..4. */
+    /** Number of valid entries in {@link #sackLeft} and {@link #sackRight}, 0..4; the rest are stale. */
     public int sackBlockCount;
 
     /** Left edges of the SACK blocks. */
@@ -151,12 +151,7 @@ public final class TcpRepr
         timestampsPresent = false;
         tsVal = 0;
         tsEcr = 0;
-        sackBlockCount = 0;
-        for (int i = 0; i < MAX_SACK_BLOCKS; i++)
-        {
-            sackLeft[i] = 0;
-            sackRight[i] = 0;
-        }
+        sackBlockCount = 0; // entries at and past the count are stale and never read
         payloadOffset = 0;
         payloadLength = 0;
         return this;
