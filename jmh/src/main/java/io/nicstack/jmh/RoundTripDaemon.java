@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.stream.Stream;
 
+import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
 
@@ -48,6 +49,8 @@ final class RoundTripDaemon
     private Thread thread;
     private volatile Throwable failure;
     long rounds;
+    /** As in the daemon's EventLoop: the clock is read once per round and the pipe server sees that reading. */
+    private final CachedNanoClock roundClock = new CachedNanoClock();
 
     RoundTripDaemon() throws IOException
     {
@@ -57,7 +60,8 @@ final class RoundTripDaemon
         final long now = clock.nanoTime();
         a = new NetStack(wire.a(), StackConfig.of(A_ADDRESS), StackCounters.inMemory(), now);
         b = new NetStack(wire.b(), StackConfig.of(B_ADDRESS), StackCounters.inMemory(), now);
-        server = new PipeServer(a, shm, pipeCounters, clock, new SystemEpochClock(), 1L << 30,
+        roundClock.update(now);
+        server = new PipeServer(a, shm, pipeCounters, roundClock, new SystemEpochClock(), 1L << 30,
             new PrintStream(OutputStream.nullOutputStream())).start();
         final TcpListener listener = b.tcp().listen(ECHO_PORT, 8, l ->
         {
@@ -90,6 +94,7 @@ final class RoundTripDaemon
             while (running)
             {
                 final long now = System.nanoTime();
+                roundClock.update(now);
                 final int work = server.doWork() + a.poll(now) + b.poll(now);
                 rounds++;
                 if (work == 0)

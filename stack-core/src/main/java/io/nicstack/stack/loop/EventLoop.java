@@ -1,5 +1,6 @@
 package io.nicstack.stack.loop;
 
+import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.NanoClock;
 
@@ -18,6 +19,7 @@ public final class EventLoop implements Runnable
 
     private final NetStack stack;
     private final NanoClock clock;
+    private final CachedNanoClock roundClock;
     private final IdleStrategy idle;
     private final LoopTask[] tasks;
     private volatile boolean running = true;
@@ -28,8 +30,19 @@ public final class EventLoop implements Runnable
      */
     public EventLoop(final NetStack stack, final NanoClock clock, final IdleStrategy idle, final LoopTask... tasks)
     {
+        this(stack, clock, new CachedNanoClock(), idle, tasks);
+    }
+
+    /**
+     * @param roundClock set to {@code clock}'s time once at the start of every round: tasks that need the time
+     *                   read it there instead of asking the system clock again (one clock read per round).
+     */
+    public EventLoop(
+        final NetStack stack, final NanoClock clock, final CachedNanoClock roundClock, final IdleStrategy idle, final LoopTask... tasks)
+    {
         this.stack = stack;
         this.clock = clock;
+        this.roundClock = roundClock;
         this.idle = idle;
         this.tasks = tasks;
     }
@@ -37,12 +50,14 @@ public final class EventLoop implements Runnable
     /** One round; returns the work done. */
     public int doWork()
     {
+        final long now = clock.nanoTime();
+        roundClock.update(now);
         int work = 0;
         for (final LoopTask task : tasks)
         {
             work += task.doWork();
         }
-        return work + stack.poll(clock.nanoTime());
+        return work + stack.poll(now);
     }
 
     @Override
