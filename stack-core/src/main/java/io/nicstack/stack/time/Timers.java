@@ -24,18 +24,29 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     }
 
     // 2^20 ns ~ 1.05 ms per tick, 1024 ticks per revolution: timers further out wrap, which the wheel handles.
-    private static final long TICK_NANOS = 1L << 20;
+    private static final int TICK_SHIFT = 20;
+    private static final long TICK_NANOS = 1L << TICK_SHIFT;
     private static final int TICKS_PER_WHEEL = 1024;
     private static final int EXPIRY_LIMIT = 1024;
     private static final int MAX_TICKS_PER_POLL = 1 << 20;
 
     private final DeadlineTimerWheel wheel;
     private final Long2ObjectHashMap<Handler> handlers = new Long2ObjectHashMap<>();
+    /**
+     * Per spoke of the wheel: a lower bound of the deadlines in it (Long.MAX_VALUE when it holds none) and how
+     * many timers it holds. They let {@link #poll} skip the wheel's scan of the current spoke while nothing in
+     * it can be due, which is nearly always: the scan reads every slot of the spoke on every poll.
+     */
+    private final long[] spokeMinDeadline = new long[TICKS_PER_WHEEL];
+    private final int[] spokeTimers = new int[TICKS_PER_WHEEL];
+    private final long startNanos;
     private long now;
 
     public Timers(final long startNanos)
     {
         wheel = new DeadlineTimerWheel(TimeUnit.NANOSECONDS, startNanos, TICK_NANOS, TICKS_PER_WHEEL);
+        this.startNanos = startNanos;
+        java.util.Arrays.fill(spokeMinDeadline, Long.MAX_VALUE);
     }
 
     /** Schedule {@code handler} to run once at or after {@code deadlineNanos}; returns the timer id. */
@@ -43,6 +54,12 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     {
         final long id = wheel.scheduleTimer(deadlineNanos);
         handlers.put(id, handler);
+        final int spoke = spokeOf(id);
+        spokeTimers[spoke]++;
+        if (deadlineNanos < spokeMinDeadline[spoke])
+        {
+            spokeMinDeadline[spoke] = deadlineNanos;
+        }
         return id;
     }
 
@@ -54,7 +71,27 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
             return false;
         }
         handlers.remove(timerId);
-        return wheel.cancelTimer(timerId);
+        if (wheel.cancelTimer(timerId))
+        {
+            removedFromSpoke(timerId);
+            return true;
+        }
+        return false;
+    }
+
+    /** The spoke a timer id lives in (the wheel's ids are spoke << 32 | slot, stable when a spoke grows). */
+    private static int spokeOf(final long timerId)
+    {
+        return (int)(timerId >>> 32);
+    }
+
+    private void removedFromSpoke(final long timerId)
+    {
+        final int spoke = spokeOf(timerId);
+        if (--spokeTimers[spoke] == 0)
+        {
+            spokeMinDeadline[spoke] = Long.MAX_VALUE;
+        }
     }
 
     /** Number of armed timers. */
@@ -75,6 +112,12 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
             }
             return 0;
         }
+        // Still inside the wheel's current tick and nothing in its spoke due: the wheel's poll would only scan.
+        final long tickEnd = wheel.currentTickTime();
+        if (nowNanos < tickEnd && nowNanos < spokeMinDeadline[(int)(((tickEnd - startNanos) >> TICK_SHIFT) - 1) & (TICKS_PER_WHEEL - 1)])
+        {
+            return 0;
+        }
         int expired = 0;
         // The wheel moves at most one tick per poll: poll until it stops moving, so the tick that
         // contains nowNanos is scanned too (tests move the clock by seconds at a time).
@@ -93,6 +136,7 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     @Override
     public boolean onTimerExpiry(final TimeUnit timeUnit, final long nowIgnored, final long timerId)
     {
+        removedFromSpoke(timerId);
         final Handler handler = handlers.remove(timerId);
         if (handler != null)
         {

@@ -1,0 +1,129 @@
+package io.nicstack.stack.time;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+import org.junit.jupiter.api.Test;
+
+/** {@link Timers} against a plain model: every timer fires once, at the first poll at or after its deadline. */
+class TimersTest
+{
+    private static final long MS = 1_000_000L;
+
+    @Test
+    void firesAtTheDeadlineNotBefore()
+    {
+        final long start = 5_000 * MS;
+        final Timers timers = new Timers(start);
+        final List<Long> fired = new ArrayList<>();
+        timers.schedule(start + 40 * MS, (now, id) -> fired.add(now));
+        timers.schedule(start + 40 * MS + 300_000, (now, id) -> fired.add(now)); // same 1 ms tick, later
+        assertEquals(0, timers.poll(start + 40 * MS - 1));
+        assertEquals(1, timers.poll(start + 40 * MS));
+        assertEquals(List.of(start + 40 * MS), fired);
+        assertEquals(0, timers.poll(start + 40 * MS + 299_999), "the second is not due yet, though in the same tick");
+        assertEquals(1, timers.poll(start + 40 * MS + 300_000));
+        assertEquals(0, timers.count());
+    }
+
+    @Test
+    void aTimerScheduledInThePastFiresOnTheNextPoll()
+    {
+        final Timers timers = new Timers(0);
+        timers.poll(10 * MS);
+        final boolean[] fired = new boolean[1];
+        timers.schedule(3 * MS, (now, id) -> fired[0] = true);
+        timers.poll(10 * MS);
+        assertTrue(fired[0]);
+    }
+
+    @Test
+    void cancelledTimersNeverFire()
+    {
+        final Timers timers = new Timers(0);
+        final boolean[] fired = new boolean[1];
+        final long id = timers.schedule(2 * MS, (now, i) -> fired[0] = true);
+        assertTrue(timers.cancel(id));
+        assertFalse(timers.cancel(id));
+        timers.poll(100 * MS);
+        assertFalse(fired[0]);
+        assertEquals(0, timers.count());
+    }
+
+    /**
+     * Random schedules (near and up to several wheel revolutions out), cancels, re-schedules from handlers, and
+     * clock steps from sub-tick to seconds, against a model; many timers share spokes, so spokes grow and empty.
+     */
+    @Test
+    void randomizedAgainstAModel()
+    {
+        final long seed = System.nanoTime();
+        final Random random = new Random(seed);
+        final long start = random.nextInt(1 << 30);
+        final Timers timers = new Timers(start);
+        final Map<Long, Long> model = new HashMap<>(); // id -> deadline of armed timers
+        final long[] now = {start};
+        final List<long[]> firedLog = new ArrayList<>();
+        final Timers.Handler[] handler = new Timers.Handler[1];
+        handler[0] = (t, id) ->
+        {
+            final Long deadline = model.remove(id);
+            firedLog.add(new long[] {id, deadline == null ? Long.MIN_VALUE : deadline});
+            if (random.nextInt(4) == 0)
+            {
+                final long d = t + random.nextInt(5) * MS + random.nextInt(1_000_000);
+                model.put(timers.schedule(d, handler[0]), d);
+            }
+        };
+        for (int step = 0; step < 20_000; step++)
+        {
+            final int action = random.nextInt(10);
+            if (action < 4)
+            {
+                final long d = switch (random.nextInt(4))
+                {
+                    case 0 -> now[0] + random.nextInt(2_000_000);
+                    case 1 -> now[0] + random.nextInt(200) * MS;
+                    case 2 -> now[0] + (long)random.nextInt(4_000) * MS;
+                    default -> now[0] - random.nextInt(3) * MS;
+                };
+                model.put(timers.schedule(d, handler[0]), d);
+            }
+            else if (action < 6 && !model.isEmpty())
+            {
+                final Long id = model.keySet().iterator().next();
+                model.remove(id);
+                assertTrue(timers.cancel(id), "seed " + seed);
+            }
+            else
+            {
+                now[0] += switch (random.nextInt(4))
+                {
+                    case 0 -> random.nextInt(300_000);
+                    case 1 -> random.nextInt(3) * MS;
+                    case 2 -> random.nextInt(100) * MS;
+                    default -> random.nextInt(1_500) * MS;
+                };
+                firedLog.clear();
+                timers.poll(now[0]);
+                for (final long[] f : firedLog)
+                {
+                    assertTrue(f[1] != Long.MIN_VALUE, "seed " + seed + ": a timer fired twice or was never armed");
+                    assertTrue(f[1] <= now[0], "seed " + seed + ": fired early");
+                }
+                for (final long deadline : model.values())
+                {
+                    assertTrue(deadline > now[0], "seed " + seed + ": a due timer did not fire at " + now[0]);
+                }
+            }
+            assertEquals(model.size(), timers.count(), "seed " + seed);
+        }
+    }
+}
