@@ -10,6 +10,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemEpochNanoClock;
 import org.agrona.concurrent.SystemEpochClock;
@@ -41,6 +42,9 @@ final class DaemonCommand
     private static final Set<String> WITH_VALUE = Set.of(
         "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
 
+    /** {@code --no-offload}: open the tap without checksum offload (virtio-net headers), which is on by default. */
+    private static final Set<String> FLAGS = Set.of("--no-offload");
+
     /** Per-app shared memory limit: a larger app file is rejected with LIMIT_MEMORY. */
     private static final long MAX_APP_FILE_BYTES = 1L << 30;
 
@@ -54,13 +58,14 @@ final class DaemonCommand
     private final Path pcap;
     private final FaultConfig faults;
     private final Path shm;
+    private final boolean checksumOffload;
     private final List<String> services = new ArrayList<>();
     private final CountDownLatch cleanedUp = new CountDownLatch(1);
     private volatile int exitStatus;
 
     DaemonCommand(final String[] args)
     {
-        final Options o = new Options("daemon", args, 1, WITH_VALUE, Set.of());
+        final Options o = new Options("daemon", args, 1, WITH_VALUE, FLAGS);
         deviceSpec = o.require("daemon", "--device");
         if (!deviceSpec.startsWith("tap:") || deviceSpec.length() == 4)
         {
@@ -95,6 +100,7 @@ final class DaemonCommand
         }
         pcap = o.has("--pcap") ? Path.of(o.get("--pcap")) : null;
         shm = Path.of(o.get("--shm", StatsCommand.DEFAULT_SHM));
+        checksumOffload = !o.has("--no-offload");
         for (final String s : o.get("--services", "").split(","))
         {
             if (s.isEmpty())
@@ -115,7 +121,7 @@ final class DaemonCommand
         final TapDevice tap;
         try
         {
-            tap = TapDevice.open(ifName);
+            tap = TapDevice.open(ifName, checksumOffload);
         }
         catch (final NicException | IllegalArgumentException e)
         {
@@ -152,7 +158,10 @@ final class DaemonCommand
             final StackCounters counters = new StackCounters(countersManager);
             final NetStack stack = new NetStack(device, config, counters, clock.nanoTime());
             // The shared-memory pipes to host apps (always on; apps attach under <shm>/apps). Logs go to stderr.
-            pipes = new PipeServer(stack, shm, new PipeCounters(countersManager), clock, new SystemEpochClock(),
+            // Read once per loop round by the EventLoop; the pipe server and the snapshot task use that reading.
+            final CachedNanoClock roundClock = new CachedNanoClock();
+            roundClock.update(clock.nanoTime());
+            pipes = new PipeServer(stack, shm, new PipeCounters(countersManager), roundClock, new SystemEpochClock(),
                 MAX_APP_FILE_BYTES, err).start();
             if (services.contains("echo"))
             {
@@ -160,9 +169,9 @@ final class DaemonCommand
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
             final long[] nextSnapshot = {clock.nanoTime()};
-            final EventLoop loop = new EventLoop(stack, clock, new BackoffIdleStrategy(), pipes, () ->
+            final EventLoop loop = new EventLoop(stack, clock, roundClock, new BackoffIdleStrategy(), pipes, () ->
             {
-                final long now = clock.nanoTime();
+                final long now = roundClock.nanoTime();
                 if (now - nextSnapshot[0] >= 0)
                 {
                     nextSnapshot[0] = now + SNAPSHOT_INTERVAL_NANOS;

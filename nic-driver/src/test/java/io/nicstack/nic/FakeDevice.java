@@ -13,6 +13,8 @@ public final class FakeDevice implements NetDevice
     public final ArrayDeque<byte[]> toReceive = new ArrayDeque<>();
     public final List<byte[]> committed = new ArrayList<>();
     public final UnsafeBuffer rxBuffer;
+    /** Receive flags handed with every received frame. */
+    public int receiveFlags;
     public int flushed;
     public boolean closed;
 
@@ -47,7 +49,7 @@ public final class FakeDevice implements NetDevice
         {
             final byte[] frame = toReceive.poll();
             rxBuffer.putBytes(10, frame);
-            handler.onFrame(rxBuffer, 10, frame.length);
+            handler.onFrame(rxBuffer, 10, frame.length, receiveFlags);
             frames++;
         }
         return frames;

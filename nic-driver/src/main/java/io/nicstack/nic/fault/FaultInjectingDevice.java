@@ -16,6 +16,11 @@ import org.agrona.concurrent.UnsafeBuffer;
  * Transmitted frames are staged in a buffer of this device and copied into the inner device's claimed buffer; received
  * frames are passed through untouched or, when corrupted or held, as copies, never modified in the inner buffer.
  * Print {@link #toString()} on failure: it holds both seeds.
+ *
+ * <p>Receive flags of the inner device pass through with each frame (held ones included), except that a corrupted frame
+ * loses {@link FrameHandler#RX_L4_CHECKSUM_TRUSTED}: corruption stands for a wire fault after whatever verified the
+ * checksum, so the stack must verify it in software and drop the frame. Transmit checksum offload is not offered (see
+ * {@link #transmitChecksumOffload()}).
  */
 public final class FaultInjectingDevice implements NetDevice
 {
@@ -32,7 +37,20 @@ public final class FaultInjectingDevice implements NetDevice
     private boolean claimed;
     private final FrameHandler txToInner = this::transmitToInner;
 
-    private final FrameHandler rxFromInner = this::receiveFromInner;
+    private final FrameHandler rxFromInner = new FrameHandler()
+    {
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+        {
+            onFrame(buffer, offset, length, 0);
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+        {
+            rxDelivered += rx.process(buffer, offset, length, flags, rxNowNanos, rxHandler);
+        }
+    };
     private FrameHandler rxHandler;
     private long rxNowNanos;
     private int rxDelivered;
@@ -157,7 +175,17 @@ public final class FaultInjectingDevice implements NetDevice
         }
 
         claimed = false;
-        tx.process(txFrame, 0, length, clock.nanoTime(), txToInner);
+        tx.process(txFrame, 0, length, 0, clock.nanoTime(), txToInner);
+    }
+
+    /**
+     * False: the stack computes every checksum before a frame enters the fault line. Offloading through it would let
+     * the inner device checksum bytes this device corrupted, hiding the very wire fault that corruption stands for.
+     */
+    @Override
+    public boolean transmitChecksumOffload()
+    {
+        return false;
     }
 
     @Override
@@ -210,11 +238,6 @@ public final class FaultInjectingDevice implements NetDevice
     public String toString()
     {
         return name + " rx[" + rx.config() + "] tx[" + tx.config() + "]";
-    }
-
-    private void receiveFromInner(final DirectBuffer buffer, final int offset, final int length)
-    {
-        rxDelivered += rx.process(buffer, offset, length, rxNowNanos, rxHandler);
     }
 
     private void transmitToInner(final DirectBuffer buffer, final int offset, final int length)

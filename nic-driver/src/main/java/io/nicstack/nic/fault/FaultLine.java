@@ -11,6 +11,10 @@ import java.util.SplittableRandom;
 /**
  * One direction of a {@link FaultInjectingDevice}: frames go in, zero or more come out to a sink now or later.
  *
+ * <p>Each frame travels with its receive flags ({@link FrameHandler#RX_L4_CHECKSUM_TRUSTED}), which reach the sink
+ * through the four-argument {@link FrameHandler#onFrame(DirectBuffer, int, int, int)}, also after a hold; a corrupted
+ * copy loses {@code RX_L4_CHECKSUM_TRUSTED}, since nobody verified the bytes it now has. The transmit side passes 0.
+ *
  * <p>Stages in order: loss, rate policer, corruption (of a copy), duplication, reordering (hold one frame until the
  * next has passed), delay (a FIFO of copies in preallocated slots; every frame has the same delay, so due times are in
  * order). Random draws happen in a fixed order
@@ -36,10 +40,12 @@ final class FaultLine
     private final UnsafeBuffer corruptFrame;
     private final UnsafeBuffer reorderFrame;
     private int reorderLength = -1;
+    private int reorderFlags;
     private long reorderSinceNanos;
 
     private final UnsafeBuffer[] heldFrames;
     private final int[] heldLengths;
+    private final int[] heldFlags;
     private final long[] heldDueNanos;
     private int heldHead;
     private int heldCount;
@@ -60,6 +66,7 @@ final class FaultLine
         final int slots = config.delayNanos() > 0 ? holdFrames : 0;
         heldFrames = new UnsafeBuffer[slots];
         heldLengths = new int[slots];
+        heldFlags = new int[slots];
         heldDueNanos = new long[slots];
         if (slots > 0)
         {
@@ -83,9 +90,14 @@ final class FaultLine
         return stats;
     }
 
-    /** Pass one frame through every stage; returns how many frames reached the sink during this call. */
+    /** Pass one frame with its flags through every stage; returns how many frames reached the sink during this call. */
     int process(
-        final DirectBuffer buffer, final int offset, final int length, final long nowNanos, final FrameHandler sink)
+        final DirectBuffer buffer,
+        final int offset,
+        final int length,
+        final int flags,
+        final long nowNanos,
+        final FrameHandler sink)
     {
         if (config.loss() > 0 && random.nextDouble() < config.loss())
         {
@@ -101,6 +113,7 @@ final class FaultLine
 
         DirectBuffer frame = buffer;
         int frameOffset = offset;
+        int frameFlags = flags;
         if (config.corrupt() > 0 && random.nextDouble() < config.corrupt() && length > 0)
         {
             // Flip a bit of a copy: on receive the buffer belongs to the inner device.
@@ -109,14 +122,16 @@ final class FaultLine
             corruptFrame.putByte(index, (byte)(corruptFrame.getByte(index) ^ (1 << random.nextInt(8))));
             frame = corruptFrame;
             frameOffset = 0;
+            // A wire fault: whatever verified the checksum saw other bytes, so the receiver must verify it again.
+            frameFlags &= ~FrameHandler.RX_L4_CHECKSUM_TRUSTED;
             stats.corrupted++;
         }
 
-        int emitted = reorder(frame, frameOffset, length, nowNanos, sink);
+        int emitted = reorder(frame, frameOffset, length, frameFlags, nowNanos, sink);
         if (config.duplicate() > 0 && random.nextDouble() < config.duplicate())
         {
             stats.duplicated++;
-            emitted += reorder(frame, frameOffset, length, nowNanos, sink);
+            emitted += reorder(frame, frameOffset, length, frameFlags, nowNanos, sink);
         }
 
         return emitted;
@@ -136,7 +151,7 @@ final class FaultLine
             final int slot = heldHead;
             heldHead = heldHead + 1 == heldFrames.length ? 0 : heldHead + 1;
             heldCount--;
-            sink.onFrame(heldFrames[slot], 0, heldLengths[slot]);
+            sink.onFrame(heldFrames[slot], 0, heldLengths[slot], heldFlags[slot]);
             emitted++;
         }
 
@@ -188,18 +203,24 @@ final class FaultLine
     }
 
     private int reorder(
-        final DirectBuffer frame, final int offset, final int length, final long nowNanos, final FrameHandler sink)
+        final DirectBuffer frame,
+        final int offset,
+        final int length,
+        final int flags,
+        final long nowNanos,
+        final FrameHandler sink)
     {
         if (reorderLength < 0 && config.reorder() > 0 && random.nextDouble() < config.reorder())
         {
             reorderFrame.putBytes(0, frame, offset, length);
             reorderLength = length;
+            reorderFlags = flags;
             reorderSinceNanos = nowNanos;
             stats.reordered++;
             return 0;
         }
 
-        int emitted = delay(frame, offset, length, nowNanos, sink);
+        int emitted = delay(frame, offset, length, flags, nowNanos, sink);
         if (reorderLength >= 0)
         {
             emitted += releaseReordered(nowNanos, sink);
@@ -211,15 +232,20 @@ final class FaultLine
     {
         final int length = reorderLength;
         reorderLength = -1;
-        return delay(reorderFrame, 0, length, nowNanos, sink);
+        return delay(reorderFrame, 0, length, reorderFlags, nowNanos, sink);
     }
 
     private int delay(
-        final DirectBuffer frame, final int offset, final int length, final long nowNanos, final FrameHandler sink)
+        final DirectBuffer frame,
+        final int offset,
+        final int length,
+        final int flags,
+        final long nowNanos,
+        final FrameHandler sink)
     {
         if (config.delayNanos() == 0)
         {
-            sink.onFrame(frame, offset, length);
+            sink.onFrame(frame, offset, length, flags);
             return 1;
         }
 
@@ -236,6 +262,7 @@ final class FaultLine
         }
         heldFrames[slot].putBytes(0, frame, offset, length);
         heldLengths[slot] = length;
+        heldFlags[slot] = flags;
         heldDueNanos[slot] = nowNanos + config.delayNanos();
         heldCount++;
         stats.delayed++;

@@ -40,9 +40,15 @@ public final class Linux
     public static final long SIOCGIFINDEX = 0x8933;
 
     // linux/if_tun.h
-    public static final long TUNSETIFF = 0x400454caL; // _IOW('T', 202, int)
+    public static final long TUNSETIFF = 0x400454caL;       // _IOW('T', 202, int)
+    public static final long TUNSETOFFLOAD = 0x400454d0L;   // _IOW('T', 208, unsigned int), the argument by value
+    public static final long TUNSETVNETHDRSZ = 0x400454d8L; // _IOW('T', 216, int), the argument by pointer
+    public static final long TUNSETVNETLE = 0x400454dcL;    // _IOW('T', 220, int), the argument by pointer
     public static final short IFF_TAP = 0x0002;
     public static final short IFF_NO_PI = 0x1000;
+    public static final short IFF_VNET_HDR = 0x4000;
+    /** TUNSETOFFLOAD: the reader accepts frames with a partial checksum (virtio-net {@code NEEDS_CSUM}). */
+    public static final int TUN_F_CSUM = 0x01;
 
     // setns(2), linux/sched.h
     public static final int CLONE_NEWNET = 0x40000000;

@@ -143,7 +143,7 @@ public final class FrameRing
             return buffer.getLongVolatile(tailPositionIndex) == position;
         }
 
-        /** Hand up to {@code limit} frames to the handler, each at index 0 of a view valid during the call. */
+        /** Hand up to {@code limit} frames to the handler, each at index 0 of a view valid during the call, flags 0. */
         public int read(final FrameHandler handler, final int limit)
         {
             final long start = position;
@@ -157,7 +157,7 @@ public final class FrameRing
                     final int length = buffer.getInt(offset + LENGTH_OFFSET);
                     next++; // a handler that throws does not get the same frame again
                     frame.wrap(buffer, offset + FRAME_OFFSET, length);
-                    handler.onFrame(frame, 0, length);
+                    handler.onFrame(frame, 0, length, 0); // no flags: nothing below the stack verified a checksum
                 }
             }
             finally

@@ -52,6 +52,12 @@ import java.nio.file.StandardOpenOption;
  * Records are appended to a preallocated native buffer and written with a FileChannel when it fills, on
  * {@link #flushCapture()} and on {@link #close()}, which also closes the inner device. Received frames are recorded as
  * they are delivered, transmitted frames when committed.
+ *
+ * <p>Checksums: receive flags pass through unchanged, and frames are recorded as the inner device delivers them. On a
+ * tap with checksum offload, frames the local kernel sent carry only the pseudo-header sum in their TCP/UDP checksum
+ * field ({@code NEEDS_CSUM}), so a reader that verifies checksums reports them as bad, just as tcpdump does on a host
+ * that offloads checksums. Transmit offload is not offered ({@link #transmitChecksumOffload()}), so every recorded
+ * transmitted frame carries the complete checksum the stack computed.
  */
 public final class PcapWritingDevice implements NetDevice
 {
@@ -77,7 +83,21 @@ public final class PcapWritingDevice implements NetDevice
     private int position;
 
     private MutableDirectBuffer claimed;
-    private final FrameHandler rxTap = this::onReceive;
+    private final FrameHandler rxTap = new FrameHandler()
+    {
+        @Override
+        public void onFrame(final DirectBuffer frame, final int offset, final int length)
+        {
+            onFrame(frame, offset, length, 0);
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer frame, final int offset, final int length, final int flags)
+        {
+            record(frame, offset, length);
+            rxHandler.onFrame(frame, offset, length, flags);
+        }
+    };
     private FrameHandler rxHandler;
     private boolean closed;
 
@@ -193,6 +213,16 @@ public final class PcapWritingDevice implements NetDevice
         inner.commit(length);
     }
 
+    /**
+     * False even when the inner device could: a recorded frame is taken before the inner device would complete its
+     * checksum, and a capture with partial checksums on every sent frame is of little use (the tests verify them).
+     */
+    @Override
+    public boolean transmitChecksumOffload()
+    {
+        return false;
+    }
+
     @Override
     public void abort()
     {
@@ -241,12 +271,6 @@ public final class PcapWritingDevice implements NetDevice
     public String toString()
     {
         return inner + " > " + file;
-    }
-
-    private void onReceive(final DirectBuffer frame, final int offset, final int length)
-    {
-        record(frame, offset, length);
-        rxHandler.onFrame(frame, offset, length);
     }
 
     private void record(final DirectBuffer frame, final int offset, final int length)

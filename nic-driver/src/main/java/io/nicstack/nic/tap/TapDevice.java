@@ -24,6 +24,7 @@ import static io.nicstack.nic.linux.Linux.ENXIO;
 import static io.nicstack.nic.linux.Linux.EPERM;
 import static io.nicstack.nic.linux.Linux.IFF_NO_PI;
 import static io.nicstack.nic.linux.Linux.IFF_TAP;
+import static io.nicstack.nic.linux.Linux.IFF_VNET_HDR;
 import static io.nicstack.nic.linux.Linux.IFNAMSIZ;
 import static io.nicstack.nic.linux.Linux.IFREQ_LENGTH;
 import static io.nicstack.nic.linux.Linux.IFREQ_UNION_OFFSET;
@@ -40,6 +41,10 @@ import static io.nicstack.nic.linux.Linux.SIOCGIFMTU;
 import static io.nicstack.nic.linux.Linux.SOCK_CLOEXEC;
 import static io.nicstack.nic.linux.Linux.SOCK_DGRAM;
 import static io.nicstack.nic.linux.Linux.TUNSETIFF;
+import static io.nicstack.nic.linux.Linux.TUNSETOFFLOAD;
+import static io.nicstack.nic.linux.Linux.TUNSETVNETHDRSZ;
+import static io.nicstack.nic.linux.Linux.TUNSETVNETLE;
+import static io.nicstack.nic.linux.Linux.TUN_F_CSUM;
 
 /**
  * A Linux tap interface driven through /dev/net/tun (kernel Documentation/networking/tuntap.rst).
@@ -48,6 +53,15 @@ import static io.nicstack.nic.linux.Linux.TUNSETIFF;
  * one Ethernet frame without FCS. Receive reads into one device-owned native buffer; transmit queues up to
  * {@link #BURST} frames in device-owned native slots and writes them on {@link #flush()}. Calls pass raw addresses,
  * so nothing is allocated per frame. The MTU is read once at open.
+ *
+ * <p>Checksum offload (the default, as a NIC gives it; {@code open(name, false)} turns it off): the tap is opened with
+ * {@code IFF_VNET_HDR} and offered {@code TUN_F_CSUM} only, so every frame in either direction is preceded by a
+ * {@link VirtioNetHeader} and the kernel never hands out TSO/UFO superframes. Received frames the kernel marks
+ * {@code NEEDS_CSUM} (its own segments, with only the pseudo-header sum in the checksum field) or {@code DATA_VALID}
+ * are delivered with {@link FrameHandler#RX_L4_CHECKSUM_TRUSTED}. Frames committed with
+ * {@link #TX_L4_CHECKSUM_PARTIAL} go out with {@code NEEDS_CSUM} and the kernel completes their checksum. Each transmit
+ * slot keeps the header bytes in front of the frame, so {@link #claim()} still hands out the frame at index 0 and one
+ * write(2) from the slot sends header and frame together, without a copy.
  */
 public final class TapDevice implements NetDevice
 {
@@ -55,7 +69,7 @@ public final class TapDevice implements NetDevice
     public static final String TUN_PATH = "/dev/net/tun";
 
     /** A tap delivers at most a 65535-byte MTU plus the Ethernet header; larger reads would be truncated. */
-    private static final int RX_BUFFER_LENGTH = 65_536 + ETHERNET_HEADER_LENGTH;
+    private static final int RX_BUFFER_LENGTH = VirtioNetHeader.LENGTH + 65_536 + ETHERNET_HEADER_LENGTH;
     private static final int TX_SLOT_ALIGNMENT = 64;
 
     private final String ifName;
@@ -64,9 +78,16 @@ public final class TapDevice implements NetDevice
     private final int fd;
     private final int mtu;
     private final int maxFrameLength;
+    private final boolean checksumOffload;
+    /** Bytes in front of every frame read or written: a {@link VirtioNetHeader} with offload, none without. */
+    private final int vnetHeaderLength;
 
     private final UnsafeBuffer rxBuffer;
     private final long rxAddress;
+    private final VirtioNetHeader rxHeader = new VirtioNetHeader();
+    private final UnsafeBuffer txMemory;
+    private final int txSlotLength;
+    private final VirtioNetHeader txHeader = new VirtioNetHeader();
     private final UnsafeBuffer[] txSlots = new UnsafeBuffer[BURST];
     private final long[] txAddresses = new long[BURST];
     private final int[] txLengths = new int[BURST];
@@ -77,7 +98,8 @@ public final class TapDevice implements NetDevice
     private long droppedFrames;
     private boolean closed;
 
-    private TapDevice(final String ifName, final int fd, final int mtu, final boolean created)
+    private TapDevice(
+        final String ifName, final int fd, final int mtu, final boolean created, final boolean checksumOffload)
     {
         this.ifName = ifName;
         this.name = "tap:" + ifName;
@@ -85,17 +107,20 @@ public final class TapDevice implements NetDevice
         this.mtu = mtu;
         this.created = created;
         this.maxFrameLength = mtu + ETHERNET_HEADER_LENGTH;
+        this.checksumOffload = checksumOffload;
+        this.vnetHeaderLength = checksumOffload ? VirtioNetHeader.LENGTH : 0;
 
         rxBuffer = new UnsafeBuffer(BufferUtil.allocateDirectAligned(RX_BUFFER_LENGTH, TX_SLOT_ALIGNMENT));
         rxAddress = rxBuffer.addressOffset();
+        rxHeader.wrap(rxBuffer, 0);
 
-        final int slotLength = BitUtil.align(maxFrameLength, TX_SLOT_ALIGNMENT);
-        final UnsafeBuffer tx =
-            new UnsafeBuffer(BufferUtil.allocateDirectAligned(slotLength * BURST, TX_SLOT_ALIGNMENT));
+        // Slot: [virtio-net header][frame]; write(2) starts at the slot, claim() hands out the frame part.
+        txSlotLength = BitUtil.align(vnetHeaderLength + maxFrameLength, TX_SLOT_ALIGNMENT);
+        txMemory = new UnsafeBuffer(BufferUtil.allocateDirectAligned(txSlotLength * BURST, TX_SLOT_ALIGNMENT));
         for (int i = 0; i < BURST; i++)
         {
-            txSlots[i] = new UnsafeBuffer(tx, i * slotLength, maxFrameLength);
-            txAddresses[i] = txSlots[i].addressOffset();
+            txSlots[i] = new UnsafeBuffer(txMemory, i * txSlotLength + vnetHeaderLength, maxFrameLength);
+            txAddresses[i] = txMemory.addressOffset() + (long)i * txSlotLength;
         }
 
         pollFd = new UnsafeBuffer(BufferUtil.allocateDirectAligned(POLLFD_LENGTH, 8));
@@ -103,14 +128,29 @@ public final class TapDevice implements NetDevice
         pollFd.putShort(POLLFD_EVENTS_OFFSET, POLLIN);
     }
 
-    /** Attach to the tap {@code ifName} in the calling thread's network namespace, creating it if it does not exist. */
+    /**
+     * Attach to the tap {@code ifName} in the calling thread's network namespace, creating it if it does not exist,
+     * with checksum offload.
+     */
     public static TapDevice open(final String ifName)
     {
-        return open(ifName, TUN_PATH);
+        return open(ifName, TUN_PATH, true);
+    }
+
+    /** As {@link #open(String)}, with checksum offload ({@code IFF_VNET_HDR}, {@code TUN_F_CSUM}) only if asked. */
+    public static TapDevice open(final String ifName, final boolean checksumOffload)
+    {
+        return open(ifName, TUN_PATH, checksumOffload);
     }
 
     /** As {@link #open(String)} with the clone device at {@code tunPath} (containers sometimes put it elsewhere). */
     public static TapDevice open(final String ifName, final String tunPath)
+    {
+        return open(ifName, tunPath, true);
+    }
+
+    /** As {@link #open(String, boolean)} with the clone device at {@code tunPath}. */
+    public static TapDevice open(final String ifName, final String tunPath, final boolean checksumOffload)
     {
         validateName(ifName);
 
@@ -138,11 +178,12 @@ public final class TapDevice implements NetDevice
             }
 
             ifreq.setMemory(IFREQ_UNION_OFFSET, IFREQ_LENGTH - IFREQ_UNION_OFFSET, (byte)0);
-            ifreq.putShort(IFREQ_UNION_OFFSET, (short)(IFF_TAP | IFF_NO_PI));
+            ifreq.putShort(IFREQ_UNION_OFFSET, (short)(IFF_TAP | IFF_NO_PI | (checksumOffload ? IFF_VNET_HDR : 0)));
             if (LIBC.ioctl(fd, TUNSETIFF, ifreqAddress) != 0)
             {
                 throw attachError(ifName, Linux.errno());
             }
+            configureOffload(fd, ifName, checksumOffload, ifreq, IFREQ_UNION_OFFSET);
 
             ifreq.setMemory(IFREQ_UNION_OFFSET, IFREQ_LENGTH - IFREQ_UNION_OFFSET, (byte)0);
             if (LIBC.ioctl(sock, SIOCGIFMTU, ifreqAddress) != 0)
@@ -150,7 +191,7 @@ public final class TapDevice implements NetDevice
                 throw Linux.failure("ioctl(SIOCGIFMTU) on " + ifName, Linux.errno());
             }
 
-            return new TapDevice(ifName, fd, ifreq.getInt(IFREQ_UNION_OFFSET), !existed);
+            return new TapDevice(ifName, fd, ifreq.getInt(IFREQ_UNION_OFFSET), !existed, checksumOffload);
         }
         catch (final RuntimeException ex)
         {
@@ -160,6 +201,41 @@ public final class TapDevice implements NetDevice
         finally
         {
             LIBC.close(sock);
+        }
+    }
+
+    /**
+     * Set up the virtio-net header and the offloads of an attached tap fd (drivers/net/tun.c, tun_vnet.h), using
+     * {@code scratch} at {@code scratchOffset} for the ioctls that take an {@code int *}.
+     *
+     * <p>With offload: headers of exactly {@link VirtioNetHeader#LENGTH} bytes, little-endian on every host
+     * ({@code TUNSETVNETLE}; the legacy default is native order), and only {@code TUN_F_CSUM}: without
+     * {@code TUN_F_TSO4/6} and {@code TUN_F_USO4/6} the kernel segments in software before the tap, so no GSO frame
+     * reaches us. Without offload: {@code TUNSETOFFLOAD 0}, a no-op on a tap we just created, which also takes back
+     * offloads another program left on a persistent tap (they would hand us partial checksums without a header).
+     * Header size and byte order belong to the tap, not the fd, so they are set on every open.
+     */
+    private static void configureOffload(
+        final int fd, final String ifName, final boolean checksumOffload, final UnsafeBuffer scratch,
+        final int scratchOffset)
+    {
+        final long scratchAddress = scratch.addressOffset() + scratchOffset;
+        if (checksumOffload)
+        {
+            scratch.putInt(scratchOffset, 1);
+            if (LIBC.ioctl(fd, TUNSETVNETLE, scratchAddress) != 0)
+            {
+                throw Linux.failure("ioctl(TUNSETVNETLE) on tap " + ifName, Linux.errno());
+            }
+            scratch.putInt(scratchOffset, VirtioNetHeader.LENGTH);
+            if (LIBC.ioctl(fd, TUNSETVNETHDRSZ, scratchAddress) != 0)
+            {
+                throw Linux.failure("ioctl(TUNSETVNETHDRSZ) on tap " + ifName, Linux.errno());
+            }
+        }
+        if (LIBC.ioctl(fd, TUNSETOFFLOAD, checksumOffload ? TUN_F_CSUM : 0) != 0)
+        {
+            throw Linux.failure("ioctl(TUNSETOFFLOAD) on tap " + ifName, Linux.errno());
         }
     }
 
@@ -228,6 +304,19 @@ public final class TapDevice implements NetDevice
         return created;
     }
 
+    /** True when opened with checksum offload: frames carry a {@link VirtioNetHeader} and flags are honoured. */
+    @Override
+    public boolean transmitChecksumOffload()
+    {
+        return checksumOffload;
+    }
+
+    /** The header of the frame being delivered, valid during the handler's call; only with offload (for tests). */
+    VirtioNetHeader rxHeader()
+    {
+        return rxHeader;
+    }
+
     @Override
     public String name()
     {
@@ -267,13 +356,28 @@ public final class TapDevice implements NetDevice
                 break;
             }
 
-            if (length > maxFrameLength)
+            final int frameLength = (int)length - vnetHeaderLength;
+            if (frameLength > maxFrameLength || frameLength < 0)
             {
-                droppedFrames++; // the interface MTU was raised after open
+                droppedFrames++; // the interface MTU was raised after open (a read shorter than the header: never)
                 continue;
             }
 
-            handler.onFrame(rxBuffer, 0, (int)length);
+            int flags = 0;
+            if (checksumOffload)
+            {
+                if (rxHeader.gsoType() != VirtioNetHeader.GSO_NONE)
+                {
+                    droppedFrames++; // never offered TSO/UFO/USO, so this cannot happen; a superframe we cannot use
+                    continue;
+                }
+                if (rxHeader.checksumTrusted())
+                {
+                    flags = FrameHandler.RX_L4_CHECKSUM_TRUSTED;
+                }
+            }
+
+            handler.onFrame(rxBuffer, vnetHeaderLength, frameLength, flags);
             frames++;
         }
 
@@ -298,6 +402,19 @@ public final class TapDevice implements NetDevice
     @Override
     public void commit(final int length)
     {
+        commit(length, 0);
+    }
+
+    /**
+     * Queue the claimed frame; with {@link #TX_L4_CHECKSUM_PARTIAL} its header says {@code NEEDS_CSUM} at the TCP or
+     * UDP checksum, found from the frame's own IPv4 header.
+     *
+     * @throws IllegalArgumentException when the flag is given without offload or the frame does not qualify (see
+     *         {@link VirtioNetHeader#needsChecksum}); the frame stays claimed.
+     */
+    @Override
+    public void commit(final int length, final int flags)
+    {
         if (!claimed)
         {
             throw new IllegalStateException("commit without claim on " + name);
@@ -307,8 +424,29 @@ public final class TapDevice implements NetDevice
             throw new IllegalArgumentException(
                 "frame length " + length + " outside 0.." + maxFrameLength + " on " + name);
         }
+        if (flags != 0 && !checksumOffload)
+        {
+            throw new IllegalArgumentException(name + " does not offload checksums (flags " + flags + ")");
+        }
+        if ((flags & ~TX_L4_CHECKSUM_PARTIAL) != 0)
+        {
+            throw new IllegalArgumentException("unknown transmit flags " + flags + " on " + name);
+        }
 
-        txLengths[txQueued++] = length;
+        if (checksumOffload)
+        {
+            txHeader.wrap(txMemory, txQueued * txSlotLength);
+            if (flags == TX_L4_CHECKSUM_PARTIAL)
+            {
+                txHeader.needsChecksum(txSlots[txQueued], 0, length);
+            }
+            else
+            {
+                txHeader.clear();
+            }
+        }
+
+        txLengths[txQueued++] = vnetHeaderLength + length;
         claimed = false;
     }
 
@@ -387,6 +525,7 @@ public final class TapDevice implements NetDevice
     @Override
     public String toString()
     {
-        return name + " (mtu " + mtu + (created ? ", created)" : ", attached)");
+        return name + " (mtu " + mtu + (created ? ", created" : ", attached") +
+            (checksumOffload ? ", checksum offload)" : ")");
     }
 }

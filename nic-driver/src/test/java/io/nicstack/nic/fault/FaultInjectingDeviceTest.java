@@ -18,7 +18,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 class FaultInjectingDeviceTest
 {
@@ -185,6 +187,71 @@ class FaultInjectingDeviceTest
     }
 
     @Test
+    void receiveFlagsPassThroughButACorruptedFrameIsNoLongerTrusted()
+    {
+        inner.receiveFlags = FrameHandler.RX_L4_CHECKSUM_TRUSTED;
+        final FaultInjectingDevice device = rx("corrupt=0.5,seed=13");
+        int intact = 0;
+        int corrupted = 0;
+        for (int i = 0; i < 200; i++)
+        {
+            final byte[] sent = frame(64, i);
+            inner.toReceive.add(sent);
+            received.clear();
+            receivedFlags.clear();
+            assertEquals(1, device.receive(collectWithFlags, NetDevice.BURST));
+
+            if (Arrays.equals(sent, received.get(0)))
+            {
+                intact++;
+                assertEquals(FrameHandler.RX_L4_CHECKSUM_TRUSTED, receivedFlags.get(0), "frame " + i);
+            }
+            else
+            {
+                corrupted++;
+                assertEquals(0, receivedFlags.get(0), "corrupted frame " + i + " must be verified in software");
+            }
+        }
+        assertEquals(device.rxStats().corrupted(), corrupted);
+        assertTrue(intact > 50 && corrupted > 50, intact + " intact, " + corrupted + " corrupted");
+    }
+
+    @Test
+    void heldDuplicatedAndReorderedFramesKeepTheirFlags()
+    {
+        inner.receiveFlags = FrameHandler.RX_L4_CHECKSUM_TRUSTED;
+        final FaultInjectingDevice device = rx("reorder=1,dup=1,delay=1ms,seed=2");
+        inner.toReceive.add(frame(60, 0));
+        inner.toReceive.add(frame(60, 1));
+        assertEquals(0, device.receive(collectWithFlags, NetDevice.BURST));
+
+        clock.advance(MS + FaultLine.REORDER_TIMEOUT_NANOS);
+        while (device.receive(collectWithFlags, NetDevice.BURST) > 0)
+        {
+            clock.advance(MS);
+        }
+
+        assertEquals(4, received.size(), device.rxStats().toString());
+        assertEquals(List.of(1, 1, 1, 1), receivedFlags);
+        assertNotEquals(0, device.rxStats().delayed());
+        assertNotEquals(0, device.rxStats().reordered());
+    }
+
+    @Test
+    void transmitChecksumOffloadIsNotOffered()
+    {
+        final FaultInjectingDevice device = new FaultInjectingDevice(inner, FaultConfig.NONE, FaultConfig.NONE, clock);
+        assertFalse(device.transmitChecksumOffload());
+
+        device.claim().putBytes(0, frame(60, 1));
+        final IllegalArgumentException ex =
+            assertThrows(IllegalArgumentException.class, () -> device.commit(60, NetDevice.TX_L4_CHECKSUM_PARTIAL));
+        assertEquals("fault:fake does not offload checksums (flags 1)", ex.getMessage());
+        device.commit(60, 0);
+        assertArrayEquals(frame(60, 1), inner.committed.get(0));
+    }
+
+    @Test
     void toStringCarriesBothSeeds()
     {
         final FaultInjectingDevice device =
@@ -227,6 +294,22 @@ class FaultInjectingDeviceTest
     }
 
     private final List<byte[]> received = new ArrayList<>();
+    private final List<Integer> receivedFlags = new ArrayList<>();
+    private final FrameHandler collectWithFlags = new FrameHandler()
+    {
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+        {
+            fail("the fault injector delivered a frame without flags");
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+        {
+            collect(buffer, offset, length);
+            receivedFlags.add(flags);
+        }
+    };
 
     private void collect(final DirectBuffer buffer, final int offset, final int length)
     {

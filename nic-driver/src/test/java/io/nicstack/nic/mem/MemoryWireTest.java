@@ -46,6 +46,35 @@ class MemoryWireTest
     }
 
     @Test
+    void framesArriveThroughTheFourArgumentCallWithoutFlagsAndNoOffloadIsOffered()
+    {
+        final List<Integer> flags = new ArrayList<>();
+        final FrameHandler handler = new FrameHandler()
+        {
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+            {
+                flags.add(-1);
+            }
+
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int frameFlags)
+            {
+                flags.add(frameFlags);
+            }
+        };
+
+        assertFalse(wire.a().transmitChecksumOffload());
+        wire.a().claim();
+        assertThrows(IllegalArgumentException.class, () -> wire.a().commit(60, NetDevice.TX_L4_CHECKSUM_PARTIAL));
+        wire.a().commit(60, 0);
+        wire.a().flush();
+
+        assertEquals(1, wire.b().receive(handler, NetDevice.BURST));
+        assertEquals(List.of(0), flags);
+    }
+
+    @Test
     void nothingCrossesBeforeFlushOrAfterAbort()
     {
         wire.a().claim().putByte(0, (byte)1);

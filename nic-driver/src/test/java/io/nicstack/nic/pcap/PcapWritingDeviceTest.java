@@ -1,7 +1,9 @@
 package io.nicstack.nic.pcap;
 
 import io.nicstack.nic.FakeDevice;
+import io.nicstack.nic.FrameHandler;
 import io.nicstack.nic.NetDevice;
+import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.EpochNanoClock;
 import org.junit.jupiter.api.Tag;
@@ -19,6 +21,8 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -85,6 +89,41 @@ class PcapWritingDeviceTest
 
         assertEquals(1, inner.committed.size());
         assertTrue(inner.closed, "close closes the inner device");
+    }
+
+    @Test
+    void receiveFlagsPassThroughAndTransmitChecksumOffloadIsNotOffered()
+    {
+        inner.receiveFlags = FrameHandler.RX_L4_CHECKSUM_TRUSTED;
+        final int[] flagsSeen = { -1 };
+        final FrameHandler handler = new FrameHandler()
+        {
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+            {
+                fail("the pcap writer delivered a frame without flags");
+            }
+
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+            {
+                flagsSeen[0] = flags;
+            }
+        };
+
+        try (PcapWritingDevice device = new PcapWritingDevice(inner, dir.resolve("flags.pcap"), clock))
+        {
+            inner.toReceive.add(ARP_REQUEST);
+            assertEquals(1, device.receive(handler, NetDevice.BURST));
+            assertEquals(FrameHandler.RX_L4_CHECKSUM_TRUSTED, flagsSeen[0]);
+
+            assertFalse(device.transmitChecksumOffload(), "recorded frames must carry their complete checksums");
+            device.claim().putBytes(0, ARP_REQUEST);
+            assertThrows(IllegalArgumentException.class,
+                () -> device.commit(ARP_REQUEST.length, NetDevice.TX_L4_CHECKSUM_PARTIAL));
+            device.abort();
+        }
+        assertTrue(inner.committed.isEmpty());
     }
 
     @Test

@@ -10,19 +10,19 @@ import org.agrona.MutableDirectBuffer;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
-import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
+import static io.nicstack.nic.tap.KernelSupport.addNamespace;
+import static io.nicstack.nic.tap.KernelSupport.inNamespace;
+import static io.nicstack.nic.tap.KernelSupport.run;
+import static io.nicstack.nic.tap.KernelSupport.runQuietly;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -30,13 +30,14 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * A tap in a private network namespace, with the kernel as the peer (TESTING.md: own namespace, 198.18.0.0/15 only).
  *
- * <p>The kernel side is 198.18.0.1/24; this test plays 198.18.0.2 with a hand-built ARP reply and ICMP echo requests.
+ * <p>The kernel side is 198.18.0.1/24; this test plays 198.18.0.2 with a hand-built ARP reply and ICMP echo requests,
+ * with and without checksum offload (ICMP is never offloaded, so both must behave alike; see
+ * {@link TapChecksumOffloadKernelTest} for TCP and UDP).
  */
 @Tag("kernel")
 @Timeout(60)
 class TapDeviceKernelTest
 {
-    private static final AtomicInteger NAMESPACES = new AtomicInteger();
     private static final String TAP = "nsttap0";
     private static final byte[] OUR_MAC = { 0x02, 0x00, 0x5e, 0x12, 0x00, 0x02 };
     private static final String OUR_MAC_TEXT = "02:00:5e:12:00:02";
@@ -44,17 +45,19 @@ class TapDeviceKernelTest
     private static final int KERNEL_IP = 0xC6120001; // 198.18.0.1
     private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(3);
 
-    @Test
-    void kernelResolvesUsByArpAndAnswersPings() throws Exception
+    @ParameterizedTest(name = "checksumOffload={0}")
+    @ValueSource(booleans = { true, false })
+    void kernelResolvesUsByArpAndAnswersPings(final boolean checksumOffload) throws Exception
     {
         final String ns = addNamespace();
         try
         {
-            try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP)))
+            try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP, checksumOffload)))
             {
                 assertTrue(tap.created());
                 assertEquals(1500, tap.mtu());
                 assertEquals("tap:" + TAP, tap.name());
+                assertEquals(checksumOffload, tap.transmitChecksumOffload());
 
                 run("ip", "-n", ns, "addr", "add", "198.18.0.1/24", "dev", TAP);
                 run("ip", "-n", ns, "link", "set", TAP, "up");
@@ -102,6 +105,7 @@ class TapDeviceKernelTest
             try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP)))
             {
                 assertFalse(tap.created());
+                assertTrue(tap.transmitChecksumOffload(), "checksum offload is the default");
 
                 final NicException busy =
                     assertThrows(NicException.class, () -> inNamespace(ns, () -> TapDevice.open(TAP)));
@@ -280,59 +284,5 @@ class TapDeviceKernelTest
             }
             return (short)~sum;
         }
-    }
-
-    private static String addNamespace() throws IOException, InterruptedException
-    {
-        final String ns = "nst-" + ProcessHandle.current().pid() + "-" + NAMESPACES.incrementAndGet();
-        run("ip", "netns", "add", ns);
-        return ns;
-    }
-
-    /** Run {@code action} on a fresh thread that has entered {@code ns}; a tap opened there stays there. */
-    private static <T> T inNamespace(final String ns, final Callable<T> action) throws Exception
-    {
-        final FutureTask<T> task = new FutureTask<>(() ->
-        {
-            NetNamespace.enter(ns);
-            try
-            {
-                return action.call();
-            }
-            finally
-            {
-                NetNamespace.restore();
-            }
-        });
-        new Thread(task, "netns-" + ns).start();
-        try
-        {
-            final T result = task.get(10, TimeUnit.SECONDS);
-            assertNotNull(result);
-            return result;
-        }
-        catch (final ExecutionException ex)
-        {
-            throw ex.getCause() instanceof Exception cause ? cause : ex;
-        }
-    }
-
-    private static String run(final String... command) throws IOException, InterruptedException
-    {
-        final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(10, TimeUnit.SECONDS) || process.exitValue() != 0)
-        {
-            process.destroyForcibly();
-            fail(String.join(" ", command) + " failed (root and iproute2 needed): " + output.trim());
-        }
-        return output;
-    }
-
-    private static boolean runQuietly(final String... command) throws IOException, InterruptedException
-    {
-        final Process process = new ProcessBuilder(command).redirectErrorStream(true)
-            .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        return process.waitFor(10, TimeUnit.SECONDS) && process.exitValue() == 0;
     }
 }
