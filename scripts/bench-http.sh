@@ -124,7 +124,8 @@ run_nicstack() {
       --shm "$SHM/d" >"$WORK/daemon.log" 2>&1 &
   local dp=$!; PIDS+=("$dp")
   wait_for "$WORK/daemon.log" '^nicstack ready' "$dp"
-  ip netns exec "$NS1" "${APP[@]}" http --shm "$SHM/d" --port 80 --root "$WWW" >"$WORK/app.log" 2>&1 &
+  # shellcheck disable=SC2086 # NICSTACK_HTTP_APP_OPTS: extra options for the pipe app, word-split on purpose
+  ip netns exec "$NS1" "${APP[@]}" http --shm "$SHM/d" --port 80 --root "$WWW" ${NICSTACK_HTTP_APP_OPTS:-} >"$WORK/app.log" 2>&1 &
   local ap=$!; PIDS+=("$ap")
   wait_for "$WORK/app.log" '^nicstack app ready http 80' "$ap"
   is_java "$dp"; is_java "$ap"

@@ -2,10 +2,8 @@ package io.nicstack.examples;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
-
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
 
 import io.nicstack.pipes.client.DaemonGoneException;
 import io.nicstack.pipes.client.LimitReachedException;
@@ -16,18 +14,19 @@ import io.nicstack.pipes.client.PipeListener;
 
 /**
  * The event loop every example server runs on one thread: {@code poll()} the client, accept what
- * is pending, give every connection a non-blocking turn, idle (spin, yield, then park up to 1 ms)
- * when nothing happened. No thread per connection, no blocking calls.
+ * is pending, give every connection a non-blocking turn; park when passes find nothing to do, for as
+ * long as the {@link ParkPolicy} says. No thread per connection, no blocking calls.
  */
 final class AppServer
 {
     private final NicstackClient client;
     private final PipeListener listener;
     private final Function<PipeConnection, ConnectionHandler> factory;
-    private final IdleStrategy idle = new BackoffIdleStrategy(10, 5, 20_000, 1_000_000);
     private final List<ConnectionHandler> handlers = new ArrayList<>();
+    private final ParkPolicy parking = new ParkPolicy();
     private volatile boolean running = true;
     private boolean limitReported;
+    private boolean hurried;
 
     AppServer(final NicstackClient client, final PipeListener listener,
         final Function<PipeConnection, ConnectionHandler> factory)
@@ -55,7 +54,7 @@ final class AppServer
         {
             while (running)
             {
-                idle.idle(doWork());
+                idle(doWork());
             }
         }
         finally
@@ -65,6 +64,17 @@ final class AppServer
                 h.abort(null);
             }
             handlers.clear();
+        }
+    }
+
+    /** After a pass that did {@code work}: go on, or park as the policy says. */
+    private void idle(final int work)
+    {
+        final long park = parking.afterPass(work, hurried);
+        hurried = false;
+        if (park > 0)
+        {
+            LockSupport.parkNanos(park);
         }
     }
 
@@ -89,6 +99,7 @@ final class AppServer
                 h.abort(e);
                 work++;
             }
+            hurried |= h.takeHurry();
             if (h.done())
             {
                 final int last = handlers.size() - 1;

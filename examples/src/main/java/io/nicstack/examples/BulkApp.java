@@ -133,6 +133,7 @@ final class BulkApp
                 conn.commit(writable);
                 bytes += writable;
                 work++;
+                hurry(); // a stream: park only briefly while bytes flow
             }
             return work;
         }
@@ -215,6 +216,7 @@ final class BulkApp
                 conn.release(n);
                 bytes += n;
                 work++;
+                hurry(); // a stream: park only briefly while bytes flow
             }
             return work;
         }

@@ -20,6 +20,7 @@ abstract class ConnectionHandler
     protected final PipeConnection conn;
     private boolean outputShut;
     private boolean done;
+    private boolean hurry;
     private long lingerDeadline;
 
     ConnectionHandler(final PipeConnection conn)
@@ -75,6 +76,23 @@ abstract class ConnectionHandler
     protected final boolean outputShut()
     {
         return outputShut;
+    }
+
+    /**
+     * Ask the server to park for shorter: this connection is moving a stream that a long park would
+     * hold up (a TX pipe that drained, or an RX pipe that filled, far during the last park).
+     */
+    protected final void hurry()
+    {
+        hurry = true;
+    }
+
+    /** Whether {@link #hurry()} was called since the last call of this method. */
+    final boolean takeHurry()
+    {
+        final boolean h = hurry;
+        hurry = false;
+        return h;
     }
 
     private int linger(final long nowNanos) throws NicstackException

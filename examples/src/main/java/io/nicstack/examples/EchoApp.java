@@ -56,6 +56,7 @@ final class EchoApp
                 conn.release(n);
                 echoed += n;
                 work++;
+                hurry(); // a stream: park only briefly while bytes flow
             }
             return work;
         }

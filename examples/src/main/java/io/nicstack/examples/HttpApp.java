@@ -5,13 +5,15 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.StandardOpenOption;
+import java.time.Instant;
 import java.time.ZoneOffset;
-import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
 import org.agrona.MutableDirectBuffer;
 
+import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.client.NicstackException;
 import io.nicstack.pipes.client.PipeConnection;
 
@@ -20,24 +22,57 @@ import io.nicstack.pipes.client.PipeConnection;
  * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}),
  * Content-Length on every response, 404/403/400/501/505. Requests are parsed by
  * {@link HttpRequestParser} from at most 8 KiB of copied head bytes; pipelined requests wait in the
- * RX pipe until the response before them is fully queued. File bodies go from a {@link FileChannel}
- * straight into claimed TX pipe space, chunk by chunk as acknowledgements free it: per connection
- * the memory is the 8 KiB parser buffer and the response head, never the file.
+ * RX pipe until the response before them is fully queued.
+ *
+ * <p>File bodies are read from a {@link FileCache} open file straight into claimed TX pipe space
+ * (one positional read per refill, no open/stat/close per request once a file is cached); files too large for the cache
+ * are read with a {@link FileChannel} into the pipe instead. A streaming body is refilled only once
+ * a useful amount of the pipe is free ({@link #LOW_WATER}), so the loop makes a few large copies
+ * rather than one per acknowledgement, and a pipe found more than half drained asks the server to
+ * park for shorter ({@link ConnectionHandler#hurry()}). The 200 response head is assembled from
+ * cached pieces (date once a second, per-file header fields) in a per-connection buffer: serving a
+ * cached file allocates nothing beyond what the parser does. Per connection the memory is the 8 KiB
+ * parser buffer and the response head, never the file.
  */
 final class HttpApp
 {
     static final String SERVER = "nicstack-examples";
     static final long IDLE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /** Files cached (open) at most, their bytes at most, largest file cached, how long an entry is trusted. */
+    static final int CACHE_ENTRIES = 1024;
+    static final long CACHE_BYTES = 512L << 20;
+    static final long CACHE_FILE_BYTES = 64L << 20;
+    static final long CACHE_REVALIDATE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /**
+     * A streaming body is refilled once this much TX pipe space is free (at most a quarter of the pipe,
+     * or the rest of the body if that is less): large copies, and no wake-up per acknowledgement.
+     */
+    static final int LOW_WATER = 64 * 1024;
     private static final int SCRATCH = 64 * 1024;
-    private static final DateTimeFormatter DATE = DateTimeFormatter.RFC_1123_DATE_TIME;
+    /** IMF-fixdate (RFC 9110 §5.6.7): always two digits for the day, always GMT. */
+    static final DateTimeFormatter DATE =
+        DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US).withZone(ZoneOffset.UTC);
+    private static final byte[] OK_UP_TO_DATE =
+        ("HTTP/1.1 200 OK\r\nServer: " + SERVER + "\r\nDate: ").getBytes(StandardCharsets.ISO_8859_1);
+    private static final byte[] CONNECTION_CLOSE = "Connection: close\r\n".getBytes(StandardCharsets.ISO_8859_1);
+    private static final byte[] CONNECTION_KEEP_ALIVE = "Connection: keep-alive\r\n".getBytes(StandardCharsets.ISO_8859_1);
 
     private final StaticFiles files;
+    private final FileCache cache;
     /** Shared by all connections of the (single-threaded) server when the TX buffer has no ByteBuffer view. */
     private final ByteBuffer scratch = ByteBuffer.allocateDirect(SCRATCH);
+    private long dateSecond = Long.MIN_VALUE;
+    private byte[] date;
 
     HttpApp(final StaticFiles files)
     {
+        this(files, new FileCache(CACHE_ENTRIES, CACHE_BYTES, CACHE_FILE_BYTES, CACHE_REVALIDATE_NANOS));
+    }
+
+    HttpApp(final StaticFiles files, final FileCache cache)
+    {
         this.files = files;
+        this.cache = cache;
     }
 
     ConnectionHandler handler(final PipeConnection conn)
@@ -52,7 +87,7 @@ final class HttpApp
         final StringBuilder sb = new StringBuilder(256);
         sb.append("HTTP/1.1 ").append(status).append(' ').append(reason).append("\r\n");
         sb.append("Server: ").append(SERVER).append("\r\n");
-        sb.append("Date: ").append(DATE.format(ZonedDateTime.now(ZoneOffset.UTC))).append("\r\n");
+        sb.append("Date: ").append(DATE.format(Instant.now())).append("\r\n");
         if (contentType != null)
         {
             sb.append("Content-Type: ").append(contentType).append("\r\n");
@@ -74,6 +109,55 @@ final class HttpApp
         return sb.toString().getBytes(StandardCharsets.ISO_8859_1);
     }
 
+    /**
+     * The head of a 200 response for a cached file, byte for byte what {@link #responseHead} makes, into
+     * {@code dst}: returns its length, or minus the length needed if {@code dst} is too small (then nothing
+     * is written). Allocates nothing but the date, once a second.
+     */
+    int okHead(final FileCache.Entry e, final boolean keepAlive, final int minorVersion, final long nowMillis,
+        final byte[] dst)
+    {
+        final byte[] d = date(nowMillis);
+        final byte[] fields = e.headFields();
+        final byte[] connection = !keepAlive ? CONNECTION_CLOSE : minorVersion == 0 ? CONNECTION_KEEP_ALIVE : null;
+        final int length = OK_UP_TO_DATE.length + d.length + 2 + fields.length +
+            (connection == null ? 0 : connection.length) + 2;
+        if (dst.length < length)
+        {
+            return -length;
+        }
+        int i = put(dst, 0, OK_UP_TO_DATE);
+        i = put(dst, i, d);
+        dst[i++] = '\r';
+        dst[i++] = '\n';
+        i = put(dst, i, fields);
+        if (connection != null)
+        {
+            i = put(dst, i, connection);
+        }
+        dst[i++] = '\r';
+        dst[i++] = '\n';
+        return i;
+    }
+
+    /** The Date value for {@code nowMillis}, formatted once per second. */
+    private byte[] date(final long nowMillis)
+    {
+        final long second = Math.floorDiv(nowMillis, 1000);
+        if (second != dateSecond)
+        {
+            dateSecond = second;
+            date = DATE.format(Instant.ofEpochSecond(second)).getBytes(StandardCharsets.ISO_8859_1);
+        }
+        return date;
+    }
+
+    private static int put(final byte[] dst, final int at, final byte[] src)
+    {
+        System.arraycopy(src, 0, dst, at, src.length);
+        return at + src.length;
+    }
+
     static String reason(final int status)
     {
         switch (status)
@@ -91,13 +175,18 @@ final class HttpApp
     final class Handler extends ConnectionHandler
     {
         private final HttpRequestParser parser = new HttpRequestParser();
+        private byte[] headBuffer = new byte[256]; // reused for the 200 heads of cached files
         private byte[] head;
+        private int headLength;
         private int headPos;
         private byte[] body; // small error bodies only
         private int bodyPos;
-        private FileChannel file;
+        private FileCache.Entry entry; // the body's open file, in use while responding
+        private FileChannel file;      // or the body's file, when it is not cached
         private long filePos;
         private long fileEnd;
+        private boolean streaming;     // the body did not fit at the first try: later visits refill the pipe
+        private boolean noDelaySet;
         private boolean responding;
         private boolean closeAfterResponse;
         private long discardBody;
@@ -114,6 +203,14 @@ final class HttpApp
         protected int serviceOpen(final long now) throws NicstackException
         {
             int work = 0;
+            if (!noDelaySet)
+            {
+                // As NioHttpApp's TCP_NODELAY: the last, short segment of a response goes out at once instead of
+                // waiting (Nagle) for the acknowledgement of the data before it, which a delayed ACK can hold
+                // back for 40 ms.
+                noDelaySet = true;
+                conn.setOption(Protocol.OPTION_NO_DELAY, 1);
+            }
             if (responding)
             {
                 work += pump(now);
@@ -150,7 +247,7 @@ final class HttpApp
                 switch (parser.state())
                 {
                     case COMPLETE:
-                        respond(parser.request());
+                        respond(parser.request(), now);
                         parser.reset();
                         work += pump(now);
                         break;
@@ -165,20 +262,49 @@ final class HttpApp
             return work;
         }
 
-        private void respond(final HttpRequestParser.Request request)
+        private void respond(final HttpRequestParser.Request request, final long now)
         {
             discardBody = request.contentLength();
             closeAfterResponse = !request.keepAlive();
-            final StaticFiles.Lookup lookup = files.lookup(request.path());
-            if (lookup.status() != 200)
+            final String path = request.path();
+            FileCache.Entry e = cache.get(path, now);
+            if (e == null)
             {
-                final byte[] text = (lookup.status() + " " + reason(lookup.status()) + "\n").getBytes(StandardCharsets.US_ASCII);
-                start(responseHead(lookup.status(), reason(lookup.status()), text.length, "text/plain; charset=utf-8",
-                    request.keepAlive(), request.minorVersion(), null), request.head() ? null : text, null, 0);
-                return;
+                final StaticFiles.Lookup lookup = files.lookup(path);
+                if (lookup.status() != 200)
+                {
+                    cache.remove(path);
+                    respondStatus(lookup.status(), request);
+                    return;
+                }
+                e = cache.refresh(path, lookup.file(), lookup.contentType(), now);
+                if (e == null)
+                {
+                    respondFromChannel(lookup, request);
+                    return;
+                }
             }
+            final long nowMillis = System.currentTimeMillis();
+            int length = okHead(e, request.keepAlive(), request.minorVersion(), nowMillis, headBuffer);
+            if (length < 0)
+            {
+                headBuffer = new byte[-length];
+                length = okHead(e, request.keepAlive(), request.minorVersion(), nowMillis, headBuffer);
+            }
+            start(headBuffer, length, null);
+            if (!request.head())
+            {
+                cache.use(e);
+                entry = e;
+                fileEnd = e.size();
+            }
+        }
+
+        /** A file the cache does not hold (too large, or not readable): read it with a channel. */
+        private void respondFromChannel(final StaticFiles.Lookup lookup, final HttpRequestParser.Request request)
+        {
             FileChannel channel = null;
-            long size = lookup.size();
+            final long size;
             try
             {
                 channel = FileChannel.open(lookup.file(), StandardOpenOption.READ);
@@ -186,83 +312,122 @@ final class HttpApp
             }
             catch (final IOException e)
             {
-                final byte[] text = "403 Forbidden\n".getBytes(StandardCharsets.US_ASCII);
-                start(responseHead(403, reason(403), text.length, "text/plain; charset=utf-8", request.keepAlive(),
-                    request.minorVersion(), null), request.head() ? null : text, null, 0);
+                closeQuietly(channel);
+                respondStatus(403, request);
                 return;
             }
             final byte[] h = responseHead(200, "OK", size, lookup.contentType(), request.keepAlive(),
                 request.minorVersion(), null);
+            start(h, h.length, null);
             if (request.head())
             {
                 closeQuietly(channel);
-                start(h, null, null, 0);
             }
             else
             {
-                start(h, null, channel, size);
+                file = channel;
+                fileEnd = size;
             }
+        }
+
+        private void respondStatus(final int status, final HttpRequestParser.Request request)
+        {
+            final byte[] text = (status + " " + reason(status) + "\n").getBytes(StandardCharsets.US_ASCII);
+            final byte[] h = responseHead(status, reason(status), text.length, "text/plain; charset=utf-8",
+                request.keepAlive(), request.minorVersion(), null);
+            start(h, h.length, request.head() ? null : text);
         }
 
         private void respondError(final int status, final String message)
         {
             closeAfterResponse = true; // after a malformed request the byte stream cannot be trusted
             final byte[] text = (status + " " + reason(status) + ": " + message + "\n").getBytes(StandardCharsets.US_ASCII);
-            start(responseHead(status, reason(status), text.length, "text/plain; charset=utf-8", false, 1,
-                status == 501 ? "Allow: GET, HEAD\r\n" : null), text, null, 0);
+            final byte[] h = responseHead(status, reason(status), text.length, "text/plain; charset=utf-8", false, 1,
+                status == 501 ? "Allow: GET, HEAD\r\n" : null);
+            start(h, h.length, text);
         }
 
-        private void start(final byte[] h, final byte[] b, final FileChannel f, final long size)
+        /** A new response: its head, an optional small body; a file body is set up by the caller. */
+        private void start(final byte[] h, final int length, final byte[] b)
         {
             head = h;
+            headLength = length;
             headPos = 0;
             body = b;
             bodyPos = 0;
-            file = f;
             filePos = 0;
-            fileEnd = size;
+            fileEnd = 0;
+            streaming = false;
             responding = true;
         }
 
-        /** Move as much of the current response into the TX pipe as fits now. */
+        /**
+         * Move as much of the current response into the TX pipe as fits now: head, small body and file
+         * bytes back to back in each claimed span, one commit (doorbell) per span.
+         */
         private int pump(final long now) throws NicstackException
         {
             int work = 0;
-            headPos += copyOut(head, headPos);
-            if (headPos < head.length)
+            long fileWritten = 0;
+            while (true)
             {
-                return work;
-            }
-            if (body != null)
-            {
-                bodyPos += copyOut(body, bodyPos);
-                if (bodyPos < body.length)
+                final int headLeft = headLength - headPos;
+                final int bodyLeft = body == null ? 0 : body.length - bodyPos;
+                final long fileLeft = fileEnd - filePos;
+                if (headLeft + bodyLeft + fileLeft == 0)
                 {
-                    return work;
+                    break;
                 }
-            }
-            while (file != null && filePos < fileEnd)
-            {
-                final int writable = conn.claim((int)Math.min(fileEnd - filePos, Integer.MAX_VALUE));
+                if (work == 0 && headLeft + bodyLeft == 0 && tooLittle(fileLeft))
+                {
+                    break; // continue when acknowledgements have freed enough space; once started, fill the pipe
+                }
+                final int writable = conn.claim((int)Math.min(headLeft + bodyLeft + fileLeft, Integer.MAX_VALUE));
                 if (writable <= 0)
                 {
-                    return work; // TX pipe full: continue when acknowledgements free space
+                    break; // continue when acknowledgements have freed (enough) space
                 }
-                final int n = readFile(conn.txBuffer(), conn.txIndex(), (int)Math.min(writable, fileEnd - filePos));
-                if (n <= 0)
+                final MutableDirectBuffer tx = conn.txBuffer();
+                final int index = conn.txIndex();
+                int n = Math.min(headLeft, writable);
+                tx.putBytes(index, head, headPos, n);
+                headPos += n;
+                final int b = Math.min(bodyLeft, writable - n);
+                if (b > 0)
                 {
-                    // The file shrank under us: the promised Content-Length cannot be kept; reset.
-                    abort(null);
-                    return work + 1;
+                    tx.putBytes(index + n, body, bodyPos, b);
+                    bodyPos += b;
+                    n += b;
+                }
+                final int f = (int)Math.min(fileLeft, writable - n);
+                if (f > 0)
+                {
+                    final int copied = entry != null ? (cache.copy(entry, filePos, tx, index + n, f) ? f : -1) :
+                        readFile(tx, index + n, f);
+                    if (copied <= 0)
+                    {
+                        abort(null); // the file shrank under us: the promised Content-Length cannot be kept; reset
+                        return work + 1;
+                    }
+                    filePos += copied;
+                    fileWritten += copied;
+                    n += copied;
                 }
                 conn.commit(n);
-                filePos += n;
                 work++;
+            }
+            if (streaming && fileWritten >= conn.txCapacity() / 2)
+            {
+                hurry(); // more than half the pipe drained since the last refill: the daemon is about to starve
+            }
+            if (headPos < headLength || body != null && bodyPos < body.length || filePos < fileEnd)
+            {
+                streaming = true;
+                return work;
             }
             // Response fully queued.
             responding = false;
-            closeQuietly(file);
-            file = null;
+            releaseResources();
             head = null;
             body = null;
             lastActivity = now;
@@ -273,26 +438,18 @@ final class HttpApp
             return work + 1;
         }
 
-        private int copyOut(final byte[] src, final int from) throws NicstackException
+        /**
+         * Whether the TX pipe's free space (across its wrap) is too little to bother refilling: less than the
+         * low-water mark (at most a quarter of the pipe) and less than the rest of the body.
+         */
+        private boolean tooLittle(final long rest)
         {
-            int pos = from;
-            while (pos < src.length)
-            {
-                final int writable = conn.claim(src.length - pos);
-                if (writable <= 0)
-                {
-                    break;
-                }
-                final int n = Math.min(writable, src.length - pos);
-                conn.txBuffer().putBytes(conn.txIndex(), src, pos, n);
-                conn.commit(n);
-                pos += n;
-            }
-            return pos - from;
+            final int lowWater = Math.min(LOW_WATER, conn.txCapacity() / 4);
+            return conn.txFree() < Math.min(lowWater, rest);
         }
 
         /** FileChannel → TX pipe: straight into the pipe's memory when it has a ByteBuffer view, else via a scratch buffer. */
-        private int readFile(final MutableDirectBuffer tx, final int index, final int max) throws NicstackException
+        private int readFile(final MutableDirectBuffer tx, final int index, final int max)
         {
             try
             {
@@ -325,6 +482,11 @@ final class HttpApp
         @Override
         protected void releaseResources()
         {
+            if (entry != null)
+            {
+                cache.release(entry);
+                entry = null;
+            }
             closeQuietly(file);
             file = null;
         }

@@ -4,10 +4,14 @@ import io.nicstack.daemon.Netns;
 import io.nicstack.daemon.DaemonProcess;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -338,6 +342,122 @@ class KernelAppTest
         {
             stopApp(app);
         }
+    }
+
+    /**
+     * A file truncated while it is served (from the app's open-file cache): that transfer is reset, everything
+     * the client got before is the file's beginning byte for byte (nothing that is not the file went out),
+     * and the app serves on, the file's new content included.
+     */
+    @Test
+    void truncatingAFileWhileItIsServedResetsThatTransferAndTheAppServesOn() throws Exception
+    {
+        final long size = 32L << 20; // small enough for the app's file cache: served from a mapping
+        final Path file = www.resolve("shrink.bin");
+        writeRandomFile(file, size, 9);
+        final Path out = work.resolve("shrink.out");
+        final AppProcess app = startHttp(8082);
+        try
+        {
+            final Process curl = ns.start("curl", "-sS", "--limit-rate", "2M", "--max-time", "60", "-o", out.toString(),
+                "http://" + DAEMON_IP + ":8082/shrink.bin");
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (curl.isAlive() && System.nanoTime() < deadline && (!Files.exists(out) || Files.size(out) < (1 << 20)))
+            {
+                Thread.sleep(50);
+            }
+            assertTrue(curl.isAlive() && Files.size(out) >= 1 << 20, "the transfer should be under way");
+            try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw"))
+            {
+                raf.setLength(0);
+            }
+            assertTrue(curl.waitFor(30, TimeUnit.SECONDS), "curl should fail soon after the truncation");
+            final String curlOut = new String(curl.getInputStream().readAllBytes());
+            assertNotEquals(0, curl.exitValue(), "the response cannot be complete: " + curlOut);
+            final long got = Files.size(out);
+            assertTrue(got >= 1 << 20 && got < size, "got " + got);
+            assertTrue(isPrefixOfRandomFile(out, 9), "the bytes received are the file's first " + got);
+
+            Files.writeString(file, "after the truncation\n");
+            final String body = ns.exec(20, "curl", "-sS", "--fail", "http://" + DAEMON_IP + ":8082/shrink.bin")
+                .assertOk("curl after the truncation").output();
+            assertEquals("after the truncation\n", body);
+        }
+        finally
+        {
+            stopApp(app);
+            Files.deleteIfExists(out);
+            Files.deleteIfExists(file);
+        }
+    }
+
+    /** Whether {@code file} holds the first bytes of {@link #writeRandomFile}'s output for {@code seed}. */
+    static boolean isPrefixOfRandomFile(final Path file, final long seed) throws IOException
+    {
+        final Random rnd = new Random(seed);
+        final byte[] expected = new byte[1 << 20];
+        final byte[] actual = new byte[1 << 20];
+        try (InputStream in = Files.newInputStream(file))
+        {
+            while (true)
+            {
+                final int n = in.readNBytes(actual, 0, actual.length);
+                if (n == 0)
+                {
+                    return true;
+                }
+                rnd.nextBytes(expected);
+                if (!Arrays.equals(expected, 0, n, actual, 0, n))
+                {
+                    return false;
+                }
+            }
+        }
+    }
+
+    /** The app caches files for a short while: a replaced file, then a removed one, are noticed within seconds. */
+    @Test
+    void aReplacedOrRemovedFileIsNoticed() throws Exception
+    {
+        final Path file = www.resolve("swap.txt");
+        Files.writeString(file, "first version\n");
+        final String url = "http://" + DAEMON_IP + ":8083/swap.txt";
+        final AppProcess app = startHttp(8083);
+        try
+        {
+            assertEquals("first version\n", ns.exec(20, "curl", "-sS", "--fail", url).assertOk("curl").output());
+            final Path next = www.resolve(".swap.tmp");
+            Files.writeString(next, "the second, longer version\n");
+            Files.move(next, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            assertEquals("the second, longer version\n", awaitBody(url, "the second, longer version\n"));
+            Files.delete(file);
+            assertEquals("404", awaitBody(url, "404"));
+        }
+        finally
+        {
+            stopApp(app);
+            Files.deleteIfExists(file);
+        }
+    }
+
+    /** GET {@code url} (body, or the status code if not 2xx) until it is {@code expected}, for up to 5 s; the last answer. */
+    private String awaitBody(final String url, final String expected) throws Exception
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        String last;
+        do
+        {
+            final Netns.Result r = ns.exec(20, "curl", "-sS", "-w", "%{http_code}", url);
+            final String code = r.output().substring(Math.max(0, r.output().length() - 3));
+            last = code.startsWith("2") ? r.output().substring(0, r.output().length() - 3) : code;
+            if (last.equals(expected))
+            {
+                break;
+            }
+            Thread.sleep(20);
+        }
+        while (System.nanoTime() < deadline);
+        return last;
     }
 
     static final String RAW_HTTP = String.join("\n",

@@ -148,6 +148,19 @@ public final class PipeConnection implements AutoCloseable
         return tx.claim(max);
     }
 
+    /** Size of the TX pipe in bytes. */
+    public int txCapacity()
+    {
+        return tx.capacity();
+    }
+
+    /** Free bytes in the TX pipe now (what the daemon has released), wrap or not; {@link #claim} gives the contiguous part. */
+    public int txFree()
+    {
+        checkMapped();
+        return tx.free();
+    }
+
     /** The buffer a claimed span lies in: the whole mapping, index with {@link #txIndex()}. */
     public MutableDirectBuffer txBuffer()
     {

@@ -1,0 +1,220 @@
+package io.nicstack.examples;
+
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileTime;
+import java.util.Arrays;
+import java.util.Random;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class FileCacheTest
+{
+    private static final long REVALIDATE = 100;
+    private static final String TYPE = "application/octet-stream";
+
+    @TempDir
+    Path dir;
+
+    private final UnsafeBuffer dst = new UnsafeBuffer(ByteBuffer.allocateDirect(1 << 20));
+
+    private Path write(final String name, final byte[] content) throws Exception
+    {
+        final Path p = dir.resolve(name);
+        Files.write(p, content);
+        return p.toRealPath();
+    }
+
+    private static byte[] random(final int size, final long seed)
+    {
+        final byte[] b = new byte[size];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    /** The bytes of {@code e}'s file, copied out through {@link FileCache#copy}. */
+    private byte[] read(final FileCache cache, final FileCache.Entry e)
+    {
+        final int n = (int)e.size();
+        assertTrue(cache.copy(e, 0, dst, 0, n));
+        final byte[] b = new byte[n];
+        dst.getBytes(0, b);
+        return b;
+    }
+
+    @Test
+    void mapsAFileOnceAndTrustsItUntilTheRevalidationTime() throws Exception
+    {
+        final byte[] content = random(100_000, 1);
+        final Path f = write("a.bin", content);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        assertNull(cache.get("/a.bin", 0), "nothing cached yet");
+        final FileCache.Entry e = cache.refresh("/a.bin", f, TYPE, 0);
+        assertNotNull(e);
+        assertEquals(content.length, e.size());
+        assertArrayEquals(content, read(cache, e));
+        assertEquals("Content-Type: " + TYPE + "\r\nContent-Length: 100000\r\n",
+            new String(e.headFields(), StandardCharsets.ISO_8859_1));
+        assertSame(e, cache.get("/a.bin", REVALIDATE - 1));
+        assertNull(cache.get("/a.bin", REVALIDATE), "due for a check");
+        assertSame(e, cache.refresh("/a.bin", f, TYPE, REVALIDATE), "unchanged file: the same entry");
+        assertSame(e, cache.get("/a.bin", 2 * REVALIDATE - 1), "trusted again after the check");
+        assertEquals(1, cache.entries());
+        assertEquals(content.length, cache.bytes());
+    }
+
+    @Test
+    void aReplacedFileIsOpenedAnewAndTheOldOneClosesWithItsLastUser() throws Exception
+    {
+        final Path f = write("a.bin", random(50_000, 1));
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache.Entry old = cache.refresh("/a.bin", f, TYPE, 0);
+        cache.use(old); // a response is copying from it
+
+        final byte[] next = random(60_000, 2);
+        final Path tmp = dir.resolve("a.bin.tmp");
+        Files.write(tmp, next);
+        Files.move(tmp, f, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+
+        final FileCache.Entry fresh = cache.refresh("/a.bin", f, TYPE, REVALIDATE);
+        assertNotSame(old, fresh);
+        assertArrayEquals(next, read(cache, fresh));
+        assertFalse(old.cached());
+        assertTrue(old.open(), "still open for the response that uses it");
+        assertArrayEquals(random(50_000, 1), read(cache, old), "which still sees the file it started with");
+        cache.release(old);
+        assertFalse(old.open(), "closed with its last user");
+        assertEquals(1, cache.entries());
+        assertEquals(next.length, cache.bytes());
+    }
+
+    @Test
+    void sizeOrModificationTimeChangesAreNoticed() throws Exception
+    {
+        final Path f = write("a.bin", random(10_000, 1));
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache.Entry e1 = cache.refresh("/a.bin", f, TYPE, 0);
+        try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw"))
+        {
+            raf.setLength(12_000); // grown in place: same inode
+        }
+        final FileCache.Entry e2 = cache.refresh("/a.bin", f, TYPE, REVALIDATE);
+        assertNotSame(e1, e2);
+        assertEquals(12_000, e2.size());
+        assertFalse(e1.open());
+
+        Files.setLastModifiedTime(f, FileTime.fromMillis(Files.getLastModifiedTime(f).toMillis() - 60_000));
+        final FileCache.Entry e3 = cache.refresh("/a.bin", f, TYPE, 2 * REVALIDATE);
+        assertNotSame(e2, e3, "same size, other modification time");
+        assertEquals(1, cache.entries());
+    }
+
+    @Test
+    void boundedInEntriesAndBytesLeastRecentlyUsedFirst() throws Exception
+    {
+        final FileCache cache = new FileCache(2, 10_000, 5_000, REVALIDATE);
+        final FileCache.Entry a = cache.refresh("/a", write("a", new byte[1_000]), TYPE, 0);
+        final FileCache.Entry b = cache.refresh("/b", write("b", new byte[1_000]), TYPE, 0);
+        assertSame(a, cache.get("/a", 1)); // a is now more recently used than b
+        final FileCache.Entry c = cache.refresh("/c", write("c", new byte[1_000]), TYPE, 0);
+        assertEquals(2, cache.entries());
+        assertTrue(a.cached());
+        assertFalse(b.cached(), "the least recently used goes");
+        assertFalse(b.open());
+        assertTrue(c.cached());
+
+        final FileCache bytes = new FileCache(8, 10_000, 5_000, REVALIDATE);
+        final FileCache.Entry d = bytes.refresh("/d", write("d", new byte[4_500]), TYPE, 0);
+        final FileCache.Entry e = bytes.refresh("/e", write("e", new byte[4_500]), TYPE, 0);
+        final FileCache.Entry f = bytes.refresh("/f", write("f", new byte[4_500]), TYPE, 0);
+        assertFalse(d.cached(), "over the byte bound: the oldest goes");
+        assertTrue(e.cached() && f.cached());
+        assertEquals(9_000, bytes.bytes());
+        assertEquals(2, bytes.entries());
+
+        assertNull(bytes.refresh("/big", write("big", new byte[5_001]), TYPE, 0), "larger than a cached file may be");
+        assertEquals(2, bytes.entries());
+
+        bytes.use(e);
+        bytes.clear();
+        assertEquals(0, bytes.entries());
+        assertEquals(0, bytes.bytes());
+        assertTrue(e.open(), "in use: closed only when released");
+        assertFalse(f.open());
+        bytes.release(e);
+        assertFalse(e.open());
+    }
+
+    @Test
+    void anEmptyFileAndAFailedLookup() throws Exception
+    {
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache.Entry empty = cache.refresh("/empty", write("empty", new byte[0]), TYPE, 0);
+        assertNotNull(empty);
+        assertEquals(0, empty.size());
+        assertTrue(cache.copy(empty, 0, dst, 0, 0));
+
+        final FileCache.Entry gone = cache.refresh("/gone", write("gone", new byte[10]), TYPE, 0);
+        Files.delete(dir.resolve("gone"));
+        assertNull(cache.refresh("/gone", dir.resolve("gone"), TYPE, REVALIDATE), "deleted: nothing to map");
+        assertFalse(gone.cached());
+        cache.remove("/empty");
+        assertEquals(0, cache.entries());
+    }
+
+    /**
+     * A file truncated under its open entry: {@link FileCache#copy} comes up short, answers false and drops the
+     * entry; once with a cold copy path and once after enough copies for the JIT to compile it.
+     */
+    @Test
+    void aFileTruncatedUnderItsEntryFailsTheCopyAndLeavesTheCache() throws Exception
+    {
+        for (final int warmCopies : new int[] {0, 50_000})
+        {
+            final byte[] content = random(1 << 20, 3);
+            final Path f = write("t.bin", content);
+            final FileCache cache = new FileCache(8, 4 << 20, 4 << 20, REVALIDATE);
+            final FileCache.Entry e = cache.refresh("/t.bin", f, TYPE, 0);
+            cache.use(e);
+            for (int i = 0; i < warmCopies; i++)
+            {
+                assertTrue(cache.copy(e, (i * 4096L) % (1 << 20), dst, 0, 4096));
+            }
+            try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw"))
+            {
+                raf.setLength(0);
+            }
+            assertFalse(cache.copy(e, 65_536, dst, 0, 65_536), "the copy must report the short read (warm " + warmCopies + ")");
+            assertFalse(e.cached(), "a shrunk file leaves the cache");
+            assertTrue(e.open());
+            assertEquals(0, Files.size(f));
+            Thread.sleep(1);
+            cache.release(e);
+            assertFalse(e.open());
+            assertEquals(0, cache.entries());
+            final byte[] after = Arrays.copyOf(content, 4096);
+            Files.write(f, after);
+            final FileCache.Entry again = cache.refresh("/t.bin", f, TYPE, REVALIDATE);
+            assertArrayEquals(after, read(cache, again), "the file opened anew");
+        }
+    }
+
+    @Test
+    void useAndReleaseAreChecked() throws Exception
+    {
+        final FileCache cache = new FileCache(1, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache.Entry a = cache.refresh("/a", write("a", new byte[10]), TYPE, 0);
+        assertThrows(IllegalStateException.class, () -> cache.release(a));
+        cache.refresh("/b", write("b", new byte[10]), TYPE, 0); // evicts and closes a
+        assertThrows(IllegalStateException.class, () -> cache.use(a));
+        assertThrows(IllegalArgumentException.class, () -> new FileCache(1, 100, 101, REVALIDATE));
+    }
+}

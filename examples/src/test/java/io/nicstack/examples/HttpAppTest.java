@@ -1,0 +1,61 @@
+package io.nicstack.examples;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class HttpAppTest
+{
+    private static String text(final byte[] b, final int length)
+    {
+        return new String(b, 0, length, StandardCharsets.ISO_8859_1);
+    }
+
+    private static String withoutDate(final String head)
+    {
+        final String masked = head.replaceFirst("\r\nDate: [^\r\n]*\r\n", "\r\nDate: X\r\n");
+        assertNotEquals(head, masked, "a Date header: " + head);
+        return masked;
+    }
+
+    @Test
+    void theDateIsAnImfFixdate()
+    {
+        // RFC 9110 §5.6.7: two-digit day, English names, GMT.
+        assertEquals("Sun, 01 Nov 2026 02:03:04 GMT", HttpApp.DATE.format(Instant.parse("2026-11-01T02:03:04Z")));
+        assertEquals("Tue, 05 Mar 2030 23:59:59 GMT", HttpApp.DATE.format(Instant.parse("2030-03-05T23:59:59Z")));
+    }
+
+    @Test
+    void theHeadOfACachedFileIsWhatResponseHeadMakes(@TempDir final Path dir) throws Exception
+    {
+        final Path f = dir.resolve("page.html");
+        Files.writeString(f, "<p>hello</p>\n");
+        final HttpApp app = new HttpApp(new StaticFiles(dir));
+        final FileCache cache = new FileCache(4, 1 << 20, 1 << 20, 1_000_000);
+        final FileCache.Entry e = cache.refresh("/page.html", f.toRealPath(), StaticFiles.contentType("page.html"), 0);
+        final byte[] dst = new byte[256];
+        for (final boolean keepAlive : new boolean[] {true, false})
+        {
+            for (final int minor : new int[] {0, 1})
+            {
+                final long now = System.currentTimeMillis();
+                final int n = app.okHead(e, keepAlive, minor, now, dst);
+                final String expected = new String(HttpApp.responseHead(200, "OK", 13, "text/html; charset=utf-8",
+                    keepAlive, minor, null), StandardCharsets.ISO_8859_1);
+                assertEquals(withoutDate(expected), withoutDate(text(dst, n)), "keepAlive " + keepAlive + " 1." + minor);
+                assertTrue(text(dst, n).contains("\r\nDate: " + HttpApp.DATE.format(Instant.ofEpochMilli(now)) + "\r\n"));
+            }
+        }
+        final int needed = app.okHead(e, true, 1, 0, dst);
+        final byte[] small = new byte[needed - 1];
+        assertEquals(-needed, app.okHead(e, true, 1, 0, small), "too small: the length needed, nothing written");
+        assertArrayEquals(new byte[needed - 1], small);
+    }
+}
