@@ -2,7 +2,8 @@
 # Bulk TCP goodput over a tap, side by side in one run (results are medians of REPS runs):
 #   1. raw tap capacity: a Java frame reflector (the same TapDevice code) echoes a UDP flood;
 #      capacity = reflected frames/s x 1448 (the MSS with timestamps)
-#   2. nicstack daemon: kernel -> nicstack (discard service) and nicstack -> kernel (chargen)
+#   2. nicstack daemon: kernel -> nicstack (discard service) and nicstack -> kernel (chargen), with the
+#      tap's checksum offload (the default) and with --no-offload
 #   3. kernel -> kernel over a veth pair between two namespaces, same client, for context
 # Every namespace is created here and deleted on exit; addresses are 198.18.0.0/15 only.
 # usage: scripts/bench-tcp.sh [BYTES=500000000] [REPS=3]
@@ -50,8 +51,9 @@ tap_capacity() {
 
 nicstack_bulk() {
   fresh_ns "$NS1"
+  # extra daemon options (e.g. --no-offload) come as arguments
   ip netns exec "$NS1" "${JAVA[@]}" -Xmx1g -cp "$DAEMON_CP" io.nicstack.daemon.Main daemon --device tap:nstap0 \
-      --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 --services discard,chargen --shm "$SHM/d" >"$SHM/daemon.log" 2>&1 &
+      --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 --services discard,chargen --shm "$SHM/d" "$@" >"$SHM/daemon.log" 2>&1 &
   local dp=$!; PIDS+=("$dp")
   for _ in $(seq 200); do grep -q '^nicstack ready' "$SHM/daemon.log" 2>/dev/null && break; sleep 0.05; done
   local up down
@@ -79,16 +81,18 @@ kernel_veth() {
   echo "$up $down"
 }
 
-: >"$SHM/cap"; : >"$SHM/up"; : >"$SHM/down"; : >"$SHM/kup"; : >"$SHM/kdown"
+: >"$SHM/cap"; : >"$SHM/up"; : >"$SHM/down"; : >"$SHM/nup"; : >"$SHM/ndown"; : >"$SHM/kup"; : >"$SHM/kdown"
 for rep in $(seq "$REPS"); do
   tap_capacity >>"$SHM/cap"
   read -r up down < <(nicstack_bulk); echo "$up" >>"$SHM/up"; echo "$down" >>"$SHM/down"
+  read -r nup ndown < <(nicstack_bulk --no-offload); echo "$nup" >>"$SHM/nup"; echo "$ndown" >>"$SHM/ndown"
   read -r kup kdown < <(kernel_veth); echo "$kup" >>"$SHM/kup"; echo "$kdown" >>"$SHM/kdown"
-  echo "rep $rep: tap capacity $(tail -1 "$SHM/cap") MB/s; nicstack kernel->nicstack $up MB/s, nicstack->kernel $down MB/s; kernel veth $kup / $kdown MB/s" >&2
+  echo "rep $rep: tap capacity $(tail -1 "$SHM/cap") MB/s; nicstack kernel->nicstack $up MB/s, nicstack->kernel $down MB/s (--no-offload: $nup / $ndown MB/s); kernel veth $kup / $kdown MB/s" >&2
 done
-CAP=$(median <"$SHM/cap"); UP=$(median <"$SHM/up"); DOWN=$(median <"$SHM/down"); KUP=$(median <"$SHM/kup"); KDOWN=$(median <"$SHM/kdown")
+CAP=$(median <"$SHM/cap"); UP=$(median <"$SHM/up"); DOWN=$(median <"$SHM/down"); NUP=$(median <"$SHM/nup"); NDOWN=$(median <"$SHM/ndown"); KUP=$(median <"$SHM/kup"); KDOWN=$(median <"$SHM/kdown")
 echo "medians of $REPS runs, $BYTES bytes per transfer:"
 echo "  tap capacity (Java reflector, frames/s x 1448): $CAP MB/s"
 echo "  kernel -> nicstack (discard):  $UP MB/s  ($(awk -v a="$UP" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')% of tap capacity)"
 echo "  nicstack -> kernel (chargen):  $DOWN MB/s  ($(awk -v a="$DOWN" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')% of tap capacity)"
+echo "  with --no-offload:            $NUP MB/s up ($(awk -v a="$NUP" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')%), $NDOWN MB/s down ($(awk -v a="$NDOWN" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')%)"
 echo "  kernel -> kernel over veth:    $KUP MB/s up, $KDOWN MB/s down (context)"

@@ -266,7 +266,12 @@ final class FileCache
         }
     }
 
-    private int read(final FileChannel channel, final long position, final MutableDirectBuffer dst, final int index,
+    /**
+     * One positional read of at most {@code length} bytes of {@code channel} at {@code position} into
+     * {@code dst[index ..]}: straight into its memory when it has a {@link ByteBuffer} view, else through a
+     * scratch buffer. Returns what {@link FileChannel#read(ByteBuffer, long)} returns.
+     */
+    int read(final FileChannel channel, final long position, final MutableDirectBuffer dst, final int index,
         final int length) throws IOException
     {
         final ByteBuffer backing = dst.byteBuffer();

@@ -1,7 +1,6 @@
 package io.nicstack.examples;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.StandardOpenOption;
@@ -48,7 +47,6 @@ final class HttpApp
      * or the rest of the body if that is less): large copies, and no wake-up per acknowledgement.
      */
     static final int LOW_WATER = 64 * 1024;
-    private static final int SCRATCH = 64 * 1024;
     /** IMF-fixdate (RFC 9110 §5.6.7): always two digits for the day, always GMT. */
     static final DateTimeFormatter DATE =
         DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US).withZone(ZoneOffset.UTC);
@@ -59,8 +57,6 @@ final class HttpApp
 
     private final StaticFiles files;
     private final FileCache cache;
-    /** Shared by all connections of the (single-threaded) server when the TX buffer has no ByteBuffer view. */
-    private final ByteBuffer scratch = ByteBuffer.allocateDirect(SCRATCH);
     private long dateSecond = Long.MIN_VALUE;
     private byte[] date;
 
@@ -191,8 +187,6 @@ final class HttpApp
         private boolean closeAfterResponse;
         private long discardBody;
         private long lastActivity = System.nanoTime();
-        private ByteBuffer txView;
-        private ByteBuffer txViewOf;
 
         Handler(final PipeConnection conn)
         {
@@ -448,30 +442,12 @@ final class HttpApp
             return conn.txFree() < Math.min(lowWater, rest);
         }
 
-        /** FileChannel → TX pipe: straight into the pipe's memory when it has a ByteBuffer view, else via a scratch buffer. */
+        /** The uncached file → TX pipe (as the cache reads its files); -1 when it cannot be read. */
         private int readFile(final MutableDirectBuffer tx, final int index, final int max)
         {
             try
             {
-                final ByteBuffer backing = tx.byteBuffer();
-                if (backing != null)
-                {
-                    if (txViewOf != backing)
-                    {
-                        txView = backing.duplicate();
-                        txViewOf = backing;
-                    }
-                    final int offset = tx.wrapAdjustment() + index;
-                    txView.limit(offset + max).position(offset);
-                    return file.read(txView, filePos);
-                }
-                scratch.clear().limit(Math.min(max, scratch.capacity()));
-                final int n = file.read(scratch, filePos);
-                if (n > 0)
-                {
-                    tx.putBytes(index, scratch, 0, n);
-                }
-                return n;
+                return cache.read(file, filePos, tx, index, max);
             }
             catch (final IOException e)
             {
