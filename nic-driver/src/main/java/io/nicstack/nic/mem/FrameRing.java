@@ -5,6 +5,7 @@ import org.agrona.BufferUtil;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import static io.nicstack.nic.mem.FrameRingDescriptor.FLAGS_OFFSET;
 import static io.nicstack.nic.mem.FrameRingDescriptor.FRAME_OFFSET;
 import static io.nicstack.nic.mem.FrameRingDescriptor.HEAD_POSITION_OFFSET;
 import static io.nicstack.nic.mem.FrameRingDescriptor.LENGTH_OFFSET;
@@ -78,13 +79,18 @@ public final class FrameRing
     /** Producer side: fills slots and publishes them in batches. */
     public final class Producer
     {
-        private final UnsafeBuffer frame = new UnsafeBuffer(buffer, 0, maxFrameLength);
+        /** One view per slot, made once: claiming a slot is an index, not a wrap. */
+        private final UnsafeBuffer[] slots = new UnsafeBuffer[capacity];
         private long position;
         private long published;
         private long headCache;
 
         private Producer()
         {
+            for (int i = 0; i < capacity; i++)
+            {
+                slots[i] = new UnsafeBuffer(buffer, i * slotLength + FRAME_OFFSET, maxFrameLength);
+            }
         }
 
         /** The next free slot (frame at index 0, capacity maxFrameLength), or null when the ring is full. */
@@ -99,18 +105,25 @@ public final class FrameRing
                 }
             }
 
-            frame.wrap(buffer, slotOffset(position) + FRAME_OFFSET, maxFrameLength);
-            return frame;
+            return slots[(int)(position % capacity)];
         }
 
         /** Complete the slot returned by the last {@link #tryClaim()} with {@code length} bytes; not yet visible. */
         public void commit(final int length)
         {
+            commit(length, 0);
+        }
+
+        /** As {@link #commit(int)}, with the receive flags the consumer hands up with the frame. */
+        public void commit(final int length, final int flags)
+        {
             if (length < 0 || length > maxFrameLength)
             {
                 throw new IllegalArgumentException("frame length " + length + " outside 0.." + maxFrameLength);
             }
-            buffer.putInt(slotOffset(position) + LENGTH_OFFSET, length);
+            final int slot = slotOffset(position);
+            buffer.putInt(slot + LENGTH_OFFSET, length);
+            buffer.putInt(slot + FLAGS_OFFSET, flags);
             position++;
         }
 
@@ -143,7 +156,7 @@ public final class FrameRing
             return buffer.getLongVolatile(tailPositionIndex) == position;
         }
 
-        /** Hand up to {@code limit} frames to the handler, each at index 0 of a view valid during the call, flags 0. */
+        /** Hand up to {@code limit} frames to the handler, each at index 0 of a view valid during the call, with its flags. */
         public int read(final FrameHandler handler, final int limit)
         {
             final long start = position;
@@ -155,9 +168,10 @@ public final class FrameRing
                 {
                     final int offset = slotOffset(next);
                     final int length = buffer.getInt(offset + LENGTH_OFFSET);
+                    final int flags = buffer.getInt(offset + FLAGS_OFFSET);
                     next++; // a handler that throws does not get the same frame again
-                    frame.wrap(buffer, offset + FRAME_OFFSET, length);
-                    handler.onFrame(frame, 0, length, 0); // no flags: nothing below the stack verified a checksum
+                    frame.wrap(buffer, offset + FRAME_OFFSET, length); // exactly sized: a read past the frame throws
+                    handler.onFrame(frame, 0, length, flags);
                 }
             }
             finally

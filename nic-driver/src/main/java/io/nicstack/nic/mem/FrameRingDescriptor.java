@@ -14,7 +14,7 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *  +---------------------------------------------------------------+
  *  |                    Frame Length (native order)                |
  *  +---------------------------------------------------------------+
- *  |                           Reserved                            |
+ *  |                 Frame Flags (native order)                    |
  *  +---------------------------------------------------------------+
  *  |                    Frame (up to maxFrameLength)              ...
  * ...                                                              |
@@ -44,6 +44,9 @@ public final class FrameRingDescriptor
 {
     /** Offset of the frame length within a slot. */
     public static final int LENGTH_OFFSET = 0;
+
+    /** Offset of the frame's receive flags ({@code FrameHandler.RX_L4_CHECKSUM_TRUSTED}) within a slot. */
+    public static final int FLAGS_OFFSET = 4;
 
     /** Offset of the frame bytes within a slot. */
     public static final int FRAME_OFFSET = 8;

@@ -12,6 +12,11 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Frames are written straight into ring slots and read in place. When the peer's queue is full, {@link #claim()}
  * hands out a scratch buffer and the frame is dropped on {@link #commit(int)}, like a NIC with a full TX ring.
+ *
+ * <p>With checksum offload (see {@link MemoryWire#pair(int, int, boolean)}) it behaves like two NICs that offload
+ * TCP/UDP checksums on either side of a wire that cannot corrupt anything: a frame committed with
+ * {@link #TX_L4_CHECKSUM_PARTIAL} keeps its pseudo-header sum (nobody computes the rest) and arrives flagged
+ * {@link FrameHandler#RX_L4_CHECKSUM_TRUSTED}. Without it (the default), checksums are the stacks' own, end to end.
  */
 public final class MemoryDevice implements NetDevice
 {
@@ -23,13 +28,15 @@ public final class MemoryDevice implements NetDevice
     private final FrameRing.Producer tx;
     private final FrameRing.Consumer rx;
     private final UnsafeBuffer overflowFrame;
+    private final boolean checksumOffload;
 
     private MutableDirectBuffer claimed;
     private int queued;
     private long droppedFrames;
 
-    MemoryDevice(final String name, final int mtu, final FrameRing txRing, final FrameRing rxRing)
+    MemoryDevice(final String name, final int mtu, final FrameRing txRing, final FrameRing rxRing, final boolean checksumOffload)
     {
+        this.checksumOffload = checksumOffload;
         this.name = name;
         this.mtu = mtu;
         this.tx = txRing.producer();
@@ -72,8 +79,25 @@ public final class MemoryDevice implements NetDevice
     }
 
     @Override
+    public boolean transmitChecksumOffload()
+    {
+        return checksumOffload;
+    }
+
+    @Override
     public void commit(final int length)
     {
+        commit(length, 0);
+    }
+
+    @Override
+    public void commit(final int length, final int flags)
+    {
+        if (flags != 0 && (flags != TX_L4_CHECKSUM_PARTIAL || !checksumOffload))
+        {
+            throw new IllegalArgumentException("transmit flags " + flags + " on " + name
+                + (checksumOffload ? "" : ", which does not offload checksums"));
+        }
         if (claimed == null)
         {
             throw new IllegalStateException("commit without claim on " + name);
@@ -90,7 +114,7 @@ public final class MemoryDevice implements NetDevice
         }
         else
         {
-            tx.commit(length);
+            tx.commit(length, flags == 0 ? 0 : FrameHandler.RX_L4_CHECKSUM_TRUSTED);
             queued++;
         }
         claimed = null;

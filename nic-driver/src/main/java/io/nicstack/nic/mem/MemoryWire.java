@@ -18,7 +18,7 @@ public final class MemoryWire
     private final MemoryDevice a;
     private final MemoryDevice b;
 
-    private MemoryWire(final int mtu, final int queueFrames)
+    private MemoryWire(final int mtu, final int queueFrames, final boolean checksumOffload)
     {
         if (mtu < MIN_MTU || mtu > MAX_MTU)
         {
@@ -32,14 +32,24 @@ public final class MemoryWire
         final int maxFrameLength = mtu + NetDevice.ETHERNET_HEADER_LENGTH;
         final FrameRing aToB = new FrameRing(queueFrames, maxFrameLength);
         final FrameRing bToA = new FrameRing(queueFrames, maxFrameLength);
-        a = new MemoryDevice("mem:a", mtu, aToB, bToA);
-        b = new MemoryDevice("mem:b", mtu, bToA, aToB);
+        a = new MemoryDevice("mem:a", mtu, aToB, bToA, checksumOffload);
+        b = new MemoryDevice("mem:b", mtu, bToA, aToB, checksumOffload);
     }
 
     /** A wire with the given MTU and room for {@code queueFrames} frames in flight in each direction. */
     public static MemoryWire pair(final int mtu, final int queueFrames)
     {
-        return new MemoryWire(mtu, queueFrames);
+        return new MemoryWire(mtu, queueFrames, false);
+    }
+
+    /**
+     * As {@link #pair(int, int)}; with {@code checksumOffload} both ends offload TCP/UDP checksums as NICs do
+     * (see {@link MemoryDevice}), for benchmarks that stand in for a NIC. Tests of the stack's own checksums
+     * use the default.
+     */
+    public static MemoryWire pair(final int mtu, final int queueFrames, final boolean checksumOffload)
+    {
+        return new MemoryWire(mtu, queueFrames, checksumOffload);
     }
 
     /** The end named {@code mem:a}. */

@@ -74,6 +74,40 @@ class MemoryWireTest
         assertEquals(List.of(0), flags);
     }
 
+    /** With offload, a frame committed with a partial checksum arrives trusted; one committed without, does not. */
+    @Test
+    void anOffloadingWireCarriesTheChecksumFlagPerFrame()
+    {
+        final MemoryWire offloading = MemoryWire.pair(1500, 16, true);
+        final List<Integer> flags = new ArrayList<>();
+        final FrameHandler handler = new FrameHandler()
+        {
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+            {
+                flags.add(-1);
+            }
+
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int frameFlags)
+            {
+                flags.add(frameFlags);
+            }
+        };
+        assertTrue(offloading.a().transmitChecksumOffload());
+        offloading.a().claim();
+        offloading.a().commit(60, NetDevice.TX_L4_CHECKSUM_PARTIAL);
+        offloading.a().claim();
+        offloading.a().commit(60);
+        offloading.a().claim();
+        assertThrows(IllegalArgumentException.class, () -> offloading.a().commit(60, 2));
+        offloading.a().commit(60, 0);
+        offloading.a().flush();
+
+        assertEquals(3, offloading.b().receive(handler, NetDevice.BURST));
+        assertEquals(List.of(FrameHandler.RX_L4_CHECKSUM_TRUSTED, 0, 0), flags);
+    }
+
     @Test
     void nothingCrossesBeforeFlushOrAfterAbort()
     {

@@ -290,9 +290,11 @@ public final class TcpHeader extends HeaderView<TcpHeader>
         return checksum(Checksum.fold(Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_TCP, length())));
     }
 
-    /** Compute and store the checksum over pseudo header and the wrapped segment. */
+    /** Compute and store the checksum over pseudo header and the wrapped segment (one pass: the field is zeroed first). */
     public TcpHeader updateChecksum(final int sourceIp, final int destinationIp)
     {
-        return checksum(computeChecksum(sourceIp, destinationIp));
+        checksum(0);
+        final long sum = Checksum.pseudoHeaderIpv4(sourceIp, destinationIp, Ipv4Header.PROTOCOL_TCP, length());
+        return checksum(Checksum.finish(Checksum.partial(buffer(), offset(), length(), sum)));
     }
 }
