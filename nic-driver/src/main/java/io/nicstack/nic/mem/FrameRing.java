@@ -24,6 +24,8 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
 public final class FrameRing
 {
     private final int capacity;
+    /** {@code capacity - 1} when the capacity is a power of two (slot index by mask), else -1 (by remainder). */
+    private final int indexMask;
     private final int maxFrameLength;
     private final int slotLength;
     private final UnsafeBuffer buffer;
@@ -36,6 +38,7 @@ public final class FrameRing
     public FrameRing(final int capacity, final int maxFrameLength)
     {
         this.capacity = capacity;
+        this.indexMask = capacity > 0 && (capacity & (capacity - 1)) == 0 ? capacity - 1 : -1;
         this.maxFrameLength = maxFrameLength;
         this.slotLength = FrameRingDescriptor.slotLength(maxFrameLength);
         this.buffer = new UnsafeBuffer(BufferUtil.allocateDirectAligned(
@@ -73,7 +76,13 @@ public final class FrameRing
 
     private int slotOffset(final long position)
     {
-        return (int)(position % capacity) * slotLength;
+        return slotIndex(position) * slotLength;
+    }
+
+    /** The slot of a position: a mask for power-of-two capacities (a 64-bit division costs tens of cycles). */
+    private int slotIndex(final long position)
+    {
+        return indexMask >= 0 ? (int)position & indexMask : (int)(position % capacity);
     }
 
     /** Producer side: fills slots and publishes them in batches. */
@@ -105,7 +114,7 @@ public final class FrameRing
                 }
             }
 
-            return slots[(int)(position % capacity)];
+            return slots[slotIndex(position)];
         }
 
         /** Complete the slot returned by the last {@link #tryClaim()} with {@code length} bytes; not yet visible. */
