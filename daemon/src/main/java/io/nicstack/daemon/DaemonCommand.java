@@ -10,6 +10,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.BusySpinIdleStrategy;
 import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemEpochNanoClock;
@@ -42,8 +43,11 @@ final class DaemonCommand
     private static final Set<String> WITH_VALUE = Set.of(
         "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
 
-    /** {@code --no-offload}: open the tap without checksum offload (virtio-net headers), which is on by default. */
-    private static final Set<String> FLAGS = Set.of("--no-offload");
+    /**
+     * {@code --no-offload}: open the tap without checksum offload (virtio-net headers), which is on by default;
+     * {@code --busy-poll}: never park the loop (lowest latency, one core always busy).
+     */
+    private static final Set<String> FLAGS = Set.of("--no-offload", "--busy-poll");
 
     /** Per-app shared memory limit: a larger app file is rejected with LIMIT_MEMORY. */
     private static final long MAX_APP_FILE_BYTES = 1L << 30;
@@ -59,6 +63,8 @@ final class DaemonCommand
     private final FaultConfig faults;
     private final Path shm;
     private final boolean checksumOffload;
+    /** {@code --busy-poll}: the loop never parks (DPDK style): lowest latency, one core always busy. */
+    private final boolean busyPoll;
     private final List<String> services = new ArrayList<>();
     private final CountDownLatch cleanedUp = new CountDownLatch(1);
     private volatile int exitStatus;
@@ -101,6 +107,7 @@ final class DaemonCommand
         pcap = o.has("--pcap") ? Path.of(o.get("--pcap")) : null;
         shm = Path.of(o.get("--shm", StatsCommand.DEFAULT_SHM));
         checksumOffload = !o.has("--no-offload");
+        busyPoll = o.has("--busy-poll");
         for (final String s : o.get("--services", "").split(","))
         {
             if (s.isEmpty())
@@ -169,7 +176,8 @@ final class DaemonCommand
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
             final long[] nextSnapshot = {clock.nanoTime()};
-            final EventLoop loop = new EventLoop(stack, clock, roundClock, new BackoffIdleStrategy(), pipes, () ->
+            final EventLoop loop = new EventLoop(stack, clock, roundClock,
+                busyPoll ? new BusySpinIdleStrategy() : new BackoffIdleStrategy(), pipes, () ->
             {
                 final long now = roundClock.nanoTime();
                 if (now - nextSnapshot[0] >= 0)

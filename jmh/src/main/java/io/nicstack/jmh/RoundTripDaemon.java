@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.stream.Stream;
 
+import org.agrona.concurrent.BusySpinIdleStrategy;
 import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
@@ -18,6 +19,7 @@ import io.nicstack.daemon.TcpServices;
 import io.nicstack.daemon.pipes.PipeServer;
 import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.stack.NetStack;
+import io.nicstack.stack.loop.EventLoop;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
@@ -28,10 +30,10 @@ import io.nicstack.stack.tcp.TcpListener;
 /**
  * The daemon side of {@link PipeRoundTripBenchmark}, in this JVM: stack A (198.18.0.2) with the real
  * {@link PipeServer} on a temporary {@code --shm} directory, and stack B (198.18.0.3) running an inline TCP echo on
- * port 7 (as the daemon's {@code TcpServices} echo, with TCP_NODELAY), joined by a {@link MemoryWire}. One background
- * thread drives all three with the real clock and busy spins ({@link Thread#onSpinWait()} on an idle round):
- * {@code server.doWork(); a.poll(now); b.poll(now)} — the daemon's {@code EventLoop} round (tasks, then the stack)
- * plus the far end's stack.
+ * port 7 (as the daemon's {@code TcpServices} echo, with TCP_NODELAY), joined by a {@link MemoryWire} that offloads
+ * checksums as NICs do. One background thread drives all three through the daemon's own {@link EventLoop} in
+ * busy-poll mode ({@code --busy-poll}): per round the pipe server, then stack B (the far end, as a loop task), then
+ * stack A; the clock is read after a round with work and every few idle rounds.
  */
 final class RoundTripDaemon
 {
@@ -92,17 +94,19 @@ final class RoundTripDaemon
     {
         try
         {
+            // The daemon's own EventLoop in busy-poll mode (the daemon's --busy-poll): the pipe server and stack
+            // B (the remote host, polled as a task with the round's clock) run before stack A in each round.
             // No stack.start(): its gratuitous ARP would be dropped by the other stack as "target not ours",
             // spoiling the no-drop check; the first connect resolves B by ARP as usual.
+            final EventLoop loop = new EventLoop(a, new SystemNanoClock(), roundClock, new BusySpinIdleStrategy(),
+                server, () -> b.poll(roundClock.nanoTime()));
             while (running)
             {
-                final long now = System.nanoTime();
-                roundClock.update(now);
-                final int work = server.doWork() + a.poll(now) + b.poll(now);
+                final int work = loop.doWork();
                 rounds++;
                 if (work == 0)
                 {
-                    Thread.onSpinWait();
+                    Thread.onSpinWait(); // what BusySpinIdleStrategy.idle() does
                 }
             }
         }
