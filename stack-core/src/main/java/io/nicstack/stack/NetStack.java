@@ -71,6 +71,18 @@ public final class NetStack implements FrameHandler
     }
 
     /**
+     * Hand every frame queued since the last flush to the device now, e.g. the segments that
+     * application work outside {@link #poll} (a host app's doorbell) produced, instead of holding them
+     * until the end of the next poll, behind its receive burst.
+     *
+     * @return the number of frames handed to the medium.
+     */
+    public int flush()
+    {
+        return link.flush();
+    }
+
+    /**
      * One run-to-completion round: a receive burst, due timers, then one transmit burst.
      *
      * @return work done (frames received plus timers run), 0 when idle.

@@ -177,6 +177,11 @@ public final class PipeServer implements LoopTask, AutoCloseable
                 i--;
             }
         }
+        if (work > 0)
+        {
+            // Segments the doorbells produced leave now, not after the stack's next receive burst (a tap read).
+            stack.flush();
+        }
         return work;
     }
 
