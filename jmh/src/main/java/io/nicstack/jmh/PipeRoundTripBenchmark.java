@@ -45,8 +45,9 @@ import static io.nicstack.jmh.RoundTripDaemon.check;
  *     claim/write/commit 64 bytes in the connection's TX pipe (the doorbell), the daemon thread's round sees the TX
  *     tail move, stack A sends a TCP segment over the {@link io.nicstack.nic.mem.MemoryWire}, stack B's echo reads it
  *     and writes it back (a second TCP segment, carrying the ACK), stack A places the payload in the RX pipe and
- *     publishes its tail; the app spins on {@code peek()} until 64 bytes are there, checks the sequence number,
- *     {@code release}s them and calls {@code client.poll()} once (drains the paced NOTIFY, as an app's loop would).
+ *     publishes its tail; right after the doorbell the app calls {@code client.poll()} once (drains the previous
+ *     round trip's paced NOTIFY, as an app's loop would while it waits), then spins on {@code peek()} until 64 bytes
+ *     are there, checks the sequence number and {@code release}s them.
  *     See {@link RoundTripDaemon}.</li>
  *     <li>{@code pipeLoopback}: the same client calls on the same app file and connection slot, but the daemon thread
  *     is replaced, after the connection is set up, by a plain copier: TX pipe [head, tail) → RX pipe, publish RX tail,
@@ -156,6 +157,7 @@ public class PipeRoundTripBenchmark
             tx.putLong(at, seq);
             tx.putBytes(at + 8, pattern, 8, MESSAGE - 8);
             c.commit(MESSAGE);
+            whileWaiting();
             int n;
             while ((n = c.peek()) < MESSAGE)
             {
@@ -172,11 +174,11 @@ public class PipeRoundTripBenchmark
             }
             c.release(MESSAGE);
             operations++;
-            afterOperation();
             return back;
         }
 
-        abstract void afterOperation() throws NicstackException;
+        /** Once per round trip, right after the doorbell: what the app's loop does while the reply is on its way. */
+        abstract void whileWaiting() throws NicstackException;
     }
 
     /** The whole path: client library, PipeServer, TCP over the memory wire to an echo and back. */
@@ -198,9 +200,9 @@ public class PipeRoundTripBenchmark
         }
 
         @Override
-        void afterOperation() throws NicstackException
+        void whileWaiting() throws NicstackException
         {
-            client.poll();
+            client.poll(); // drains the previous round trip's paced NOTIFY, as an app's loop would
         }
 
         @TearDown(Level.Trial)
@@ -286,7 +288,7 @@ public class PipeRoundTripBenchmark
         }
 
         @Override
-        void afterOperation()
+        void whileWaiting()
         {
         }
 

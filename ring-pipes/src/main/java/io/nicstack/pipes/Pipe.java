@@ -35,6 +35,10 @@ public final class Pipe
     private AtomicBuffer buffer;
     private int capacity;
     private int mask;
+    /** Producer: the consumer's head as last read (a lower bound: it only grows). */
+    private long headCache;
+    /** Consumer: the producer's tail as last read (a lower bound: it only grows). */
+    private long tailCache;
     private int offset;
 
     /**
@@ -60,6 +64,8 @@ public final class Pipe
         this.offset = offset;
         this.capacity = capacity;
         this.mask = capacity - 1;
+        this.headCache = buffer.getLongVolatile(offset + HEAD_OFFSET);
+        this.tailCache = buffer.getLongVolatile(offset + TAIL_OFFSET);
         return this;
     }
 
@@ -100,10 +106,21 @@ public final class Pipe
         return buffer.getLongVolatile(offset + HEAD_OFFSET);
     }
 
-    /** Producer: bytes that may be written now. */
+    /** Producer: bytes that may be written now (reads the consumer's head). */
     public int free()
     {
-        final long used = tail() - buffer.getLongVolatile(offset + HEAD_OFFSET);
+        headCache = buffer.getLongVolatile(offset + HEAD_OFFSET);
+        return freeSince(headCache);
+    }
+
+    /**
+     * Producer: free bytes as of the head last read. The head only grows, so this is a lower bound of what is
+     * free: a claim or commit it allows is safe without touching the consumer's cache line, which the consumer
+     * writes on every release (reading it each time was a cross-core miss per message).
+     */
+    private int freeSince(final long head)
+    {
+        final long used = tail() - head;
         return used <= 0 ? capacity : (used >= capacity ? 0 : capacity - (int)used);
     }
 
@@ -114,8 +131,9 @@ public final class Pipe
     public int claim(final int max)
     {
         final long tail = tail();
-        final int toWrap = capacity - ((int)tail & mask);
-        return Math.min(Math.min(free(), toWrap), Math.max(max, 0));
+        final int wanted = Math.min(capacity - ((int)tail & mask), Math.max(max, 0));
+        final int free = freeSince(headCache);
+        return Math.min(free >= wanted ? free : free(), wanted);
     }
 
     /** Producer: index in {@link #buffer()} where a claimed span starts. */
@@ -128,7 +146,7 @@ public final class Pipe
     public void commit(final int length)
     {
         final long tail = tail();
-        if (length < 0 || length > free())
+        if (length < 0 || length > freeSince(headCache) && length > free())
         {
             throw new IllegalArgumentException("commit of " + length + " bytes with " + free() + " free");
         }
@@ -185,6 +203,8 @@ public final class Pipe
     {
         buffer.putLongRelease(offset + HEAD_OFFSET, 0);
         buffer.putLongRelease(offset + TAIL_OFFSET, 0);
+        headCache = 0;
+        tailCache = 0;
     }
 
     // ---- consumer ---------------------------------------------------------------------------
@@ -198,7 +218,8 @@ public final class Pipe
     /** Consumer: the producer's published tail (an acquire load). */
     public long tailVolatile()
     {
-        return buffer.getLongVolatile(offset + TAIL_OFFSET);
+        tailCache = buffer.getLongVolatile(offset + TAIL_OFFSET);
+        return tailCache;
     }
 
     /** Consumer: bytes published and not yet consumed, clamped to {@code [0, capacity]}. */
@@ -224,7 +245,8 @@ public final class Pipe
     /** Consumer: consume {@code length} bytes (a release store of the head: the producer may reuse them). */
     public void release(final int length)
     {
-        if (length < 0 || length > readable())
+        // The tail only grows: bytes below the tail last read are readable without reading it again.
+        if (length < 0 || length > tailCache - head() && length > readable())
         {
             throw new IllegalArgumentException("release of " + length + " bytes with " + readable() + " readable");
         }

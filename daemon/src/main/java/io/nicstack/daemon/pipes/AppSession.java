@@ -162,6 +162,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             s.lastTxTail = txTail;
             counters.increment(PipeCounter.DOORBELLS);
             c.sendBufferAppended();
+            server.flushStack(); // the segment leaves now, before the rest of the round
             work++;
         }
         final long rxHead = s.rx.headVolatile();

@@ -185,6 +185,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return work;
     }
 
+    /** Hand the frames queued so far to the device (a doorbell's segment should not wait for the rest of the round). */
+    void flushStack()
+    {
+        stack.flush();
+    }
+
     private void housekeeping()
     {
         final long epochMillis = epochClock.time();
