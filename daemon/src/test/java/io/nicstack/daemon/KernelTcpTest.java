@@ -343,6 +343,24 @@ class KernelTcpTest
         }
     }
 
+    /** The two non-default loop/device modes end to end: busy polling and the tap without checksum offload. */
+    @Test
+    void busyPollingDaemonWithoutOffloadAnswersPingAndEchoesExactly() throws Exception
+    {
+        try (Netns busyNs = new Netns();
+            DaemonProcess busy = new DaemonProcess(busyNs, work.resolve("shm-busy"), "--device", "tap:nstap3",
+                "--ip", DAEMON_IP + "/24", "--host-ip", "198.18.0.1/24", "--services", "echo",
+                "--busy-poll", "--no-offload"))
+        {
+            busy.awaitReady();
+            busyNs.exec(20, "ping", "-c", "3", "-i", "0.2", "-W", "2", DAEMON_IP).assertOk("ping a busy-polling daemon");
+            final Netns.Result r = busyNs.exec(120, PYTHON, work.resolve("tcp_peer.py").toString(), "echo", DAEMON_IP, "5000000");
+            assertEquals(0, r.exitCode(), "echo failed: " + r.output() + "\ndaemon: " + String.join("\n", busy.output));
+            assertTrue(r.output().contains("exact=True"), r.output());
+            assertEquals(0, busy.stop());
+        }
+    }
+
     @Test
     void echoThroughTheDaemonsFaultInjectorIsExact() throws Exception
     {
