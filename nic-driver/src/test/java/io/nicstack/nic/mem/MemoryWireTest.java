@@ -49,20 +49,7 @@ class MemoryWireTest
     void framesArriveThroughTheFourArgumentCallWithoutFlagsAndNoOffloadIsOffered()
     {
         final List<Integer> flags = new ArrayList<>();
-        final FrameHandler handler = new FrameHandler()
-        {
-            @Override
-            public void onFrame(final DirectBuffer buffer, final int offset, final int length)
-            {
-                flags.add(-1);
-            }
-
-            @Override
-            public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int frameFlags)
-            {
-                flags.add(frameFlags);
-            }
-        };
+        final FrameHandler handler = recordingFlags(flags);
 
         assertFalse(wire.a().transmitChecksumOffload());
         wire.a().claim();
@@ -80,20 +67,7 @@ class MemoryWireTest
     {
         final MemoryWire offloading = MemoryWire.pair(1500, 16, true);
         final List<Integer> flags = new ArrayList<>();
-        final FrameHandler handler = new FrameHandler()
-        {
-            @Override
-            public void onFrame(final DirectBuffer buffer, final int offset, final int length)
-            {
-                flags.add(-1);
-            }
-
-            @Override
-            public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int frameFlags)
-            {
-                flags.add(frameFlags);
-            }
-        };
+        final FrameHandler handler = recordingFlags(flags);
         assertTrue(offloading.a().transmitChecksumOffload());
         offloading.a().claim();
         offloading.a().commit(60, NetDevice.TX_L4_CHECKSUM_PARTIAL);
@@ -292,5 +266,24 @@ class MemoryWireTest
             bytes[i] = (byte)(seed * 31 + i);
         }
         return bytes;
+    }
+
+    /** A handler that records each frame's flags, or -1 for a frame that came through the three-argument call. */
+    private static FrameHandler recordingFlags(final List<Integer> flags)
+    {
+        return new FrameHandler()
+        {
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+            {
+                flags.add(-1);
+            }
+
+            @Override
+            public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int frameFlags)
+            {
+                flags.add(frameFlags);
+            }
+        };
     }
 }
