@@ -60,6 +60,7 @@ public final class NetStack implements FrameHandler
         ipv4.register(Ipv4Header.PROTOCOL_ICMP, icmp);
         ipv4.register(Ipv4Header.PROTOCOL_UDP, udp);
         ipv4.register(Ipv4Header.PROTOCOL_TCP, tcp);
+        icmp.onErrors(Ipv4Header.PROTOCOL_TCP, tcp::onIcmpError);
     }
 
     /** Send the gratuitous ARP that announces us (call once when the link is up). */

@@ -14,13 +14,18 @@ import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
 
 /**
- * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests) and
- * rate-limited error messages (destination unreachable, time exceeded).
+ * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests),
+ * rate-limited error messages (destination unreachable, time exceeded), and received error messages
+ * passed to the protocol whose datagram they quote ({@link #onErrors}).
  */
 public final class Icmp implements IpProtocolHandler
 {
     /** RFC 1812 4.3.2.3: an error quotes as much of the offending datagram as fits in 576 bytes. */
     private static final int MAX_ERROR_DATAGRAM = 576;
+    /** RFC 792 source quench (deprecated by RFC 6633; RFC 9293 MUST-55: TCP discards it). */
+    public static final int TYPE_SOURCE_QUENCH = 4;
+    /** RFC 792 parameter problem. */
+    public static final int TYPE_PARAMETER_PROBLEM = 12;
 
     private final Ipv4 ip;
     private final StackCounters counters;
@@ -30,6 +35,42 @@ public final class Icmp implements IpProtocolHandler
     private final long nanosPerToken;
     private final long burstNanos;
     private long bucketTime = Long.MIN_VALUE;
+    private final IcmpErrorHandler[] errorHandlers = new IcmpErrorHandler[256];
+    private final Ipv4Header quotedIp = new Ipv4Header();
+
+    /** Pass received ICMP errors that quote a datagram of {@code protocol} to {@code handler} (RFC 1122 §3.2.2). */
+    public void onErrors(final int protocol, final IcmpErrorHandler handler)
+    {
+        errorHandlers[protocol & 0xFF] = handler;
+    }
+
+    private static boolean isError(final int type)
+    {
+        return type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE || type == TYPE_SOURCE_QUENCH
+            || type == IcmpHeader.TYPE_TIME_EXCEEDED || type == TYPE_PARAMETER_PROBLEM;
+    }
+
+    /**
+     * The quoted datagram must be well formed, ours (source is this host: errors about datagrams we did not send are
+     * forged or misdirected), unfragmented at offset 0 and quote at least 8 octets of its upper-layer header
+     * (RFC 792); anything else stays counted as {@code ICMP_IN_OTHER} only.
+     */
+    private void deliverError(final DirectBuffer buffer, final int quoteOffset, final int quoteLength, final long now)
+    {
+        if (!quotedIp.wrapChecked(buffer, quoteOffset, quoteLength))
+        {
+            return;
+        }
+        final int headerLength = quotedIp.headerLength();
+        final IcmpErrorHandler handler = errorHandlers[quotedIp.protocol()];
+        if (handler == null || quotedIp.version() != 4 || headerLength < Ipv4Header.MIN_HEADER_LENGTH
+            || quoteLength - headerLength < 8 || quotedIp.source() != ip.config().address() || quotedIp.fragmentOffset() != 0)
+        {
+            return;
+        }
+        handler.onIcmpError(icmp.type(), icmp.code(), quotedIp.destination(), buffer, quoteOffset + headerLength,
+            quoteLength - headerLength, now);
+    }
 
     public Icmp(final Ipv4 ip, final StackCounters counters)
     {
@@ -62,6 +103,10 @@ public final class Icmp implements IpProtocolHandler
         if (icmp.type() != IcmpHeader.TYPE_ECHO_REQUEST)
         {
             counters.increment(StackCounter.ICMP_IN_OTHER);
+            if (isError(icmp.type()) && !broadcast)
+            {
+                deliverError(buffer, offset + IcmpHeader.HEADER_LENGTH, length - IcmpHeader.HEADER_LENGTH, now);
+            }
             return;
         }
         if (broadcast)

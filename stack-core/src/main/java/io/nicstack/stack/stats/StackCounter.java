@@ -88,6 +88,8 @@ public enum StackCounter
     TCP_RESETS_SENT("tcp resets sent", Kind.INFO),
     TCP_RESETS_RECEIVED("tcp resets received (accepted)", Kind.INFO),
     TCP_NO_CONNECTION("tcp segments for no connection (answered by reset)", Kind.INFO),
+    TCP_ICMP_ERRORS("tcp icmp errors acted on (soft errors recorded, connection attempts refused)", Kind.INFO),
+    TCP_ICMP_IGNORED("tcp icmp errors ignored (no connection, sequence not in flight, source quench)", Kind.INFO),
     TCP_RETRANSMITTED_SEGMENTS("tcp segments retransmitted", Kind.INFO),
     TCP_FAST_RETRANSMITS("tcp fast retransmits", Kind.INFO),
     TCP_SACK_RECOVERIES("tcp sack recoveries", Kind.INFO),

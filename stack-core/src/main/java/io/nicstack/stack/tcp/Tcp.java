@@ -358,6 +358,27 @@ public final class Tcp implements IpProtocolHandler
         onClosedSegment(dst, src, nowNanos);
     }
 
+    /**
+     * RFC 9293 §3.9.2 (MUST-54): an ICMP error quoting a segment of ours goes to the connection that sent it. The
+     * quote holds our port, the remote port and the segment's sequence number in its first 8 octets.
+     */
+    public void onIcmpError(
+        final int type, final int code, final int remoteIp, final DirectBuffer quoted, final int offset, final int length,
+        final long nowNanos)
+    {
+        final int localPort = quoted.getShort(offset + TcpHeader.SOURCE_PORT_OFFSET, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        final int remotePort = quoted.getShort(offset + TcpHeader.DESTINATION_PORT_OFFSET, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        final int seq = quoted.getInt(offset + TcpHeader.SEQUENCE_NUMBER_OFFSET, java.nio.ByteOrder.BIG_ENDIAN);
+        final TcpConnection c = connections.get(key(remoteIp, remotePort, localPort));
+        if (c == null)
+        {
+            counters.increment(StackCounter.TCP_ICMP_IGNORED);
+            return;
+        }
+        now = nowNanos;
+        c.onIcmpError(type, code, seq, nowNanos);
+    }
+
     /** RFC 9293 §3.10.7.1: no connection. Answer anything but a RST with a RST. */
     private void onClosedSegment(final int localIp, final int remoteIp, final long nowNanos)
     {

@@ -33,6 +33,9 @@ public final class TcpConnection
     public static final int CLOSE_TIMED_OUT = 3;
     public static final int CLOSE_ABORTED = 4;
 
+    private static final int ICMP_DESTINATION_UNREACHABLE = 3;
+    private static final int ICMP_SOURCE_QUENCH = 4;
+
     private static final long NONE = 0;
 
     final Tcp tcp;
@@ -123,6 +126,8 @@ public final class TcpConnection
     private long timeWaitDeadline;
     private long timerId = Timers.NO_TIMER;
     private long timerDeadline;
+    /** Last believed ICMP soft error, {@code type << 8 | code}, 0 if none. */
+    private int softError;
     int retransmits;
     private int persistBackoff;
     /** RFC 9293 §3.8.6.2.1: the override timeout is 0.1 to 1 s. */
@@ -634,6 +639,49 @@ public final class TcpConnection
             onFin(now);
         }
         markDirty();
+    }
+
+    /**
+     * An ICMP error quoting a segment of this connection (RFC 9293 §3.9.2, RFC 1122 §4.2.3.9, RFC 5461, RFC 5927).
+     *
+     * <ul>
+     * <li>Only an error that quotes a sequence number in flight ({@code SND.UNA <= seq < SND.MAX}; the ISS before
+     *     anything is acknowledged) is believed: others are forged or stale (RFC 5927 §4.1).</li>
+     * <li>Source quench is discarded (MUST-55).</li>
+     * <li>Protocol or port unreachable (destination unreachable codes 2 and 3) are hard errors: they end a connection
+     *     that is still being opened, as refused (SHLD-26). In a synchronized state they count as soft errors, as RFC
+     *     5461 §4 recommends (an attacker's or a transient router's error must not kill a working connection).</li>
+     * <li>Everything else (net/host unreachable, fragmentation needed, source route failed, time exceeded, parameter
+     *     problem) is a soft error: the connection goes on (MUST-56) and the error is kept for the application
+     *     ({@link #softError()}, SHLD-25). Fragmentation needed does not adjust the MSS (no path MTU discovery).</li>
+     * </ul>
+     */
+    void onIcmpError(final int type, final int code, final int seq, final long now)
+    {
+        final boolean inFlight = Seq.le(sndUna, seq) && Seq.lt(seq, sndMax);
+        if (!inFlight || type == ICMP_SOURCE_QUENCH)
+        {
+            tcp.count(StackCounter.TCP_ICMP_IGNORED);
+            return;
+        }
+        tcp.count(StackCounter.TCP_ICMP_ERRORS);
+        final boolean hard = type == ICMP_DESTINATION_UNREACHABLE && (code == 2 || code == 3);
+        if (hard && !state.isSynchronized())
+        {
+            tcp.remove(this, CLOSE_REFUSED);
+            return;
+        }
+        softError = type << 8 | code;
+    }
+
+    /**
+     * The last ICMP error believed for this connection that did not end it, as {@code type << 8 | code} (e.g. 0x0301
+     * for host unreachable), 0 if none: what the application may want to know when the connection stalls
+     * (RFC 9293 SHLD-25).
+     */
+    public int softError()
+    {
+        return softError;
     }
 
     /** RFC 9293 §3.10.7.3: SYN-SENT. */

@@ -455,13 +455,20 @@ class Rfc9293DataTest
     {
         t.passiveOpen();
         t.write(bytes(10, 17));
-        final byte[] quoted = t.frame(t.in().ports(t.localPort, t.peerPort).from(STACK_IP).to(PEER_IP));
-        // Source quench (4), destination unreachable net/host/frag-needed (3/0,1,4,5), time exceeded (11), parameter problem (12).
-        final int[][] errors = {{4, 0}, {3, 0}, {3, 1}, {3, 4}, {3, 5}, {11, 0}, {12, 0}};
+        // The errors quote the segment in flight (SND.UNA = iss + 1), so the connection believes them (RFC 5927).
+        final byte[] quoted = t.ourSegment(t.iss + 1);
+        // Source quench (4): discarded (MUST-55), no soft error recorded.
+        t.device.inject(t.icmpError(4, 0, quoted));
+        t.poll();
+        assertEquals(0, t.conn.softError());
+        // Destination unreachable net/host/frag-needed/source route (3/0,1,4,5), time exceeded (11), parameter problem (12):
+        // soft errors (MUST-56), kept for the application (SHLD-25).
+        final int[][] errors = {{3, 0}, {3, 1}, {3, 4}, {3, 5}, {11, 0}, {12, 0}};
         for (final int[] e : errors)
         {
-            t.device.inject(icmpError(t, e[0], e[1], quoted));
+            t.device.inject(t.icmpError(e[0], e[1], quoted));
             t.poll();
+            assertEquals(e[0] << 8 | e[1], t.conn.softError(), "soft error recorded for " + e[0] + "/" + e[1]);
         }
         t.recv(t.out().flags(ACK | PSH).payload(bytes(10, 17)));
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
@@ -470,16 +477,4 @@ class Rfc9293DataTest
         t.recv(t.out().seq(t.iss + 11).flags(ACK | PSH).payload(bytes(5, 18)));
     }
 
-    /** An ICMP error from the peer quoting the IP header and first 8 octets of a segment we sent. */
-    private static byte[] icmpError(final TcpTestHarness t, final int type, final int code, final byte[] quotedFrame)
-    {
-        final int quotedLength = 20 + 8;
-        final byte[] icmp = new byte[8 + quotedLength];
-        System.arraycopy(quotedFrame, 14, icmp, 8, quotedLength);
-        final UnsafeBuffer b = new UnsafeBuffer(icmp);
-        b.putByte(0, (byte)type);
-        b.putByte(1, (byte)code);
-        new IcmpHeader().wrap(b, 0, icmp.length).updateChecksum();
-        return Frames.fromPeer(t.mac, Frames.ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_ICMP, 99, false, 0, icmp));
-    }
 }

@@ -646,6 +646,25 @@ final class TcpTestHarness
         }
     }
 
+    /** A frame as the stack would send it on this connection: our ports, our address to the peer, {@code seq}. */
+    byte[] ourSegment(final int seq)
+    {
+        return frame(in().ports(localPort, peerPort).from(STACK_IP).to(PEER_IP).seq(seq).ack(0));
+    }
+
+    /** An ICMP error from the peer quoting the IP header and first 8 octets of {@code quotedFrame} (RFC 792). */
+    byte[] icmpError(final int type, final int code, final byte[] quotedFrame)
+    {
+        final int quotedLength = 20 + 8;
+        final byte[] icmp = new byte[8 + quotedLength];
+        System.arraycopy(quotedFrame, 14, icmp, 8, quotedLength);
+        final UnsafeBuffer b = new UnsafeBuffer(icmp);
+        b.putByte(0, (byte)type);
+        b.putByte(1, (byte)code);
+        new io.nicstack.stack.wire.IcmpHeader().wrap(b, 0, icmp.length).updateChecksum();
+        return Frames.fromPeer(mac, Frames.ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_ICMP, ipId++, false, 0, icmp));
+    }
+
     /** The whole Ethernet frame for a peer segment, checksums correct unless asked otherwise. */
     byte[] frame(final Seg s)
     {

@@ -1,0 +1,22 @@
+package io.nicstack.stack.icmp;
+
+import org.agrona.DirectBuffer;
+
+/**
+ * An upper layer that acts on ICMP error messages about datagrams it sent (RFC 1122 §3.2.2, RFC 9293 §3.9.2 MUST-54).
+ * {@link Icmp} has already checked that the quoted IPv4 header is well formed, came from this host and quotes at least
+ * the first 8 octets of the upper-layer header (all RFC 792 promises).
+ */
+@FunctionalInterface
+public interface IcmpErrorHandler
+{
+    /**
+     * @param type             ICMP type: 3 destination unreachable, 4 source quench, 11 time exceeded, 12 parameter problem.
+     * @param code             ICMP code.
+     * @param quotedDestination destination address of the quoted datagram (the remote end).
+     * @param quoted           buffer holding the quoted upper-layer header.
+     * @param offset           where it starts.
+     * @param length           quoted bytes available, at least 8.
+     */
+    void onIcmpError(int type, int code, int quotedDestination, DirectBuffer quoted, int offset, int length, long now);
+}

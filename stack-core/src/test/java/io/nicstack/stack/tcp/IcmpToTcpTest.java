@@ -1,0 +1,130 @@
+package io.nicstack.stack.tcp;
+
+import static io.nicstack.stack.tcp.TcpTestHarness.PEER_IP;
+import static io.nicstack.stack.tcp.TcpTestHarness.PEER_PORT;
+import static io.nicstack.stack.tcp.TcpTestHarness.bytes;
+import static io.nicstack.stack.wire.TcpHeader.ACK;
+import static io.nicstack.stack.wire.TcpHeader.PSH;
+import static io.nicstack.stack.wire.TcpHeader.SYN;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Arrays;
+
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.stats.StackCounter;
+
+/**
+ * ICMP errors reach the connection that sent the quoted segment (RFC 9293 §3.9.2 MUST-54), which believes only
+ * errors quoting a sequence number in flight (RFC 5927 §4.1), ends an opening connection on a hard error (SHLD-26)
+ * and otherwise keeps a soft error for the application (MUST-56, SHLD-25; RFC 5461 for hard errors once synchronized).
+ */
+class IcmpToTcpTest
+{
+    private static final int PORT_UNREACHABLE = 3;
+    private static final int DESTINATION_UNREACHABLE = 3;
+
+    private final TcpTestHarness t = new TcpTestHarness();
+
+    /** Sends the SYN of an active open and returns the connection, ISS and ephemeral port recorded. */
+    private TcpConnection synSent()
+    {
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final TcpTestHarness.Seg syn = t.recv().get(0);
+        assertTrue(syn.r.hasFlags(SYN));
+        t.iss = syn.r.seq;
+        t.localPort = syn.r.sourcePort;
+        return t.conn;
+    }
+
+    @Test
+    void rfc9293_must54_shld26_portUnreachableForOurSynRefusesTheConnectionAtOnce()
+    {
+        final TcpConnection c = synSent();
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, PORT_UNREACHABLE, t.ourSegment(t.iss)));
+        t.poll();
+        assertEquals(TcpState.CLOSED, c.state());
+        assertEquals(TcpConnection.CLOSE_REFUSED, t.events.closedReason);
+        assertEquals(1, t.counter(StackCounter.TCP_ICMP_ERRORS));
+        t.advanceMs(5_000);
+        assertTrue(t.recv().isEmpty(), "no SYN retransmission after the refusal");
+    }
+
+    @Test
+    void rfc9293_must56_hostUnreachableForOurSynIsSoftTheSynIsRetried()
+    {
+        final TcpConnection c = synSent();
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 1, t.ourSegment(t.iss)));
+        t.poll();
+        assertEquals(TcpState.SYN_SENT, c.state());
+        assertEquals(DESTINATION_UNREACHABLE << 8 | 1, c.softError());
+        assertEquals(-1, t.events.closedReason);
+        t.advanceMs(1_100);
+        assertTrue(t.recv().stream().anyMatch(s -> s.r.hasFlags(SYN) && s.r.seq == t.iss), "the SYN is retransmitted");
+    }
+
+    /** RFC 5927 §4.1: an error whose quoted sequence number was never sent, or already acknowledged, is ignored. */
+    @Test
+    void errorsQuotingASequenceNumberNotInFlightAreIgnored()
+    {
+        final TcpConnection c = synSent();
+        for (final int seq : new int[] {t.iss + 1, t.iss - 1, t.iss + 100_000, t.iss ^ 0x8000_0000})
+        {
+            t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, PORT_UNREACHABLE, t.ourSegment(seq)));
+            t.poll();
+        }
+        assertEquals(TcpState.SYN_SENT, c.state());
+        assertEquals(0, c.softError());
+        assertEquals(4, t.counter(StackCounter.TCP_ICMP_IGNORED));
+        assertEquals(0, t.counter(StackCounter.TCP_ICMP_ERRORS));
+    }
+
+    /** RFC 5461 §4: once synchronized, a hard error is only a soft one; the data still gets through. */
+    @Test
+    void aHardErrorOnAnEstablishedConnectionIsSoft()
+    {
+        t.passiveOpen();
+        t.write(bytes(10, 3));
+        t.recv(t.out().flags(ACK | PSH).payload(bytes(10, 3)));
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, PORT_UNREACHABLE, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        assertEquals(DESTINATION_UNREACHABLE << 8 | PORT_UNREACHABLE, t.conn.softError());
+        t.send(t.in().ack(t.iss + 11));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    /** No connection for the quoted ports, a quote of another host's datagram, or a truncated quote: nothing happens. */
+    @Test
+    void errorsForNoConnectionOrMalformedQuotesChangeNothing()
+    {
+        final TcpConnection c = synSent();
+        final byte[] otherPorts = t.frame(t.in().ports(t.localPort + 1, PEER_PORT).from(TcpTestHarness.STACK_IP).to(PEER_IP).seq(t.iss));
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, PORT_UNREACHABLE, otherPorts));
+        final byte[] notOurs = t.frame(t.in().ports(t.localPort, PEER_PORT).from(PEER_IP).to(PEER_IP).seq(t.iss));
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, PORT_UNREACHABLE, notOurs));
+        final byte[] whole = t.icmpError(DESTINATION_UNREACHABLE, PORT_UNREACHABLE, t.ourSegment(t.iss));
+        for (int cut = 1; cut <= 12; cut++)
+        {
+            // Cut into the quoted TCP header and the quoted IPv4 header, keeping the frame's own lengths consistent.
+            t.device.inject(truncatedIcmp(whole, cut));
+        }
+        t.poll();
+        assertEquals(TcpState.SYN_SENT, c.state());
+        assertEquals(1, t.counter(StackCounter.TCP_ICMP_IGNORED), "only the other-ports error reached TCP");
+        assertEquals(0, t.counter(StackCounter.TCP_ICMP_ERRORS));
+        assertEquals(0, t.stack.counters().unaccountedFrames(), "every frame ended in a counter");
+    }
+
+    /** The ICMP error frame with its quote shortened by {@code cut} bytes (IPv4 length and ICMP checksum redone). */
+    private byte[] truncatedIcmp(final byte[] frame, final int cut)
+    {
+        final byte[] icmp = Arrays.copyOfRange(frame, 14 + 20, frame.length - cut);
+        icmp[2] = 0;
+        icmp[3] = 0;
+        new io.nicstack.stack.wire.IcmpHeader().wrap(new org.agrona.concurrent.UnsafeBuffer(icmp), 0, icmp.length).updateChecksum();
+        return io.nicstack.stack.Frames.fromPeer(t.mac, io.nicstack.stack.Frames.ipv4(PEER_IP, TcpTestHarness.STACK_IP,
+            io.nicstack.stack.wire.Ipv4Header.PROTOCOL_ICMP, 500 + cut, false, 0, icmp));
+    }
+}
