@@ -225,6 +225,89 @@ class KernelTcpTest
         }
     }
 
+    /**
+     * RFC 9293 MUST-54 against the kernel: its firewall rejects our SYN with ICMP port unreachable (nftables), and the
+     * stack's connect fails as refused at once instead of retrying SYNs until R2.
+     */
+    @Test
+    void connectRejectedWithIcmpPortUnreachableIsRefusedAtOnce() throws Exception
+    {
+        try (Netns rejectNs = new Netns())
+        {
+            final AtomicReference<Throwable> failure = new AtomicReference<>();
+            final java.util.concurrent.atomic.AtomicInteger closedReason = new java.util.concurrent.atomic.AtomicInteger(-1);
+            final java.util.concurrent.atomic.AtomicLong closedAfterNanos = new java.util.concurrent.atomic.AtomicLong(-1);
+            final java.util.concurrent.atomic.AtomicLong synsSent = new java.util.concurrent.atomic.AtomicLong();
+            final java.util.concurrent.atomic.AtomicBoolean tapReady = new java.util.concurrent.atomic.AtomicBoolean();
+            final java.util.concurrent.atomic.AtomicBoolean go = new java.util.concurrent.atomic.AtomicBoolean();
+            final Thread stackThread = new Thread(() ->
+            {
+                try
+                {
+                    NetNamespace.enter(rejectNs.name);
+                    try (TapDevice tap = TapDevice.open("nstap4"))
+                    {
+                        final NetStack stack = new NetStack(tap, StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), System.nanoTime());
+                        stack.start(System.nanoTime());
+                        tapReady.set(true);
+                        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                        while (!go.get() && System.nanoTime() < deadline)
+                        {
+                            stack.poll(System.nanoTime());
+                            Thread.sleep(1);
+                        }
+                        final long start = System.nanoTime();
+                        stack.tcp().connect(Ipv4Address.parse("198.18.0.1"), 5555, new TcpHandler()
+                        {
+                            @Override
+                            public void onClosed(final TcpConnection c, final int reason)
+                            {
+                                closedAfterNanos.set(System.nanoTime() - start);
+                                closedReason.set(reason);
+                            }
+                        }, null);
+                        while (closedReason.get() < 0 && System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5))
+                        {
+                            stack.poll(System.nanoTime());
+                        }
+                        synsSent.set(stack.counters().get(io.nicstack.stack.stats.StackCounter.TCP_SEGMENTS_OUT));
+                    }
+                    finally
+                    {
+                        NetNamespace.restore();
+                    }
+                }
+                catch (final Throwable t)
+                {
+                    failure.set(t);
+                }
+            }, "stack-icmp-reject");
+            stackThread.start();
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!tapReady.get() && failure.get() == null && System.nanoTime() < deadline)
+            {
+                Thread.sleep(10);
+            }
+            assertNull(failure.get());
+            rejectNs.exec(5, "ip", "addr", "add", "198.18.0.1/24", "dev", "nstap4").assertOk("addr");
+            rejectNs.exec(5, "ip", "link", "set", "nstap4", "up").assertOk("link up");
+            rejectNs.exec(5, "nft", "add", "table", "inet", "nstreject").assertOk("nft table");
+            rejectNs.exec(5, "nft", "add", "chain", "inet", "nstreject", "in", "{ type filter hook input priority 0 ; }").assertOk("nft chain");
+            rejectNs.exec(5, "nft", "add", "rule", "inet", "nstreject", "in", "tcp", "dport", "5555", "reject", "with", "icmp", "type",
+                "port-unreachable").assertOk("nft rule");
+            go.set(true);
+            stackThread.join(TimeUnit.SECONDS.toMillis(30));
+            assertFalse(stackThread.isAlive(), "stack thread finished");
+            assertNull(failure.get(), () -> "stack thread failed: " + failure.get());
+            assertEquals(TcpConnection.CLOSE_REFUSED, closedReason.get(), "the connection attempt was refused");
+            assertTrue(closedAfterNanos.get() < TimeUnit.MILLISECONDS.toNanos(900),
+                "refused before the first SYN retransmission (1 s): " + closedAfterNanos.get() / 1_000_000 + " ms");
+            assertEquals(1, synsSent.get(), "one SYN, no retransmission");
+            final String counters = rejectNs.exec(5, "nft", "list", "ruleset").output();
+            assertTrue(counters.contains("reject"), counters);
+        }
+    }
+
     /** The stack side of the client test: connects, sends the stream with salt 1, checks the stream with salt 2. */
     static final class ClientRun implements TcpHandler
     {
