@@ -68,8 +68,8 @@ public final class Icmp implements IpProtocolHandler
         {
             return;
         }
-        handler.onIcmpError(icmp.type(), icmp.code(), quotedIp.destination(), buffer, quoteOffset + headerLength,
-            quoteLength - headerLength, now);
+        handler.onIcmpError(icmp.type(), icmp.code(), icmp.restOfHeader(), quotedIp.destination(), buffer,
+            quoteOffset + headerLength, quoteLength - headerLength, now);
     }
 
     public Icmp(final Ipv4 ip, final StackCounters counters)

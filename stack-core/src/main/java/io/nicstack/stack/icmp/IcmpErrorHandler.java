@@ -13,10 +13,13 @@ public interface IcmpErrorHandler
     /**
      * @param type             ICMP type: 3 destination unreachable, 4 source quench, 11 time exceeded, 12 parameter problem.
      * @param code             ICMP code.
+     * @param restOfHeader     the ICMP header's last 4 octets (for fragmentation needed, RFC 1191: the next-hop MTU
+     *                         in the low 16 bits, 0 from routers older than RFC 1191).
      * @param quotedDestination destination address of the quoted datagram (the remote end).
      * @param quoted           buffer holding the quoted upper-layer header.
      * @param offset           where it starts.
      * @param length           quoted bytes available, at least 8.
      */
-    void onIcmpError(int type, int code, int quotedDestination, DirectBuffer quoted, int offset, int length, long now);
+    void onIcmpError(int type, int code, int restOfHeader, int quotedDestination, DirectBuffer quoted, int offset, int length,
+        long now);
 }

@@ -363,8 +363,8 @@ public final class Tcp implements IpProtocolHandler
      * quote holds our port, the remote port and the segment's sequence number in its first 8 octets.
      */
     public void onIcmpError(
-        final int type, final int code, final int remoteIp, final DirectBuffer quoted, final int offset, final int length,
-        final long nowNanos)
+        final int type, final int code, final int restOfHeader, final int remoteIp, final DirectBuffer quoted, final int offset,
+        final int length, final long nowNanos)
     {
         final int localPort = quoted.getShort(offset + TcpHeader.SOURCE_PORT_OFFSET, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF;
         final int remotePort = quoted.getShort(offset + TcpHeader.DESTINATION_PORT_OFFSET, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF;
@@ -376,7 +376,7 @@ public final class Tcp implements IpProtocolHandler
             return;
         }
         now = nowNanos;
-        c.onIcmpError(type, code, seq, nowNanos);
+        c.onIcmpError(type, code, restOfHeader & 0xFFFF, seq, nowNanos);
     }
 
     /** RFC 9293 §3.10.7.1: no connection. Answer anything but a RST with a RST. */

@@ -35,6 +35,9 @@ public final class TcpConnection
 
     private static final int ICMP_DESTINATION_UNREACHABLE = 3;
     private static final int ICMP_SOURCE_QUENCH = 4;
+    private static final int ICMP_FRAGMENTATION_NEEDED = 4;
+    /** Smallest path MTU believed from an ICMP error (Linux's net.ipv4.route.min_pmtu). */
+    static final int MIN_PATH_MTU = 552;
 
     private static final long NONE = 0;
 
@@ -653,10 +656,15 @@ public final class TcpConnection
      *     5461 §4 recommends (an attacker's or a transient router's error must not kill a working connection).</li>
      * <li>Everything else (net/host unreachable, fragmentation needed, source route failed, time exceeded, parameter
      *     problem) is a soft error: the connection goes on (MUST-56) and the error is kept for the application
-     *     ({@link #softError()}, SHLD-25). Fragmentation needed does not adjust the MSS (no path MTU discovery).</li>
+     *     ({@link #softError()}, SHLD-25).</li>
+     * <li>Fragmentation needed (code 4) is path MTU discovery (RFC 1191): every segment we send has DF set, so a
+     *     smaller link on the path drops it and says so. The send MSS shrinks to the reported next-hop MTU (at least
+     *     {@link #MIN_PATH_MTU}, as Linux's min_pmtu, so a forged error cannot make segments tiny; 576 when the
+     *     router does not report one) and what is in flight is sent again in smaller segments at once, without a
+     *     congestion response (RFC 1191 §6.5: a segment too big is not congestion).</li>
      * </ul>
      */
-    void onIcmpError(final int type, final int code, final int seq, final long now)
+    void onIcmpError(final int type, final int code, final int nextHopMtu, final int seq, final long now)
     {
         final boolean inFlight = Seq.le(sndUna, seq) && Seq.lt(seq, sndMax);
         if (!inFlight || type == ICMP_SOURCE_QUENCH)
@@ -672,6 +680,31 @@ public final class TcpConnection
             return;
         }
         softError = type << 8 | code;
+        if (type == ICMP_DESTINATION_UNREACHABLE && code == ICMP_FRAGMENTATION_NEEDED)
+        {
+            pathMtuReduced(nextHopMtu == 0 ? 576 : nextHopMtu, now);
+        }
+    }
+
+    /** RFC 1191: a smaller path MTU; shrink the MSS and resend what is in flight in segments that fit. */
+    private void pathMtuReduced(final int mtu, final long now)
+    {
+        final int base = Math.max(MIN_PATH_MTU, mtu) - 40; // IPv4 and TCP headers without options
+        if (base >= mssBase)
+        {
+            return; // not smaller than what we already send (a stale or repeated report)
+        }
+        tcp.count(StackCounter.TCP_PATH_MTU_REDUCTIONS);
+        mssBase = base;
+        sndMss = mssBase - (tsEnabled ? 12 : 0);
+        cc.mss(sndMss);
+        if (state.isSynchronized() && sndNxt != sndUna)
+        {
+            // Go back to SND.UNA: everything after it left in segments too big for the path.
+            sndNxt = sndUna;
+            rttTiming = false; // Karn: no RTT sample from what is sent again
+            markDirty();
+        }
     }
 
     /**

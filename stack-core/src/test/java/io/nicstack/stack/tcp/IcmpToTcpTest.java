@@ -117,6 +117,49 @@ class IcmpToTcpTest
         assertEquals(0, t.stack.counters().unaccountedFrames(), "every frame ended in a counter");
     }
 
+    /**
+     * RFC 1191 path MTU discovery: fragmentation needed with a next-hop MTU of 1000 shrinks the send MSS to 960 and
+     * sends what was in flight again at once in segments that fit; the MSS never goes below 552 - 40; a larger
+     * report changes nothing.
+     */
+    @Test
+    void fragmentationNeededShrinksTheMssAndResendsWhatIsInFlight()
+    {
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        assertEquals(1460, t.conn.sendMss());
+        final byte[] data = bytes(3000, 9);
+        t.write(data);
+        final java.util.List<TcpTestHarness.Seg> first = t.recv();
+        assertEquals(3, first.size(), "1460 + 1460 + 80");
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 1000, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(960, t.conn.sendMss());
+        assertEquals(1, t.counter(StackCounter.TCP_PATH_MTU_REDUCTIONS));
+        final java.util.List<TcpTestHarness.Seg> again = t.recv();
+        int seq = t.iss + 1;
+        final java.io.ByteArrayOutputStream resent = new java.io.ByteArrayOutputStream();
+        for (final TcpTestHarness.Seg s : again)
+        {
+            assertEquals(seq, s.r.seq, "contiguous from SND.UNA");
+            assertTrue(s.payload.length <= 960, "fits the path: " + s.payload.length);
+            resent.writeBytes(s.payload);
+            seq += s.payload.length;
+        }
+        assertTrue(java.util.Arrays.equals(data, resent.toByteArray()), "all 3000 bytes sent again, in order");
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 1200, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(960, t.conn.sendMss(), "a larger MTU is not a reduction");
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 100, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(TcpConnection.MIN_PATH_MTU - 40, t.conn.sendMss(), "floor against forged tiny MTUs");
+        t.send(t.in().ack(t.iss + 3001));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
     /** The ICMP error frame with its quote shortened by {@code cut} bytes (IPv4 length and ICMP checksum redone). */
     private byte[] truncatedIcmp(final byte[] frame, final int cut)
     {

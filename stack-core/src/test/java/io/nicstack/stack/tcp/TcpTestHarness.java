@@ -655,12 +655,19 @@ final class TcpTestHarness
     /** An ICMP error from the peer quoting the IP header and first 8 octets of {@code quotedFrame} (RFC 792). */
     byte[] icmpError(final int type, final int code, final byte[] quotedFrame)
     {
+        return icmpError(type, code, 0, quotedFrame);
+    }
+
+    /** As {@link #icmpError(int, int, byte[])} with the ICMP header's last 4 octets (e.g. the next-hop MTU, RFC 1191). */
+    byte[] icmpError(final int type, final int code, final int restOfHeader, final byte[] quotedFrame)
+    {
         final int quotedLength = 20 + 8;
         final byte[] icmp = new byte[8 + quotedLength];
         System.arraycopy(quotedFrame, 14, icmp, 8, quotedLength);
         final UnsafeBuffer b = new UnsafeBuffer(icmp);
         b.putByte(0, (byte)type);
         b.putByte(1, (byte)code);
+        b.putInt(4, restOfHeader, java.nio.ByteOrder.BIG_ENDIAN);
         new io.nicstack.stack.wire.IcmpHeader().wrap(b, 0, icmp.length).updateChecksum();
         return Frames.fromPeer(mac, Frames.ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_ICMP, ipId++, false, 0, icmp));
     }
