@@ -462,11 +462,12 @@ class Rfc9293DataTest
         t.poll();
         assertEquals(0, t.conn.softError());
         // Destination unreachable net/host/frag-needed/source route (3/0,1,4,5), time exceeded (11), parameter problem (12):
-        // soft errors (MUST-56), kept for the application (SHLD-25).
+        // soft errors (MUST-56), kept for the application (SHLD-25). Frag-needed reports the path's MTU as 1500, no
+        // reduction (the MSS change on a smaller one is IcmpToTcpTest#fragmentationNeededShrinksTheMssAndResendsWhatIsInFlight).
         final int[][] errors = {{3, 0}, {3, 1}, {3, 4}, {3, 5}, {11, 0}, {12, 0}};
         for (final int[] e : errors)
         {
-            t.device.inject(t.icmpError(e[0], e[1], quoted));
+            t.device.inject(t.icmpError(e[0], e[1], e[0] == 3 && e[1] == 4 ? 1500 : 0, quoted));
             t.poll();
             assertEquals(e[0] << 8 | e[1], t.conn.softError(), "soft error recorded for " + e[0] + "/" + e[1]);
         }
