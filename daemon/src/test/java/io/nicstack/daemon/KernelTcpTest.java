@@ -308,6 +308,40 @@ class KernelTcpTest
         }
     }
 
+    /**
+     * RFC 1191 against the kernel: the daemon sends to a kernel client behind a router namespace whose next link has MTU
+     * 1000 (the client's own MTU is 1500, so it offers MSS 1460). The daemon's full-sized DF segments are dropped there
+     * and the router answers with ICMP fragmentation needed; the daemon lowers its MSS and chargen's 3 MB arrive exact.
+     */
+    @Test
+    void pathMtuDiscoveryThroughARouterWithASmallerLink() throws Exception
+    {
+        try (Netns router = new Netns(); Netns client = new Netns();
+            DaemonProcess pmtu = new DaemonProcess(router, work.resolve("shm-pmtu"), "--device", "tap:nstap5",
+                "--ip", DAEMON_IP + "/24", "--host-ip", "198.18.0.1/24", "--gateway", "198.18.0.1", "--services", "chargen"))
+        {
+            pmtu.awaitReady();
+            router.exec(5, "ip", "link", "add", "nstpm0", "mtu", "1000", "type", "veth", "peer", "name", "nstpm1", "netns", client.name)
+                .assertOk("veth");
+            router.exec(5, "ip", "addr", "add", "198.18.1.1/24", "dev", "nstpm0").assertOk("router addr");
+            router.exec(5, "ip", "link", "set", "nstpm0", "up").assertOk("router link");
+            router.exec(5, "sysctl", "-w", "net.ipv4.ip_forward=1").assertOk("forwarding");
+            client.exec(5, "ip", "link", "set", "lo", "up").assertOk("lo");
+            client.exec(5, "ip", "addr", "add", "198.18.1.2/24", "dev", "nstpm1").assertOk("client addr");
+            client.exec(5, "ip", "link", "set", "nstpm1", "up").assertOk("client link");
+            client.exec(5, "ip", "route", "add", "198.18.0.0/24", "via", "198.18.1.1").assertOk("client route");
+
+            final Netns.Result r = client.exec(60, PYTHON, work.resolve("tcp_peer.py").toString(), "chargen", DAEMON_IP, "3000000");
+            assertEquals(0, r.exitCode(), "chargen through the small link: " + r.output() + "\ndaemon: " + String.join("\n", pmtu.output));
+            assertTrue(r.output().contains("pattern exact"), r.output());
+            final java.util.Map<io.nicstack.stack.stats.StackCounter, Long> c = DaemonCounters.read(pmtu.shm);
+            assertTrue(c.get(io.nicstack.stack.stats.StackCounter.TCP_PATH_MTU_REDUCTIONS) >= 1, "path MTU lowered: " + c);
+            System.out.println("[kernel tcp] path mtu: " + r.output().trim() + ", reductions "
+                + c.get(io.nicstack.stack.stats.StackCounter.TCP_PATH_MTU_REDUCTIONS));
+            assertEquals(0, pmtu.stop());
+        }
+    }
+
     /** The stack side of the client test: connects, sends the stream with salt 1, checks the stream with salt 2. */
     static final class ClientRun implements TcpHandler
     {
