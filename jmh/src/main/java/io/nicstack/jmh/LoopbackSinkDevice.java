@@ -36,6 +36,8 @@ public final class LoopbackSinkDevice implements NetDevice
     private boolean claimed;
     private final boolean checksumOffload;
     private int lastTxFlags;
+    private int burst = 1;
+    private Runnable beforeEachFrame;
 
     public LoopbackSinkDevice(final int mtu)
     {
@@ -113,7 +115,21 @@ public final class LoopbackSinkDevice implements NetDevice
         return mtu;
     }
 
-    /** Exactly one frame per call (when loaded and {@code limit > 0}), so one poll is one request. */
+    /**
+     * Deliver the preloaded frame {@code frames} times per {@link #receive} call (a burst, as a NIC's RX ring hands
+     * over under load), running {@code beforeEachFrame} (e.g. advancing its sequence number) before each.
+     */
+    public void burst(final int frames, final Runnable beforeEachFrame)
+    {
+        if (frames < 1 || frames > BURST)
+        {
+            throw new IllegalArgumentException("burst of " + frames + " outside 1.." + BURST);
+        }
+        this.burst = frames;
+        this.beforeEachFrame = beforeEachFrame;
+    }
+
+    /** One frame per call by default (when loaded and {@code limit > 0}), so one poll is one request; see {@link #burst}. */
     @Override
     public int receive(final FrameHandler handler, final int limit)
     {
@@ -121,9 +137,18 @@ public final class LoopbackSinkDevice implements NetDevice
         {
             return 0;
         }
-        received++;
-        handler.onFrame(rxBuffer, 0, rxLength, checksumOffload ? FrameHandler.RX_L4_CHECKSUM_TRUSTED : 0);
-        return 1;
+        final int frames = Math.min(burst, limit);
+        final int flags = checksumOffload ? FrameHandler.RX_L4_CHECKSUM_TRUSTED : 0;
+        for (int i = 0; i < frames; i++)
+        {
+            if (beforeEachFrame != null)
+            {
+                beforeEachFrame.run();
+            }
+            received++;
+            handler.onFrame(rxBuffer, 0, rxLength, flags);
+        }
+        return frames;
     }
 
     @Override

@@ -1,0 +1,134 @@
+package io.nicstack.jmh;
+
+import java.util.concurrent.TimeUnit;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpState;
+import io.nicstack.stack.wire.TcpHeader;
+import io.nicstack.stack.wire.TcpRepr;
+
+import static io.nicstack.jmh.BenchFrames.*;
+import static io.nicstack.jmh.TcpBenchPeer.*;
+
+/**
+ * {@link TcpReceiveBenchmark}'s receive path under load: one poll takes a burst of {@value #BURST} in-order 1448-byte
+ * segments (as a NIC's RX ring or the tap hands them over when data streams in), the application drains what arrived
+ * once after the burst, and the stack sends one ACK for the burst (RFC 9293 §3.8.6.3: all queued segments are
+ * processed before an ACK). Reported per segment ({@code @OperationsPerInvocation}); the per-segment frame patching
+ * (sequence number, TSval, incremental checksum: {@code TcpReceiveBenchmark.patchFrame}) is included. Setup and
+ * teardown check that every byte arrived and was read, one ACK per burst left, and nothing was dropped.
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED"})
+public class TcpReceiveBurstBenchmark
+{
+    static final int BURST = 32;
+    private static final int PEER_WINDOW = 502;
+
+    /** As in {@link TcpReceiveBenchmark}: software checksums, or the device's offload. */
+    @Param({"false", "true"})
+    public boolean checksumOffload;
+
+    private LoopbackSinkDevice device;
+    private NetStack stack;
+    private TcpConnection connection;
+    private Cursor cursor;
+    private TcpReceiveBenchmark.Drain drain;
+    private long segmentsOutAtStart;
+    private long injectedAtStart;
+    private long pollsAtStart;
+    private long polls;
+
+    @Setup(Level.Trial)
+    public void setUp()
+    {
+        device = new LoopbackSinkDevice(MTU, checksumOffload);
+        stack = new NetStack(device, StackConfig.of(STACK_CIDR), StackCounters.inMemory(), NOW);
+        learnPeer(stack, device);
+        final TcpBenchPeer peer = TcpBenchPeer.connect(stack, device, PEER_WINDOW);
+        connection = peer.connection;
+        drain = new TcpReceiveBenchmark.Drain();
+        connection.handler(drain);
+
+        final TcpRepr data = new TcpRepr();
+        data.sourcePort = PEER_PORT;
+        data.destinationPort = STACK_PORT;
+        data.seq = peer.peerNextSeq;
+        data.ack = peer.stackIss + 1;
+        data.flags = TcpHeader.ACK;
+        data.window = PEER_WINDOW;
+        data.timestampsPresent = true;
+        data.tsVal = peer.peerNextTs;
+        data.tsEcr = peer.stackTsVal;
+        final byte[] frame = tcpFrame(stack.config().mac(), data, pattern(SEGMENT_PAYLOAD));
+        device.load(new UnsafeBuffer(frame), 0, frame.length);
+        cursor = new Cursor(device.rxBuffer(), SEQ_AT, peer.peerNextSeq, SEGMENT_PAYLOAD, peer.peerNextTs);
+        device.burst(BURST, cursor::next);
+
+        for (int i = 0; i < 64; i++)
+        {
+            poll();
+        }
+        check(cursor.checksumValid(frame.length), "the patched frame's TCP checksum is wrong");
+        check(drain.bytes == cursor.count * SEGMENT_PAYLOAD && connection.readable() == 0, "every byte read in setup");
+        final TcpRepr ack = lastSegment(device, "ACK after a burst");
+        check(ack.ack == peer.peerNextSeq + (int)(cursor.count * SEGMENT_PAYLOAD), "the ACK covers the whole burst: " + ack);
+        check(ack.window > 0, "the window stays open: " + ack);
+        checkNoTcpTrouble(stack.counters());
+        segmentsOutAtStart = stack.counters().get(StackCounter.TCP_SEGMENTS_OUT);
+        injectedAtStart = cursor.count;
+        pollsAtStart = polls;
+    }
+
+    private int poll()
+    {
+        polls++;
+        return stack.poll(NOW);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown()
+    {
+        final StackCounters counters = stack.counters();
+        checkNoTcpTrouble(counters);
+        check(connection.state() == TcpState.ESTABLISHED, "state " + connection.state());
+        final long bytes = cursor.count * SEGMENT_PAYLOAD;
+        check(connection.bytesReceived() == bytes && drain.bytes == bytes && connection.readable() == 0,
+            "bytes received " + connection.bytesReceived() + ", read " + drain.bytes + ", injected " + bytes);
+        final long acks = counters.get(StackCounter.TCP_SEGMENTS_OUT) - segmentsOutAtStart;
+        check(acks == polls - pollsAtStart, "one ACK per burst: " + acks + " ACKs for " + (polls - pollsAtStart) + " bursts");
+        check(cursor.count - injectedAtStart == (polls - pollsAtStart) * BURST, "every poll took a whole burst");
+    }
+
+    /** One burst of 32 in-order segments through one poll; the time is reported per segment. */
+    @Benchmark
+    @OperationsPerInvocation(BURST)
+    public int receiveBurst()
+    {
+        return poll();
+    }
+}
