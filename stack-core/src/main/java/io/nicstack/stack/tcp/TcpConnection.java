@@ -700,7 +700,14 @@ public final class TcpConnection
         cc.mss(sndMss);
         if (state.isSynchronized() && sndNxt != sndUna)
         {
-            // Go back to SND.UNA: everything after it left in segments too big for the path.
+            // Go back to SND.UNA: everything after it left in segments too big for the path. The same bookkeeping as
+            // after a timeout, without its congestion response: duplicate ACKs for the resent data must not trigger
+            // a fast retransmit (RFC 6582 §3.2), and the scoreboard describes segments that no longer exist.
+            recoveryPoint = sndMax;
+            inRecovery = false;
+            dupAcks = 0;
+            sackedCount = 0;
+            highRxt = sndUna;
             sndNxt = sndUna;
             rttTiming = false; // Karn: no RTT sample from what is sent again
             markDirty();

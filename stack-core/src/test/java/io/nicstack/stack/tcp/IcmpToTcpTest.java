@@ -160,6 +160,49 @@ class IcmpToTcpTest
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
     }
 
+    /**
+     * A path MTU report in the middle of SACK loss recovery: everything from SND.UNA goes again in smaller segments,
+     * recovery and the scoreboard start over, and once the peer acknowledges it all the connection is clean.
+     */
+    @Test
+    void fragmentationNeededDuringSackRecoveryResendsEverythingAndRecovers()
+    {
+        final TcpTestHarness s = new TcpTestHarness();
+        s.peerSackPermitted = true;
+        s.passiveOpen();
+        s.conn.settings().noDelay = true;
+        final byte[] data = bytes(5 * 1460, 11);
+        s.write(data);
+        assertEquals(5, s.recv().size());
+        // The first segment is lost; the peer SACKs the other four with three duplicate ACKs (recovery starts).
+        for (int i = 2; i <= 4; i++)
+        {
+            s.send(s.in().ack(s.iss + 1).sack(s.iss + 1 + 1460, s.iss + 1 + i * 1460));
+        }
+        final java.util.List<TcpTestHarness.Seg> fastRetransmit = s.recv();
+        assertTrue(fastRetransmit.stream().anyMatch(g -> g.r.seq == s.iss + 1), "fast retransmit of the hole");
+
+        s.device.inject(s.icmpError(DESTINATION_UNREACHABLE, 4, 1000, s.ourSegment(s.iss + 1)));
+        s.poll();
+        final java.util.List<TcpTestHarness.Seg> again = s.recv();
+        int seq = s.iss + 1;
+        final java.io.ByteArrayOutputStream resent = new java.io.ByteArrayOutputStream();
+        for (final TcpTestHarness.Seg g : again)
+        {
+            assertEquals(seq, g.r.seq, "contiguous from SND.UNA");
+            assertTrue(g.payload.length <= 960, "fits the path: " + g.payload.length);
+            resent.writeBytes(g.payload);
+            seq += g.payload.length;
+        }
+        assertTrue(java.util.Arrays.equals(data, resent.toByteArray()), "everything from SND.UNA sent again, in order");
+        s.send(s.in().ack(s.iss + 1 + data.length));
+        assertEquals(TcpState.ESTABLISHED, s.conn.state());
+        s.write(bytes(500, 12));
+        final java.util.List<TcpTestHarness.Seg> next = s.recv();
+        assertEquals(1, next.size());
+        assertEquals(s.iss + 1 + data.length, next.get(0).r.seq, "new data continues after everything acknowledged");
+    }
+
     /** The ICMP error frame with its quote shortened by {@code cut} bytes (IPv4 length and ICMP checksum redone). */
     private byte[] truncatedIcmp(final byte[] frame, final int cut)
     {
