@@ -391,6 +391,34 @@ class KernelAppTest
         }
     }
 
+    /**
+     * An HTTP app with 4 connection slots answers 20 sequential {@code Connection: close} requests: the app closes
+     * first each time, so the daemon's side of every connection sits in TIME-WAIT for a minute, but the slot comes
+     * back when TIME-WAIT starts, not when it ends.
+     */
+    @Test
+    void closingFirstDoesNotRunAnAppOutOfSlots() throws Exception
+    {
+        final Path file = www.resolve("small.txt");
+        Files.writeString(file, "small\n");
+        final AppProcess app = new AppProcess(shm, "http", "--port", "8084", "--root", www.toString(), "--max-connections", "4");
+        try
+        {
+            assertEquals("nicstack app ready http 8084", app.awaitReady());
+            for (int i = 0; i < 20; i++)
+            {
+                final String body = ns.exec(20, "curl", "-sS", "--fail", "-H", "Connection: close",
+                    "http://" + DAEMON_IP + ":8084/small.txt").assertOk("request " + i).output();
+                assertEquals("small\n", body, "request " + i);
+            }
+        }
+        finally
+        {
+            stopApp(app);
+            Files.deleteIfExists(file);
+        }
+    }
+
     /** Whether {@code file} holds the first bytes of {@link #writeRandomFile}'s output for {@code seed}. */
     static boolean isPrefixOfRandomFile(final Path file, final long seed) throws IOException
     {

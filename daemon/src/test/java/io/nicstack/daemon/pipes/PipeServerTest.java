@@ -59,7 +59,7 @@ class PipeServerTest
     private final long self = ProcessHandle.current().pid();
 
     /** B's end of one connection: collects what it reads, remembers how it closed. */
-    private static final class Peer implements TcpHandler
+    private static class Peer implements TcpHandler
     {
         final MessageDigest digest = sha256();
         long read;
@@ -339,6 +339,51 @@ class PipeServerTest
         assertEquals(Reason.UNKNOWN_CONNECTION, error.intAt(8));
         assertEquals(0, session.freeSlots(), "a stale CLOSE frees nothing");
         app.close();
+    }
+
+    /**
+     * An app that closes first puts its side in TIME-WAIT for 2 MSL (60 s here), but its slot goes back as soon as
+     * TIME-WAIT starts: one slot serves connection after connection well within a second of simulated time.
+     */
+    @Test
+    void anAppThatClosesFirstGetsItsSlotBackAtTimeWaitNotAfterIt() throws IOException
+    {
+        final TestApp app = attach("closer", self, 1);
+        listen(app, PORT);
+        final AppSession session = server.session(app.path);
+        for (int i = 0; i < 5; i++)
+        {
+            final Peer peer = new Peer()
+            {
+                @Override
+                public void onPeerClosed(final TcpConnection connection)
+                {
+                    super.onPeerClosed(connection);
+                    connection.close(); // the remote closes once it sees our FIN
+                }
+            };
+            b.tcp().connect(A_IP, PORT, peer, null);
+            final long id = await(app, Protocol.ACCEPTED).longAt(0);
+            assertEquals(0, session.freeSlots());
+            app.send(Protocol.CLOSE, id, 0, 0); // the app closes first: A sends FIN, later enters TIME-WAIT
+            runUntil(() -> session.freeSlots() == 1, 1_000_000_000L, "slot " + i + " back once A is in TIME-WAIT");
+            runUntil(() -> peer.closedReason >= 0, 1_000_000_000L, "the remote side closed");
+        }
+        assertEquals(5, countTimeWait(a), "all five of A's connections are still in TIME-WAIT");
+        app.close();
+    }
+
+    private static int countTimeWait(final NetStack stack)
+    {
+        final int[] n = {0};
+        stack.tcp().forEachConnection(c ->
+        {
+            if (c.state() == io.nicstack.stack.tcp.TcpState.TIME_WAIT)
+            {
+                n[0]++;
+            }
+        });
+        return n[0];
     }
 
     @Test

@@ -230,7 +230,10 @@ public final class Tcp implements IpProtocolHandler
         if (c.bufferProvider != null)
         {
             // Provided buffers go back to their provider, which frees them when their other user lets go too.
-            c.bufferProvider.release(c.buffers);
+            if (!c.buffersDetached)
+            {
+                c.bufferProvider.release(c.buffers);
+            }
             return;
         }
         bufferBytes -= (long)c.sendBuffer.capacity() + c.receiveBuffer.capacity();
@@ -450,6 +453,7 @@ public final class Tcp implements IpProtocolHandler
         }
         c.listener = listener;
         listener.live++;
+        c.countedInListener = true;
         c.inSynBacklog = true;
         listener.synReceived++;
         connections.put(c.key, c);
@@ -497,6 +501,7 @@ public final class Tcp implements IpProtocolHandler
         counters.increment(StackCounter.TCP_SYN_COOKIES_ACCEPTED);
         c.listener = listener;
         listener.live++;
+        c.countedInListener = true;
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_PASSIVE_OPENS);
         c.acceptCookie(in, cookieMss, nowNanos);
@@ -610,6 +615,29 @@ public final class Tcp implements IpProtocolHandler
         out.window = 0;
         emitRaw(localIp, remoteIp, nowNanos);
         counters.increment(StackCounter.TCP_RESETS_SENT);
+    }
+
+    /**
+     * A connection entered TIME-WAIT: everything it sent is acknowledged and it accepts no more data, so provided
+     * buffers (an app's pipe slot, limited per app) go back to their provider now rather than after 2 MSL. An app that
+     * closes its connections first would otherwise hold a slot per connection for a minute. The provider frees the
+     * slot once the app has let go too (it may still be reading the last bytes from its pipe). The stack's own rings
+     * stay with the connection: an in-process application may still read them.
+     */
+    void timeWaitEntered(final TcpConnection c)
+    {
+        if (c.bufferProvider != null && !c.buffersDetached)
+        {
+            final BufferProvider.ConnectionBuffers provided = c.buffers;
+            c.detachBuffers();
+            c.bufferProvider.release(provided);
+            if (c.listener != null && c.countedInListener)
+            {
+                // Nor does it count against its listener's connection limit any more (as Linux keeps TIME-WAIT apart).
+                c.listener.live--;
+                c.countedInListener = false;
+            }
+        }
     }
 
     /** RFC 5961 §7: send a challenge ACK unless this second's budget is spent. */

@@ -5,6 +5,7 @@ import org.agrona.MutableDirectBuffer;
 
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.storage.BufferProvider;
+import io.nicstack.stack.storage.DetachedBuffers;
 import io.nicstack.stack.storage.ReceiveBuffer;
 import io.nicstack.stack.storage.SendBuffer;
 import io.nicstack.stack.time.Timers;
@@ -48,13 +49,18 @@ public final class TcpConnection
     final int remoteIp;
     final int remotePort;
     final TcpSettings settings;
-    final SendBuffer sendBuffer;
-    final ReceiveBuffer receiveBuffer;
+    /** Replaced by a {@link DetachedBuffers} when provided buffers are given back early (TIME-WAIT). */
+    SendBuffer sendBuffer;
+    ReceiveBuffer receiveBuffer;
     final CongestionControl cc;
     final RttEstimator rtt;
     /** Where the buffers came from when not the stack's own rings (released to it in Tcp.remove), else null. */
     BufferProvider bufferProvider;
     BufferProvider.ConnectionBuffers buffers;
+    /** True once the provided buffers went back to their provider before the connection ended (TIME-WAIT). */
+    boolean buffersDetached;
+    /** True while this connection counts against {@link #listener}'s connection limit. */
+    boolean countedInListener;
     TcpListener listener;
     TcpHandler handler;
     TcpState state = TcpState.CLOSED;
@@ -1123,6 +1129,19 @@ public final class TcpConnection
         keepAliveDeadline = NONE;
         timeWaitDeadline = now + settings.timeWaitNanos;
         eventPeerClosed = eventPeerClosed || !peerFinReceived;
+        tcp.timeWaitEntered(this);
+    }
+
+    /**
+     * In TIME-WAIT nothing is left to send and nothing more is accepted; only the stream positions matter. Swap the
+     * real buffers for a {@link DetachedBuffers} holding them; the caller gives the real ones back.
+     */
+    void detachBuffers()
+    {
+        final DetachedBuffers detached = new DetachedBuffers(sendBuffer.end(), receiveBuffer.contiguousEnd(), receiveBuffer.capacity());
+        sendBuffer = detached;
+        receiveBuffer = detached;
+        buffersDetached = true;
     }
 
     // ------------------------------------------------------------------------------------------

@@ -144,7 +144,11 @@ public final class TcpListener
 
     void forget(final TcpConnection c, final TcpState was)
     {
-        live--;
+        if (c.countedInListener)
+        {
+            live--;
+            c.countedInListener = false;
+        }
         if (c.inSynBacklog)
         {
             c.inSynBacklog = false;
