@@ -399,7 +399,7 @@ class KernelAppTest
     @Test
     void closingFirstDoesNotRunAnAppOutOfSlots() throws Exception
     {
-        final Path file = www.resolve("small.txt");
+        final Path file = www.resolve("close-first.txt"); // its own file: small.txt belongs to the other tests
         Files.writeString(file, "small\n");
         final AppProcess app = new AppProcess(shm, "http", "--port", "8084", "--root", www.toString(), "--max-connections", "4");
         try
@@ -408,7 +408,7 @@ class KernelAppTest
             for (int i = 0; i < 20; i++)
             {
                 final String body = ns.exec(20, "curl", "-sS", "--fail", "-H", "Connection: close",
-                    "http://" + DAEMON_IP + ":8084/small.txt").assertOk("request " + i).output();
+                    "http://" + DAEMON_IP + ":8084/close-first.txt").assertOk("request " + i).output();
                 assertEquals("small\n", body, "request " + i);
             }
         }
