@@ -114,16 +114,7 @@ public class TcpAckBenchmark
         }
         copyTarget = new UnsafeBuffer(ByteBuffer.allocateDirect(SEGMENT_PAYLOAD));
 
-        final TcpRepr ack = new TcpRepr();
-        ack.sourcePort = PEER_PORT;
-        ack.destinationPort = STACK_PORT;
-        ack.seq = peer.peerNextSeq;
-        ack.ack = peer.stackIss + 1;
-        ack.flags = TcpHeader.ACK;
-        ack.window = PEER_WINDOW;
-        ack.timestampsPresent = true;
-        ack.tsVal = peer.peerNextTs;
-        ack.tsEcr = peer.stackTsVal;
+        final TcpRepr ack = peer.nextSegment(PEER_WINDOW);
         final byte[] frame = tcpFrame(stack.config().mac(), ack, new byte[0]);
         check(frame.length == TCP_AT + TCP_HEADER_WITH_TS, "a 66-byte ACK frame, not " + frame.length);
         final UnsafeBuffer patchCopy = new UnsafeBuffer(ByteBuffer.allocateDirect(frame.length));

@@ -147,6 +147,22 @@ final class TcpBenchPeer
     }
 
     /** A segment from the peer to the stack as a whole Ethernet frame, TCP checksum set. */
+    /** The peer's next segment on this connection: ACK of everything the stack sent, timestamps, {@code window}. */
+    TcpRepr nextSegment(final int window)
+    {
+        final TcpRepr r = new TcpRepr();
+        r.sourcePort = PEER_PORT;
+        r.destinationPort = STACK_PORT;
+        r.seq = peerNextSeq;
+        r.ack = stackIss + 1;
+        r.flags = TcpHeader.ACK;
+        r.window = window;
+        r.timestampsPresent = true;
+        r.tsVal = peerNextTs;
+        r.tsEcr = stackTsVal;
+        return r;
+    }
+
     static byte[] tcpFrame(final long stackMac, final TcpRepr r, final byte[] payload)
     {
         r.payloadLength = payload.length;

@@ -129,16 +129,7 @@ public class TcpReceiveBenchmark
         connection.handler(drain);
 
         final byte[] payload = pattern(SEGMENT_PAYLOAD);
-        final TcpRepr data = new TcpRepr();
-        data.sourcePort = PEER_PORT;
-        data.destinationPort = STACK_PORT;
-        data.seq = peer.peerNextSeq;
-        data.ack = peer.stackIss + 1;
-        data.flags = TcpHeader.ACK;
-        data.window = PEER_WINDOW;
-        data.timestampsPresent = true;
-        data.tsVal = peer.peerNextTs;
-        data.tsEcr = peer.stackTsVal;
+        final TcpRepr data = peer.nextSegment(PEER_WINDOW);
         final byte[] frame = tcpFrame(stack.config().mac(), data, payload);
         frameLength = frame.length;
         check(frameLength == 1514, "a full-sized segment is a 1514-byte frame, not " + frameLength);

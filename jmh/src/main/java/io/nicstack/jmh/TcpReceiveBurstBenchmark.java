@@ -24,7 +24,6 @@ import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpState;
-import io.nicstack.stack.wire.TcpHeader;
 import io.nicstack.stack.wire.TcpRepr;
 
 import static io.nicstack.jmh.BenchFrames.*;
@@ -74,16 +73,7 @@ public class TcpReceiveBurstBenchmark
         drain = new TcpReceiveBenchmark.Drain();
         connection.handler(drain);
 
-        final TcpRepr data = new TcpRepr();
-        data.sourcePort = PEER_PORT;
-        data.destinationPort = STACK_PORT;
-        data.seq = peer.peerNextSeq;
-        data.ack = peer.stackIss + 1;
-        data.flags = TcpHeader.ACK;
-        data.window = PEER_WINDOW;
-        data.timestampsPresent = true;
-        data.tsVal = peer.peerNextTs;
-        data.tsEcr = peer.stackTsVal;
+        final TcpRepr data = peer.nextSegment(PEER_WINDOW);
         final byte[] frame = tcpFrame(stack.config().mac(), data, pattern(SEGMENT_PAYLOAD));
         device.load(new UnsafeBuffer(frame), 0, frame.length);
         cursor = new Cursor(device.rxBuffer(), SEQ_AT, peer.peerNextSeq, SEGMENT_PAYLOAD, peer.peerNextTs);
