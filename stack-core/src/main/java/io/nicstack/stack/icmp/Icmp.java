@@ -22,10 +22,6 @@ public final class Icmp implements IpProtocolHandler
 {
     /** RFC 1812 4.3.2.3: an error quotes as much of the offending datagram as fits in 576 bytes. */
     private static final int MAX_ERROR_DATAGRAM = 576;
-    /** RFC 792 source quench (deprecated by RFC 6633; RFC 9293 MUST-55: TCP discards it). */
-    public static final int TYPE_SOURCE_QUENCH = 4;
-    /** RFC 792 parameter problem. */
-    public static final int TYPE_PARAMETER_PROBLEM = 12;
 
     private final Ipv4 ip;
     private final StackCounters counters;
@@ -46,8 +42,8 @@ public final class Icmp implements IpProtocolHandler
 
     private static boolean isError(final int type)
     {
-        return type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE || type == TYPE_SOURCE_QUENCH
-            || type == IcmpHeader.TYPE_TIME_EXCEEDED || type == TYPE_PARAMETER_PROBLEM;
+        return type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE || type == IcmpHeader.TYPE_SOURCE_QUENCH
+            || type == IcmpHeader.TYPE_TIME_EXCEEDED || type == IcmpHeader.TYPE_PARAMETER_PROBLEM;
     }
 
     /**
@@ -63,8 +59,8 @@ public final class Icmp implements IpProtocolHandler
         }
         final int headerLength = quotedIp.headerLength();
         final IcmpErrorHandler handler = errorHandlers[quotedIp.protocol()];
-        if (handler == null || quotedIp.version() != 4 || headerLength < Ipv4Header.MIN_HEADER_LENGTH
-            || quoteLength - headerLength < 8 || quotedIp.source() != ip.config().address() || quotedIp.fragmentOffset() != 0)
+        if (handler == null || quotedIp.version() != 4 || quoteLength - headerLength < 8
+            || quotedIp.source() != ip.config().address() || quotedIp.fragmentOffset() != 0)
         {
             return;
         }

@@ -364,8 +364,7 @@ public final class Ipv4
     {
         final int ttl = config.defaultTtl();
         final int source = config.address();
-        final int flagsAndFragment = (fragmentOffset >>> 3 & Ipv4Header.FRAGMENT_OFFSET_MASK)
-            | (dontFragment ? Ipv4Header.FLAG_DONT_FRAGMENT : 0) | (moreFragments ? Ipv4Header.FLAG_MORE_FRAGMENTS : 0);
+        final int flagsAndFragment = Ipv4Header.flagsAndFragmentOffsetField(dontFragment, moreFragments, fragmentOffset);
         // RFC 1071 over the ten 16-bit words of this header, summed from the values instead of read back.
         final long sum = 0x4500 + totalLength + (id & 0xFFFF) + flagsAndFragment + ((ttl & 0xFF) << 8 | protocol & 0xFF)
             + (source >>> 16) + (source & 0xFFFF) + (destination >>> 16) + (destination & 0xFFFF);

@@ -369,10 +369,10 @@ public final class Tcp implements IpProtocolHandler
         final int type, final int code, final int restOfHeader, final int remoteIp, final DirectBuffer quoted, final int offset,
         final int length, final long nowNanos)
     {
-        final int localPort = quoted.getShort(offset + TcpHeader.SOURCE_PORT_OFFSET, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF;
-        final int remotePort = quoted.getShort(offset + TcpHeader.DESTINATION_PORT_OFFSET, java.nio.ByteOrder.BIG_ENDIAN) & 0xFFFF;
-        final int seq = quoted.getInt(offset + TcpHeader.SEQUENCE_NUMBER_OFFSET, java.nio.ByteOrder.BIG_ENDIAN);
-        final TcpConnection c = connections.get(key(remoteIp, remotePort, localPort));
+        // Only the first 8 octets are promised: ports and sequence number, which these getters read.
+        final TcpHeader h = header.wrap(quoted, offset, length);
+        final int seq = h.sequenceNumber();
+        final TcpConnection c = connections.get(key(remoteIp, h.destinationPort(), h.sourcePort()));
         if (c == null)
         {
             counters.increment(StackCounter.TCP_ICMP_IGNORED);
@@ -575,13 +575,14 @@ public final class Tcp implements IpProtocolHandler
         {
             c.sendBuffer.read(dataOffset, target, at + headerLength, length);
         }
+        final TcpHeader h = header.wrap(target, at, headerLength + length);
         if (checksumOffload)
         {
-            header.wrap(target, at, headerLength + length).partialChecksum(c.localIp, c.remoteIp);
+            h.partialChecksum(c.localIp, c.remoteIp);
         }
         else
         {
-            header.wrap(target, at, headerLength + length).updateChecksum(c.localIp, c.remoteIp);
+            h.updateChecksum(c.localIp, c.remoteIp);
         }
     }
 
@@ -631,11 +632,10 @@ public final class Tcp implements IpProtocolHandler
             final BufferProvider.ConnectionBuffers provided = c.buffers;
             c.detachBuffers();
             c.bufferProvider.release(provided);
-            if (c.listener != null && c.countedInListener)
+            if (c.listener != null)
             {
                 // Nor does it count against its listener's connection limit any more (as Linux keeps TIME-WAIT apart).
-                c.listener.live--;
-                c.countedInListener = false;
+                c.listener.uncount(c);
             }
         }
     }

@@ -9,6 +9,7 @@ import io.nicstack.stack.storage.DetachedBuffers;
 import io.nicstack.stack.storage.ReceiveBuffer;
 import io.nicstack.stack.storage.SendBuffer;
 import io.nicstack.stack.time.Timers;
+import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Address;
 import io.nicstack.stack.wire.Seq;
 import io.nicstack.stack.wire.TcpHeader;
@@ -34,9 +35,6 @@ public final class TcpConnection
     public static final int CLOSE_TIMED_OUT = 3;
     public static final int CLOSE_ABORTED = 4;
 
-    private static final int ICMP_DESTINATION_UNREACHABLE = 3;
-    private static final int ICMP_SOURCE_QUENCH = 4;
-    private static final int ICMP_FRAGMENTATION_NEEDED = 4;
     /** Smallest path MTU believed from an ICMP error (Linux's net.ipv4.route.min_pmtu). */
     static final int MIN_PATH_MTU = 552;
 
@@ -673,20 +671,22 @@ public final class TcpConnection
     void onIcmpError(final int type, final int code, final int nextHopMtu, final int seq, final long now)
     {
         final boolean inFlight = Seq.le(sndUna, seq) && Seq.lt(seq, sndMax);
-        if (!inFlight || type == ICMP_SOURCE_QUENCH)
+        if (!inFlight || type == IcmpHeader.TYPE_SOURCE_QUENCH)
         {
             tcp.count(StackCounter.TCP_ICMP_IGNORED);
             return;
         }
         tcp.count(StackCounter.TCP_ICMP_ERRORS);
-        final boolean hard = type == ICMP_DESTINATION_UNREACHABLE && (code == 2 || code == 3);
+        final boolean unreachable = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE;
+        final boolean hard = unreachable
+            && (code == IcmpHeader.CODE_PROTOCOL_UNREACHABLE || code == IcmpHeader.CODE_PORT_UNREACHABLE);
         if (hard && !state.isSynchronized())
         {
             tcp.remove(this, CLOSE_REFUSED);
             return;
         }
         softError = type << 8 | code;
-        if (type == ICMP_DESTINATION_UNREACHABLE && code == ICMP_FRAGMENTATION_NEEDED)
+        if (unreachable && code == IcmpHeader.CODE_FRAGMENTATION_NEEDED)
         {
             pathMtuReduced(nextHopMtu == 0 ? 576 : nextHopMtu, now);
         }

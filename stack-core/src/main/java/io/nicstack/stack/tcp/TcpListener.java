@@ -142,13 +142,19 @@ public final class TcpListener
         return true;
     }
 
-    void forget(final TcpConnection c, final TcpState was)
+    /** {@code c} stops counting against {@link #maxConnections} (when it ends, or enters TIME-WAIT without buffers). */
+    void uncount(final TcpConnection c)
     {
         if (c.countedInListener)
         {
             live--;
             c.countedInListener = false;
         }
+    }
+
+    void forget(final TcpConnection c, final TcpState was)
+    {
+        uncount(c);
         if (c.inSynBacklog)
         {
             c.inSynBacklog = false;

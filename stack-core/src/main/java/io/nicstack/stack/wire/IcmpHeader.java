@@ -35,11 +35,20 @@ public final class IcmpHeader extends HeaderView<IcmpHeader>
     /** Destination unreachable. */
     public static final int TYPE_DESTINATION_UNREACHABLE = 3;
 
+    /** Source quench (deprecated by RFC 6633; RFC 9293 MUST-55: TCP discards it). */
+    public static final int TYPE_SOURCE_QUENCH = 4;
+
     /** Echo request. */
     public static final int TYPE_ECHO_REQUEST = 8;
 
     /** Time exceeded. */
     public static final int TYPE_TIME_EXCEEDED = 11;
+
+    /** Parameter problem. */
+    public static final int TYPE_PARAMETER_PROBLEM = 12;
+
+    /** Destination unreachable: protocol unreachable. */
+    public static final int CODE_PROTOCOL_UNREACHABLE = 2;
 
     /** Destination unreachable: port unreachable. */
     public static final int CODE_PORT_UNREACHABLE = 3;

@@ -80,9 +80,9 @@ public final class Ipv4Header extends HeaderView<Ipv4Header>
     public static final int DESTINATION_OFFSET = 16;
 
     private static final int FLAG_RESERVED = 0x8000;
-    public static final int FLAG_DONT_FRAGMENT = 0x4000;
-    public static final int FLAG_MORE_FRAGMENTS = 0x2000;
-    public static final int FRAGMENT_OFFSET_MASK = 0x1FFF;
+    private static final int FLAG_DONT_FRAGMENT = 0x4000;
+    private static final int FLAG_MORE_FRAGMENTS = 0x2000;
+    private static final int FRAGMENT_OFFSET_MASK = 0x1FFF;
 
     /** Holds {@code 20 <= headerLength() <= length}, so no getter (checksum included) reads out of bounds. */
     @Override
@@ -247,17 +247,17 @@ public final class Ipv4Header extends HeaderView<Ipv4Header>
     public Ipv4Header flagsAndFragmentOffset(
         final boolean dontFragment, final boolean moreFragments, final int fragmentOffsetBytes)
     {
-        int value = (fragmentOffsetBytes >>> 3) & FRAGMENT_OFFSET_MASK;
-        if (dontFragment)
-        {
-            value |= FLAG_DONT_FRAGMENT;
-        }
-        if (moreFragments)
-        {
-            value |= FLAG_MORE_FRAGMENTS;
-        }
+        final int value = flagsAndFragmentOffsetField(dontFragment, moreFragments, fragmentOffsetBytes);
         mutable().putShort(offset() + FLAGS_FRAGMENT_OFFSET, (short)value, ByteOrder.BIG_ENDIAN);
         return this;
+    }
+
+    /** The 16-bit flags and fragment offset field (offset in bytes, a multiple of 8) as written on the wire. */
+    public static int flagsAndFragmentOffsetField(
+        final boolean dontFragment, final boolean moreFragments, final int fragmentOffsetBytes)
+    {
+        return (fragmentOffsetBytes >>> 3) & FRAGMENT_OFFSET_MASK
+            | (dontFragment ? FLAG_DONT_FRAGMENT : 0) | (moreFragments ? FLAG_MORE_FRAGMENTS : 0);
     }
 
     /** Set the time to live. */
