@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
+import org.agrona.CloseHelper;
 import org.agrona.MutableDirectBuffer;
 
 /**
@@ -203,7 +204,7 @@ final class FileCache
         }
         catch (final IOException | RuntimeException ex)
         {
-            closeQuietly(channel);
+            CloseHelper.quietClose(channel);
             return null; // unreadable: the caller answers as it would without the cache
         }
         entries.put(key, e);
@@ -362,21 +363,6 @@ final class FileCache
 
     private static void close(final Entry e)
     {
-        closeQuietly(e.channel);
-    }
-
-    private static void closeQuietly(final FileChannel channel)
-    {
-        if (channel != null)
-        {
-            try
-            {
-                channel.close();
-            }
-            catch (final IOException ignored)
-            {
-                // read-only: nothing to lose
-            }
-        }
+        CloseHelper.quietClose(e.channel);
     }
 }

@@ -10,6 +10,7 @@ import java.time.format.DateTimeFormatter;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
+import org.agrona.CloseHelper;
 import org.agrona.MutableDirectBuffer;
 
 import io.nicstack.pipes.Protocol;
@@ -306,7 +307,7 @@ final class HttpApp
             }
             catch (final IOException e)
             {
-                closeQuietly(channel);
+                CloseHelper.quietClose(channel);
                 respondStatus(403, request);
                 return;
             }
@@ -315,7 +316,7 @@ final class HttpApp
             start(h, h.length, null);
             if (request.head())
             {
-                closeQuietly(channel);
+                CloseHelper.quietClose(channel);
             }
             else
             {
@@ -463,23 +464,8 @@ final class HttpApp
                 cache.release(entry);
                 entry = null;
             }
-            closeQuietly(file);
+            CloseHelper.quietClose(file);
             file = null;
-        }
-    }
-
-    private static void closeQuietly(final FileChannel c)
-    {
-        if (c != null)
-        {
-            try
-            {
-                c.close();
-            }
-            catch (final IOException ignored)
-            {
-                // Nothing to do.
-            }
         }
     }
 }

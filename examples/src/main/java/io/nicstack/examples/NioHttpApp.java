@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import org.agrona.CloseHelper;
 import org.agrona.concurrent.UnsafeBuffer;
 
 /**
@@ -342,7 +343,7 @@ final class NioHttpApp
             }
             catch (final IOException e)
             {
-                closeQuietly(channel);
+                CloseHelper.quietClose(channel);
                 final byte[] text = "403 Forbidden\n".getBytes(StandardCharsets.US_ASCII);
                 start(HttpApp.responseHead(403, HttpApp.reason(403), text.length, "text/plain; charset=utf-8",
                     request.keepAlive(), request.minorVersion(), null), request.head() ? null : text, null, 0);
@@ -352,7 +353,7 @@ final class NioHttpApp
                 request.minorVersion(), null);
             if (request.head())
             {
-                closeQuietly(channel);
+                CloseHelper.quietClose(channel);
                 start(h, null, null, 0);
             }
             else
@@ -455,7 +456,7 @@ final class NioHttpApp
             }
             // Response fully written.
             responding = false;
-            closeQuietly(file);
+            CloseHelper.quietClose(file);
             file = null;
             out = null;
             lastActivity = now;
@@ -537,27 +538,12 @@ final class NioHttpApp
             }
             closed = true;
             connections--;
-            closeQuietly(file);
+            CloseHelper.quietClose(file);
             file = null;
             key.cancel();
             try
             {
                 ch.close();
-            }
-            catch (final IOException ignored)
-            {
-                // Nothing to do.
-            }
-        }
-    }
-
-    private static void closeQuietly(final FileChannel c)
-    {
-        if (c != null)
-        {
-            try
-            {
-                c.close();
             }
             catch (final IOException ignored)
             {
