@@ -21,6 +21,14 @@ public final class Protocol
     public static final int SET_OPTION = 5;
     /** UNLISTEN: long requestId @0, int port @8. */
     public static final int UNLISTEN = 6;
+    /**
+     * SEND_FILE: long connectionId @0, int fd @8 (a descriptor of the app's, open for reading, of a regular
+     * file), long position @16, long length @24. The daemon appends {@code length} bytes of the file from
+     * {@code position} to the TX pipe after what the app committed before this message, reading them itself
+     * (pidfd_getfd(2), then pread(2)); until FILE_SENT the daemon writes the TX tail and the app must not.
+     * Answer: FILE_SENT.
+     */
+    public static final int SEND_FILE = 7;
     /** Reserved for the TLS issue: keys for the inline record engine. */
     public static final int TLS_INSTALL = 16;
     /** Reserved for the TLS issue: the host's answer to a resync request. */
@@ -43,6 +51,14 @@ public final class Protocol
     public static final int RESET = 106;
     /** ERROR: long requestId-or-connectionId @0, int reason @8 (see {@link Reason}). */
     public static final int ERROR = 107;
+
+    /**
+     * FILE_SENT: long connectionId @0, int reason @8, long bytes @16. The TX tail is the app's again. Reason NONE:
+     * all {@code length} bytes are in the pipe. Otherwise {@code bytes} is what was appended before it failed:
+     * 0 when the request was refused (the connection is unharmed; the app may send the bytes itself), more when
+     * the file could not be read to the end (the daemon resets the connection: the stream promised more).
+     */
+    public static final int FILE_SENT = 108;
 
     public static final int EVENT_LENGTH = 32;
 
@@ -84,6 +100,7 @@ public final class Protocol
         public static final int VERSION_MISMATCH = 9;
         public static final int BAD_ARGUMENT = 10;
         public static final int NO_ROUTE = 11;
+        public static final int FILE_UNREADABLE = 12;
 
         private Reason()
         {
@@ -105,6 +122,7 @@ public final class Protocol
                 case VERSION_MISMATCH: return "layout version mismatch between app and daemon";
                 case BAD_ARGUMENT: return "bad argument";
                 case NO_ROUTE: return "no route to host";
+                case FILE_UNREADABLE: return "the daemon cannot read the file";
                 default: return "reason " + reason;
             }
         }

@@ -13,6 +13,7 @@ import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
+import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.Protocol.Reason;
@@ -34,6 +35,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     /** Control messages taken from one app per round, so one app cannot starve the loop. */
     private static final int CONTROL_BURST = 64;
     private static final int EVENT_RECORD = 4 + Protocol.EVENT_LENGTH;
+    /** File bytes read into one TX pipe per round at most, so one large file cannot hold up the loop. */
+    private static final int FILL_BURST = 256 * 1024;
 
     final Path path;
     final Object fileKey;
@@ -45,6 +48,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     final UnsafeBuffer file;
     final int maxConnections;
     final int pipeCapacity;
+    private final AppFiles appFiles;
+    private boolean refusalLogged;
     private final ControlRingReader control;
     private final OneToOneRingBuffer events;
     private final OneToOneRingBuffer notifications;
@@ -76,6 +81,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         this.pid = pid;
         this.maxConnections = maxConnections;
         this.pipeCapacity = pipeCapacity;
+        this.appFiles = new AppFiles(path, pid);
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new ControlRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
         events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
@@ -155,7 +161,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         {
             return 0;
         }
-        int work = 0;
+        int work = s.fileFd >= 0 ? fillFile(s) : 0;
         final long txTail = s.tx.tailVolatile();
         if (txTail != s.lastTxTail)
         {
@@ -276,6 +282,14 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
                 }
                 onSetOption(first, buffer.getInt(index + 8), buffer.getLong(index + 16));
                 break;
+            case Protocol.SEND_FILE:
+                if (length < 32)
+                {
+                    badMessage(first);
+                    return;
+                }
+                onSendFile(first, buffer.getInt(index + 8), buffer.getLong(index + 16), buffer.getLong(index + 24));
+                break;
             default:
                 // Unknown types, and TLS_INSTALL / RESYNC_RESPONSE until the TLS engine exists.
                 badMessage(first);
@@ -372,6 +386,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             s.appClosed = true;
             deactivate(s);
         }
+        // The client library holds these back until FILE_SENT; an app that does not ends its file where it is.
+        stopFile(s);
         if (s.tcpGone)
         {
             if (s.appClosed)
@@ -417,6 +433,124 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
                 error(connectionId, Reason.BAD_ARGUMENT);
                 break;
         }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // SEND_FILE: the daemon reads the app's file into the TX pipe itself
+    // ------------------------------------------------------------------------------------------
+
+    private void onSendFile(final long connectionId, final int appFd, final long position, final long length)
+    {
+        final PipeSlot s = announcedSlot(connectionId);
+        if (s == null)
+        {
+            return;
+        }
+        if (s.tcpGone)
+        {
+            fileSent(s, Reason.UNKNOWN_CONNECTION, 0); // CLOSED or RESET is on its way (or was sent)
+            return;
+        }
+        if (position < 0 || length <= 0 || position + length < 0 || s.fileFd >= 0 || s.tx.isFrozen())
+        {
+            counters.increment(PipeCounter.FILES_REFUSED);
+            fileSent(s, Reason.BAD_ARGUMENT, 0);
+            return;
+        }
+        final int fd = appFiles.take(appFd);
+        if (fd < 0)
+        {
+            counters.increment(PipeCounter.FILES_REFUSED);
+            if (!refusalLogged)
+            {
+                refusalLogged = true; // once per app: a refusal repeats for every response otherwise
+                server.log().println("nicstack pipes: SEND_FILE of " + path.getFileName() + " refused: " + appFiles.lastRefusal());
+            }
+            fileSent(s, Reason.FILE_UNREADABLE, 0);
+            return;
+        }
+        s.fileFd = fd;
+        s.filePosition = position;
+        s.fileRemaining = length;
+        s.fileAppended = 0;
+        s.tx.beginFill();
+        fillFile(s);
+    }
+
+    /**
+     * Read more of the slot's file into its TX pipe, once a worthwhile span (a quarter of the pipe, or the rest)
+     * is free: acknowledgements free it, so this runs at the pace of the connection. At the end, FILE_SENT.
+     */
+    private int fillFile(final PipeSlot s)
+    {
+        final PipeSendBuffer tx = s.tx;
+        if (tx.free() < Math.min(s.fileRemaining, tx.capacity() / 4))
+        {
+            return 0;
+        }
+        long appended = 0;
+        int free;
+        while (s.fileRemaining > 0 && appended < FILL_BURST && (free = tx.free()) > 0)
+        {
+            final int max = (int)Math.min(Math.min(s.fileRemaining, FILL_BURST - appended), free);
+            final long read = tx.fill(s.fileFd, s.filePosition, max);
+            if (read > 0)
+            {
+                s.filePosition += read;
+                s.fileRemaining -= read;
+                s.fileAppended += read;
+                appended += read;
+            }
+            else if (read == -Linux.EINTR)
+            {
+                break; // again next round
+            }
+            else
+            {
+                // 0: the file ended before the promised length (it shrank); < 0: a read error. Either way the
+                // stream cannot be completed, and the peer must not take a short body for a whole one.
+                counters.increment(PipeCounter.FILES_FAILED);
+                final long done = s.fileAppended;
+                stopFile(s);
+                fileSent(s, Reason.FILE_UNREADABLE, done);
+                s.connection.abort();
+                return 1;
+            }
+        }
+        if (appended > 0)
+        {
+            counters.add(PipeCounter.FILE_BYTES, appended);
+            s.lastTxTail = tx.end(); // published by fill: no doorbell to answer
+            s.connection.sendBufferAppended();
+            server.flushStack();
+        }
+        if (s.fileRemaining == 0)
+        {
+            counters.increment(PipeCounter.FILES_SENT);
+            final long done = s.fileAppended;
+            stopFile(s);
+            fileSent(s, Reason.NONE, done);
+        }
+        return appended > 0 ? 1 : 0;
+    }
+
+    /** Close the slot's file (if any) and give the TX tail back to the app. */
+    private static void stopFile(final PipeSlot s)
+    {
+        if (s.fileFd >= 0)
+        {
+            Linux.closeQuietly(s.fileFd);
+            s.fileFd = -1;
+            s.tx.endFill();
+        }
+    }
+
+    private void fileSent(final PipeSlot s, final int reason, final long bytes)
+    {
+        event().putLong(0, s.connectionId());
+        scratch.putInt(8, reason);
+        scratch.putLong(16, bytes);
+        post(Protocol.FILE_SENT);
     }
 
     /** The slot the app may name with {@code connectionId}, or null after an UNKNOWN_CONNECTION error. */
@@ -503,6 +637,16 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         {
             return;
         }
+        if (s.fileFd >= 0)
+        {
+            // Every accepted SEND_FILE is answered once: the client keeps the descriptor open until then.
+            final long done = s.fileAppended;
+            stopFile(s);
+            if (s.announced && !s.appClosed)
+            {
+                fileSent(s, reason == TcpConnection.CLOSE_RESET ? Reason.RESET : Reason.UNKNOWN_CONNECTION, done);
+            }
+        }
         if (s.connecting)
         {
             event().putLong(0, s.requestId);
@@ -564,6 +708,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             return;
         }
         deactivate(s);
+        stopFile(s);
         s.free();
         freeSlots[freeCount++] = s.index;
     }
@@ -689,6 +834,11 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
                 reset++;
             }
         }
+        for (final PipeSlot s : slots)
+        {
+            stopFile(s);
+        }
+        appFiles.close();
         if (finalState != 0)
         {
             file.putInt(AppFileDescriptor.REASON_OFFSET, reason);

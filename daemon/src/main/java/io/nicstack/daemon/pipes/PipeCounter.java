@@ -18,7 +18,11 @@ public enum PipeCounter
     CONNECTIONS_ACCEPTED("pipes: connections accepted"),
     CONNECTIONS_OPENED("pipes: connections opened"),
     SLOTS_EXHAUSTED("pipes: no free slot"),
-    CONNECTIONS_RESET_APP_GONE("pipes: connections reset (app gone)");
+    CONNECTIONS_RESET_APP_GONE("pipes: connections reset (app gone)"),
+    FILES_SENT("pipes: files sent (SEND_FILE)"),
+    FILE_BYTES("pipes: file bytes read into TX pipes"),
+    FILES_REFUSED("pipes: SEND_FILE refused"),
+    FILES_FAILED("pipes: SEND_FILE failed mid-file (connection reset)");
 
     private final String label;
 

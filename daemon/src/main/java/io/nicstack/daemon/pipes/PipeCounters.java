@@ -34,6 +34,11 @@ public final class PipeCounters
         counters[counter.ordinal()].incrementRelease();
     }
 
+    public void add(final PipeCounter counter, final long delta)
+    {
+        counters[counter.ordinal()].getAndAddRelease(delta);
+    }
+
     public long get(final PipeCounter counter)
     {
         return counters[counter.ordinal()].get();

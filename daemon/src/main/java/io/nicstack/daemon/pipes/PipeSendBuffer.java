@@ -2,6 +2,7 @@ package io.nicstack.daemon.pipes;
 
 import org.agrona.concurrent.AtomicBuffer;
 
+import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.stack.storage.AbstractSendBuffer;
 import io.nicstack.stack.storage.SendBuffer;
@@ -20,18 +21,26 @@ import io.nicstack.stack.storage.SendBuffer;
  * to the app. The app is not trusted: the tail it writes is clamped to {@code [end, start + capacity]},
  * so {@link #end()} never moves backwards and never claims more than the pipe holds; the head is the
  * daemon's own copy, never read back. After {@link #freeze()} (SHUTDOWN, CLOSE) the end stays put so the
- * FIN's sequence number cannot move. Event loop thread only; no call allocates.
+ * FIN's sequence number cannot move. Between {@link #beginFill()} and {@link #endFill()} (a SEND_FILE) the
+ * daemon is the producer: {@link #fill} reads file bytes into the free space and publishes the tail itself,
+ * and the app's tail is not followed (the client library does not write it until told the file is done).
+ * Event loop thread only; no call allocates.
  */
 public final class PipeSendBuffer extends AbstractSendBuffer
 {
     private final AtomicBuffer pipe;
+    private final long dataAddress;
+    private final int mask;
     private boolean frozen;
+    private boolean filling;
 
     /** View of the pipe that starts at {@code pipe}'s index 0 and holds {@code capacity} (a power of two) data bytes. */
     public PipeSendBuffer(final AtomicBuffer pipe, final int capacity)
     {
         super(PipeData.ring(pipe, capacity));
         this.pipe = pipe;
+        this.dataAddress = pipe.byteArray() == null ? pipe.addressOffset() + PipeDescriptor.DATA_OFFSET : 0;
+        this.mask = capacity - 1;
     }
 
     /** Restart the stream at offset 0 for a new connection (the app does not touch the pipe until told of it). */
@@ -39,6 +48,7 @@ public final class PipeSendBuffer extends AbstractSendBuffer
     {
         resetPositions();
         frozen = false;
+        filling = false;
         pipe.putLongRelease(PipeDescriptor.HEAD_OFFSET, 0);
         pipe.putLongRelease(PipeDescriptor.TAIL_OFFSET, 0);
     }
@@ -48,6 +58,63 @@ public final class PipeSendBuffer extends AbstractSendBuffer
     {
         end();
         frozen = true;
+    }
+
+    /** Whether {@link #freeze()} was called: nothing more will be appended. */
+    public boolean isFrozen()
+    {
+        return frozen;
+    }
+
+    /** Take over the tail from the app: until {@link #endFill()} only {@link #fill} appends. */
+    public void beginFill()
+    {
+        end();
+        filling = true;
+    }
+
+    /** Give the tail back to the app; it continues at {@link #end()}, where the last fill published it. */
+    public void endFill()
+    {
+        filling = false;
+    }
+
+    /** Free bytes after {@link #end()}: what {@link #fill} could append now, across the wrap. */
+    public int free()
+    {
+        return capacity() - (int)(end() - start());
+    }
+
+    /**
+     * pread(2) up to {@code max} bytes of {@code fd} at {@code position} into the free space after {@link #end()}
+     * (up to the wrap: call again for the rest) and publish them as the app's commit would.
+     *
+     * @return bytes appended, 0 at the end of the file, or -errno.
+     */
+    public long fill(final int fd, final long position, final int max)
+    {
+        if (dataAddress == 0)
+        {
+            throw new IllegalStateException("fill needs a pipe in native memory");
+        }
+        final long end = super.end();
+        final int at = (int)end & mask;
+        final int count = Math.min(Math.min(free(), max), capacity() - at);
+        if (count <= 0)
+        {
+            return 0;
+        }
+        final long read = Linux.LIBC.pread(fd, dataAddress + at, count, position);
+        if (read < 0)
+        {
+            return -Linux.errno();
+        }
+        if (read > 0)
+        {
+            extendEnd(end + read);
+            pipe.putLongRelease(PipeDescriptor.TAIL_OFFSET, end + read);
+        }
+        return read;
     }
 
     /** The tail the app wrote last, unvalidated (the doorbell). */
@@ -60,7 +127,7 @@ public final class PipeSendBuffer extends AbstractSendBuffer
     public long end()
     {
         final long end = super.end();
-        if (!frozen)
+        if (!frozen && !filling)
         {
             final long tail = Math.min(pipe.getLongVolatile(PipeDescriptor.TAIL_OFFSET), start() + capacity());
             if (tail > end)

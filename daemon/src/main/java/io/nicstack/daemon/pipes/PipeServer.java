@@ -125,6 +125,11 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return stack.config();
     }
 
+    PrintStream log()
+    {
+        return log;
+    }
+
     PipeCounters counters()
     {
         return counters;

@@ -39,6 +39,11 @@ final class PipeSlot implements BufferProvider.ConnectionBuffers
     long lastTxTail;
     long lastRxHead;
     long lastNotifiedTail;
+    /** SEND_FILE in progress: the daemon's descriptor of the file (-1 when none), next position, bytes left, appended. */
+    int fileFd = -1;
+    long filePosition;
+    long fileRemaining;
+    long fileAppended;
 
     PipeSlot(final AppSession session, final AtomicBuffer file, final int ringCapacity, final int pipeCapacity, final int index,
         final int maxOutOfOrderRanges)

@@ -6,11 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.OutputStream;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -23,6 +26,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import io.nicstack.nic.linux.Linux;
 import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.PipeDescriptor;
@@ -307,6 +311,204 @@ class PipeServerTest
             return got[0] == total;
         }, 120_000_000_000L, "drain");
         assertArrayEquals(sha256().digest(inbound), appDigest.digest(), "byte-exact after a zero window");
+        app.close();
+    }
+
+    /** An accepted connection of {@code app} with its remote end on stack B. */
+    private long accept(final TestApp app, final Peer peer, final TcpConnection[] remote)
+    {
+        remote[0] = b.tcp().connect(A_IP, PORT, peer, null);
+        return await(app, Protocol.ACCEPTED).longAt(0);
+    }
+
+    /** Run until the app has the event, the remote reading everything meanwhile. */
+    private TestApp.Event awaitDraining(final TestApp app, final int type, final Peer peer, final TcpConnection remote)
+    {
+        final TestApp.Event[] found = new TestApp.Event[1];
+        runUntil(() ->
+        {
+            peer.drain(remote);
+            app.poll();
+            return (found[0] = app.take(type)) != null;
+        }, 60_000_000_000L, "event " + type);
+        return found[0];
+    }
+
+    /** Write all of {@code bytes} to the slot's TX pipe as space frees, the remote reading meanwhile. */
+    private void writeAll(final TestApp app, final int slot, final byte[] bytes, final Peer peer, final TcpConnection remote)
+    {
+        final int[] written = {0};
+        runUntil(() ->
+        {
+            written[0] += app.write(slot, bytes, written[0], bytes.length - written[0]);
+            peer.drain(remote);
+            return written[0] == bytes.length;
+        }, 60_000_000_000L, "bytes written");
+    }
+
+    @Test
+    void sendFileGoesBetweenTheBytesBeforeAndAfterItAndTheAppMayCloseItsDescriptorAtOnce() throws IOException
+    {
+        final TestApp app = attach("file", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final int slot = Protocol.slotOf(id);
+
+        final byte[] content = randomBytes(3, 3 << 20);
+        final Path body = Files.write(shm.resolve("body.bin"), content);
+        final byte[] before = randomBytes(4, 1000);
+        final byte[] after = randomBytes(5, 5000);
+        final int position = 12345;
+        final int length = content.length - position - 100;
+
+        assertEquals(before.length, app.write(slot, before, 0, before.length));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        assertTrue(fd >= 0);
+        app.sendFile(id, fd, position, length);
+        step();
+        assertTrue(Linux.LIBC.close(fd) == 0, "the app's descriptor closes; the daemon holds its own");
+        final TestApp.Event sent = awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]);
+        assertEquals(id, sent.longAt(0));
+        assertEquals(Reason.NONE, sent.intAt(8));
+        assertEquals(length, sent.longAt(16));
+        writeAll(app, slot, after, peer, remote[0]);
+        final long total = before.length + length + after.length;
+        runUntil(() ->
+        {
+            peer.drain(remote[0]);
+            return peer.read == total;
+        }, 60_000_000_000L, "all bytes at the remote");
+
+        final MessageDigest expected = sha256();
+        expected.update(before);
+        expected.update(content, position, length);
+        expected.update(after);
+        assertArrayEquals(expected.digest(), peer.digest.digest(), "before, file range, after: byte-exact and in order");
+        assertEquals(1, counters.get(PipeCounter.FILES_SENT));
+        assertEquals(length, counters.get(PipeCounter.FILE_BYTES));
+        assertEquals(total, app.txPipe(slot).getLongVolatile(PipeDescriptor.TAIL_OFFSET));
+        app.close();
+    }
+
+    @Test
+    void sendFileIsRefusedForWhatTheAppCouldNotReadAndTheConnectionLivesOn() throws IOException
+    {
+        final TestApp app = attach("refused", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(6, 1 << 20));
+
+        final int writeOnly = Linux.LIBC.open(body.toString(), Linux.O_WRONLY);
+        final int directory = Linux.LIBC.open(shm.toString(), Linux.O_RDONLY);
+        final int readable = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        assertTrue(writeOnly >= 0 && directory >= 0 && readable >= 0);
+        try
+        {
+            final int[][] cases = {
+                {999_999, 0, 10, Reason.FILE_UNREADABLE},     // not open in the app
+                {writeOnly, 0, 10, Reason.FILE_UNREADABLE},   // not open for reading
+                {directory, 0, 10, Reason.FILE_UNREADABLE},   // not a regular file
+                {readable, 0, 0, Reason.BAD_ARGUMENT},        // nothing to send
+                {readable, -1, 10, Reason.BAD_ARGUMENT},      // before the file
+            };
+            for (final int[] c : cases)
+            {
+                app.sendFile(id, c[0], c[1], c[2]);
+                final TestApp.Event answer = await(app, Protocol.FILE_SENT);
+                assertEquals(c[3], answer.intAt(8), "fd " + c[0] + " at " + c[1] + " length " + c[2]);
+                assertEquals(0, answer.longAt(16));
+            }
+            // One file at a time per connection: the second is refused, the first goes on.
+            app.sendFile(id, readable, 0, 1 << 20);
+            app.sendFile(id, readable, 0, 10);
+            final TestApp.Event second = await(app, Protocol.FILE_SENT);
+            assertEquals(Reason.BAD_ARGUMENT, second.intAt(8));
+            final TestApp.Event first = awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]);
+            assertEquals(Reason.NONE, first.intAt(8));
+            assertEquals(1 << 20, first.longAt(16));
+            assertEquals(1, counters.get(PipeCounter.FILES_SENT));
+            assertEquals(6, counters.get(PipeCounter.FILES_REFUSED));
+
+            // The connection is unharmed: the app's own bytes follow the file.
+            final byte[] tail = randomBytes(7, 777);
+            writeAll(app, Protocol.slotOf(id), tail, peer, remote[0]);
+            runUntil(() ->
+            {
+                peer.drain(remote[0]);
+                return peer.read == (1 << 20) + tail.length;
+            }, 10_000_000_000L, "file and tail at the remote");
+            assertEquals(-1, peer.closedReason);
+        }
+        finally
+        {
+            Linux.LIBC.close(writeOnly);
+            Linux.LIBC.close(directory);
+            Linux.LIBC.close(readable);
+        }
+        app.close();
+    }
+
+    @Test
+    void sendFileIsRefusedWhenTheAppsProcessIsNotTheUserThatOwnsTheAppFile() throws IOException
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "chown needs root");
+        final TestApp app = attach("foreign", self, 2);
+        listen(app, PORT);
+        final long id = accept(app, new Peer(), new TcpConnection[1]);
+        // The file now claims another user, whose process this (root's) pid is not.
+        Files.setAttribute(app.path, "unix:uid", 4242);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(8, 1000));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            app.sendFile(id, fd, 0, 1000);
+            final TestApp.Event answer = await(app, Protocol.FILE_SENT);
+            assertEquals(Reason.FILE_UNREADABLE, answer.intAt(8));
+            assertEquals(0, counters.get(PipeCounter.FILE_BYTES));
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
+    @Test
+    void aFileThatShrinksWhileSentResetsTheConnectionInsteadOfSendingAShortBody() throws IOException
+    {
+        final TestApp app = attach("shrink", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(9, 2 << 20));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            app.sendFile(id, fd, 0, 2 << 20);
+            step();
+            assertTrue(counters.get(PipeCounter.FILE_BYTES) > 0);
+            try (FileChannel ch = FileChannel.open(body, StandardOpenOption.WRITE))
+            {
+                ch.truncate(200_000);
+            }
+            final TestApp.Event answer = awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]);
+            assertEquals(Reason.FILE_UNREADABLE, answer.intAt(8));
+            assertEquals(200_000, answer.longAt(16), "everything up to the new end was appended");
+            runUntil(() -> peer.closedReason >= 0, 1_000_000_000L, "the remote sees the connection end");
+            assertEquals(TcpConnection.CLOSE_RESET, peer.closedReason);
+            assertTrue(peer.read < 2 << 20);
+            assertEquals(1, counters.get(PipeCounter.FILES_FAILED));
+            assertNotNull(await(app, Protocol.CLOSED));
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
         app.close();
     }
 

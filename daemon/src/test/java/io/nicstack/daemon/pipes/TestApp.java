@@ -103,6 +103,20 @@ final class TestApp implements AutoCloseable
         }
     }
 
+    /** SEND_FILE: long id @0, int fd @8, long position @16, long length @24. */
+    void sendFile(final long connectionId, final int fd, final long position, final long length)
+    {
+        message.setMemory(0, 64, (byte)0);
+        message.putLong(0, connectionId);
+        message.putInt(8, fd);
+        message.putLong(16, position);
+        message.putLong(24, length);
+        if (!control.write(Protocol.SEND_FILE, message, 0, Protocol.CONTROL_LENGTH))
+        {
+            throw new IllegalStateException("control ring full");
+        }
+    }
+
     void send(final int type, final long l0, final int i8, final int i12)
     {
         send(type, Protocol.CONTROL_LENGTH, l0, i8, i12, 0);

@@ -23,12 +23,23 @@ public interface LibC
     /** read(2) into native memory at {@code buf}. */
     @ssize_t long read(int fd, @intptr_t long buf, @size_t long count);
 
+    /** pread(2) into native memory at {@code buf}, from {@code offset} of the file (its file position is not used). */
+    @ssize_t long pread(int fd, @intptr_t long buf, @size_t long count, long offset);
+
     /** write(2) from native memory at {@code buf}. */
     @ssize_t long write(int fd, @intptr_t long buf, @size_t long count);
 
     /** ioctl(2) with a pointer argument (the request's struct in native memory). */
     @Variadic(fixedCount = 2)
     int ioctl(int fd, @u_int64_t long request, @intptr_t long arg);
+
+    /** fcntl(2) with an int argument (or none: pass 0). */
+    @Variadic(fixedCount = 2)
+    int fcntl(int fd, int cmd, int arg);
+
+    /** syscall(2) with up to three int arguments, for calls glibc may not wrap (pidfd_open, pidfd_getfd). */
+    @Variadic(fixedCount = 1)
+    long syscall(long number, int arg1, int arg2, int arg3);
 
     /** poll(2) over {@code nfds} {@code struct pollfd} at {@code fds}. */
     int poll(@intptr_t long fds, @u_int64_t long nfds, int timeoutMillis);

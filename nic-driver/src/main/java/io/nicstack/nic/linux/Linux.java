@@ -18,6 +18,16 @@ public final class Linux
     public static final int O_RDWR = 2;
     public static final int O_NONBLOCK = 0x800;
     public static final int O_CLOEXEC = 0x80000;
+    public static final int O_WRONLY = 1;
+    public static final int O_ACCMODE = 3;
+    public static final int O_PATH = 0x200000;
+
+    // fcntl(2)
+    public static final int F_GETFL = 3;
+
+    // pidfd_open(2), pidfd_getfd(2): numbers of the unified syscall table (424 and up), the same on x86_64 and aarch64.
+    public static final long SYS_PIDFD_OPEN = 434;
+    public static final long SYS_PIDFD_GETFD = 438;
 
     // socket(2)
     public static final int AF_INET = 2;
@@ -68,6 +78,7 @@ public final class Linux
     public static final int EINVAL = 22;
     public static final int EMFILE = 24;
     public static final int ENOTTY = 25;
+    public static final int ESRCH = 3;
     public static final int ENOSYS = 38;
     public static final int ENOBUFS = 105;
     public static final int ENETDOWN = 100;
@@ -103,6 +114,7 @@ public final class Linux
             case EMFILE -> "EMFILE";
             case ENOTTY -> "ENOTTY";
             case ENOSYS -> "ENOSYS";
+            case ESRCH -> "ESRCH";
             case EBADFD -> "EBADFD";
             case ENETDOWN -> "ENETDOWN";
             case ENOBUFS -> "ENOBUFS";

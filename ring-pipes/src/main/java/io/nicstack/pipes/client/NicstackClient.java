@@ -431,6 +431,17 @@ public final class NicstackClient implements AutoCloseable
         }
     }
 
+    /** SEND_FILE, spinning while the control ring is full. */
+    void sendFile(final long connectionId, final int fd, final long position, final long length) throws NicstackException
+    {
+        checkOpen();
+        idleStrategy.reset();
+        while (!offer(Protocol.SEND_FILE, connectionId, fd, 0, position, length))
+        {
+            idleStrategy.idle(poll());
+        }
+    }
+
     /** Send without throwing: gives up once the daemon is gone (used by close paths). */
     boolean sendQuietly(final int type, final long id, final int i8)
     {
@@ -518,6 +529,11 @@ public final class NicstackClient implements AutoCloseable
     /** One control record: long @0, int @8, int @12, long @16 (see {@link Protocol} for which fields a type uses). */
     private boolean offer(final int type, final long l0, final int i8, final int i12, final long l16)
     {
+        return offer(type, l0, i8, i12, l16, 0);
+    }
+
+    private boolean offer(final int type, final long l0, final int i8, final int i12, final long l16, final long l24)
+    {
         final int index = controlRing.tryClaim(type, Protocol.CONTROL_LENGTH);
         if (index <= 0)
         {
@@ -529,6 +545,7 @@ public final class NicstackClient implements AutoCloseable
         buffer.putInt(index + 8, i8);
         buffer.putInt(index + 12, i12);
         buffer.putLong(index + 16, l16);
+        buffer.putLong(index + 24, l24);
         controlRing.commit(index);
         return true;
     }
@@ -629,6 +646,17 @@ public final class NicstackClient implements AutoCloseable
                 }
                 break;
             }
+
+            case Protocol.FILE_SENT:
+                if (length >= 24)
+                {
+                    final PipeConnection connection = lookup(id);
+                    if (connection != null)
+                    {
+                        connection.onFileSent(buffer.getInt(index + 8), buffer.getLong(index + 16));
+                    }
+                }
+                break;
 
             default:
                 break;

@@ -36,6 +36,12 @@ public final class PipeConnection implements AutoCloseable
     private int closeReason = Protocol.Reason.NONE;
     private int lastError = Protocol.Reason.NONE;
     private long notifiedTail;
+    /** The file of the SEND_FILE the daemon has not answered yet, null when none: the TX tail is the daemon's. */
+    private SendableFile fileInFlight;
+    private int fileReason = Protocol.Reason.NONE;
+    private long fileBytes;
+    private boolean shutdownDeferred;
+    private boolean closeDeferred;
     private InputStream inputStream;
     private OutputStream outputStream;
 
@@ -145,7 +151,7 @@ public final class PipeConnection implements AutoCloseable
         {
             throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "output of " + describe() + " was shut down");
         }
-        return tx.claim(max);
+        return fileInFlight != null ? 0 : tx.claim(max);
     }
 
     /** Size of the TX pipe in bytes. */
@@ -154,11 +160,14 @@ public final class PipeConnection implements AutoCloseable
         return tx.capacity();
     }
 
-    /** Free bytes in the TX pipe now (what the daemon has released), wrap or not; {@link #claim} gives the contiguous part. */
+    /**
+     * Free bytes in the TX pipe now (what the daemon has released), wrap or not; {@link #claim} gives the contiguous
+     * part. 0 while a file is being sent.
+     */
     public int txFree()
     {
         checkMapped();
-        return tx.free();
+        return fileInFlight != null ? 0 : tx.free();
     }
 
     /** The buffer a claimed span lies in: the whole mapping, index with {@link #txIndex()}. */
@@ -177,31 +186,105 @@ public final class PipeConnection implements AutoCloseable
     public void commit(final int n)
     {
         checkMapped();
+        if (fileInFlight != null && n != 0)
+        {
+            throw new IllegalStateException("commit while " + fileInFlight + " is being sent on " + describe());
+        }
         tx.commit(n);
     }
 
-    /** SHUTDOWN: the daemon sends FIN after the bytes already committed; no further claim. */
+    /**
+     * SEND_FILE: the daemon appends {@code length} bytes of {@code file} from {@code position} to the stream, after
+     * everything committed so far, reading them itself: the host app does not copy them. Until the daemon answers
+     * (seen after a {@link NicstackClient#poll()}: {@link #isSendingFile()} turns false) the TX pipe is the
+     * daemon's: {@link #claim} gives 0, and a {@link #shutdownOutput()} or {@link #close()} takes effect after
+     * the file. Then {@link #fileReason()} says how it went: NONE (all bytes queued), or FILE_UNREADABLE with
+     * {@link #fileBytes()} 0 when the daemon refused the file (the connection is unharmed: send the bytes some
+     * other way) or more when the file could not be read to its end (the daemon resets the connection).
+     *
+     * @throws NicstackException if the connection is closed or reset, or its output was shut down.
+     * @throws IllegalStateException if a file is already being sent on this connection, or {@code file} is closed.
+     */
+    public void sendFile(final SendableFile file, final long position, final long length) throws NicstackException
+    {
+        claim(0); // the same checks as a claim
+        if (position < 0 || length <= 0 || position + length < 0)
+        {
+            throw new IllegalArgumentException("sendFile of " + length + " bytes at " + position);
+        }
+        if (fileInFlight != null)
+        {
+            throw new IllegalStateException(fileInFlight + " is still being sent on " + describe());
+        }
+        final int fd = file.acquire();
+        try
+        {
+            client.sendFile(id, fd, position, length);
+        }
+        catch (final NicstackException | RuntimeException e)
+        {
+            file.release();
+            throw e;
+        }
+        fileInFlight = file;
+        fileReason = Protocol.Reason.NONE;
+        fileBytes = 0;
+    }
+
+    /** Whether a {@link #sendFile} waits for the daemon's answer. */
+    public boolean isSendingFile()
+    {
+        return fileInFlight != null;
+    }
+
+    /** How the last {@link #sendFile} ended, a {@link Protocol.Reason} (NONE: every byte is in the stream). */
+    public int fileReason()
+    {
+        return fileReason;
+    }
+
+    /** Bytes of the last {@link #sendFile} the daemon appended to the stream. */
+    public long fileBytes()
+    {
+        return fileBytes;
+    }
+
+    /** SHUTDOWN: the daemon sends FIN after the bytes already committed (and a file being sent); no further claim. */
     public void shutdownOutput() throws NicstackException
     {
         checkUsable();
         if (!outputShutdown)
         {
             outputShutdown = true;
-            if (!daemonClosed)
+            if (fileInFlight != null)
+            {
+                shutdownDeferred = true;
+            }
+            else if (!daemonClosed)
             {
                 client.send(Protocol.SHUTDOWN, id, 0, 0);
             }
         }
     }
 
-    /** CLOSE: the daemon closes the connection (FIN after committed bytes) and frees the slot; idempotent. */
+    /**
+     * CLOSE: the daemon closes the connection (FIN after committed bytes, and after a file being sent) and frees the
+     * slot; idempotent.
+     */
     @Override
     public void close()
     {
         if (!locallyClosed)
         {
             locallyClosed = true;
-            client.onConnectionClosed(this);
+            if (fileInFlight != null)
+            {
+                closeDeferred = true; // CLOSE once the daemon answers: the file's bytes are part of the stream
+            }
+            else
+            {
+                client.onConnectionClosed(this);
+            }
         }
     }
 
@@ -326,6 +409,38 @@ public final class PipeConnection implements AutoCloseable
     void onDaemonGone()
     {
         daemonClosed = true;
+        if (fileInFlight != null)
+        {
+            fileInFlight.release();
+            fileInFlight = null;
+            fileReason = Protocol.Reason.UNKNOWN_CONNECTION;
+        }
+    }
+
+    void onFileSent(final int reason, final long bytes)
+    {
+        final SendableFile file = fileInFlight;
+        if (file == null)
+        {
+            return; // not asked for: ignore
+        }
+        fileInFlight = null;
+        fileReason = reason;
+        fileBytes = bytes;
+        file.release();
+        if (closeDeferred)
+        {
+            closeDeferred = false;
+            client.onConnectionClosed(this);
+        }
+        else if (shutdownDeferred)
+        {
+            shutdownDeferred = false;
+            if (!daemonClosed)
+            {
+                client.sendQuietly(Protocol.SHUTDOWN, id, 0);
+            }
+        }
     }
 
     void onNotify(final long rxTail)

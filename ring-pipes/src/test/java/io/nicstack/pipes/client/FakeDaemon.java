@@ -32,7 +32,7 @@ final class FakeDaemon implements AutoCloseable
     }
 
     /** One control-ring record as the daemon read it. */
-    record Control(int type, long l0, int i8, int i12, long l16)
+    record Control(int type, long l0, int i8, int i12, long l16, long l24)
     {
     }
 
@@ -138,6 +138,22 @@ final class FakeDaemon implements AutoCloseable
         message.putLong(0, id);
         message.putInt(8, reason);
         event(type);
+        return true;
+    }
+
+    /** Answer a SEND_FILE as the daemon does: append {@code fileBytes} to the TX pipe (as the producer), then FILE_SENT. */
+    boolean fileSent(final long connectionId, final int reason, final byte[] fileBytes)
+    {
+        final Pipe pipe = tx[Protocol.slotOf(connectionId)];
+        if (pipe.write(fileBytes, 0, fileBytes.length) != fileBytes.length)
+        {
+            throw new IllegalStateException("TX pipe full");
+        }
+        message.setMemory(0, 32, (byte)0);
+        message.putLong(0, connectionId);
+        message.putInt(8, reason);
+        message.putLong(16, fileBytes.length);
+        event(Protocol.FILE_SENT);
         return true;
     }
 
@@ -279,7 +295,8 @@ final class FakeDaemon implements AutoCloseable
     private void onControl(final int type, final org.agrona.MutableDirectBuffer buffer, final int index, final int length)
     {
         final Control control = new Control(
-            type, buffer.getLong(index), buffer.getInt(index + 8), buffer.getInt(index + 12), buffer.getLong(index + 16));
+            type, buffer.getLong(index), buffer.getInt(index + 8), buffer.getInt(index + 12), buffer.getLong(index + 16),
+            buffer.getLong(index + 24));
         controls.add(control);
         switch (type)
         {

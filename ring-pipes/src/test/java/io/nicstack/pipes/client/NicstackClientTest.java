@@ -198,6 +198,76 @@ class NicstackClientTest
     }
 
     @Test
+    void sendFileLeavesTheTxPipeToTheDaemonUntilItAnswers() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        final PipeListener listener = client.listen(8080, 16);
+        daemon.call(d -> d.accept(8080, PEER, 50000));
+        final PipeConnection connection = listener.accept();
+        final long id = connection.id();
+        final Path body = Files.writeString(dir.resolve("body.txt"), "BODY");
+
+        assertEquals(4, connection.claim(4));
+        connection.txBuffer().putStringWithoutLengthAscii(connection.txIndex(), "head");
+        connection.commit(4);
+        final SendableFile file = SendableFile.open(body);
+        connection.sendFile(file, 1, 3);
+        pollUntil(() -> !daemon.controlsOfType(Protocol.SEND_FILE).isEmpty());
+        final FakeDaemon.Control request = daemon.controlsOfType(Protocol.SEND_FILE).get(0);
+        assertEquals(id, request.l0());
+        assertEquals(1, request.l16());
+        assertEquals(3, request.l24());
+        final Path fd = Path.of("/proc/self/fd/" + request.i8());
+        assertEquals(body.toRealPath(), fd.toRealPath(), "the descriptor named is the file's");
+
+        // Until the answer the TX tail is the daemon's.
+        assertTrue(connection.isSendingFile());
+        assertEquals(0, connection.claim(100));
+        assertEquals(0, connection.txFree());
+        assertThrows(IllegalStateException.class, () -> connection.commit(1));
+        assertThrows(IllegalStateException.class, () -> connection.sendFile(file, 0, 1));
+        // Closing the file and the connection now takes effect after the answer: the daemon may not have taken
+        // the descriptor yet, and the file's bytes come before the FIN.
+        file.close();
+        connection.shutdownOutput();
+        connection.close();
+        for (int i = 0; i < 100; i++)
+        {
+            client.poll();
+        }
+        assertTrue(Files.exists(fd), "descriptor kept open while the daemon may still take it");
+        assertTrue(daemon.controlsOfType(Protocol.SHUTDOWN).isEmpty() && daemon.controlsOfType(Protocol.CLOSE).isEmpty());
+
+        daemon.call(d -> d.fileSent(id, Protocol.Reason.NONE, "ODY".getBytes(StandardCharsets.US_ASCII)));
+        pollUntil(() -> !daemon.controlsOfType(Protocol.CLOSE).isEmpty());
+        assertFalse(connection.isSendingFile());
+        assertEquals(Protocol.Reason.NONE, connection.fileReason());
+        assertEquals(3, connection.fileBytes());
+        assertFalse(Files.exists(fd) && fd.toRealPath().equals(body.toRealPath()), "descriptor closed after the answer");
+        pollUntil(() -> Arrays.equals("headODY".getBytes(StandardCharsets.US_ASCII), daemon.call(d -> d.received(id))));
+
+        // A refused file leaves the connection as it was: the app sends the bytes itself.
+        daemon.call(d -> d.accept(8080, PEER, 50001));
+        final PipeConnection second = listener.accept();
+        final long id2 = second.id();
+        try (SendableFile again = SendableFile.open(body))
+        {
+            second.sendFile(again, 0, 4);
+            daemon.call(d -> d.fileSent(id2, Protocol.Reason.FILE_UNREADABLE, new byte[0]));
+            pollUntil(() -> !second.isSendingFile());
+        }
+        assertEquals(Protocol.Reason.FILE_UNREADABLE, second.fileReason());
+        assertEquals(0, second.fileBytes());
+        assertEquals(4, second.claim(4));
+        second.txBuffer().putStringWithoutLengthAscii(second.txIndex(), "BODY");
+        second.commit(4);
+        pollUntil(() -> Arrays.equals("BODY".getBytes(StandardCharsets.US_ASCII), daemon.call(d -> d.received(id2))));
+        final SendableFile closed = SendableFile.open(body);
+        closed.close();
+        assertThrows(IllegalStateException.class, () -> second.sendFile(closed, 0, 1));
+    }
+
+    @Test
     void connectRefusedPortInUseAndReset() throws Exception
     {
         attach(FakeDaemon.Mode.ATTACH);
