@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Host CPU per request and per GB served: the HTTP example app on nicstack vs the same server on the
 # JDK's NIO sockets over the kernel, same files, same wrk load, in one run (results are medians of REPS):
-#   1. nicstack:        daemon on a tap in a namespace + `app http` (a host JVM on the pipes);
+#   1. nicstack:        daemon on a tap in a namespace + `app http` (a host JVM on the pipes; bodies of
+#                       32 KiB and more go by SEND_FILE: the daemon reads the file, the app copies nothing);
 #                       wrk in the namespace -> 198.18.0.2:80
+#   1b. nicstack-copy:  the same with `app http --copy` (the app preads each body into the TX pipe)
 #   2. kernel sendfile: `app nio-http` (NioHttpApp, FileChannel.transferTo = sendfile) in one namespace,
 #                       wrk in another, joined by a veth pair -> 198.18.1.2:80
 #   3. kernel copy:     the same with --copy (pread into a direct ByteBuffer + write, the data crosses
@@ -118,18 +120,18 @@ measure() {
 }
 
 run_nicstack() {
-  local rep=$1
+  local rep=$1 variant=$2; shift 2
   fresh_ns "$NS1"
   ip netns exec "$NS1" "${DAEMON[@]}" --device tap:nstap0 --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
       --shm "$SHM/d" >"$WORK/daemon.log" 2>&1 &
   local dp=$!; PIDS+=("$dp")
   wait_for "$WORK/daemon.log" '^nicstack ready' "$dp"
   # shellcheck disable=SC2086 # NICSTACK_HTTP_APP_OPTS: extra options for the pipe app, word-split on purpose
-  ip netns exec "$NS1" "${APP[@]}" http --shm "$SHM/d" --port 80 --root "$WWW" ${NICSTACK_HTTP_APP_OPTS:-} >"$WORK/app.log" 2>&1 &
+  ip netns exec "$NS1" "${APP[@]}" http --shm "$SHM/d" --port 80 --root "$WWW" "$@" ${NICSTACK_HTTP_APP_OPTS:-} >"$WORK/app.log" 2>&1 &
   local ap=$!; PIDS+=("$ap")
   wait_for "$WORK/app.log" '^nicstack app ready http 80' "$ap"
   is_java "$dp"; is_java "$ap"
-  measure nicstack "$rep" "$NS1" http://198.18.0.2 "$ap" "$dp"
+  measure "$variant" "$rep" "$NS1" http://198.18.0.2 "$ap" "$dp"
   stop "$ap"; stop "$dp"
   ip netns del "$NS1"
 }
@@ -152,7 +154,8 @@ run_kernel() {
 echo "bench-http: $REPS reps, wrk -t2 -c32 -d${DURATION}s (after a ${WARMUP}s warm-up) per file and variant; $(nproc) CPUs" >&2
 : >"$WORK/results"
 for rep in $(seq "$REPS"); do
-  run_nicstack "$rep"
+  run_nicstack "$rep" nicstack
+  run_nicstack "$rep" nicstack-copy --copy
   run_kernel "$rep" kernel-sendfile
   run_kernel "$rep" kernel-copy --copy
 done
@@ -166,7 +169,7 @@ echo "CPU = utime+stime from /proc (all threads); machine = all $(nproc) CPUs' b
 printf '%-8s %-16s %7s %7s %10s %9s %12s %9s %13s %13s %9s\n' file variant req/s MB/s "app ms/1k" "app s/GB" \
   "daemon s/GB" "wrk s/GB" "machine s/GB" "softirq s/GB" "app util"
 for f in "${FILES[@]}"; do
-  for v in nicstack kernel-sendfile kernel-copy; do
+  for v in nicstack nicstack-copy kernel-sendfile kernel-copy; do
     printf '%-8s %-16s %7.0f %7.0f %10.2f %9.3f %12.3f %9.3f %13.3f %13.3f %8.0f%%\n' "$f" "$v" \
       "$(derived "$v" "$f" '$4 / $6')" "$(derived "$v" "$f" '$5 / 1e6 / $6')" \
       "$(derived "$v" "$f" '$7 * 1e6 / $4')" "$(derived "$v" "$f" '$7 / ($5 / 1e9)')" \
@@ -178,10 +181,12 @@ done
 echo
 echo "host (app JVM) CPU per GB, nicstack / kernel (ratio of the medians; goal <= 0.5):"
 for f in "${FILES[@]}"; do
-  n=$(derived nicstack "$f" '$7 / ($5 / 1e9)')
-  for v in kernel-sendfile kernel-copy; do
-    k=$(derived "$v" "$f" '$7 / ($5 / 1e9)')
-    echo "  $f vs $v: $(awk -v n="$n" -v k="$k" 'BEGIN {printf "%.2f", n / k}')"
+  for nv in nicstack nicstack-copy; do
+    n=$(derived "$nv" "$f" '$7 / ($5 / 1e9)')
+    for v in kernel-sendfile kernel-copy; do
+      k=$(derived "$v" "$f" '$7 / ($5 / 1e9)')
+      echo "  $f $nv vs $v: $(awk -v n="$n" -v k="$k" 'BEGIN {printf "%.2f", n / k}')"
+    done
   done
 done
 echo

@@ -18,7 +18,8 @@ public final class Main
         System.exit(run(args, System.out, System.err));
     }
 
-    static int run(final String[] args, final PrintStream out, final PrintStream err)
+    /** Run one command as the {@code nicstack} script does; returns the exit code (also for tests in other modules). */
+    public static int run(final String[] args, final PrintStream out, final PrintStream err)
     {
         if (args.length == 0 || "--help".equals(args[0]) || "-h".equals(args[0]) || "help".equals(args[0]))
         {

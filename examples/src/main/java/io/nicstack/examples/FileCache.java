@@ -17,6 +17,8 @@ import java.util.Objects;
 import org.agrona.CloseHelper;
 import org.agrona.MutableDirectBuffer;
 
+import io.nicstack.pipes.client.SendableFile;
+
 /**
  * Open files an {@link HttpApp} serves, keyed by request path (an open-file cache, as web servers keep):
  * a response body is read with positional reads straight into claimed TX pipe space, with no
@@ -41,6 +43,10 @@ import org.agrona.MutableDirectBuffer;
  * Content-Length cannot be kept). Reads never hand over bytes that are not the file's. (A memory mapping
  * was tried first: a copy from a mapping of a truncated file faults, and the JVM raises that
  * asynchronously, after the garbage bytes could already have been committed.)
+ *
+ * <p><b>Sending.</b> A cache made {@code sendable} opens each file as a {@link SendableFile} (its channel is
+ * opened through it, so both name the same inode), and responses may hand it to the daemon
+ * ({@link io.nicstack.pipes.client.PipeConnection#sendFile}) instead of copying it.
  */
 final class FileCache
 {
@@ -55,12 +61,13 @@ final class FileCache
         private final String contentType;
         private final byte[] headFields;
         private final FileChannel channel;
+        private final SendableFile sendable;
         private long checkedAt;
         private int users;
         private boolean cached = true;
 
         private Entry(final String key, final Path file, final BasicFileAttributes attributes, final long size,
-            final String contentType, final FileChannel channel, final long nowNanos)
+            final String contentType, final FileChannel channel, final SendableFile sendable, final long nowNanos)
         {
             this.key = key;
             this.file = file;
@@ -71,6 +78,7 @@ final class FileCache
             this.headFields = ("Content-Type: " + contentType + "\r\nContent-Length: " + size + "\r\n")
                 .getBytes(StandardCharsets.ISO_8859_1);
             this.channel = channel;
+            this.sendable = sendable;
             this.checkedAt = nowNanos;
         }
 
@@ -89,6 +97,12 @@ final class FileCache
         String contentType()
         {
             return contentType;
+        }
+
+        /** The file for {@link io.nicstack.pipes.client.PipeConnection#sendFile}, null unless the cache is sendable. */
+        SendableFile sendable()
+        {
+            return sendable;
         }
 
         /** {@code Content-Type} and {@code Content-Length} header lines, CRLF-terminated, ISO-8859-1. */
@@ -121,6 +135,7 @@ final class FileCache
     private final long maxBytes;
     private final long maxFileBytes;
     private final long revalidateNanos;
+    private final boolean sendable;
     /** Access order: the eldest entry is the least recently used. */
     private final LinkedHashMap<String, Entry> entries = new LinkedHashMap<>(64, 0.75f, true);
     private long bytes;
@@ -134,8 +149,10 @@ final class FileCache
      * @param maxBytes        most bytes (file sizes) of cached entries at once.
      * @param maxFileBytes    largest file cached (at most {@code maxBytes} and {@link Integer#MAX_VALUE}).
      * @param revalidateNanos how long an entry is trusted after its last check.
+     * @param sendable        whether entries also hold a {@link SendableFile} of their file.
      */
-    FileCache(final int maxEntries, final long maxBytes, final long maxFileBytes, final long revalidateNanos)
+    FileCache(final int maxEntries, final long maxBytes, final long maxFileBytes, final long revalidateNanos,
+        final boolean sendable)
     {
         if (maxEntries < 1 || maxBytes < 0 || maxFileBytes < 0 || maxFileBytes > Math.min(maxBytes, Integer.MAX_VALUE) ||
             revalidateNanos < 0)
@@ -147,6 +164,7 @@ final class FileCache
         this.maxBytes = maxBytes;
         this.maxFileBytes = maxFileBytes;
         this.revalidateNanos = revalidateNanos;
+        this.sendable = sendable;
     }
 
     /** The entry for {@code key} if it was checked less than the revalidation time ago, else null (look it up). */
@@ -188,23 +206,32 @@ final class FileCache
             return null;
         }
         final Entry e;
+        SendableFile sendableFile = null;
         FileChannel channel = null;
         try
         {
-            channel = FileChannel.open(file, StandardOpenOption.READ);
+            if (sendable)
+            {
+                sendableFile = SendableFile.open(file);
+                channel = sendableFile.openChannel();
+            }
+            else
+            {
+                channel = FileChannel.open(file, StandardOpenOption.READ);
+            }
             // Size it by the open file, which may differ from the stat if the file was just replaced: the
             // next revalidation notices.
             final long size = channel.size();
             if (size > maxFileBytes)
             {
-                channel.close();
+                CloseHelper.quietCloseAll(channel, sendableFile);
                 return null;
             }
-            e = new Entry(key, file, attributes, size, contentType, channel, nowNanos);
+            e = new Entry(key, file, attributes, size, contentType, channel, sendableFile, nowNanos);
         }
         catch (final IOException | RuntimeException ex)
         {
-            CloseHelper.quietClose(channel);
+            CloseHelper.quietCloseAll(channel, sendableFile);
             return null; // unreadable: the caller answers as it would without the cache
         }
         entries.put(key, e);
@@ -363,6 +390,6 @@ final class FileCache
 
     private static void close(final Entry e)
     {
-        CloseHelper.quietClose(e.channel);
+        CloseHelper.quietCloseAll(e.channel, e.sendable);
     }
 }

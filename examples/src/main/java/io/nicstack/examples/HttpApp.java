@@ -16,6 +16,7 @@ import org.agrona.MutableDirectBuffer;
 import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.client.NicstackException;
 import io.nicstack.pipes.client.PipeConnection;
+import io.nicstack.pipes.client.SendableFile;
 
 /**
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
@@ -33,6 +34,13 @@ import io.nicstack.pipes.client.PipeConnection;
  * cached pieces (date once a second, per-file header fields) in a per-connection buffer: serving a
  * cached file allocates nothing beyond what the parser does. Per connection the memory is the 8 KiB
  * parser buffer and the response head, never the file.
+ *
+ * <p>Unless made with {@code sendFiles} false ({@code --copy}), a cached file of at least
+ * {@link #SEND_FILE_MIN} bytes is not copied at all: after its head, the body goes to the daemon as a
+ * SEND_FILE ({@link PipeConnection#sendFile}) and the daemon reads it into the TX pipe itself, as a NIC
+ * would DMA it from the page cache; the connection waits for the daemon's answer before its next
+ * response. If the daemon refuses (it may not read this app's files), the body is copied as above and
+ * the app stops asking.
  */
 final class HttpApp
 {
@@ -48,6 +56,8 @@ final class HttpApp
      * or the rest of the body if that is less): large copies, and no wake-up per acknowledgement.
      */
     static final int LOW_WATER = 64 * 1024;
+    /** Smallest body handed to the daemon (SEND_FILE); smaller ones are copied with their head in one span. */
+    static final int SEND_FILE_MIN = 32 * 1024;
     /** IMF-fixdate (RFC 9110 §5.6.7): always two digits for the day, always GMT. */
     static final DateTimeFormatter DATE =
         DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US).withZone(ZoneOffset.UTC);
@@ -58,18 +68,16 @@ final class HttpApp
 
     private final StaticFiles files;
     private final FileCache cache;
+    private boolean sendFiles;
     private long dateSecond = Long.MIN_VALUE;
     private byte[] date;
 
-    HttpApp(final StaticFiles files)
-    {
-        this(files, new FileCache(CACHE_ENTRIES, CACHE_BYTES, CACHE_FILE_BYTES, CACHE_REVALIDATE_NANOS));
-    }
-
-    HttpApp(final StaticFiles files, final FileCache cache)
+    /** @param sendFiles whether large bodies go by SEND_FILE (the daemon reads them) rather than by copy. */
+    HttpApp(final StaticFiles files, final boolean sendFiles)
     {
         this.files = files;
-        this.cache = cache;
+        this.cache = new FileCache(CACHE_ENTRIES, CACHE_BYTES, CACHE_FILE_BYTES, CACHE_REVALIDATE_NANOS, sendFiles);
+        this.sendFiles = sendFiles;
     }
 
     ConnectionHandler handler(final PipeConnection conn)
@@ -180,9 +188,12 @@ final class HttpApp
         private int bodyPos;
         private FileCache.Entry entry; // the body's open file, in use while responding
         private FileChannel file;      // or the body's file, when it is not cached
+        private SendableFile sendableFile; // ... and the same file for SEND_FILE
         private long filePos;
         private long fileEnd;
         private boolean streaming;     // the body did not fit at the first try: later visits refill the pipe
+        private boolean fileByDaemon;  // the body goes by SEND_FILE
+        private boolean fileAwaited;   // ... which was sent and is not answered yet
         private boolean noDelaySet;
         private boolean responding;
         private boolean closeAfterResponse;
@@ -292,22 +303,32 @@ final class HttpApp
                 cache.use(e);
                 entry = e;
                 fileEnd = e.size();
+                fileByDaemon = sendFiles && e.sendable() != null && fileEnd >= SEND_FILE_MIN;
             }
         }
 
-        /** A file the cache does not hold (too large, or not readable): read it with a channel. */
+        /** A file the cache does not hold (too large, or not readable): opened for this response alone. */
         private void respondFromChannel(final StaticFiles.Lookup lookup, final HttpRequestParser.Request request)
         {
+            SendableFile sendable = null;
             FileChannel channel = null;
             final long size;
             try
             {
-                channel = FileChannel.open(lookup.file(), StandardOpenOption.READ);
+                if (sendFiles && !request.head())
+                {
+                    sendable = SendableFile.open(lookup.file());
+                    channel = sendable.openChannel();
+                }
+                else
+                {
+                    channel = FileChannel.open(lookup.file(), StandardOpenOption.READ);
+                }
                 size = channel.size();
             }
-            catch (final IOException e)
+            catch (final IOException | RuntimeException e)
             {
-                CloseHelper.quietClose(channel);
+                CloseHelper.quietCloseAll(channel, sendable);
                 respondStatus(403, request);
                 return;
             }
@@ -321,7 +342,9 @@ final class HttpApp
             else
             {
                 file = channel;
+                sendableFile = sendable;
                 fileEnd = size;
+                fileByDaemon = sendable != null && size >= SEND_FILE_MIN;
             }
         }
 
@@ -353,6 +376,8 @@ final class HttpApp
             filePos = 0;
             fileEnd = 0;
             streaming = false;
+            fileByDaemon = false;
+            fileAwaited = false;
             responding = true;
         }
 
@@ -363,12 +388,35 @@ final class HttpApp
         private int pump(final long now) throws NicstackException
         {
             int work = 0;
+            if (fileAwaited)
+            {
+                if (conn.isSendingFile())
+                {
+                    return 0; // the daemon is appending the body
+                }
+                fileAwaited = false;
+                work++;
+                if (conn.fileReason() == Protocol.Reason.NONE)
+                {
+                    filePos = fileEnd;
+                }
+                else if (conn.fileBytes() == 0)
+                {
+                    refused(conn.fileReason()); // copy this body, and every later one
+                    fileByDaemon = false;
+                }
+                else
+                {
+                    abort(null); // the daemon could not read the file to its end and reset the connection
+                    return work;
+                }
+            }
             long fileWritten = 0;
             while (true)
             {
                 final int headLeft = headLength - headPos;
                 final int bodyLeft = body == null ? 0 : body.length - bodyPos;
-                final long fileLeft = fileEnd - filePos;
+                final long fileLeft = fileByDaemon ? 0 : fileEnd - filePos;
                 if (headLeft + bodyLeft + fileLeft == 0)
                 {
                     break;
@@ -415,6 +463,12 @@ final class HttpApp
             {
                 hurry(); // more than half the pipe drained since the last refill: the daemon is about to starve
             }
+            if (fileByDaemon && headPos == headLength && filePos < fileEnd)
+            {
+                conn.sendFile(entry != null ? entry.sendable() : sendableFile, filePos, fileEnd - filePos);
+                fileAwaited = true;
+                return work + 1;
+            }
             if (headPos < headLength || body != null && bodyPos < body.length || filePos < fileEnd)
             {
                 streaming = true;
@@ -431,6 +485,17 @@ final class HttpApp
                 shutdownAndLinger(now);
             }
             return work + 1;
+        }
+
+        /** The daemon would not read our file: say so once, and copy bodies from now on. */
+        private void refused(final int reason)
+        {
+            if (sendFiles)
+            {
+                sendFiles = false;
+                System.err.println("nicstack app: the daemon refused SEND_FILE (" + Protocol.Reason.describe(reason) +
+                    "); file bodies are copied from now on");
+            }
         }
 
         /**
@@ -464,8 +529,9 @@ final class HttpApp
                 cache.release(entry);
                 entry = null;
             }
-            CloseHelper.quietClose(file);
+            CloseHelper.quietCloseAll(file, sendableFile);
             file = null;
+            sendableFile = null;
         }
     }
 }

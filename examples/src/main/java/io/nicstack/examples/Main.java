@@ -25,6 +25,8 @@ import io.nicstack.pipes.client.VersionMismatchException;
  * to the daemon serving {@code DIR}, listen, print {@code nicstack app ready <name> <port>}, serve
  * until SIGINT/SIGTERM, close the client, exit 0. Bad options: one line on stderr, exit 2. Failures
  * (no daemon, daemon gone, port in use, version mismatch, limits): one line on stderr, exit 1.
+ * {@code http --copy} copies file bodies into the TX pipe instead of handing large ones to the daemon
+ * (SEND_FILE).
  *
  * <p>{@code app nio-http --port N --root DIR [--bind ADDR] [--copy]} is the same HTTP server on the
  * JDK's NIO sockets over the kernel ({@link NioHttpApp}), the baseline of {@code scripts/bench-http.sh};
@@ -35,6 +37,7 @@ public final class Main
 {
     static final String USAGE = "usage: nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink]"
         + " [--rate BYTES_PER_S] [--pause-ms N] [--digest] [--max-connections N] [--pipe-kb N] [--backlog N]"
+        + " [--copy (http: copy file bodies, no SEND_FILE)]"
         + " | nicstack app nio-http --port N --root DIR [--bind ADDR] [--copy] [--max-connections N] [--backlog N]"
         + " (the same HTTP server on JDK NIO over the kernel, for comparison)";
 
@@ -221,7 +224,7 @@ public final class Main
             case "echo":
                 return EchoApp::handler;
             case "http":
-                final HttpApp http = new HttpApp(new StaticFiles(o.root()));
+                final HttpApp http = new HttpApp(new StaticFiles(o.root()), !o.copy());
                 return http::handler;
             case "bulk":
                 final BulkApp.Config config =
@@ -318,9 +321,9 @@ public final class Main
             }
             if (opt.equals("--copy"))
             {
-                if (!nio)
+                if (!httpLike)
                 {
-                    throw new UsageException("--copy only applies to nio-http");
+                    throw new UsageException("--copy only applies to http and nio-http");
                 }
                 copy = true;
                 continue;

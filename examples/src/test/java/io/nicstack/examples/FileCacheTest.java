@@ -55,7 +55,7 @@ class FileCacheTest
     {
         final byte[] content = random(100_000, 1);
         final Path f = write("a.bin", content);
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
         assertNull(cache.get("/a.bin", 0), "nothing cached yet");
         final FileCache.Entry e = cache.refresh("/a.bin", f, TYPE, 0);
         assertNotNull(e);
@@ -75,7 +75,7 @@ class FileCacheTest
     void aReplacedFileIsOpenedAnewAndTheOldOneClosesWithItsLastUser() throws Exception
     {
         final Path f = write("a.bin", random(50_000, 1));
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
         final FileCache.Entry old = cache.refresh("/a.bin", f, TYPE, 0);
         cache.use(old); // a response is copying from it
 
@@ -100,7 +100,7 @@ class FileCacheTest
     void sizeOrModificationTimeChangesAreNoticed() throws Exception
     {
         final Path f = write("a.bin", random(10_000, 1));
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
         final FileCache.Entry e1 = cache.refresh("/a.bin", f, TYPE, 0);
         try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw"))
         {
@@ -120,7 +120,7 @@ class FileCacheTest
     @Test
     void boundedInEntriesAndBytesLeastRecentlyUsedFirst() throws Exception
     {
-        final FileCache cache = new FileCache(2, 10_000, 5_000, REVALIDATE);
+        final FileCache cache = new FileCache(2, 10_000, 5_000, REVALIDATE, false);
         final FileCache.Entry a = cache.refresh("/a", write("a", new byte[1_000]), TYPE, 0);
         final FileCache.Entry b = cache.refresh("/b", write("b", new byte[1_000]), TYPE, 0);
         assertSame(a, cache.get("/a", 1)); // a is now more recently used than b
@@ -131,7 +131,7 @@ class FileCacheTest
         assertFalse(b.open());
         assertTrue(c.cached());
 
-        final FileCache bytes = new FileCache(8, 10_000, 5_000, REVALIDATE);
+        final FileCache bytes = new FileCache(8, 10_000, 5_000, REVALIDATE, false);
         final FileCache.Entry d = bytes.refresh("/d", write("d", new byte[4_500]), TYPE, 0);
         final FileCache.Entry e = bytes.refresh("/e", write("e", new byte[4_500]), TYPE, 0);
         final FileCache.Entry f = bytes.refresh("/f", write("f", new byte[4_500]), TYPE, 0);
@@ -156,7 +156,7 @@ class FileCacheTest
     @Test
     void anEmptyFileAndAFailedLookup() throws Exception
     {
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
         final FileCache.Entry empty = cache.refresh("/empty", write("empty", new byte[0]), TYPE, 0);
         assertNotNull(empty);
         assertEquals(0, empty.size());
@@ -181,7 +181,7 @@ class FileCacheTest
         {
             final byte[] content = random(1 << 20, 3);
             final Path f = write("t.bin", content);
-            final FileCache cache = new FileCache(8, 4 << 20, 4 << 20, REVALIDATE);
+            final FileCache cache = new FileCache(8, 4 << 20, 4 << 20, REVALIDATE, false);
             final FileCache.Entry e = cache.refresh("/t.bin", f, TYPE, 0);
             cache.use(e);
             for (int i = 0; i < warmCopies; i++)
@@ -207,14 +207,45 @@ class FileCacheTest
         }
     }
 
+    /**
+     * A sendable cache opens each file once as a {@link io.nicstack.pipes.client.SendableFile} and reads through a
+     * channel on the same open file, so both keep naming the file that was opened when its path is replaced; the
+     * sendable file is closed with the entry's last user.
+     */
+    @Test
+    void aSendableEntryNamesOneFileForCopyingAndSendingAndClosesWithItsLastUser() throws Exception
+    {
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, true);
+        final byte[] original = random(10_000, 4);
+        final Path f = write("s.bin", original);
+        final FileCache.Entry e = cache.refresh("/s.bin", f, TYPE, 0);
+        final io.nicstack.pipes.client.SendableFile sendable = e.sendable();
+        assertNotNull(sendable);
+        assertTrue(sendable.isOpen());
+        Files.move(write("other.bin", random(10_000, 5)), f, StandardCopyOption.REPLACE_EXISTING);
+        assertArrayEquals(original, read(cache, e), "the channel reads the file that was opened");
+        try (var channel = sendable.openChannel())
+        {
+            final ByteBuffer first = ByteBuffer.allocate(100);
+            channel.read(first, 0);
+            assertArrayEquals(Arrays.copyOf(original, 100), first.array(), "the sendable file is that file too");
+        }
+        cache.use(e);
+        cache.remove("/s.bin");
+        assertTrue(sendable.isOpen(), "in use");
+        cache.release(e);
+        assertFalse(sendable.isOpen(), "closed with the last user");
+        assertNull(new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false).refresh("/s.bin", f, TYPE, 0).sendable());
+    }
+
     @Test
     void useAndReleaseAreChecked() throws Exception
     {
-        final FileCache cache = new FileCache(1, 1 << 20, 1 << 20, REVALIDATE);
+        final FileCache cache = new FileCache(1, 1 << 20, 1 << 20, REVALIDATE, false);
         final FileCache.Entry a = cache.refresh("/a", write("a", new byte[10]), TYPE, 0);
         assertThrows(IllegalStateException.class, () -> cache.release(a));
         cache.refresh("/b", write("b", new byte[10]), TYPE, 0); // evicts and closes a
         assertThrows(IllegalStateException.class, () -> cache.use(a));
-        assertThrows(IllegalArgumentException.class, () -> new FileCache(1, 100, 101, REVALIDATE));
+        assertThrows(IllegalArgumentException.class, () -> new FileCache(1, 100, 101, REVALIDATE, false));
     }
 }

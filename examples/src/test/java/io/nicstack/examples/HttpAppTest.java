@@ -37,8 +37,8 @@ class HttpAppTest
     {
         final Path f = dir.resolve("page.html");
         Files.writeString(f, "<p>hello</p>\n");
-        final HttpApp app = new HttpApp(new StaticFiles(dir));
-        final FileCache cache = new FileCache(4, 1 << 20, 1 << 20, 1_000_000);
+        final HttpApp app = new HttpApp(new StaticFiles(dir), false);
+        final FileCache cache = new FileCache(4, 1 << 20, 1 << 20, 1_000_000, false);
         final FileCache.Entry e = cache.refresh("/page.html", f.toRealPath(), StaticFiles.contentType("page.html"), 0);
         final byte[] dst = new byte[256];
         for (final boolean keepAlive : new boolean[] {true, false})

@@ -40,6 +40,7 @@ class KernelAppTest
 {
     static final String DAEMON_IP = "198.18.0.2";
     static final String PYTHON = "/usr/bin/python3";
+    static final String FILE_BYTES = "pipes: file bytes read into TX pipes";
 
     private Netns ns;
     private Path work;
@@ -138,6 +139,18 @@ class KernelAppTest
         return app;
     }
 
+    /** A counter of the running daemon, as {@code nicstack stats} prints it (0 when it leaves it out). */
+    private long counter(final String label)
+    {
+        final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        final java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        assertEquals(0, io.nicstack.daemon.Main.run(new String[] {"stats", "--shm", shm.toString()},
+            new java.io.PrintStream(out, true), new java.io.PrintStream(err, true)), err.toString());
+        assertTrue(out.toString().startsWith("nicstack counters"), out.toString());
+        final Matcher m = Pattern.compile("(\\d+)  " + Pattern.quote(label) + "\n").matcher(out.toString());
+        return m.find() ? Long.parseLong(m.group(1)) : 0; // stats leaves out counters that are 0
+    }
+
     private static void stopApp(final AppProcess app) throws InterruptedException
     {
         try
@@ -157,10 +170,12 @@ class KernelAppTest
         try
         {
             final Path out = work.resolve("download.bin");
+            final long fileBytes = counter(FILE_BYTES);
             ns.exec(150, "curl", "-sS", "--fail", "--max-time", "120", "-o", out.toString(),
                 "http://" + DAEMON_IP + "/big.bin").assertOk("curl big.bin");
             assertEquals(100L << 20, Files.size(out));
             assertEquals(bigSha256, sha256(out), "downloaded file differs");
+            assertEquals(100L << 20, counter(FILE_BYTES) - fileBytes, "the body went by SEND_FILE: the daemon read it");
             Files.delete(out);
 
             // Headers, HEAD, 404, traversal, and two requests on one kept-alive connection.
@@ -177,6 +192,28 @@ class KernelAppTest
             final String traversal = ns.exec(20, "curl", "-s", "--path-as-is", "-o", "/dev/null", "-w", "%{http_code}",
                 "http://" + DAEMON_IP + "/../secret.txt").assertOk("curl traversal").output();
             assertTrue(traversal.equals("403") || traversal.equals("404"), traversal);
+        }
+        finally
+        {
+            stopApp(app);
+        }
+    }
+
+    /** {@code --copy}: the app copies bodies into the TX pipe itself, and the bytes are the same. */
+    @Test
+    void theCopyingAppServesTheSameBytes() throws Exception
+    {
+        final AppProcess app = new AppProcess(shm, "http", "--port", "8085", "--root", www.toString(), "--copy");
+        assertEquals("nicstack app ready http 8085", app.awaitReady());
+        try
+        {
+            final Path out = work.resolve("copied.bin");
+            final long fileBytes = counter(FILE_BYTES);
+            ns.exec(150, "curl", "-sS", "--fail", "--max-time", "120", "-o", out.toString(),
+                "http://" + DAEMON_IP + ":8085/big.bin").assertOk("curl big.bin");
+            assertEquals(bigSha256, sha256(out), "downloaded file differs");
+            assertEquals(fileBytes, counter(FILE_BYTES), "no SEND_FILE with --copy");
+            Files.delete(out);
         }
         finally
         {
@@ -352,7 +389,7 @@ class KernelAppTest
     @Test
     void truncatingAFileWhileItIsServedResetsThatTransferAndTheAppServesOn() throws Exception
     {
-        final long size = 32L << 20; // small enough for the app's file cache: served from a mapping
+        final long size = 32L << 20; // small enough for the app's file cache; large enough for SEND_FILE
         final Path file = www.resolve("shrink.bin");
         writeRandomFile(file, size, 9);
         final Path out = work.resolve("shrink.out");

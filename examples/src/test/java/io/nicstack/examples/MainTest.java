@@ -34,7 +34,8 @@ class MainTest
             {"app", "http", "--port", "80"}, {"app", "http", "--port", "80", "--root", dir.resolve("nope").toString()},
             {"app", "bulk", "--port", "5001"}, {"app", "bulk", "--port", "5001", "--mode", "both"},
             {"app", "echo", "--port", "7", "--root", dir.toString()}, {"app", "echo", "--port"},
-            {"app", "bulk", "--port", "1", "--mode", "source", "--rate", "10"}})
+            {"app", "bulk", "--port", "1", "--mode", "source", "--rate", "10"},
+            {"app", "echo", "--port", "7", "--copy"}})
         {
             final String[] r = run(2, args);
             assertTrue(r[1].startsWith("nicstack app: "), r[1]);
@@ -50,6 +51,14 @@ class MainTest
         assertTrue(r[1].startsWith("nicstack app: "), r[1]);
         assertEquals(1, r[1].strip().lines().count(), r[1]);
         assertFalse(r[0].contains("ready"));
+    }
+
+    @Test
+    void copyIsAnOptionOfBothHttpServers(@TempDir final Path dir) throws Exception
+    {
+        assertTrue(Main.parse(new String[] {"http", "--port", "80", "--root", dir.toString(), "--copy"}).copy());
+        assertFalse(Main.parse(new String[] {"http", "--port", "80", "--root", dir.toString()}).copy());
+        assertTrue(Main.parse(new String[] {"nio-http", "--port", "80", "--root", dir.toString(), "--copy"}).copy());
     }
 
     @Test

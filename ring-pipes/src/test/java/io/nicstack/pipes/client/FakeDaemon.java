@@ -334,6 +334,7 @@ final class FakeDaemon implements AutoCloseable
                 final int slot = Protocol.slotOf(control.l0());
                 if (connectionIds[slot] == control.l0())
                 {
+                    pumpPipes(); // what was committed before CLOSE is part of the stream
                     connectionIds[slot] = -1;
                     file.freeSlot(slot);
                 }
