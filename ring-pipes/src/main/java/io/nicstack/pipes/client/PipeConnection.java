@@ -395,6 +395,10 @@ public final class PipeConnection implements AutoCloseable
 
     void onError(final int reason)
     {
+        if (reason == Protocol.Reason.UNKNOWN_CONNECTION && fileInFlight != null)
+        {
+            onFileSent(reason, 0); // the daemon no longer knows this id: no FILE_SENT will come
+        }
         if (reason == Protocol.Reason.RESET || reason == Protocol.Reason.TIMED_OUT ||
             reason == Protocol.Reason.REFUSED || reason == Protocol.Reason.UNKNOWN_CONNECTION)
         {

@@ -265,6 +265,15 @@ class NicstackClientTest
         final SendableFile closed = SendableFile.open(body);
         closed.close();
         assertThrows(IllegalStateException.class, () -> second.sendFile(closed, 0, 1));
+
+        // A daemon that no longer knows the id answers ERROR, never FILE_SENT: the wait ends there too.
+        final SendableFile last = SendableFile.open(body);
+        second.sendFile(last, 0, 4);
+        last.close();
+        daemon.call(d -> d.event(Protocol.ERROR, id2, Protocol.Reason.UNKNOWN_CONNECTION));
+        pollUntil(() -> !second.isSendingFile());
+        assertEquals(Protocol.Reason.UNKNOWN_CONNECTION, second.fileReason());
+        assertTrue(second.isClosed());
     }
 
     @Test
