@@ -193,6 +193,11 @@ public class PipeRoundTripBenchmark
             daemon.checkAlive();
         }
 
+        String label()
+        {
+            return "nicstackTcpEcho";
+        }
+
         @Override
         void afterIdleSpin() throws NicstackException
         {
@@ -213,18 +218,45 @@ public class PipeRoundTripBenchmark
             {
                 check(mismatches == 0, mismatches + " of " + operations + " round trips returned the wrong sequence");
                 daemon.checkClean();
-                System.out.println("\n[nicstackTcpEcho] " + operations + " round trips, " + daemon.rounds +
+                System.out.println("\n[" + label() + "] " + operations + " round trips, " + daemon.rounds +
                     " daemon rounds (" + String.format("%.1f", (double)daemon.rounds / Math.max(1, operations)) +
                     " per round trip); A: " + daemon.a.counters().get(io.nicstack.stack.stats.StackCounter.TCP_SEGMENTS_OUT) +
                     " segments out; doorbells " + daemon.pipeCounters.get(io.nicstack.daemon.pipes.PipeCounter.DOORBELLS) +
                     ", notifications " + daemon.pipeCounters.get(io.nicstack.daemon.pipes.PipeCounter.NOTIFICATIONS_SENT) +
-                    "; " + daemon.retransmissions());
+                    "; " + daemon.retransmissions() + (daemon.reflector() == null ? "" :
+                    "; reflector echoed " + daemon.reflector().echoed + ", ignored " + daemon.reflector().ignored));
             }
             finally
             {
                 daemon.close();
                 client.close();
             }
+        }
+    }
+
+    /**
+     * The same path with a far end that costs next to nothing: after the connection is set up (and verified) through
+     * stack B's echo, a {@link TcpEchoReflector} answers A's segments instead (and 1000 more messages are verified
+     * through it). The round trip is then the daemon's own work plus the two handoffs, as in the Agrona baseline,
+     * whose echo thread does nothing but copy.
+     */
+    @State(Scope.Thread)
+    public static class TcpReflectPath extends TcpPath
+    {
+        @Override
+        @Setup(Level.Trial)
+        public void setUp() throws Exception
+        {
+            super.setUp();
+            daemon.reflect();
+            verify();
+            daemon.checkAlive();
+        }
+
+        @Override
+        String label()
+        {
+            return "nicstackTcpReflect";
         }
     }
 
@@ -435,6 +467,12 @@ public class PipeRoundTripBenchmark
 
     @Benchmark
     public long nicstackTcpEcho(final TcpPath path) throws NicstackException
+    {
+        return path.roundTrip();
+    }
+
+    @Benchmark
+    public long nicstackTcpReflect(final TcpReflectPath path) throws NicstackException
     {
         return path.roundTrip();
     }

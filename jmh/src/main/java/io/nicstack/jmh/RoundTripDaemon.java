@@ -17,6 +17,7 @@ import io.nicstack.daemon.pipes.PipeCounter;
 import io.nicstack.daemon.pipes.PipeCounters;
 import io.nicstack.daemon.TcpServices;
 import io.nicstack.daemon.pipes.PipeServer;
+import io.nicstack.nic.NetDevice;
 import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.stack.NetStack;
 import io.nicstack.stack.loop.EventLoop;
@@ -33,7 +34,8 @@ import io.nicstack.stack.tcp.TcpListener;
  * port 7 (as the daemon's {@code TcpServices} echo, with TCP_NODELAY), joined by a {@link MemoryWire} that offloads
  * checksums as NICs do. One background thread drives all three through the daemon's own {@link EventLoop} in
  * busy-poll mode ({@code --busy-poll}): per round the pipe server, then stack B (the far end, as a loop task), then
- * stack A; the clock is read after a round with work and every few idle rounds.
+ * stack A; the clock is read after a round with work and every few idle rounds. After {@link #reflect()} a
+ * {@link TcpEchoReflector} answers instead of stack B.
  */
 final class RoundTripDaemon
 {
@@ -47,6 +49,9 @@ final class RoundTripDaemon
     final NetStack b;
     final PipeCounters pipeCounters = PipeCounters.inMemory();
     final PipeServer server;
+    private final NetDevice wireB;
+    /** Set once by {@link #reflect()}: from then on it answers A instead of stack B. */
+    private volatile TcpEchoReflector reflector;
     private volatile boolean running;
     private Thread thread;
     private volatile Throwable failure;
@@ -62,6 +67,7 @@ final class RoundTripDaemon
         // runs on its tap by default (a NIC does them in hardware). 256 slots, a NIC ring's size: at most two
         // frames are ever in flight here, and 4096 slots (6 MB) made every slot a cache miss.
         final MemoryWire wire = MemoryWire.pair(1500, 256, true);
+        wireB = wire.b();
         final long now = clock.nanoTime();
         a = new NetStack(wire.a(), StackConfig.of(A_ADDRESS), StackCounters.inMemory(), now);
         b = new NetStack(wire.b(), StackConfig.of(B_ADDRESS), StackCounters.inMemory(), now);
@@ -99,7 +105,11 @@ final class RoundTripDaemon
             // No stack.start(): its gratuitous ARP would be dropped by the other stack as "target not ours",
             // spoiling the no-drop check; the first connect resolves B by ARP as usual.
             final EventLoop loop = new EventLoop(a, new SystemNanoClock(), roundClock, new BusySpinIdleStrategy(),
-                server, () -> b.poll(roundClock.nanoTime()));
+                server, () ->
+                {
+                    final TcpEchoReflector r = reflector;
+                    return r != null ? r.poll() : b.poll(roundClock.nanoTime());
+                });
             while (running)
             {
                 final int work = loop.doWork();
@@ -114,6 +124,20 @@ final class RoundTripDaemon
         {
             failure = t;
         }
+    }
+
+    /**
+     * Hand the far end of the established echo connection over to a {@link TcpEchoReflector} on B's side of the
+     * wire; stack B is not polled again. Call with nothing in flight (after a round trip completed).
+     */
+    void reflect()
+    {
+        reflector = new TcpEchoReflector(wireB);
+    }
+
+    TcpEchoReflector reflector()
+    {
+        return reflector;
     }
 
     void stop() throws InterruptedException
