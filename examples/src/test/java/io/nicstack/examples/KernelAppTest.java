@@ -221,6 +221,39 @@ class KernelAppTest
         }
     }
 
+    /**
+     * A daemon that will not read the app's files (here: the app file now belongs to a user the app's process does
+     * not run as) refuses SEND_FILE; the app says so once, copies the body itself, and curl gets the same bytes.
+     */
+    @Test
+    void aRefusedSendFileFallsBackToCopying() throws Exception
+    {
+        final AppProcess app = startHttp(8086);
+        try
+        {
+            final Path appFile = shm.resolve("apps").resolve("http-" + app.pid() + ".app");
+            assertTrue(Files.exists(appFile), appFile.toString());
+            Files.setAttribute(appFile, "unix:uid", 4242);
+            final long refused = counter("pipes: SEND_FILE refused");
+            final long fileBytes = counter(FILE_BYTES);
+            final Path out = work.resolve("fallback.bin");
+            for (int i = 0; i < 2; i++)
+            {
+                ns.exec(150, "curl", "-sS", "--fail", "--max-time", "120", "-o", out.toString(),
+                    "http://" + DAEMON_IP + ":8086/big.bin").assertOk("curl big.bin");
+                assertEquals(bigSha256, sha256(out), "downloaded file differs (" + i + ")");
+            }
+            assertEquals(1, counter("pipes: SEND_FILE refused") - refused, "asked once, then copied without asking");
+            assertEquals(fileBytes, counter(FILE_BYTES));
+            assertNotNull(app.awaitLine(l -> l.contains("the daemon refused SEND_FILE"), 5), app.text());
+            Files.delete(out);
+        }
+        finally
+        {
+            stopApp(app);
+        }
+    }
+
     @Test
     void fiveHundredConcurrentKeepAliveConnections() throws Exception
     {

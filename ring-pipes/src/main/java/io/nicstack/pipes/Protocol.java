@@ -55,8 +55,9 @@ public final class Protocol
     /**
      * FILE_SENT: long connectionId @0, int reason @8, long bytes @16. The TX tail is the app's again. Reason NONE:
      * all {@code length} bytes are in the pipe. Otherwise {@code bytes} is what was appended before it failed:
-     * 0 when the request was refused (the connection is unharmed; the app may send the bytes itself), more when
-     * the file could not be read to the end (the daemon resets the connection: the stream promised more).
+     * 0 when the request was refused or not a byte could be read (the connection is unharmed; the app may send
+     * the bytes itself), more when the file could not be read to the end (the daemon resets the connection: the
+     * stream promised more).
      */
     public static final int FILE_SENT = 108;
 

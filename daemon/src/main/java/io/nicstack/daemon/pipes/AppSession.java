@@ -507,12 +507,18 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             }
             else
             {
-                // 0: the file ended before the promised length (it shrank); < 0: a read error. Either way the
+                // 0: the file ended before the promised length (it shrank, or the range lies beyond it); < 0: a
+                // read error. Nothing appended yet: the stream is intact, so this is a refusal. Otherwise the
                 // stream cannot be completed, and the peer must not take a short body for a whole one.
-                counters.increment(PipeCounter.FILES_FAILED);
                 final long done = s.fileAppended;
                 stopFile(s);
                 fileSent(s, Reason.FILE_UNREADABLE, done);
+                if (done == 0)
+                {
+                    counters.increment(PipeCounter.FILES_REFUSED);
+                    return 1;
+                }
+                counters.increment(PipeCounter.FILES_FAILED);
                 s.connection.abort();
                 return 1;
             }

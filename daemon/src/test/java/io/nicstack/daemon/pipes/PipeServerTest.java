@@ -414,6 +414,7 @@ class PipeServerTest
                 {directory, 0, 10, Reason.FILE_UNREADABLE},   // not a regular file
                 {readable, 0, 0, Reason.BAD_ARGUMENT},        // nothing to send
                 {readable, -1, 10, Reason.BAD_ARGUMENT},      // before the file
+                {readable, 2 << 20, 10, Reason.FILE_UNREADABLE}, // beyond its end: nothing appended, no reset
             };
             for (final int[] c : cases)
             {
@@ -431,7 +432,8 @@ class PipeServerTest
             assertEquals(Reason.NONE, first.intAt(8));
             assertEquals(1 << 20, first.longAt(16));
             assertEquals(1, counters.get(PipeCounter.FILES_SENT));
-            assertEquals(6, counters.get(PipeCounter.FILES_REFUSED));
+            assertEquals(7, counters.get(PipeCounter.FILES_REFUSED));
+            assertEquals(0, counters.get(PipeCounter.FILES_FAILED));
 
             // The connection is unharmed: the app's own bytes follow the file.
             final byte[] tail = randomBytes(7, 777);
