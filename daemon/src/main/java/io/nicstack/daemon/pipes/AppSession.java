@@ -37,6 +37,11 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     private static final int EVENT_RECORD = 4 + Protocol.EVENT_LENGTH;
     /** File bytes read into one TX pipe per round at most, so one large file cannot hold up the loop. */
     private static final int FILL_BURST = 256 * 1024;
+    /**
+     * File bytes read for one app per round at most, over all its connections (a pread of 1 MiB from the page
+     * cache is some 100 µs): an app with many files in flight cannot stall the loop the other apps share.
+     */
+    private static final int FILL_BUDGET = 1024 * 1024;
 
     final Path path;
     final Object fileKey;
@@ -50,6 +55,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     final int pipeCapacity;
     private final AppFiles appFiles;
     private boolean refusalLogged;
+    /** What is left of {@link #FILL_BUDGET} this round. */
+    private long fillBudget;
     private final ControlRingReader control;
     private final OneToOneRingBuffer events;
     private final OneToOneRingBuffer notifications;
@@ -131,6 +138,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     /** Events owed, control messages, accepts, doorbells and notifications; returns work done. */
     int doWork()
     {
+        fillBudget = FILL_BUDGET;
         int work = drainBacklog();
         final int read = control.read(this, CONTROL_BURST);
         if (read == ControlRingReader.CORRUPT)
@@ -488,11 +496,12 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         {
             return 0;
         }
+        final long burst = Math.min(FILL_BURST, fillBudget);
         long appended = 0;
         int free;
-        while (s.fileRemaining > 0 && appended < FILL_BURST && (free = tx.free()) > 0)
+        while (s.fileRemaining > 0 && appended < burst && (free = tx.free()) > 0)
         {
-            final int max = (int)Math.min(Math.min(s.fileRemaining, FILL_BURST - appended), free);
+            final int max = (int)Math.min(Math.min(s.fileRemaining, burst - appended), free);
             final long read = tx.fill(s.fileFd, s.filePosition, max);
             if (read > 0)
             {
@@ -525,6 +534,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         }
         if (appended > 0)
         {
+            fillBudget -= appended;
             counters.add(PipeCounter.FILE_BYTES, appended);
             s.lastTxTail = tx.end(); // published by fill: no doorbell to answer
             s.connection.sendBufferAppended();

@@ -479,6 +479,64 @@ class PipeServerTest
         app.close();
     }
 
+    /** Many files in flight: one app's reads per round stay within the budget, and every file arrives whole. */
+    @Test
+    void fileReadsPerRoundAreBoundedPerApp() throws IOException
+    {
+        final int connections = 6;
+        final int pipe = 1 << 20;
+        final TestApp app = new TestApp(server.appsDirectory(), "budget", self, RING, pipe, connections).attach();
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        listen(app, PORT);
+        final byte[] content = randomBytes(10, 2 << 20);
+        final Path body = Files.write(shm.resolve("body.bin"), content);
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        final Peer[] peers = new Peer[connections];
+        final TcpConnection[] remotes = new TcpConnection[connections];
+        try
+        {
+            final long[] ids = new long[connections];
+            for (int i = 0; i < connections; i++)
+            {
+                peers[i] = new Peer();
+                final TcpConnection[] remote = new TcpConnection[1];
+                ids[i] = accept(app, peers[i], remote);
+                remotes[i] = remote[0];
+            }
+            for (final long id : ids)
+            {
+                app.sendFile(id, fd, 0, content.length); // all in one round: 6 x 256 KiB wanted at once
+            }
+            final long[] maxPerRound = {0};
+            runUntil(() ->
+            {
+                final long before = counters.get(PipeCounter.FILE_BYTES);
+                step();
+                maxPerRound[0] = Math.max(maxPerRound[0], counters.get(PipeCounter.FILE_BYTES) - before);
+                boolean all = true;
+                for (int i = 0; i < connections; i++)
+                {
+                    peers[i].drain(remotes[i]);
+                    all &= peers[i].read == content.length;
+                }
+                return all;
+            }, 60_000_000_000L, "every file at its peer");
+            assertTrue(maxPerRound[0] <= 1 << 20, "read " + maxPerRound[0] + " bytes in one round");
+            assertTrue(maxPerRound[0] > 256 << 10, "more than one connection's burst per round: " + maxPerRound[0]);
+            final byte[] digest = sha256().digest(content);
+            for (final Peer p : peers)
+            {
+                assertArrayEquals(digest, p.digest.digest());
+            }
+            assertEquals(connections, counters.get(PipeCounter.FILES_SENT));
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
     @Test
     void aFileThatShrinksWhileSentResetsTheConnectionInsteadOfSendingAShortBody() throws IOException
     {
