@@ -45,7 +45,11 @@ public final class Protocol
     public static final int CONNECTED = 103;
     /** PEER_CLOSED (FIN received; RX pipe ends at its tail): long connectionId @0. */
     public static final int PEER_CLOSED = 104;
-    /** CLOSED (the connection is gone; reason as in TcpConnection.CLOSE_*): long connectionId @0, int reason @8. */
+    /**
+     * CLOSED (the connection is gone): long connectionId @0, int reason @8 (as in TcpConnection.CLOSE_*), int icmpError
+     * @12 (the last ICMP error believed for the connection that did not end it, {@code type << 8 | code}, 0 if none;
+     * see {@link Reason#ofTimeout}).
+     */
     public static final int CLOSED = 105;
     /** RESET (the peer reset it): long connectionId @0. */
     public static final int RESET = 106;
@@ -102,9 +106,25 @@ public final class Protocol
         public static final int BAD_ARGUMENT = 10;
         public static final int NO_ROUTE = 11;
         public static final int FILE_UNREADABLE = 12;
+        public static final int UNREACHABLE = 13;
 
         private Reason()
         {
+        }
+
+        /**
+         * Why a connection (or an attempt) that timed out failed, given the last ICMP error believed for it
+         * ({@code type << 8 | code}, 0 if none): {@link #UNREACHABLE} after destination unreachable (other than
+         * "fragmentation needed", which is path MTU discovery) or time exceeded, as Linux reports such a soft error
+         * (EHOSTUNREACH) instead of ETIMEDOUT; else {@link #TIMED_OUT}.
+         */
+        public static int ofTimeout(final int icmpError)
+        {
+            final int type = icmpError >>> 8;
+            final int code = icmpError & 0xFF;
+            final boolean destinationUnreachable = type == 3 && code != 4;
+            final boolean timeExceeded = type == 11;
+            return destinationUnreachable || timeExceeded ? UNREACHABLE : TIMED_OUT;
         }
 
         public static String describe(final int reason)
@@ -124,6 +144,7 @@ public final class Protocol
                 case BAD_ARGUMENT: return "bad argument";
                 case NO_ROUTE: return "no route to host";
                 case FILE_UNREADABLE: return "the daemon cannot read the file";
+                case UNREACHABLE: return "host or network unreachable";
                 default: return "reason " + reason;
             }
         }

@@ -666,7 +666,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         if (s.connecting)
         {
             event().putLong(0, s.requestId);
-            scratch.putInt(8, reason == TcpConnection.CLOSE_TIMED_OUT ? Reason.TIMED_OUT :
+            scratch.putInt(8, reason == TcpConnection.CLOSE_TIMED_OUT ? Reason.ofTimeout(c.softError()) :
                 reason == TcpConnection.CLOSE_RESET || reason == TcpConnection.CLOSE_REFUSED ? Reason.REFUSED : Reason.RESET);
             post(Protocol.ERROR);
             release(s);
@@ -683,6 +683,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             else
             {
                 scratch.putInt(8, reason);
+                scratch.putInt(12, c.softError());
                 post(Protocol.CLOSED);
             }
         }

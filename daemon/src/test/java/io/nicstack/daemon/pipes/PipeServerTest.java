@@ -56,6 +56,9 @@ class PipeServerTest
 
     private long now = 1_000_000_000L;
     private boolean fineSteps;
+    /** Stack B is not polled: the test plays the network on B's side of the wire by hand. */
+    private boolean bSilent;
+    private MemoryWire wire;
     private NetStack a;
     private NetStack b;
     private PipeCounters counters;
@@ -97,7 +100,7 @@ class PipeServerTest
     @BeforeEach
     void setUp() throws IOException
     {
-        final MemoryWire wire = MemoryWire.pair(1500, 4096);
+        wire = MemoryWire.pair(1500, 4096);
         a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
         b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
         counters = PipeCounters.inMemory();
@@ -113,7 +116,7 @@ class PipeServerTest
 
     private int step()
     {
-        final int work = server.doWork() + a.poll(now) + b.poll(now);
+        final int work = server.doWork() + a.poll(now) + (bSilent ? 0 : b.poll(now));
         now += work > 0 || fineSteps ? 20_000L : 1_000_000L;
         return work;
     }
@@ -570,6 +573,76 @@ class PipeServerTest
             Linux.LIBC.close(fd);
         }
         app.close();
+    }
+
+    /**
+     * A CONNECT whose SYNs time out after a router said "host unreachable" fails as UNREACHABLE (as Linux reports
+     * EHOSTUNREACH, not ETIMEDOUT); without the ICMP error the same attempt fails as TIMED_OUT.
+     */
+    @Test
+    void aConnectThatTimesOutAfterHostUnreachableSaysUnreachable() throws IOException
+    {
+        final TestApp app = attach("unreachable", self, 4);
+        listen(app, PORT);
+        accept(app, new Peer(), new TcpConnection[1]); // A learns B's MAC
+        for (int i = 0; i < 100; i++)
+        {
+            step(); // the handshake's last ACK settles
+        }
+        bSilent = true;
+        for (final boolean icmp : new boolean[] {true, false})
+        {
+            final long requestId = icmp ? 71 : 72;
+            app.send(Protocol.CONNECT, requestId, 0xC612_0003, 9);
+            final byte[][] syn = new byte[1][];
+            runUntil(() ->
+            {
+                wire.b().receive((frame, offset, length) ->
+                {
+                    final byte[] bytes = new byte[length];
+                    frame.getBytes(offset, bytes);
+                    syn[0] = bytes;
+                }, 16);
+                return syn[0] != null;
+            }, 1_000_000_000L, "the SYN on the wire");
+            if (icmp)
+            {
+                // Destination unreachable, host unreachable, from B's address, quoting the SYN's IP header + 8 octets.
+                final byte[] message = new byte[8 + 28];
+                System.arraycopy(syn[0], 14, message, 8, 28);
+                final UnsafeBuffer m = new UnsafeBuffer(message);
+                m.putByte(0, (byte)3);
+                m.putByte(1, (byte)1);
+                new io.nicstack.stack.wire.IcmpHeader().wrap(m, 0, message.length).updateChecksum();
+                final byte[] frame = io.nicstack.stack.Frames.fromPeer(a.config().mac(),
+                    io.nicstack.stack.Frames.ipv4(0xC612_0003, A_IP, 1, 99, false, 0, message));
+                wire.b().claim().putBytes(0, frame);
+                wire.b().commit(frame.length);
+                wire.b().flush();
+            }
+            final TestApp.Event error = runUntilError(app, requestId);
+            assertEquals(icmp ? Reason.UNREACHABLE : Reason.TIMED_OUT, error.intAt(8),
+                Reason.describe(error.intAt(8)) + (icmp ? " after host unreachable" : " without ICMP"));
+        }
+        app.close();
+    }
+
+    /** Run (the SYN's R2 is minutes of simulated time) until the app gets the ERROR answering {@code requestId}. */
+    private TestApp.Event runUntilError(final TestApp app, final long requestId)
+    {
+        final TestApp.Event[] found = new TestApp.Event[1];
+        runUntil(() ->
+        {
+            wire.b().receive((frame, offset, length) -> { }, 64); // retransmitted SYNs go nowhere
+            app.poll();
+            final TestApp.Event e = app.take(Protocol.ERROR);
+            if (e != null && e.longAt(0) == requestId)
+            {
+                found[0] = e;
+            }
+            return found[0] != null;
+        }, 600_000_000_000L, "ERROR for request " + requestId);
+        return found[0];
     }
 
     @Test

@@ -220,7 +220,8 @@ public final class NicstackClient implements AutoCloseable
      * daemon times the handshake out itself).
      *
      * @throws ConnectionRefusedException  if the peer answers the SYN with RST.
-     * @throws ConnectionTimedOutException if the handshake timed out.
+     * @throws ConnectionTimedOutException if the handshake timed out (its reason UNREACHABLE when ICMP said the host
+     *                                     or network was unreachable meanwhile).
      * @throws LimitReachedException       if no slot is free.
      */
     public PipeConnection connect(final String ipv4Address, final int port) throws NicstackException
@@ -632,7 +633,7 @@ public final class NicstackClient implements AutoCloseable
                 final PipeConnection connection = lookup(id);
                 if (connection != null)
                 {
-                    connection.onClosed(closeReasonOf(buffer.getInt(index + 8)));
+                    connection.onClosed(closeReasonOf(buffer.getInt(index + 8), buffer.getInt(index + 12)));
                 }
                 break;
             }
@@ -727,7 +728,7 @@ public final class NicstackClient implements AutoCloseable
         }
     }
 
-    private static int closeReasonOf(final int tcpCloseReason)
+    private static int closeReasonOf(final int tcpCloseReason, final int icmpError)
     {
         switch (tcpCloseReason)
         {
@@ -736,7 +737,7 @@ public final class NicstackClient implements AutoCloseable
             case CLOSE_REFUSED:
                 return Protocol.Reason.REFUSED;
             case CLOSE_TIMED_OUT:
-                return Protocol.Reason.TIMED_OUT;
+                return Protocol.Reason.ofTimeout(icmpError);
             case CLOSE_RESET:
             default:
                 // Reset by the peer, or aborted by the daemon: either way the stream did not end cleanly.

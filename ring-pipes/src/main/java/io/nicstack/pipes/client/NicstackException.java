@@ -42,7 +42,8 @@ public class NicstackException extends IOException
             case Protocol.Reason.RESET:
                 return new ConnectionResetException(text);
             case Protocol.Reason.TIMED_OUT:
-                return new ConnectionTimedOutException(text);
+            case Protocol.Reason.UNREACHABLE:
+                return new ConnectionTimedOutException(reason, text);
             case Protocol.Reason.LIMIT_CONNECTIONS:
             case Protocol.Reason.LIMIT_MEMORY:
                 return new LimitReachedException(reason, text);

@@ -313,7 +313,10 @@ public final class PipeConnection implements AutoCloseable
         return locallyClosed || daemonClosed;
     }
 
-    /** Why the connection ended, a {@link Protocol.Reason}: NONE for an orderly close (or none yet), RESET, TIMED_OUT... */
+    /**
+     * Why the connection ended, a {@link Protocol.Reason}: NONE for an orderly close (or none yet), RESET, TIMED_OUT,
+     * UNREACHABLE (timed out after ICMP said the host or network was unreachable)...
+     */
     public int closeReason()
     {
         return closeReason;
@@ -399,7 +402,7 @@ public final class PipeConnection implements AutoCloseable
         {
             onFileSent(reason, 0); // the daemon no longer knows this id: no FILE_SENT will come
         }
-        if (reason == Protocol.Reason.RESET || reason == Protocol.Reason.TIMED_OUT ||
+        if (reason == Protocol.Reason.RESET || reason == Protocol.Reason.TIMED_OUT || reason == Protocol.Reason.UNREACHABLE ||
             reason == Protocol.Reason.REFUSED || reason == Protocol.Reason.UNKNOWN_CONNECTION)
         {
             onClosed(reason);

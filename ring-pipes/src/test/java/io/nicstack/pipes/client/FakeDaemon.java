@@ -141,6 +141,17 @@ final class FakeDaemon implements AutoCloseable
         return true;
     }
 
+    /** CLOSED with TcpConnection's close reason and the last ICMP error believed ({@code type << 8 | code}). */
+    boolean closed(final long connectionId, final int tcpReason, final int icmpError)
+    {
+        message.setMemory(0, 32, (byte)0);
+        message.putLong(0, connectionId);
+        message.putInt(8, tcpReason);
+        message.putInt(12, icmpError);
+        event(Protocol.CLOSED);
+        return true;
+    }
+
     /** Answer a SEND_FILE as the daemon does: append {@code fileBytes} to the TX pipe (as the producer), then FILE_SENT. */
     boolean fileSent(final long connectionId, final int reason, final byte[] fileBytes)
     {

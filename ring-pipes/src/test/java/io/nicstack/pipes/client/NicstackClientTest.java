@@ -306,6 +306,15 @@ class NicstackClientTest
         daemon.call(d -> d.event(Protocol.CLOSED, timedOut.id(), 3)); // TcpConnection.CLOSE_TIMED_OUT
         pollUntil(timedOut::isClosed);
         assertThrows(ConnectionTimedOutException.class, timedOut::peek);
+        assertEquals(Protocol.Reason.TIMED_OUT, timedOut.closeReason());
+
+        // Timed out after ICMP host unreachable: UNREACHABLE, still a ConnectionTimedOutException.
+        final PipeConnection unreachable = client.connect("198.18.0.5", 80);
+        daemon.call(d -> d.closed(unreachable.id(), 3, 0x0301));
+        pollUntil(unreachable::isClosed);
+        assertEquals(Protocol.Reason.UNREACHABLE, unreachable.closeReason());
+        assertEquals(Protocol.Reason.UNREACHABLE,
+            assertThrows(ConnectionTimedOutException.class, unreachable::peek).reason());
 
         final PipeConnection orderly = client.connect("198.18.0.4", 80);
         daemon.call(d -> d.sendRx(orderly.id(), new byte[] {1, 2}));
