@@ -91,6 +91,7 @@ public enum StackCounter
     TCP_ICMP_ERRORS("tcp icmp errors acted on (soft errors recorded, connection attempts refused)", Kind.INFO),
     TCP_ICMP_IGNORED("tcp icmp errors ignored (no connection, sequence not in flight, source quench)", Kind.INFO),
     TCP_PATH_MTU_REDUCTIONS("tcp send mss lowered by icmp fragmentation needed (path mtu discovery)", Kind.INFO),
+    TCP_PATH_MTU_RAISES("tcp send mss raised again after 10 minutes (rfc 1191 s6.3)", Kind.INFO),
     TCP_RETRANSMITTED_SEGMENTS("tcp segments retransmitted", Kind.INFO),
     TCP_FAST_RETRANSMITS("tcp fast retransmits", Kind.INFO),
     TCP_SACK_RECOVERIES("tcp sack recoveries", Kind.INFO),

@@ -37,6 +37,11 @@ public final class TcpConnection
 
     /** Smallest path MTU believed from an ICMP error (Linux's net.ipv4.route.min_pmtu). */
     static final int MIN_PATH_MTU = 552;
+    /**
+     * How long a path MTU lowered by ICMP is believed before full-sized segments are tried again (RFC 1191 §6.3: at
+     * least 5 minutes, 10 recommended; Linux's route MTU expiry is 10 minutes too).
+     */
+    static final long PATH_MTU_RAISE_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(10);
 
     private static final long NONE = 0;
 
@@ -82,6 +87,10 @@ public final class TcpConnection
     int sndMss;
     /** min(peer MSS, our MMS_S - 20): the payload of a segment without options (RFC 9293 §3.7.1). */
     int mssBase;
+    /** {@link #mssBase} as the handshake set it, before path MTU discovery lowered it. */
+    private int mssBaseNegotiated;
+    /** When a lowered path MTU is to be tried at its old size again; NONE when it was not lowered. */
+    private long pathMtuRaiseAt = NONE;
     int sndWscale;
     boolean finRequested;
 
@@ -445,6 +454,7 @@ public final class TcpConnection
         rcvMss = tcp.mss();
         rcvWscale = 0;
         mssBase = Math.min(mss, tcp.mss());
+        mssBaseNegotiated = mssBase;
         sndMss = mssBase;
         sndWnd = ack.window;
         maxSndWnd = sndWnd;
@@ -477,6 +487,7 @@ public final class TcpConnection
         }
         // RFC 9293 §3.7.1: effective send MSS = min(SendMSS + 20, MMS_S) - TCP header - options carried.
         mssBase = Math.max(76, Math.min(peerMss, tcp.mss()));
+        mssBaseNegotiated = mssBase;
         sndMss = mssBase - (tsEnabled ? 12 : 0);
     }
 
@@ -704,6 +715,7 @@ public final class TcpConnection
         mssBase = base;
         sndMss = mssBase - (tsEnabled ? 12 : 0);
         cc.mss(sndMss);
+        pathMtuRaiseAt = now + PATH_MTU_RAISE_NANOS;
         if (state.isSynchronized() && sndNxt != sndUna)
         {
             // Go back to SND.UNA: everything after it left in segments too big for the path. The same bookkeeping as
@@ -717,6 +729,23 @@ public final class TcpConnection
             sndNxt = sndUna;
             rttTiming = false; // Karn: no RTT sample from what is sent again
             markDirty();
+        }
+    }
+
+    /**
+     * RFC 1191 §6.3: a path MTU learnt from ICMP may have grown since (a route changed back). Go back to the size the
+     * handshake set; if the path is still small, the next full-sized segment draws another "fragmentation needed" and
+     * {@link #pathMtuReduced} lowers it again (one segment resent every {@link #PATH_MTU_RAISE_NANOS}).
+     */
+    private void raisePathMtu()
+    {
+        pathMtuRaiseAt = NONE;
+        if (mssBase < mssBaseNegotiated)
+        {
+            tcp.count(StackCounter.TCP_PATH_MTU_RAISES);
+            mssBase = mssBaseNegotiated;
+            sndMss = mssBase - (tsEnabled ? 12 : 0);
+            cc.mss(sndMss);
         }
     }
 
@@ -1313,6 +1342,10 @@ public final class TcpConnection
             }
             rearm();
             return;
+        }
+        if (pathMtuRaiseAt != NONE && now - pathMtuRaiseAt >= 0)
+        {
+            raisePathMtu();
         }
         boolean sent = false;
         if (inRecovery && sackEnabled)

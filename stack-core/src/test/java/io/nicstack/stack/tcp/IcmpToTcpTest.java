@@ -161,6 +161,44 @@ class IcmpToTcpTest
     }
 
     /**
+     * RFC 1191 §6.3: a lowered path MTU is tried at its old size again after 10 minutes, not before; if the path is still
+     * small, the next "fragmentation needed" lowers it again.
+     */
+    @Test
+    void aLoweredPathMtuIsTriedAgainAfterTenMinutes()
+    {
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        t.write(bytes(1460, 1));
+        assertEquals(1, t.recv().size());
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 1000, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(960, t.conn.sendMss());
+        t.recv(); // the 1460 bytes again, in two segments
+        t.send(t.in().ack(t.iss + 1461));
+
+        t.advance(TcpConnection.PATH_MTU_RAISE_NANOS - 1_000_000_000L);
+        t.write(bytes(3000, 2));
+        assertTrue(t.recv().stream().allMatch(g -> g.payload.length <= 960), "still the lowered size before 10 minutes");
+        t.send(t.in().ack(t.iss + 4461));
+        assertEquals(0, t.counter(StackCounter.TCP_PATH_MTU_RAISES));
+
+        t.advance(1_000_000_000L);
+        t.write(bytes(3000, 3));
+        final java.util.List<TcpTestHarness.Seg> tried = t.recv();
+        assertEquals(1460, tried.get(0).payload.length, "full-sized again after 10 minutes");
+        assertEquals(1460, t.conn.sendMss());
+        assertEquals(1, t.counter(StackCounter.TCP_PATH_MTU_RAISES));
+
+        // The path is still small: lowered again, and what is in flight goes again in segments that fit.
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 1000, t.ourSegment(t.iss + 4461)));
+        t.poll();
+        assertEquals(960, t.conn.sendMss());
+        assertEquals(2, t.counter(StackCounter.TCP_PATH_MTU_REDUCTIONS));
+        assertTrue(t.recv().stream().allMatch(g -> g.payload.length <= 960));
+    }
+
+    /**
      * A path MTU report in the middle of SACK loss recovery: everything from SND.UNA goes again in smaller segments,
      * recovery and the scoreboard start over, and once the peer acknowledges it all the connection is clean.
      */
