@@ -89,9 +89,20 @@ final class TcpBenchPeer
      */
     static TcpBenchPeer connect(final NetStack stack, final LoopbackSinkDevice device, final int peerWindow)
     {
+        return connect(stack, device, peerWindow, null);
+    }
+
+    /** As {@link #connect(NetStack, LoopbackSinkDevice, int)}, the connection's buffers from {@code buffers} (null: the stack's). */
+    static TcpBenchPeer connect(final NetStack stack, final LoopbackSinkDevice device, final int peerWindow,
+        final io.nicstack.stack.storage.BufferProvider buffers)
+    {
         final TcpConnection[] accepted = new TcpConnection[1];
         final TcpListener listener = stack.tcp().listen(STACK_PORT, 16, l -> accepted[0] = l.accept());
         check(listener != null, "listen");
+        if (buffers != null)
+        {
+            listener.bufferProvider(buffers);
+        }
         final long mac = stack.config().mac();
 
         // SYN with Linux's options.

@@ -99,7 +99,7 @@ public class TcpReceiveBenchmark
     private long injectedAtStart;
 
     /** The application: drain everything readable into one reused buffer. */
-    static final class Drain implements TcpHandler
+    static class Drain implements TcpHandler
     {
         final UnsafeBuffer target = new UnsafeBuffer(ByteBuffer.allocateDirect(64 * 1024));
         long bytes;

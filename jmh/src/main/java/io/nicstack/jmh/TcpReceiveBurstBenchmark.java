@@ -1,5 +1,6 @@
 package io.nicstack.jmh;
 
+import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 
 import org.agrona.concurrent.UnsafeBuffer;
@@ -18,7 +19,11 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
+import io.nicstack.daemon.pipes.PipeReceiveBuffer;
+import io.nicstack.daemon.pipes.PipeSendBuffer;
+import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.stack.NetStack;
+import io.nicstack.stack.storage.BufferProvider;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
@@ -36,6 +41,13 @@ import static io.nicstack.jmh.TcpBenchPeer.*;
  * processed before an ACK). Reported per segment ({@code @OperationsPerInvocation}); the per-segment frame patching
  * (sequence number, TSval, incremental checksum: {@code TcpReceiveBenchmark.patchFrame}) is included. Setup and
  * teardown check that every byte arrived and was read, one ACK per burst left, and nothing was dropped.
+ *
+ * <p>{@code consume}: {@code copy}, the application {@code read}s every byte out of the stack's heap ring (a copy that
+ * is the application's, not the receive path's); {@code inPlace}, the connection's receive buffer is an RX pipe
+ * ({@link PipeReceiveBuffer} in direct memory, as the daemon gives its apps) and the application consumes in place:
+ * it moves the pipe's head and the stack is told as the daemon tells it after a doorbell
+ * ({@code receiveBufferConsumed}). {@code inPlace} is the receive path as issue 3 defines it (parse, validate, state
+ * update, payload into the receive ring, ACK decision) plus the one ACK per burst.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -51,6 +63,9 @@ public class TcpReceiveBurstBenchmark
     /** As in {@link TcpReceiveBenchmark}: software checksums, or the device's offload. */
     @Param({"false", "true"})
     public boolean checksumOffload;
+
+    @Param({"copy", "inPlace"})
+    public String consume;
 
     private LoopbackSinkDevice device;
     private NetStack stack;
@@ -68,9 +83,10 @@ public class TcpReceiveBurstBenchmark
         device = new LoopbackSinkDevice(MTU, checksumOffload);
         stack = new NetStack(device, StackConfig.of(STACK_CIDR), StackCounters.inMemory(), NOW);
         learnPeer(stack, device);
-        final TcpBenchPeer peer = TcpBenchPeer.connect(stack, device, PEER_WINDOW);
+        final boolean inPlace = consume.equals("inPlace");
+        final TcpBenchPeer peer = TcpBenchPeer.connect(stack, device, PEER_WINDOW, inPlace ? new PipeBuffers() : null);
         connection = peer.connection;
-        drain = new TcpReceiveBenchmark.Drain();
+        drain = inPlace ? new InPlaceDrain() : new TcpReceiveBenchmark.Drain();
         connection.handler(drain);
 
         final TcpRepr data = peer.nextSegment(PEER_WINDOW);
@@ -112,6 +128,57 @@ public class TcpReceiveBurstBenchmark
         final long acks = counters.get(StackCounter.TCP_SEGMENTS_OUT) - segmentsOutAtStart;
         check(acks == polls - pollsAtStart, "one ACK per burst: " + acks + " ACKs for " + (polls - pollsAtStart) + " bursts");
         check(cursor.count - injectedAtStart == (polls - pollsAtStart) * BURST, "every poll took a whole burst");
+    }
+
+    /** Buffers as the daemon's pipe slots are: an RX pipe and a TX pipe in direct memory, of the stack's default size. */
+    static final class PipeBuffers implements BufferProvider, BufferProvider.ConnectionBuffers
+    {
+        private static final int CAPACITY = 256 * 1024;
+        final UnsafeBuffer rxPipe = new UnsafeBuffer(ByteBuffer.allocateDirect(PipeDescriptor.length(CAPACITY)));
+        final PipeReceiveBuffer rx = new PipeReceiveBuffer(rxPipe, CAPACITY, 16);
+        final PipeSendBuffer tx = new PipeSendBuffer(
+            new UnsafeBuffer(ByteBuffer.allocateDirect(PipeDescriptor.length(CAPACITY))), CAPACITY);
+
+        @Override
+        public ConnectionBuffers allocate()
+        {
+            rx.reset();
+            tx.reset();
+            return this;
+        }
+
+        @Override
+        public void release(final ConnectionBuffers buffers)
+        {
+        }
+
+        @Override
+        public PipeSendBuffer sendBuffer()
+        {
+            return tx;
+        }
+
+        @Override
+        public PipeReceiveBuffer receiveBuffer()
+        {
+            return rx;
+        }
+    }
+
+    /** The app consumes in place: it moves the RX pipe's head over what arrived; the stack hears of it as from a doorbell. */
+    static final class InPlaceDrain extends TcpReceiveBenchmark.Drain
+    {
+        @Override
+        public void onReadable(final TcpConnection connection)
+        {
+            events++;
+            final PipeBuffers buffers = (PipeBuffers)connection.buffers();
+            final long head = buffers.rx.readPosition();
+            final long end = buffers.rx.contiguousEnd();
+            buffers.rxPipe.putLongRelease(PipeDescriptor.HEAD_OFFSET, end);
+            bytes += end - head;
+            connection.receiveBufferConsumed();
+        }
     }
 
     /** One burst of 32 in-order segments through one poll; the time is reported per segment. */
