@@ -125,6 +125,21 @@ abstract class ConnectionHandler
         }
     }
 
+    /**
+     * End the connection with a reset (RFC 9293 ABORT), not a FIN: for a stream that cannot be completed as promised
+     * (a body shorter than its Content-Length), which a FIN would pass off as whole.
+     */
+    final void reset()
+    {
+        if (!done)
+        {
+            onEnd(true);
+            done = true;
+            releaseResources();
+            conn.abort();
+        }
+    }
+
     private void finish()
     {
         done = true;

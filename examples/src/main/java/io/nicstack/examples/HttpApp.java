@@ -400,14 +400,15 @@ final class HttpApp
                 {
                     filePos = fileEnd;
                 }
-                else if (conn.fileBytes() == 0)
+                else if (conn.fileBytes() == 0 && (conn.fileReason() == Protocol.Reason.FILE_UNREADABLE ||
+                    conn.fileReason() == Protocol.Reason.BAD_ARGUMENT || conn.fileReason() == Protocol.Reason.BAD_MESSAGE))
                 {
-                    refused(conn.fileReason()); // copy this body, and every later one
+                    refused(conn.fileReason()); // the daemon will not read it: copy this body, and every later one
                     fileByDaemon = false;
                 }
                 else
                 {
-                    abort(null); // the daemon could not read the file to its end and reset the connection
+                    reset(); // the connection is gone, or the daemon could not read the file to its end
                     return work;
                 }
             }
@@ -449,7 +450,7 @@ final class HttpApp
                         readFile(tx, index + n, f);
                     if (copied <= 0)
                     {
-                        abort(null); // the file shrank under us: the promised Content-Length cannot be kept; reset
+                        reset(); // the file shrank under us: the promised Content-Length cannot be kept
                         return work + 1;
                     }
                     filePos += copied;

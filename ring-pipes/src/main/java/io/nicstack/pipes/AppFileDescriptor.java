@@ -35,7 +35,8 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
 public final class AppFileDescriptor
 {
     public static final long MAGIC = 0x3150_5041_4349_4E4EL; // "NNICAPP1" little endian
-    public static final int VERSION = 1;
+    /** 2: SEND_FILE / FILE_SENT, ABORT, and CLOSED's ICMP error; a daemon of version 1 would answer SEND_FILE with an error. */
+    public static final int VERSION = 2;
 
     public static final int STATE_ATTACHING = 1;
     public static final int STATE_ATTACHED = 2;

@@ -29,6 +29,11 @@ public final class Protocol
      * Answer: FILE_SENT.
      */
     public static final int SEND_FILE = 7;
+    /**
+     * ABORT: long connectionId @0. RFC 9293 ABORT: the daemon resets the connection (RST) at once, dropping what is
+     * queued, and frees the slot; after it the app never touches the slot again (as after CLOSE).
+     */
+    public static final int ABORT = 8;
     /** Reserved for the TLS issue: keys for the inline record engine. */
     public static final int TLS_INSTALL = 16;
     /** Reserved for the TLS issue: the host's answer to a resync request. */

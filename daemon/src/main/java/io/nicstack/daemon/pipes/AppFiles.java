@@ -1,9 +1,15 @@
 package io.nicstack.daemon.pipes;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.Stream;
+
+import org.agrona.BufferUtil;
 
 import io.nicstack.nic.linux.Linux;
 
@@ -14,34 +20,70 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  * holds, and the daemon takes a duplicate of that very open file description with {@code pidfd_getfd(2)},
  * as a NIC that reads the host's page cache itself instead of being handed copies of it.
  *
- * <p>Why not open {@code /proc/<pid>/fd/<n>}: that reopens the file with the daemon's (root's)
- * credentials, so an app could name an {@code O_PATH} descriptor of a file it may not read and have the
- * daemon read it. A descriptor taken with {@code pidfd_getfd} keeps the app's access mode: the daemon can
- * read through it only what the app could read. Before the first descriptor the daemon also checks that
- * the process behind the app file's pid runs under the user that owns the app file (real, effective,
- * saved and filesystem uid), so an app cannot claim another user's process as its own. The descriptor
- * must be open for reading and name a regular file.
+ * <p>The daemon runs as root, so every check the kernel would make if the app took the descriptor from
+ * another process of its own is made here:
+ * <ul>
+ * <li><b>Whose process.</b> The pid is what the app wrote into its app file. Before the first descriptor
+ *     the daemon checks that this process runs under the user that owned the app file when it attached
+ *     (real, effective, saved and filesystem uid) and that it has the app file mapped (it is the app, not a
+ *     process that pid names in another namespace).</li>
+ * <li><b>Could the owner have taken it?</b> After every {@code pidfd_getfd} the process must still belong to
+ *     that user and be dumpable ({@code /proc/<pid>} is owned by the process's user only then). A process
+ *     that exec'd a setuid or setgid program, or said {@code prctl(PR_SET_DUMPABLE, 0)}, is refused: its
+ *     user could not ptrace it, so neither may its app through the daemon.</li>
+ * <li><b>Readable by the app.</b> A descriptor taken with {@code pidfd_getfd} keeps the app's access mode, so
+ *     the daemon reads only through what the app opened for reading. (Reopening {@code /proc/<pid>/fd/<n>}
+ *     would reopen with root's credentials: an {@code O_PATH} descriptor of a file the app may not read would
+ *     become readable. That is why this is not done.)</li>
+ * <li><b>An ordinary file.</b> A regular file on a disk or memory filesystem (ext2/3/4, xfs, btrfs, f2fs,
+ *     zfs, tmpfs, overlayfs). Pseudo-filesystems (procfs, sysfs...) answer with the reader's privileges, and
+ *     network or FUSE filesystems may block the event loop indefinitely.</li>
+ * </ul>
  *
- * <p>Control path only (one SEND_FILE per response body): the checks allocate; the reads do not.
+ * <p>Control path only (one SEND_FILE per response body): the checks allocate; the reads do not. A read of
+ * a file that is not in the page cache still blocks the event loop for the disk's time.
  */
 final class AppFiles implements AutoCloseable
 {
+    /** statfs f_type values of the filesystems whose regular files the daemon reads (linux/magic.h). */
+    private static final long[] ALLOWED_FILESYSTEMS = {
+        0xEF53L,      // ext2, ext3, ext4
+        0x58465342L,  // xfs
+        0x9123683EL,  // btrfs
+        0xF2F52010L,  // f2fs
+        0x2FC12FC1L,  // zfs
+        0x01021994L,  // tmpfs
+        0x794C7630L,  // overlayfs
+    };
+    private static final int STATFS_LENGTH = 128;
+
     private final Path appFile;
     private final long pid;
+    private final int ownerUid;
+    private final Path procDirectory;
+    private final ByteBuffer statfs = BufferUtil.allocateDirectAligned(STATFS_LENGTH, 8).order(ByteOrder.nativeOrder());
+    private final long statfsAddress = BufferUtil.address(statfs);
     private int pidfd = -1;
     /** Why descriptors of this app cannot be taken at all (set once, then every SEND_FILE is refused). */
     private String unusable;
     private String lastRefusal;
 
-    AppFiles(final Path appFile, final long pid)
+    /**
+     * @param appFile  the app's file, as the daemon mapped it.
+     * @param pid      the pid the app wrote into it.
+     * @param ownerUid the owner of the app file when it attached (not followed through links).
+     */
+    AppFiles(final Path appFile, final long pid, final int ownerUid)
     {
         this.appFile = appFile;
         this.pid = pid;
+        this.ownerUid = ownerUid;
+        this.procDirectory = Path.of("/proc/" + pid);
     }
 
     /**
      * A descriptor of the daemon's own for the app's descriptor {@code appFd}, readable and naming a regular
-     * file, or -1 with {@link #lastRefusal()} saying why.
+     * file on an allowed filesystem, or -1 with {@link #lastRefusal()} saying why.
      */
     int take(final int appFd)
     {
@@ -62,16 +104,11 @@ final class AppFiles implements AutoCloseable
         {
             return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
         }
-        final int flags = LIBC.fcntl(fd, Linux.F_GETFL, 0);
-        if (flags < 0 || (flags & Linux.O_PATH) != 0 || (flags & Linux.O_ACCMODE) == Linux.O_WRONLY)
+        final String why = check(fd, appFd);
+        if (why != null)
         {
             Linux.closeQuietly(fd);
-            return refuse("descriptor " + appFd + " is not open for reading");
-        }
-        if (!Files.isRegularFile(Path.of("/proc/self/fd/" + fd)))
-        {
-            Linux.closeQuietly(fd);
-            return refuse("descriptor " + appFd + " is not a regular file");
+            return refuse(why);
         }
         return fd;
     }
@@ -89,7 +126,62 @@ final class AppFiles implements AutoCloseable
         pidfd = -1;
     }
 
-    /** pidfd_open first, then the uid check, so the process checked is the one the pidfd refers to. */
+    /** Null if the daemon may read through {@code fd} (taken from the app's {@code appFd}), else why not. */
+    private String check(final int fd, final int appFd)
+    {
+        // After the take: a process that changed since (exec of a setuid program, PR_SET_DUMPABLE 0) is caught.
+        final int processUid;
+        try
+        {
+            processUid = (Integer)Files.getAttribute(procDirectory, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return "pid " + pid + " is gone";
+        }
+        if (processUid != ownerUid)
+        {
+            return "pid " + pid + " is not a dumpable process of uid " + ownerUid + " (its /proc entry is uid " +
+                processUid + ")";
+        }
+        final int flags = LIBC.fcntl(fd, Linux.F_GETFL, 0);
+        if (flags < 0 || (flags & Linux.O_PATH) != 0 || (flags & Linux.O_ACCMODE) == Linux.O_WRONLY)
+        {
+            return "descriptor " + appFd + " is not open for reading";
+        }
+        if (LIBC.fstatfs(fd, statfsAddress) != 0)
+        {
+            return "fstatfs of descriptor " + appFd + ": " + Linux.describe(Linux.errno());
+        }
+        final long type = statfs.getLong(0) & 0xFFFF_FFFFL;
+        if (!allowedFilesystem(type))
+        {
+            return "descriptor " + appFd + " is on a filesystem the daemon does not read from (f_type 0x" +
+                Long.toHexString(type) + ")";
+        }
+        if (!Files.isRegularFile(Path.of("/proc/self/fd/" + fd)))
+        {
+            return "descriptor " + appFd + " is not a regular file";
+        }
+        return null;
+    }
+
+    static boolean allowedFilesystem(final long type)
+    {
+        for (final long allowed : ALLOWED_FILESYSTEMS)
+        {
+            if (allowed == type)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * pidfd_open first, then the checks, so the process checked is the one the pidfd refers to from then on: it runs
+     * as the owner of the app file, and it has the app file mapped.
+     */
     private void openProcess()
     {
         final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_OPEN, (int)pid, 0, 0);
@@ -100,23 +192,38 @@ final class AppFiles implements AutoCloseable
         }
         try
         {
-            final int owner = (Integer)Files.getAttribute(appFile, "unix:uid");
-            final String uids = uidLine(Files.readAllLines(Path.of("/proc/" + pid + "/status")));
-            if (!sameUser(uids, owner))
+            final String uids = uidLine(Files.readAllLines(procDirectory.resolve("status")));
+            if (!sameUser(uids, ownerUid))
             {
                 Linux.closeQuietly(fd);
-                unusable = "pid " + pid + " does not run as uid " + owner + ", the owner of " + appFile.getFileName() +
+                unusable = "pid " + pid + " does not run as uid " + ownerUid + ", the owner of " + appFile.getFileName() +
                     " (" + uids + ")";
+                return;
+            }
+            if (!maps(appFile))
+            {
+                Linux.closeQuietly(fd);
+                unusable = "pid " + pid + " does not have " + appFile + " mapped: not the app that attached it";
                 return;
             }
         }
         catch (final IOException | RuntimeException e)
         {
             Linux.closeQuietly(fd);
-            unusable = "cannot check the user of pid " + pid + ": " + e;
+            unusable = "cannot check pid " + pid + ": " + e;
             return;
         }
         pidfd = fd;
+    }
+
+    /** Whether the process has {@code file} mapped, by its {@code /proc/<pid>/maps}. */
+    private boolean maps(final Path file) throws IOException
+    {
+        final String name = " " + file.toRealPath(); // the kernel shows the resolved path
+        try (Stream<String> lines = Files.lines(procDirectory.resolve("maps")))
+        {
+            return lines.anyMatch(l -> l.endsWith(name));
+        }
     }
 
     private int refuse(final String why)

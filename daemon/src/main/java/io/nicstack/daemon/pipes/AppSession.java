@@ -75,8 +75,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     private boolean closing;
     private boolean broken;
 
-    AppSession(final PipeServer server, final Path path, final Object fileKey, final MappedByteBuffer mapped, final int ringCapacity,
-        final int pipeCapacity, final int maxConnections, final long pid)
+    AppSession(final PipeServer server, final Path path, final Object fileKey, final int ownerUid, final MappedByteBuffer mapped,
+        final int ringCapacity, final int pipeCapacity, final int maxConnections, final long pid)
     {
         this.server = server;
         this.tcp = server.tcp();
@@ -88,7 +88,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         this.pid = pid;
         this.maxConnections = maxConnections;
         this.pipeCapacity = pipeCapacity;
-        this.appFiles = new AppFiles(path, pid);
+        this.appFiles = new AppFiles(path, pid, ownerUid);
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new ControlRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
         events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
@@ -275,6 +275,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
                 break;
             case Protocol.SHUTDOWN:
             case Protocol.CLOSE:
+            case Protocol.ABORT:
                 if (length < 8)
                 {
                     badMessage(first);
@@ -389,19 +390,39 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         {
             return;
         }
-        if (type == Protocol.CLOSE)
+        if (type != Protocol.SHUTDOWN)
         {
             s.appClosed = true;
             deactivate(s);
         }
-        // The client library holds these back until FILE_SENT; an app that does not ends its file where it is.
-        stopFile(s);
+        if (s.fileFd >= 0)
+        {
+            // The client library holds SHUTDOWN and CLOSE back until FILE_SENT; an app that does not ends its file
+            // here. Part of a file followed by a FIN would pass a short stream off as a whole one: reset instead.
+            final long done = s.fileAppended;
+            stopFile(s);
+            if (type == Protocol.SHUTDOWN)
+            {
+                fileSent(s, Reason.BAD_ARGUMENT, done);
+            }
+            if (done > 0 && !s.tcpGone)
+            {
+                counters.increment(PipeCounter.FILES_FAILED);
+                s.connection.abort(); // the slot is freed when TCP lets go, if the app closed it
+                return;
+            }
+        }
         if (s.tcpGone)
         {
             if (s.appClosed)
             {
                 release(s);
             }
+            return;
+        }
+        if (type == Protocol.ABORT)
+        {
+            s.connection.abort(); // RFC 9293 ABORT: RST now, queued data dropped
             return;
         }
         // What the app appended before this message is the rest of the stream; the FIN goes after it.

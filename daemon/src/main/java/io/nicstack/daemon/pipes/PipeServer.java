@@ -339,7 +339,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
                         reject(path, header, reason);
                         return;
                     }
-                    attach(path, attributes.fileKey(), channel, header);
+                    attach(path, attributes.fileKey(), (Integer)Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS),
+                        channel, header);
                 }
                 finally
                 {
@@ -393,14 +394,16 @@ public final class PipeServer implements LoopTask, AutoCloseable
         log.println("nicstack pipes: rejected " + path.getFileName() + ": " + Reason.describe(reason));
     }
 
-    private void attach(final Path path, final Object fileKey, final FileChannel channel, final UnsafeBuffer header) throws IOException
+    private void attach(final Path path, final Object fileKey, final int ownerUid, final FileChannel channel,
+        final UnsafeBuffer header) throws IOException
     {
         final int maxConnections = header.getInt(AppFileDescriptor.MAX_CONNECTIONS_OFFSET);
         final int pipeCapacity = header.getInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET);
         final int ringCapacity = header.getInt(AppFileDescriptor.RING_CAPACITY_OFFSET);
         final long appPid = header.getLong(AppFileDescriptor.APP_PID_OFFSET);
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size());
-        final AppSession s = new AppSession(this, path, fileKey, mapped, ringCapacity, pipeCapacity, maxConnections, appPid);
+        final AppSession s = new AppSession(this, path, fileKey, ownerUid, mapped, ringCapacity, pipeCapacity, maxConnections,
+            appPid);
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
         s.file.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
         s.file.putInt(AppFileDescriptor.REASON_OFFSET, Reason.NONE);

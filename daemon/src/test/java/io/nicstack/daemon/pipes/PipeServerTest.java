@@ -408,12 +408,16 @@ class PipeServerTest
         final int writeOnly = Linux.LIBC.open(body.toString(), Linux.O_WRONLY);
         final int directory = Linux.LIBC.open(shm.toString(), Linux.O_RDONLY);
         final int readable = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
-        assertTrue(writeOnly >= 0 && directory >= 0 && readable >= 0);
+        final int pathOnly = Linux.LIBC.open(body.toString(), Linux.O_PATH);
+        final int procFile = Linux.LIBC.open("/proc/self/status", Linux.O_RDONLY);
+        assertTrue(writeOnly >= 0 && directory >= 0 && readable >= 0 && pathOnly >= 0 && procFile >= 0);
         try
         {
             final int[][] cases = {
                 {999_999, 0, 10, Reason.FILE_UNREADABLE},     // not open in the app
                 {writeOnly, 0, 10, Reason.FILE_UNREADABLE},   // not open for reading
+                {pathOnly, 0, 10, Reason.FILE_UNREADABLE},    // O_PATH: names the file, may not read it
+                {procFile, 0, 10, Reason.FILE_UNREADABLE},    // procfs answers with the reader's privileges
                 {directory, 0, 10, Reason.FILE_UNREADABLE},   // not a regular file
                 {readable, 0, 0, Reason.BAD_ARGUMENT},        // nothing to send
                 {readable, -1, 10, Reason.BAD_ARGUMENT},      // before the file
@@ -435,7 +439,7 @@ class PipeServerTest
             assertEquals(Reason.NONE, first.intAt(8));
             assertEquals(1 << 20, first.longAt(16));
             assertEquals(1, counters.get(PipeCounter.FILES_SENT));
-            assertEquals(7, counters.get(PipeCounter.FILES_REFUSED));
+            assertEquals(9, counters.get(PipeCounter.FILES_REFUSED));
             assertEquals(0, counters.get(PipeCounter.FILES_FAILED));
 
             // The connection is unharmed: the app's own bytes follow the file.
@@ -453,27 +457,130 @@ class PipeServerTest
             Linux.LIBC.close(writeOnly);
             Linux.LIBC.close(directory);
             Linux.LIBC.close(readable);
+            Linux.LIBC.close(pathOnly);
+            Linux.LIBC.close(procFile);
         }
         app.close();
     }
 
+    /**
+     * The pid in an app file must be a process of the user that owned the file when it attached, and the process
+     * must have that file mapped; otherwise no descriptor is taken from it. A chown after the attach changes
+     * nothing (the owner is recorded at attach, not followed through a later link).
+     */
     @Test
-    void sendFileIsRefusedWhenTheAppsProcessIsNotTheUserThatOwnsTheAppFile() throws IOException
+    void sendFileIsRefusedUnlessThePidIsTheAppOfTheFilesOwner() throws Exception
     {
         assumeTrue("root".equals(System.getProperty("user.name")), "chown needs root");
-        final TestApp app = attach("foreign", self, 2);
-        listen(app, PORT);
-        final long id = accept(app, new Peer(), new TcpConnection[1]);
-        // The file now claims another user, whose process this (root's) pid is not.
-        Files.setAttribute(app.path, "unix:uid", 4242);
         final Path body = Files.write(shm.resolve("body.bin"), randomBytes(8, 1000));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        final Process other = new ProcessBuilder("sleep", "30").start(); // root's, but not the app
+        try
+        {
+            // 1. Owned by another user than the one this (root's) process runs as.
+            final TestApp foreign = new TestApp(server.appsDirectory(), "foreign", self, RING, PIPE, 2);
+            Files.setAttribute(foreign.path, "unix:uid", 4242);
+            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(foreign.attach(), fd), "another user's app file");
+            foreign.close();
+            // 2. The right user, but a pid that is not the app (it does not map the file).
+            final TestApp stranger = new TestApp(server.appsDirectory(), "stranger", other.pid(), RING, PIPE, 2);
+            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(stranger.attach(), fd), "a pid that is not the app");
+            stranger.close();
+            // 3. Recorded at attach: a later chown does not take SEND_FILE away from the app, nor give it.
+            final TestApp mine = new TestApp(server.appsDirectory(), "mine", self, RING, PIPE, 2);
+            mine.attach();
+            runUntil(() -> mine.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+            Files.setAttribute(mine.path, "unix:uid", 4242);
+            assertEquals(Reason.NONE, sendFileAnswer(mine, fd), "the owner at attach counts");
+            mine.close();
+            assertEquals(1000, counters.get(PipeCounter.FILE_BYTES));
+        }
+        finally
+        {
+            other.destroy();
+            Linux.LIBC.close(fd);
+        }
+    }
+
+    /** Listen, accept one connection, SEND_FILE 1000 bytes of {@code fd}: the answer's reason. */
+    private int sendFileAnswer(final TestApp app, final int fd)
+    {
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        app.sendFile(id, fd, 0, 1000);
+        final int reason = awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]).intAt(8);
+        app.send(Protocol.UNLISTEN, 8, PORT, 0);
+        return reason;
+    }
+
+    /**
+     * Every accepted SEND_FILE is answered once, whatever ends it, and part of a file is never followed by a FIN: the
+     * peer resets mid-file (FILE_SENT RESET, then RESET); a raw app shuts its output down mid-file (FILE_SENT, and the
+     * connection is reset since part of the file went); SEND_FILE on a connection already gone; ABORT resets.
+     */
+    @Test
+    void sendFileEndsWithOneAnswerAndNeverAShortStreamWithAFin() throws IOException
+    {
+        final TestApp app = attach("ends", self, 4);
+        listen(app, PORT);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(12, 4 << 20));
         final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
         try
         {
-            app.sendFile(id, fd, 0, 1000);
-            final TestApp.Event answer = await(app, Protocol.FILE_SENT);
-            assertEquals(Reason.FILE_UNREADABLE, answer.intAt(8));
-            assertEquals(0, counters.get(PipeCounter.FILE_BYTES));
+            // The peer resets mid-file.
+            final Peer resetter = new Peer();
+            final TcpConnection[] r1 = new TcpConnection[1];
+            final long id1 = accept(app, resetter, r1);
+            app.sendFile(id1, fd, 0, 4 << 20);
+            step();
+            r1[0].abort();
+            final TestApp.Event answer1 = awaitDraining(app, Protocol.FILE_SENT, new Peer(), r1[0]);
+            assertEquals(Reason.RESET, answer1.intAt(8));
+            assertTrue(answer1.longAt(16) > 0 && answer1.longAt(16) < 4 << 20);
+            assertEquals(id1, await(app, Protocol.RESET).longAt(0));
+
+            // A raw app sends SHUTDOWN mid-file: answered, and reset rather than a FIN after part of the file.
+            final Peer shortened = new Peer();
+            final TcpConnection[] r2 = new TcpConnection[1];
+            final long id2 = accept(app, shortened, r2);
+            app.sendFile(id2, fd, 0, 4 << 20);
+            step();
+            app.send(Protocol.SHUTDOWN, id2, 0, 0);
+            final TestApp.Event answer2 = awaitDraining(app, Protocol.FILE_SENT, shortened, r2[0]);
+            assertEquals(Reason.BAD_ARGUMENT, answer2.intAt(8));
+            assertTrue(answer2.longAt(16) > 0);
+            runUntil(() ->
+            {
+                shortened.drain(r2[0]);
+                return shortened.closedReason >= 0;
+            }, 1_000_000_000L, "the peer sees the end");
+            assertEquals(TcpConnection.CLOSE_RESET, shortened.closedReason);
+            assertFalse(shortened.peerClosed, "no FIN after part of a file");
+
+            // SEND_FILE on a connection that is already gone (the app has not read CLOSED yet).
+            final Peer leaver = new Peer();
+            final TcpConnection[] r3 = new TcpConnection[1];
+            final long id3 = accept(app, leaver, r3);
+            r3[0].abort();
+            assertEquals(id3, await(app, Protocol.RESET).longAt(0));
+            app.sendFile(id3, fd, 0, 1000);
+            final TestApp.Event answer3 = await(app, Protocol.FILE_SENT);
+            assertEquals(id3, answer3.longAt(0));
+            assertEquals(Reason.UNKNOWN_CONNECTION, answer3.intAt(8));
+
+            // ABORT: RST at once, whatever is queued.
+            final Peer aborted = new Peer();
+            final TcpConnection[] r4 = new TcpConnection[1];
+            final long id4 = accept(app, aborted, r4);
+            app.write(Protocol.slotOf(id4), randomBytes(13, 1000), 0, 1000);
+            app.send(Protocol.ABORT, id4, 0, 0);
+            runUntil(() -> aborted.closedReason >= 0, 1_000_000_000L, "the peer sees the reset");
+            assertEquals(TcpConnection.CLOSE_RESET, aborted.closedReason);
+            assertEquals(1, counters.get(PipeCounter.FILES_FAILED), "the SHUTDOWN mid-file (a peer's reset is not a failure)");
         }
         finally
         {

@@ -33,6 +33,9 @@ public interface LibC
     @Variadic(fixedCount = 2)
     int ioctl(int fd, @u_int64_t long request, @intptr_t long arg);
 
+    /** fstatfs(2) into a {@code struct statfs} at {@code buf} (120 bytes on x86_64 and aarch64; f_type first, a long). */
+    int fstatfs(int fd, @intptr_t long buf);
+
     /** fcntl(2) with an int argument (or none: pass 0). */
     @Variadic(fixedCount = 2)
     int fcntl(int fd, int cmd, int arg);

@@ -329,6 +329,7 @@ public final class NicstackClient implements AutoCloseable
             if (connection != null)
             {
                 connection.close();
+                connection.abandonFile(); // no poll reads its FILE_SENT any more (the daemon resets what is left)
             }
         }
         for (final PipeListener listener : new ArrayList<>(listeners.values()))
@@ -480,12 +481,23 @@ public final class NicstackClient implements AutoCloseable
 
     void onConnectionClosed(final PipeConnection connection)
     {
+        forget(connection);
+        sendQuietly(Protocol.CLOSE, connection.id(), 0);
+    }
+
+    void onConnectionAborted(final PipeConnection connection)
+    {
+        forget(connection);
+        sendQuietly(Protocol.ABORT, connection.id(), 0);
+    }
+
+    private void forget(final PipeConnection connection)
+    {
         final int slot = Protocol.slotOf(connection.id());
         if (connections[slot] == connection)
         {
             connections[slot] = null;
         }
-        sendQuietly(Protocol.CLOSE, connection.id(), 0);
     }
 
     // ---- control ring -----------------------------------------------------------------------

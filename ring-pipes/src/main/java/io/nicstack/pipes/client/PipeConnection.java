@@ -288,6 +288,23 @@ public final class PipeConnection implements AutoCloseable
         }
     }
 
+    /**
+     * ABORT (RFC 9293): the daemon resets the connection at once, dropping what is queued (a file being sent too),
+     * and frees the slot; idempotent, and nothing of the connection may be used afterwards.
+     */
+    public void abort()
+    {
+        if (!locallyClosed || closeDeferred)
+        {
+            locallyClosed = true;
+            closeDeferred = false;
+            shutdownDeferred = false;
+            // The daemon answers a file in flight (FILE_SENT) before it handles ABORT; nobody waits for that now.
+            abandonFile();
+            client.onConnectionAborted(this);
+        }
+    }
+
     /** SET_OPTION ({@link Protocol#OPTION_NO_DELAY}, {@link Protocol#OPTION_KEEP_ALIVE}); the daemon answers only errors. */
     public void setOption(final int option, final long value) throws NicstackException
     {
@@ -398,9 +415,9 @@ public final class PipeConnection implements AutoCloseable
 
     void onError(final int reason)
     {
-        if (reason == Protocol.Reason.UNKNOWN_CONNECTION && fileInFlight != null)
+        if ((reason == Protocol.Reason.UNKNOWN_CONNECTION || reason == Protocol.Reason.BAD_MESSAGE) && fileInFlight != null)
         {
-            onFileSent(reason, 0); // the daemon no longer knows this id: no FILE_SENT will come
+            onFileSent(reason, 0); // the daemon no longer knows this id, or not SEND_FILE: no FILE_SENT will come
         }
         if (reason == Protocol.Reason.RESET || reason == Protocol.Reason.TIMED_OUT || reason == Protocol.Reason.UNREACHABLE ||
             reason == Protocol.Reason.REFUSED || reason == Protocol.Reason.UNKNOWN_CONNECTION)
@@ -416,6 +433,12 @@ public final class PipeConnection implements AutoCloseable
     void onDaemonGone()
     {
         daemonClosed = true;
+        abandonFile();
+    }
+
+    /** No FILE_SENT will be read for the file in flight (the daemon or the client is gone): let its descriptor go. */
+    void abandonFile()
+    {
         if (fileInFlight != null)
         {
             fileInFlight.release();
@@ -435,17 +458,26 @@ public final class PipeConnection implements AutoCloseable
         fileReason = reason;
         fileBytes = bytes;
         file.release();
-        if (closeDeferred)
+        if (closeDeferred || shutdownDeferred)
         {
-            closeDeferred = false;
-            client.onConnectionClosed(this);
-        }
-        else if (shutdownDeferred)
-        {
-            shutdownDeferred = false;
-            if (!daemonClosed)
+            if (reason != Protocol.Reason.NONE)
             {
-                client.sendQuietly(Protocol.SHUTDOWN, id, 0);
+                // The app ended its output expecting the file in the stream, and it is not (all) there: a FIN now
+                // would pass a short stream off as a whole one. Reset instead.
+                abort();
+            }
+            else if (closeDeferred)
+            {
+                closeDeferred = false;
+                client.onConnectionClosed(this);
+            }
+            else
+            {
+                shutdownDeferred = false;
+                if (!daemonClosed)
+                {
+                    client.sendQuietly(Protocol.SHUTDOWN, id, 0);
+                }
             }
         }
     }

@@ -276,6 +276,60 @@ class NicstackClientTest
         assertTrue(second.isClosed());
     }
 
+    /**
+     * A file the daemon could not (wholly) send after the app ended its output: ABORT, never the FIN that would pass a
+     * short stream off as whole. An older daemon's ERROR (BAD_MESSAGE) ends the wait. Closing the client with a file
+     * in flight lets its descriptor go.
+     */
+    @Test
+    void sendFileFailuresNeverEndInAFin() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        final PipeListener listener = client.listen(8080, 16);
+        final Path body = Files.writeString(dir.resolve("body.txt"), "BODY");
+
+        daemon.call(d -> d.accept(8080, PEER, 50000));
+        final PipeConnection first = listener.accept();
+        try (SendableFile file = SendableFile.open(body))
+        {
+            first.sendFile(file, 0, 4);
+            first.shutdownOutput();
+            daemon.call(d -> d.fileSent(first.id(), Protocol.Reason.FILE_UNREADABLE, new byte[0]));
+            pollUntil(() -> !daemon.controlsOfType(Protocol.ABORT).isEmpty());
+        }
+        assertEquals(first.id(), daemon.controlsOfType(Protocol.ABORT).get(0).l0());
+        assertTrue(daemon.controlsOfType(Protocol.SHUTDOWN).isEmpty(), "no FIN after a missing body");
+        assertTrue(first.isClosed());
+
+        daemon.call(d -> d.accept(8080, PEER, 50001));
+        final PipeConnection second = listener.accept();
+        try (SendableFile file = SendableFile.open(body))
+        {
+            second.sendFile(file, 0, 4);
+            daemon.call(d -> d.event(Protocol.ERROR, second.id(), Protocol.Reason.BAD_MESSAGE));
+            pollUntil(() -> !second.isSendingFile());
+        }
+        assertEquals(Protocol.Reason.BAD_MESSAGE, second.fileReason());
+        assertEquals(1, second.claim(1), "the TX pipe is the app's again");
+
+        second.abort();
+        pollUntil(() -> daemon.controlsOfType(Protocol.ABORT).size() == 2);
+        assertThrows(NicstackException.class, () -> second.claim(1));
+
+        daemon.call(d -> d.accept(8080, PEER, 50002));
+        final PipeConnection third = listener.accept();
+        final SendableFile last = SendableFile.open(body);
+        third.sendFile(last, 0, 4);
+        pollUntil(() -> !daemon.controlsOfType(Protocol.SEND_FILE).isEmpty() &&
+            daemon.controlsOfType(Protocol.SEND_FILE).size() == 3);
+        final Path fd = Path.of("/proc/self/fd/" + daemon.controlsOfType(Protocol.SEND_FILE).get(2).i8());
+        last.close();
+        assertTrue(Files.exists(fd), "kept while the daemon may take it");
+        client.close();
+        client = null;
+        assertFalse(Files.exists(fd) && fd.toRealPath().equals(body.toRealPath()), "let go when the client closes");
+    }
+
     @Test
     void connectRefusedPortInUseAndReset() throws Exception
     {
