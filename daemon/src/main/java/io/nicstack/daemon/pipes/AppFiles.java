@@ -24,20 +24,23 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  * another process of its own is made here:
  * <ul>
  * <li><b>Whose process.</b> The pid is what the app wrote into its app file. Before the first descriptor
- *     the daemon checks that this process runs under the user that owned the app file when it attached
- *     (real, effective, saved and filesystem uid) and that it has the app file mapped (it is the app, not a
- *     process that pid names in another namespace).</li>
- * <li><b>Could the owner have taken it?</b> After every {@code pidfd_getfd} the process must still belong to
- *     that user and be dumpable ({@code /proc/<pid>} is owned by the process's user only then). A process
- *     that exec'd a setuid or setgid program, or said {@code prctl(PR_SET_DUMPABLE, 0)}, is refused: its
- *     user could not ptrace it, so neither may its app through the daemon.</li>
+ *     the daemon checks that this process has the attached app file mapped (by device and inode): it is the
+ *     app, not a process that pid names in another namespace.</li>
+ * <li><b>Could the owner have taken it?</b> After every {@code pidfd_getfd} the process must be one the app
+ *     file's owner could ptrace: all four uids the owner's, all four gids the app file's group, dumpable (the
+ *     files under {@code /proc/<pid>} belong to root otherwise), and still alive behind the pidfd (not a reused
+ *     pid). A process that exec'd a setuid or setgid program, or said {@code prctl(PR_SET_DUMPABLE, 0)}, is
+ *     refused: its user could not ptrace it, so neither may its app through the daemon. Not covered: Yama and
+ *     other security modules' ptrace rules, and a process of the same user and group that writes into another
+ *     process's app file (both could ptrace each other anyway).</li>
  * <li><b>Readable by the app.</b> A descriptor taken with {@code pidfd_getfd} keeps the app's access mode, so
  *     the daemon reads only through what the app opened for reading. (Reopening {@code /proc/<pid>/fd/<n>}
  *     would reopen with root's credentials: an {@code O_PATH} descriptor of a file the app may not read would
  *     become readable. That is why this is not done.)</li>
  * <li><b>An ordinary file.</b> A regular file on a disk or memory filesystem (ext2/3/4, xfs, btrfs, f2fs,
- *     zfs, tmpfs, overlayfs). Pseudo-filesystems (procfs, sysfs...) answer with the reader's privileges, and
- *     network or FUSE filesystems may block the event loop indefinitely.</li>
+ *     zfs, tmpfs). Pseudo-filesystems (procfs, sysfs...) answer with the reader's privileges, and network or
+ *     FUSE filesystems may block the event loop indefinitely; so may overlayfs, whose layers can be any of
+ *     those (a user may mount one over FUSE in a user namespace).</li>
  * </ul>
  *
  * <p>Control path only (one SEND_FILE per response body): the checks allocate; the reads do not. A read of
@@ -53,14 +56,17 @@ final class AppFiles implements AutoCloseable
         0xF2F52010L,  // f2fs
         0x2FC12FC1L,  // zfs
         0x01021994L,  // tmpfs
-        0x794C7630L,  // overlayfs
     };
     private static final int STATFS_LENGTH = 128;
 
     private final Path appFile;
     private final long pid;
     private final int ownerUid;
+    private final int ownerGid;
+    private final long appFileDevice;
+    private final long appFileInode;
     private final Path procDirectory;
+    private final Path procStatus;
     private final ByteBuffer statfs = BufferUtil.allocateDirectAligned(STATFS_LENGTH, 8).order(ByteOrder.nativeOrder());
     private final long statfsAddress = BufferUtil.address(statfs);
     private int pidfd = -1;
@@ -71,14 +77,31 @@ final class AppFiles implements AutoCloseable
     /**
      * @param appFile  the app's file, as the daemon mapped it.
      * @param pid      the pid the app wrote into it.
-     * @param ownerUid the owner of the app file when it attached (not followed through links).
+     * @param owner    the app file's owner, group and identity when it attached (not followed through links).
      */
-    AppFiles(final Path appFile, final long pid, final int ownerUid)
+    AppFiles(final Path appFile, final long pid, final Owner owner)
     {
         this.appFile = appFile;
         this.pid = pid;
-        this.ownerUid = ownerUid;
+        this.ownerUid = owner.uid();
+        this.ownerGid = owner.gid();
+        this.appFileDevice = owner.device();
+        this.appFileInode = owner.inode();
         this.procDirectory = Path.of("/proc/" + pid);
+        this.procStatus = procDirectory.resolve("status");
+    }
+
+    /** Who owned the app file at attach, and which file it was (st_dev, st_ino). */
+    record Owner(int uid, int gid, long device, long inode)
+    {
+        static Owner of(final Path file) throws IOException
+        {
+            return new Owner(
+                (Integer)Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS),
+                (Integer)Files.getAttribute(file, "unix:gid", LinkOption.NOFOLLOW_LINKS),
+                (Long)Files.getAttribute(file, "unix:dev", LinkOption.NOFOLLOW_LINKS),
+                (Long)Files.getAttribute(file, "unix:ino", LinkOption.NOFOLLOW_LINKS));
+        }
     }
 
     /**
@@ -129,20 +152,12 @@ final class AppFiles implements AutoCloseable
     /** Null if the daemon may read through {@code fd} (taken from the app's {@code appFd}), else why not. */
     private String check(final int fd, final int appFd)
     {
-        // After the take: a process that changed since (exec of a setuid program, PR_SET_DUMPABLE 0) is caught.
-        final int processUid;
-        try
+        // After the take, so a process that changed before it (exec of a setuid or setgid program, PR_SET_DUMPABLE 0)
+        // is caught: what the kernel's ptrace check asks of a process its owner may reach.
+        final String why = reachableByOwner();
+        if (why != null)
         {
-            processUid = (Integer)Files.getAttribute(procDirectory, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-        }
-        catch (final IOException | RuntimeException e)
-        {
-            return "pid " + pid + " is gone";
-        }
-        if (processUid != ownerUid)
-        {
-            return "pid " + pid + " is not a dumpable process of uid " + ownerUid + " (its /proc entry is uid " +
-                processUid + ")";
+            return why;
         }
         final int flags = LIBC.fcntl(fd, Linux.F_GETFL, 0);
         if (flags < 0 || (flags & Linux.O_PATH) != 0 || (flags & Linux.O_ACCMODE) == Linux.O_WRONLY)
@@ -162,6 +177,42 @@ final class AppFiles implements AutoCloseable
         if (!Files.isRegularFile(Path.of("/proc/self/fd/" + fd)))
         {
             return "descriptor " + appFd + " is not a regular file";
+        }
+        return null;
+    }
+
+    /**
+     * Null if the process is one its owner could ptrace: all its uids the app file's owner, all its gids the app
+     * file's group, dumpable (the files under {@code /proc/<pid>} belong to root otherwise; the directory itself does
+     * not change), and still the process the pidfd refers to (not a reused pid).
+     */
+    private String reachableByOwner()
+    {
+        final List<String> status;
+        final int statusOwner;
+        try
+        {
+            statusOwner = (Integer)Files.getAttribute(procStatus, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+            status = Files.readAllLines(procStatus);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return "pid " + pid + " is gone";
+        }
+        if (statusOwner != ownerUid)
+        {
+            return "pid " + pid + " is not dumpable (its /proc status belongs to uid " + statusOwner + ")";
+        }
+        final String uids = line(status, "Uid:");
+        final String gids = line(status, "Gid:");
+        if (!allEqual(uids, "Uid:", ownerUid) || !allEqual(gids, "Gid:", ownerGid))
+        {
+            return "pid " + pid + " does not run as uid " + ownerUid + " and gid " + ownerGid + " alone (" + uids +
+                ", " + gids + ")";
+        }
+        if (LIBC.syscall(Linux.SYS_PIDFD_SEND_SIGNAL, pidfd, 0, 0, 0) != 0) // signal 0: is it alive?
+        {
+            return "pid " + pid + " is gone";
         }
         return null;
     }
@@ -190,39 +241,44 @@ final class AppFiles implements AutoCloseable
             unusable = "pidfd_open of pid " + pid + ": " + Linux.describe(Linux.errno());
             return;
         }
+        pidfd = fd;
+        String why = reachableByOwner();
         try
         {
-            final String uids = uidLine(Files.readAllLines(procDirectory.resolve("status")));
-            if (!sameUser(uids, ownerUid))
+            if (why == null && !mapsAppFile())
             {
-                Linux.closeQuietly(fd);
-                unusable = "pid " + pid + " does not run as uid " + ownerUid + ", the owner of " + appFile.getFileName() +
-                    " (" + uids + ")";
-                return;
-            }
-            if (!maps(appFile))
-            {
-                Linux.closeQuietly(fd);
-                unusable = "pid " + pid + " does not have " + appFile + " mapped: not the app that attached it";
-                return;
+                why = "pid " + pid + " does not have " + appFile.getFileName() + " mapped: not the app that attached it";
             }
         }
         catch (final IOException | RuntimeException e)
         {
-            Linux.closeQuietly(fd);
-            unusable = "cannot check pid " + pid + ": " + e;
-            return;
+            why = "cannot check pid " + pid + ": " + e;
         }
-        pidfd = fd;
+        if (why != null)
+        {
+            close();
+            unusable = why;
+        }
     }
 
-    /** Whether the process has {@code file} mapped, by its {@code /proc/<pid>/maps}. */
-    private boolean maps(final Path file) throws IOException
+    /**
+     * Whether the process has the attached app file mapped: a line of {@code /proc/<pid>/maps} with its device and
+     * inode (not its path, which the app could have replaced since the attach).
+     */
+    private boolean mapsAppFile() throws IOException
     {
-        final String name = " " + file.toRealPath(); // the kernel shows the resolved path
+        // st_dev as glibc encodes it; maps prints major:minor in hex.
+        final long major = ((appFileDevice >>> 8) & 0xFFF) | ((appFileDevice >>> 32) & ~0xFFFL);
+        final long minor = (appFileDevice & 0xFF) | ((appFileDevice >>> 12) & ~0xFFL);
+        final String device = String.format("%02x:%02x", major, minor);
+        final String inode = Long.toString(appFileInode);
         try (Stream<String> lines = Files.lines(procDirectory.resolve("maps")))
         {
-            return lines.anyMatch(l -> l.endsWith(name));
+            return lines.anyMatch(l ->
+            {
+                final String[] f = l.trim().split("\\s+", 7);
+                return f.length >= 5 && f[3].equals(device) && f[4].equals(inode);
+            });
         }
     }
 
@@ -232,33 +288,33 @@ final class AppFiles implements AutoCloseable
         return -1;
     }
 
-    private static String uidLine(final List<String> status)
+    private static String line(final List<String> status, final String key)
     {
         for (final String line : status)
         {
-            if (line.startsWith("Uid:"))
+            if (line.startsWith(key))
             {
                 return line;
             }
         }
-        return "no Uid line";
+        return "no " + key + " line";
     }
 
-    /** Whether a {@code /proc/<pid>/status} "Uid:" line (real, effective, saved, filesystem) is {@code uid} four times. */
-    static boolean sameUser(final String uidLine, final int uid)
+    /** Whether a {@code /proc/<pid>/status} line such as "Uid:" (real, effective, saved, filesystem) is {@code id} four times. */
+    static boolean allEqual(final String line, final String key, final int id)
     {
-        if (!uidLine.startsWith("Uid:"))
+        if (!line.startsWith(key))
         {
             return false;
         }
-        final String[] fields = uidLine.substring(4).trim().split("\\s+");
+        final String[] fields = line.substring(key.length()).trim().split("\\s+");
         if (fields.length != 4)
         {
             return false;
         }
         for (final String f : fields)
         {
-            if (!f.equals(Integer.toString(uid)))
+            if (!f.equals(Integer.toString(id)))
             {
                 return false;
             }

@@ -75,7 +75,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     private boolean closing;
     private boolean broken;
 
-    AppSession(final PipeServer server, final Path path, final Object fileKey, final int ownerUid, final MappedByteBuffer mapped,
+    AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles.Owner owner, final MappedByteBuffer mapped,
         final int ringCapacity, final int pipeCapacity, final int maxConnections, final long pid)
     {
         this.server = server;
@@ -88,7 +88,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         this.pid = pid;
         this.maxConnections = maxConnections;
         this.pipeCapacity = pipeCapacity;
-        this.appFiles = new AppFiles(path, pid, ownerUid);
+        this.appFiles = new AppFiles(path, pid, owner);
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new ControlRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
         events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
@@ -398,14 +398,14 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         if (s.fileFd >= 0)
         {
             // The client library holds SHUTDOWN and CLOSE back until FILE_SENT; an app that does not ends its file
-            // here. Part of a file followed by a FIN would pass a short stream off as a whole one: reset instead.
+            // here. A FIN after a file cut short (or not begun) would pass a short stream off as whole: reset instead.
             final long done = s.fileAppended;
             stopFile(s);
             if (type == Protocol.SHUTDOWN)
             {
                 fileSent(s, Reason.BAD_ARGUMENT, done);
             }
-            if (done > 0 && !s.tcpGone)
+            if (!s.tcpGone)
             {
                 counters.increment(PipeCounter.FILES_FAILED);
                 s.connection.abort(); // the slot is freed when TCP lets go, if the app closed it

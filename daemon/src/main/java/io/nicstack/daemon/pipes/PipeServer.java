@@ -339,8 +339,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
                         reject(path, header, reason);
                         return;
                     }
-                    attach(path, attributes.fileKey(), (Integer)Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS),
-                        channel, header);
+                    attach(path, attributes.fileKey(), AppFiles.Owner.of(path), channel, header);
                 }
                 finally
                 {
@@ -394,7 +393,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         log.println("nicstack pipes: rejected " + path.getFileName() + ": " + Reason.describe(reason));
     }
 
-    private void attach(final Path path, final Object fileKey, final int ownerUid, final FileChannel channel,
+    private void attach(final Path path, final Object fileKey, final AppFiles.Owner owner, final FileChannel channel,
         final UnsafeBuffer header) throws IOException
     {
         final int maxConnections = header.getInt(AppFileDescriptor.MAX_CONNECTIONS_OFFSET);
@@ -402,7 +401,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         final int ringCapacity = header.getInt(AppFileDescriptor.RING_CAPACITY_OFFSET);
         final long appPid = header.getLong(AppFileDescriptor.APP_PID_OFFSET);
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size());
-        final AppSession s = new AppSession(this, path, fileKey, ownerUid, mapped, ringCapacity, pipeCapacity, maxConnections,
+        final AppSession s = new AppSession(this, path, fileKey, owner, mapped, ringCapacity, pipeCapacity, maxConnections,
             appPid);
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
         s.file.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);

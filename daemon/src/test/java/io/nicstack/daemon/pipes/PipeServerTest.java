@@ -482,9 +482,14 @@ class PipeServerTest
             Files.setAttribute(foreign.path, "unix:uid", 4242);
             assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(foreign.attach(), fd), "another user's app file");
             foreign.close();
-            // 2. The right user, but a pid that is not the app (it does not map the file).
+            // 2. The right user, but a pid that is not the app (it does not map the file), even when the app file's
+            //    name is replaced after the attach by a link to a file that process does map.
             final TestApp stranger = new TestApp(server.appsDirectory(), "stranger", other.pid(), RING, PIPE, 2);
-            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(stranger.attach(), fd), "a pid that is not the app");
+            stranger.attach();
+            runUntil(() -> stranger.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+            Files.delete(stranger.path);
+            Files.createSymbolicLink(stranger.path, Files.readSymbolicLink(Path.of("/proc/" + other.pid() + "/exe")));
+            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(stranger, fd), "a pid that is not the app");
             stranger.close();
             // 3. Recorded at attach: a later chown does not take SEND_FILE away from the app, nor give it.
             final TestApp mine = new TestApp(server.appsDirectory(), "mine", self, RING, PIPE, 2);
@@ -499,6 +504,53 @@ class PipeServerTest
         {
             other.destroy();
             Linux.LIBC.close(fd);
+        }
+    }
+
+    /** The app's process as another user (nobody): maps its app file, opens the body, turns non-dumpable when told. */
+    private static final String NOBODY_APP = String.join("\n",
+        "import ctypes, mmap, os, sys",
+        "path, body = sys.stdin.readline().split()",
+        "f = open(path, 'r+b')",
+        "m = mmap.mmap(f.fileno(), 4096)",
+        "print(os.open(body, os.O_RDONLY), flush=True)",
+        "sys.stdin.readline()",
+        "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0",
+        "print('nondumpable', flush=True)",
+        "sys.stdin.readline()");
+
+    /**
+     * A process of an ordinary user hands over its descriptor while its user could ptrace it; once it is not dumpable
+     * (as after the exec of a setuid or setgid program) the daemon refuses, as the kernel would refuse its user.
+     */
+    @Test
+    void sendFileIsRefusedOnceTheAppsProcessIsNoLongerDumpable() throws Exception
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "running a process as nobody needs root");
+        Files.setPosixFilePermissions(shm, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        final Path body = Files.write(shm.resolve("public.bin"), randomBytes(14, 1000));
+        Files.setPosixFilePermissions(body, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        final Process nobody = new ProcessBuilder("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+            "/usr/bin/python3", "-c", NOBODY_APP).redirectErrorStream(true).start();
+        try (var toApp = new java.io.PrintStream(nobody.getOutputStream(), true);
+             var fromApp = new java.io.BufferedReader(new java.io.InputStreamReader(nobody.getInputStream())))
+        {
+            final TestApp app = new TestApp(server.appsDirectory(), "nobody", nobody.pid(), RING, PIPE, 2);
+            Files.setAttribute(app.path, "unix:uid", 65534);
+            Files.setAttribute(app.path, "unix:gid", 65534);
+            toApp.println(app.path + " " + body);
+            final int fd = Integer.parseInt(fromApp.readLine().strip());
+            assertEquals(Reason.NONE, sendFileAnswer(app.attach(), fd), "nobody's own readable file");
+            toApp.println();
+            assertEquals("nondumpable", fromApp.readLine().strip());
+            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(app, fd), "a process its user could not ptrace");
+            assertEquals(1000, counters.get(PipeCounter.FILE_BYTES));
+            toApp.println();
+            app.close();
+        }
+        finally
+        {
+            nobody.destroy();
         }
     }
 

@@ -44,6 +44,10 @@ public interface LibC
     @Variadic(fixedCount = 1)
     long syscall(long number, int arg1, int arg2, int arg3);
 
+    /** syscall(2) with four int arguments (pidfd_send_signal). */
+    @Variadic(fixedCount = 1)
+    long syscall(long number, int arg1, int arg2, int arg3, int arg4);
+
     /** poll(2) over {@code nfds} {@code struct pollfd} at {@code fds}. */
     int poll(@intptr_t long fds, @u_int64_t long nfds, int timeoutMillis);
 

@@ -25,9 +25,10 @@ public final class Linux
     // fcntl(2)
     public static final int F_GETFL = 3;
 
-    // pidfd_open(2), pidfd_getfd(2): numbers of the unified syscall table (424 and up), the same on x86_64 and aarch64.
+    // pidfd_open(2), pidfd_getfd(2), pidfd_send_signal(2): numbers of the unified syscall table (424 and up), the same on x86_64 and aarch64.
     public static final long SYS_PIDFD_OPEN = 434;
     public static final long SYS_PIDFD_GETFD = 438;
+    public static final long SYS_PIDFD_SEND_SIGNAL = 424;
 
     // socket(2)
     public static final int AF_INET = 2;

@@ -299,7 +299,7 @@ public final class PipeConnection implements AutoCloseable
             locallyClosed = true;
             closeDeferred = false;
             shutdownDeferred = false;
-            // The daemon answers a file in flight (FILE_SENT) before it handles ABORT; nobody waits for that now.
+            // A file in flight ends with the connection; no FILE_SENT is awaited for it any more.
             abandonFile();
             client.onConnectionAborted(this);
         }
