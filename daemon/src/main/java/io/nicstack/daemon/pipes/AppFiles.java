@@ -3,6 +3,7 @@ package io.nicstack.daemon.pipes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -193,7 +194,8 @@ final class AppFiles implements AutoCloseable
         try
         {
             statusOwner = (Integer)Files.getAttribute(procStatus, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-            status = Files.readAllLines(procStatus);
+            // Bytes as Latin-1: the Name line is the process's own choice and need not be UTF-8.
+            status = List.of(new String(Files.readAllBytes(procStatus), StandardCharsets.ISO_8859_1).split("\n"));
         }
         catch (final IOException | RuntimeException e)
         {
@@ -272,7 +274,7 @@ final class AppFiles implements AutoCloseable
         final long minor = (appFileDevice & 0xFF) | ((appFileDevice >>> 12) & ~0xFFL);
         final String device = String.format("%02x:%02x", major, minor);
         final String inode = Long.toString(appFileInode);
-        try (Stream<String> lines = Files.lines(procDirectory.resolve("maps")))
+        try (Stream<String> lines = Files.lines(procDirectory.resolve("maps"), StandardCharsets.ISO_8859_1))
         {
             return lines.anyMatch(l ->
             {

@@ -507,12 +507,16 @@ class PipeServerTest
         }
     }
 
-    /** The app's process as another user (nobody): maps its app file, opens the body, turns non-dumpable when told. */
+    /**
+     * The app's process as another user (nobody): maps its app file, names itself in bytes that are not UTF-8, opens
+     * the body, turns non-dumpable when told.
+     */
     private static final String NOBODY_APP = String.join("\n",
         "import ctypes, mmap, os, sys",
         "path, body = sys.stdin.readline().split()",
         "f = open(path, 'r+b')",
         "m = mmap.mmap(f.fileno(), 4096)",
+        "ctypes.CDLL(None).prctl(15, b'app\\xff\\xfe', 0, 0, 0)  # PR_SET_NAME: not UTF-8, in /proc status",
         "print(os.open(body, os.O_RDONLY), flush=True)",
         "sys.stdin.readline()",
         "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0",
