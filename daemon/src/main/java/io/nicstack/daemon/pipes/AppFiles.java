@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.stream.Stream;
 
 import org.agrona.BufferUtil;
+import org.agrona.collections.Int2IntHashMap;
 
 import io.nicstack.nic.linux.Linux;
 
@@ -45,7 +46,9 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  * </ul>
  *
  * <p>Control path only (one SEND_FILE per response body): the checks allocate; the reads do not. A read of
- * a file that is not in the page cache still blocks the event loop for the disk's time.
+ * a file that is not in the page cache still blocks the event loop for the disk's time. A descriptor number
+ * named again while it is still the open file taken before (kcmp(2)) is served from a duplicate kept then,
+ * without the checks and their /proc reads (at most 256 kept per app).
  */
 final class AppFiles implements AutoCloseable
 {
@@ -59,6 +62,8 @@ final class AppFiles implements AutoCloseable
         0x01021994L,  // tmpfs
     };
     private static final int STATFS_LENGTH = 128;
+    /** Descriptors kept for reuse per app at most (each keeps its file open in the daemon). */
+    private static final int MAX_KEPT = 256;
 
     private final Path appFile;
     private final long pid;
@@ -71,6 +76,16 @@ final class AppFiles implements AutoCloseable
     private final ByteBuffer statfs = BufferUtil.allocateDirectAligned(STATFS_LENGTH, 8).order(ByteOrder.nativeOrder());
     private final long statfsAddress = BufferUtil.address(statfs);
     private int pidfd = -1;
+    /**
+     * Descriptors taken and checked before, by the app's descriptor number: a SEND_FILE naming a number whose open
+     * file description is still the one taken (kcmp(2)) gets a duplicate without the checks again. It is the file
+     * the app held, and the daemon checked, then.
+     */
+    private final Int2IntHashMap taken = new Int2IntHashMap(-1);
+    private final int selfPid = (int)ProcessHandle.current().pid();
+    private boolean kcmpWorks = Linux.SYS_KCMP > 0;
+    /** Whether the last {@link #take} was served from {@link #taken}. */
+    boolean lastTakeReused;
     /** Why descriptors of this app cannot be taken at all (set once, then every SEND_FILE is refused). */
     private String unusable;
     private String lastRefusal;
@@ -123,6 +138,13 @@ final class AppFiles implements AutoCloseable
         {
             return refuse(unusable);
         }
+        lastTakeReused = false;
+        final int reused = reuse(appFd);
+        if (reused >= 0)
+        {
+            lastTakeReused = true;
+            return reused;
+        }
         final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0);
         if (fd < 0)
         {
@@ -134,7 +156,58 @@ final class AppFiles implements AutoCloseable
             Linux.closeQuietly(fd);
             return refuse(why);
         }
+        remember(appFd, fd);
         return fd;
+    }
+
+    /** A duplicate of the descriptor taken before for {@code appFd} if the app's is still that open file, else -1. */
+    private int reuse(final int appFd)
+    {
+        final int kept = taken.get(appFd);
+        if (kept < 0)
+        {
+            return -1;
+        }
+        final long same = LIBC.syscall(Linux.SYS_KCMP, (int)pid, selfPid, Linux.KCMP_FILE, appFd, kept);
+        if (same == 0)
+        {
+            final int dup = LIBC.fcntl(kept, Linux.F_DUPFD_CLOEXEC, 0);
+            if (dup >= 0)
+            {
+                return dup;
+            }
+        }
+        else if (same < 0 && Linux.errno() == Linux.ENOSYS)
+        {
+            kcmpWorks = false; // a kernel without kcmp: every SEND_FILE takes and checks anew
+        }
+        taken.remove(appFd); // the app closed that number, maybe opened another file on it: take it anew
+        Linux.closeQuietly(kept);
+        return -1;
+    }
+
+    /** Keep a duplicate of {@code fd} (checked) for later SEND_FILEs naming {@code appFd}; at most MAX_KEPT. */
+    private void remember(final int appFd, final int fd)
+    {
+        if (!kcmpWorks)
+        {
+            return;
+        }
+        if (taken.size() >= MAX_KEPT)
+        {
+            forgetAll();
+        }
+        final int kept = LIBC.fcntl(fd, Linux.F_DUPFD_CLOEXEC, 0);
+        if (kept >= 0)
+        {
+            taken.put(appFd, kept);
+        }
+    }
+
+    private void forgetAll()
+    {
+        taken.forEach((appFd, kept) -> Linux.closeQuietly(kept));
+        taken.clear();
     }
 
     /** Why the last {@link #take} returned -1. */
@@ -148,6 +221,7 @@ final class AppFiles implements AutoCloseable
     {
         Linux.closeQuietly(pidfd);
         pidfd = -1;
+        forgetAll();
     }
 
     /** Null if the daemon may read through {@code fd} (taken from the app's {@code appFd}), else why not. */

@@ -498,6 +498,10 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             fileSent(s, Reason.FILE_UNREADABLE, 0);
             return;
         }
+        if (appFiles.lastTakeReused)
+        {
+            counters.increment(PipeCounter.FILE_DESCRIPTORS_REUSED);
+        }
         s.fileFd = fd;
         s.filePosition = position;
         s.fileRemaining = length;

@@ -22,6 +22,7 @@ public enum PipeCounter
     FILES_SENT("pipes: files sent (SEND_FILE)"),
     FILE_BYTES("pipes: file bytes read into TX pipes"),
     FILES_REFUSED("pipes: SEND_FILE refused"),
+    FILE_DESCRIPTORS_REUSED("pipes: SEND_FILE descriptors reused (kcmp)"),
     FILES_FAILED("pipes: SEND_FILE failed mid-file (connection reset)");
 
     private final String label;

@@ -509,7 +509,7 @@ class PipeServerTest
 
     /**
      * The app's process as another user (nobody): maps its app file, names itself in bytes that are not UTF-8, opens
-     * the body, turns non-dumpable when told.
+     * the body, and when told turns non-dumpable and opens it again.
      */
     private static final String NOBODY_APP = String.join("\n",
         "import ctypes, mmap, os, sys",
@@ -520,12 +520,13 @@ class PipeServerTest
         "print(os.open(body, os.O_RDONLY), flush=True)",
         "sys.stdin.readline()",
         "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0",
-        "print('nondumpable', flush=True)",
+        "print(os.open(body, os.O_RDONLY), flush=True)  # opened after, as a setuid program would open its secret",
         "sys.stdin.readline()");
 
     /**
      * A process of an ordinary user hands over its descriptor while its user could ptrace it; once it is not dumpable
-     * (as after the exec of a setuid or setgid program) the daemon refuses, as the kernel would refuse its user.
+     * (as after the exec of a setuid or setgid program) the daemon refuses what it opens, as the kernel would refuse
+     * its user. (The descriptor taken before may be named again: it is the open file the daemon took then.)
      */
     @Test
     void sendFileIsRefusedOnceTheAppsProcessIsNoLongerDumpable() throws Exception
@@ -546,8 +547,8 @@ class PipeServerTest
             final int fd = Integer.parseInt(fromApp.readLine().strip());
             assertEquals(Reason.NONE, sendFileAnswer(app.attach(), fd), "nobody's own readable file");
             toApp.println();
-            assertEquals("nondumpable", fromApp.readLine().strip());
-            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(app, fd), "a process its user could not ptrace");
+            final int openedAfter = Integer.parseInt(fromApp.readLine().strip());
+            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(app, openedAfter), "a process its user could not ptrace");
             assertEquals(1000, counters.get(PipeCounter.FILE_BYTES));
             toApp.println();
             app.close();
@@ -641,6 +642,56 @@ class PipeServerTest
         finally
         {
             Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
+    /**
+     * The same descriptor named again is served from the duplicate taken the first time (kcmp says it is still that
+     * open file), without the checks; once the app puts another file at that number, the new file is taken and sent,
+     * never the old one.
+     */
+    @Test
+    void aDescriptorNamedAgainIsReusedUntilTheAppPutsAnotherFileAtItsNumber() throws IOException
+    {
+        final TestApp app = attach("reuse", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final byte[] one = randomBytes(15, 3000);
+        final byte[] two = randomBytes(16, 3000);
+        final Path first = Files.write(shm.resolve("one.bin"), one);
+        final Path second = Files.write(shm.resolve("two.bin"), two);
+        final int fd = Linux.LIBC.open(first.toString(), Linux.O_RDONLY);
+        final int other = Linux.LIBC.open(second.toString(), Linux.O_RDONLY);
+        try
+        {
+            for (int i = 0; i < 2; i++)
+            {
+                app.sendFile(id, fd, 0, one.length);
+                assertEquals(Reason.NONE, awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]).intAt(8));
+            }
+            assertEquals(1, counters.get(PipeCounter.FILE_DESCRIPTORS_REUSED), "the second from the kept duplicate");
+            assertEquals(fd, Linux.LIBC.dup2(other, fd), "another file at the same number");
+            app.sendFile(id, fd, 0, two.length);
+            assertEquals(Reason.NONE, awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]).intAt(8));
+            assertEquals(1, counters.get(PipeCounter.FILE_DESCRIPTORS_REUSED), "taken anew, not reused");
+            runUntil(() ->
+            {
+                peer.drain(remote[0]);
+                return peer.read == 3L * one.length;
+            }, 10_000_000_000L, "three files at the peer");
+            final MessageDigest expected = sha256();
+            expected.update(one);
+            expected.update(one);
+            expected.update(two);
+            assertArrayEquals(expected.digest(), peer.digest.digest(), "one, one, then two: never the old file again");
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+            Linux.LIBC.close(other);
         }
         app.close();
     }

@@ -20,6 +20,9 @@ public interface LibC
     /** close(2). */
     int close(int fd);
 
+    /** dup2(2): {@code newfd} becomes a copy of {@code oldfd} (closed first if open). */
+    int dup2(int oldfd, int newfd);
+
     /** read(2) into native memory at {@code buf}. */
     @ssize_t long read(int fd, @intptr_t long buf, @size_t long count);
 
@@ -47,6 +50,10 @@ public interface LibC
     /** syscall(2) with four int arguments (pidfd_send_signal). */
     @Variadic(fixedCount = 1)
     long syscall(long number, int arg1, int arg2, int arg3, int arg4);
+
+    /** syscall(2) with five int arguments (kcmp). */
+    @Variadic(fixedCount = 1)
+    long syscall(long number, int arg1, int arg2, int arg3, int arg4, int arg5);
 
     /** poll(2) over {@code nfds} {@code struct pollfd} at {@code fds}. */
     int poll(@intptr_t long fds, @u_int64_t long nfds, int timeoutMillis);

@@ -24,6 +24,16 @@ public final class Linux
 
     // fcntl(2)
     public static final int F_GETFL = 3;
+    public static final int F_DUPFD_CLOEXEC = 1030;
+
+    /** kcmp(2): its number differs between x86_64 (312) and aarch64 (272); -1 elsewhere. */
+    public static final long SYS_KCMP = switch (System.getProperty("os.arch"))
+    {
+        case "amd64", "x86_64" -> 312;
+        case "aarch64" -> 272;
+        default -> -1;
+    };
+    public static final int KCMP_FILE = 0;
 
     // pidfd_open(2), pidfd_getfd(2), pidfd_send_signal(2): numbers of the unified syscall table (424 and up), the same on x86_64 and aarch64.
     public static final long SYS_PIDFD_OPEN = 434;
