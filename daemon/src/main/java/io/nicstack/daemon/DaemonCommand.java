@@ -45,9 +45,10 @@ final class DaemonCommand
 
     /**
      * {@code --no-offload}: open the tap without checksum offload (virtio-net headers), which is on by default;
-     * {@code --busy-poll}: never park the loop (lowest latency, one core always busy).
+     * {@code --busy-poll}: never park the loop (lowest latency, one core always busy);
+     * {@code --no-send-file}: refuse every SEND_FILE (apps copy their files into their pipes themselves).
      */
-    private static final Set<String> FLAGS = Set.of("--no-offload", "--busy-poll");
+    private static final Set<String> FLAGS = Set.of("--no-offload", "--busy-poll", "--no-send-file");
 
     /** Per-app shared memory limit: a larger app file is rejected with LIMIT_MEMORY. */
     private static final long MAX_APP_FILE_BYTES = 1L << 30;
@@ -65,6 +66,8 @@ final class DaemonCommand
     private final boolean checksumOffload;
     /** {@code --busy-poll}: the loop never parks (DPDK style): lowest latency, one core always busy. */
     private final boolean busyPoll;
+    /** {@code --no-send-file}: the daemon reads no app's files. */
+    private final boolean sendFile;
     private final List<String> services = new ArrayList<>();
     private final CountDownLatch cleanedUp = new CountDownLatch(1);
     private volatile int exitStatus;
@@ -108,6 +111,7 @@ final class DaemonCommand
         shm = Path.of(o.get("--shm", StatsCommand.DEFAULT_SHM));
         checksumOffload = !o.has("--no-offload");
         busyPoll = o.has("--busy-poll");
+        sendFile = !o.has("--no-send-file");
         for (final String s : o.get("--services", "").split(","))
         {
             if (s.isEmpty())
@@ -169,7 +173,7 @@ final class DaemonCommand
             final CachedNanoClock roundClock = new CachedNanoClock();
             roundClock.update(clock.nanoTime());
             pipes = new PipeServer(stack, shm, new PipeCounters(countersManager), roundClock, new SystemEpochClock(),
-                MAX_APP_FILE_BYTES, err).start();
+                MAX_APP_FILE_BYTES, err).sendFileAllowed(sendFile).start();
             if (services.contains("echo"))
             {
                 stack.udp().bind(UdpEchoService.PORT, new UdpEchoService());

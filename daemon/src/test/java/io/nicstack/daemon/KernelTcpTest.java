@@ -460,14 +460,17 @@ class KernelTcpTest
         }
     }
 
-    /** The two non-default loop/device modes end to end: busy polling and the tap without checksum offload. */
+    /**
+     * The two non-default loop/device modes end to end: busy polling and the tap without checksum offload (and the
+     * daemon starts with {@code --no-send-file}, whose refusals PipeServerTest checks).
+     */
     @Test
     void busyPollingDaemonWithoutOffloadAnswersPingAndEchoesExactly() throws Exception
     {
         try (Netns busyNs = new Netns();
             DaemonProcess busy = new DaemonProcess(busyNs, work.resolve("shm-busy"), "--device", "tap:nstap3",
                 "--ip", DAEMON_IP + "/24", "--host-ip", "198.18.0.1/24", "--services", "echo",
-                "--busy-poll", "--no-offload"))
+                "--busy-poll", "--no-offload", "--no-send-file"))
         {
             busy.awaitReady();
             busyNs.exec(20, "ping", "-c", "3", "-i", "0.2", "-W", "2", DAEMON_IP).assertOk("ping a busy-polling daemon");

@@ -486,14 +486,15 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             fileSent(s, Reason.BAD_ARGUMENT, 0);
             return;
         }
-        final int fd = appFiles.take(appFd);
+        final int fd = server.sendFileAllowed() ? appFiles.take(appFd) : -1;
         if (fd < 0)
         {
             counters.increment(PipeCounter.FILES_REFUSED);
             if (!refusalLogged)
             {
                 refusalLogged = true; // once per app: a refusal repeats for every response otherwise
-                server.log().println("nicstack pipes: SEND_FILE of " + path.getFileName() + " refused: " + appFiles.lastRefusal());
+                server.log().println("nicstack pipes: SEND_FILE of " + path.getFileName() + " refused: " +
+                    (server.sendFileAllowed() ? appFiles.lastRefusal() : "the daemon runs with --no-send-file"));
             }
             fileSent(s, Reason.FILE_UNREADABLE, 0);
             return;

@@ -60,6 +60,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
     private final NanoClock nanoClock;
     private final EpochClock epochClock;
     private final PrintStream log;
+    private boolean sendFileAllowed = true;
     private final long maxFileBytes;
     private final List<AppSession> sessions = new ArrayList<>();
     private final Map<Path, AppSession> byPath = new HashMap<>();
@@ -89,6 +90,18 @@ public final class PipeServer implements LoopTask, AutoCloseable
     }
 
     /** Create {@code shm/apps} with mode 01777 (like /tmp: any user's app may create its file, none may remove another's). */
+    /** {@code false} ({@code --no-send-file}): every SEND_FILE is refused, and apps copy their files themselves. */
+    public PipeServer sendFileAllowed(final boolean allowed)
+    {
+        this.sendFileAllowed = allowed;
+        return this;
+    }
+
+    boolean sendFileAllowed()
+    {
+        return sendFileAllowed;
+    }
+
     public PipeServer start() throws IOException
     {
         Files.createDirectories(appsDirectory);

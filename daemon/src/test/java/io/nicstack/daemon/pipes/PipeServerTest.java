@@ -696,6 +696,39 @@ class PipeServerTest
         app.close();
     }
 
+    /** {@code --no-send-file}: every SEND_FILE is refused before any descriptor is taken; the connection lives on. */
+    @Test
+    void aDaemonThatReadsNoAppsFilesRefusesSendFile() throws IOException
+    {
+        server.sendFileAllowed(false);
+        final TestApp app = attach("nosendfile", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(17, 1000));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            app.sendFile(id, fd, 0, 1000);
+            final TestApp.Event answer = awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]);
+            assertEquals(Reason.FILE_UNREADABLE, answer.intAt(8));
+            assertEquals(0, answer.longAt(16));
+            assertEquals(1, counters.get(PipeCounter.FILES_REFUSED));
+            writeAll(app, Protocol.slotOf(id), randomBytes(18, 500), peer, remote[0]);
+            runUntil(() ->
+            {
+                peer.drain(remote[0]);
+                return peer.read == 500;
+            }, 1_000_000_000L, "the app's own bytes at the peer");
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
     /** Many files in flight: one app's reads per round stay within the budget, and every file arrives whole. */
     @Test
     void fileReadsPerRoundAreBoundedPerApp() throws IOException
