@@ -3,9 +3,18 @@ package io.nicstack.daemon.pipes;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.SplittableRandom;
 
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.nicstack.nic.linux.Linux;
 
 import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.stack.storage.ReceiveBuffer;
@@ -19,6 +28,11 @@ class PipeBuffersTest
 
     /** The app appends like a producer of the pipe: bytes at tail, then a release-store of the tail. */
     private void appAppend(final byte[] bytes)
+    {
+        appAppend(pipe, bytes);
+    }
+
+    private static void appAppend(final UnsafeBuffer pipe, final byte[] bytes)
     {
         long tail = pipe.getLongVolatile(PipeDescriptor.TAIL_OFFSET);
         for (final byte b : bytes)
@@ -36,6 +50,69 @@ class PipeBuffersTest
             b[i] = (byte)(from + i);
         }
         return b;
+    }
+
+    /**
+     * SEND_FILE's half of the send buffer, randomized: the app appends, the daemon fills file bytes after them in
+     * random chunks across the wrap while the app (misbehaving) scribbles on the tail, acknowledgements free space;
+     * the stream is always the app's bytes and the file's bytes in order, and the app's tail is ignored while filling.
+     */
+    @Test
+    void fillPutsTheFileAfterTheAppsBytesAcrossTheWrapAndIgnoresTheAppsTailMeanwhile(@TempDir final Path dir)
+        throws Exception
+    {
+        final UnsafeBuffer direct = new UnsafeBuffer(ByteBuffer.allocateDirect(PipeDescriptor.length(CAPACITY)));
+        final byte[] file = new byte[5000];
+        new SplittableRandom(3).nextBytes(file);
+        final Path path = Files.write(dir.resolve("f.bin"), file);
+        final int fd = Linux.LIBC.open(path.toString(), Linux.O_RDONLY);
+        try
+        {
+            final SplittableRandom random = new SplittableRandom(4);
+            final PipeSendBuffer tx = new PipeSendBuffer(direct, CAPACITY);
+            tx.reset();
+            final java.io.ByteArrayOutputStream model = new java.io.ByteArrayOutputStream();
+            for (int round = 0; round < 300; round++)
+            {
+                final byte[] own = new byte[random.nextInt(0, tx.free() + 1)];
+                random.nextBytes(own);
+                appAppend(direct, own);
+                model.writeBytes(own);
+                assertEquals(model.size(), tx.end());
+
+                int position = random.nextInt(0, file.length - 200);
+                int remaining = random.nextInt(1, 200);
+                tx.beginFill();
+                while (remaining > 0)
+                {
+                    if (tx.free() == 0)
+                    {
+                        tx.release(tx.start() + random.nextInt(1, (int)(tx.end() - tx.start()) + 1)); // an ACK
+                    }
+                    direct.putLongRelease(PipeDescriptor.TAIL_OFFSET, random.nextLong()); // the app misbehaves
+                    assertEquals(model.size(), tx.end(), "the app's tail is not followed while filling");
+                    final long read = tx.fill(fd, position, Math.min(remaining, random.nextInt(1, 64)));
+                    assertTrue(read > 0, "read " + read);
+                    model.write(file, position, (int)read);
+                    position += read;
+                    remaining -= read;
+                    assertEquals(model.size(), tx.end());
+                    assertEquals(model.size(), direct.getLongVolatile(PipeDescriptor.TAIL_OFFSET), "published");
+                }
+                tx.endFill();
+                final int held = (int)(tx.end() - tx.start());
+                final byte[] out = new byte[held];
+                tx.read(tx.start(), new UnsafeBuffer(out), 0, held);
+                final byte[] expected = model.toByteArray();
+                assertArrayEquals(java.util.Arrays.copyOfRange(expected, expected.length - held, expected.length), out,
+                    "round " + round);
+                tx.release(tx.start() + random.nextInt(0, held + 1));
+            }
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
     }
 
     @Test
