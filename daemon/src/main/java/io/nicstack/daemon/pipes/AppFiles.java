@@ -67,10 +67,7 @@ final class AppFiles implements AutoCloseable
 
     private final Path appFile;
     private final long pid;
-    private final int ownerUid;
-    private final int ownerGid;
-    private final long appFileDevice;
-    private final long appFileInode;
+    private final Owner owner;
     private final Path procDirectory;
     private final Path procStatus;
     private final ByteBuffer statfs = BufferUtil.allocateDirectAligned(STATFS_LENGTH, 8).order(ByteOrder.nativeOrder());
@@ -99,10 +96,7 @@ final class AppFiles implements AutoCloseable
     {
         this.appFile = appFile;
         this.pid = pid;
-        this.ownerUid = owner.uid();
-        this.ownerGid = owner.gid();
-        this.appFileDevice = owner.device();
-        this.appFileInode = owner.inode();
+        this.owner = owner;
         this.procDirectory = Path.of("/proc/" + pid);
         this.procStatus = procDirectory.resolve("status");
     }
@@ -145,7 +139,7 @@ final class AppFiles implements AutoCloseable
             lastTakeReused = true;
             return reused;
         }
-        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0);
+        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
         if (fd < 0)
         {
             return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
@@ -275,18 +269,18 @@ final class AppFiles implements AutoCloseable
         {
             return "pid " + pid + " is gone";
         }
-        if (statusOwner != ownerUid)
+        if (statusOwner != owner.uid())
         {
             return "pid " + pid + " is not dumpable (its /proc status belongs to uid " + statusOwner + ")";
         }
         final String uids = line(status, "Uid:");
         final String gids = line(status, "Gid:");
-        if (!allEqual(uids, "Uid:", ownerUid) || !allEqual(gids, "Gid:", ownerGid))
+        if (!allEqual(uids, "Uid:", owner.uid()) || !allEqual(gids, "Gid:", owner.gid()))
         {
-            return "pid " + pid + " does not run as uid " + ownerUid + " and gid " + ownerGid + " alone (" + uids +
+            return "pid " + pid + " does not run as uid " + owner.uid() + " and gid " + owner.gid() + " alone (" + uids +
                 ", " + gids + ")";
         }
-        if (LIBC.syscall(Linux.SYS_PIDFD_SEND_SIGNAL, pidfd, 0, 0, 0) != 0) // signal 0: is it alive?
+        if (LIBC.syscall(Linux.SYS_PIDFD_SEND_SIGNAL, pidfd, 0, 0, 0, 0) != 0) // signal 0: is it alive?
         {
             return "pid " + pid + " is gone";
         }
@@ -311,7 +305,7 @@ final class AppFiles implements AutoCloseable
      */
     private void openProcess()
     {
-        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_OPEN, (int)pid, 0, 0);
+        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_OPEN, (int)pid, 0, 0, 0, 0);
         if (fd < 0)
         {
             unusable = "pidfd_open of pid " + pid + ": " + Linux.describe(Linux.errno());
@@ -344,10 +338,10 @@ final class AppFiles implements AutoCloseable
     private boolean mapsAppFile() throws IOException
     {
         // st_dev as glibc encodes it; maps prints major:minor in hex.
-        final long major = ((appFileDevice >>> 8) & 0xFFF) | ((appFileDevice >>> 32) & ~0xFFFL);
-        final long minor = (appFileDevice & 0xFF) | ((appFileDevice >>> 12) & ~0xFFL);
+        final long major = ((owner.device() >>> 8) & 0xFFF) | ((owner.device() >>> 32) & ~0xFFFL);
+        final long minor = (owner.device() & 0xFF) | ((owner.device() >>> 12) & ~0xFFL);
         final String device = String.format("%02x:%02x", major, minor);
-        final String inode = Long.toString(appFileInode);
+        final String inode = Long.toString(owner.inode());
         try (Stream<String> lines = Files.lines(procDirectory.resolve("maps"), StandardCharsets.ISO_8859_1))
         {
             return lines.anyMatch(l ->

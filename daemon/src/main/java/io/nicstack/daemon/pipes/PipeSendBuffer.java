@@ -79,12 +79,6 @@ public final class PipeSendBuffer extends AbstractSendBuffer
         filling = false;
     }
 
-    /** Free bytes after {@link #end()}: what {@link #fill} could append now, across the wrap. */
-    public int free()
-    {
-        return capacity() - (int)(end() - start());
-    }
-
     /**
      * pread(2) up to {@code max} bytes of {@code fd} at {@code position} into the free space after {@link #end()}
      * (up to the wrap: call again for the rest) and publish them as the app's commit would.

@@ -89,7 +89,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
         this.nextHousekeeping = nanoClock.nanoTime();
     }
 
-    /** Create {@code shm/apps} with mode 01777 (like /tmp: any user's app may create its file, none may remove another's). */
     /** {@code false} ({@code --no-send-file}): every SEND_FILE is refused, and apps copy their files themselves. */
     public PipeServer sendFileAllowed(final boolean allowed)
     {
@@ -102,6 +101,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return sendFileAllowed;
     }
 
+    /** Create {@code shm/apps} with mode 01777 (like /tmp: any user's app may create its file, none may remove another's). */
     public PipeServer start() throws IOException
     {
         Files.createDirectories(appsDirectory);

@@ -43,15 +43,10 @@ public interface LibC
     @Variadic(fixedCount = 2)
     int fcntl(int fd, int cmd, int arg);
 
-    /** syscall(2) with up to three int arguments, for calls glibc may not wrap (pidfd_open, pidfd_getfd). */
-    @Variadic(fixedCount = 1)
-    long syscall(long number, int arg1, int arg2, int arg3);
-
-    /** syscall(2) with four int arguments (pidfd_send_signal). */
-    @Variadic(fixedCount = 1)
-    long syscall(long number, int arg1, int arg2, int arg3, int arg4);
-
-    /** syscall(2) with five int arguments (kcmp). */
+    /**
+     * syscall(2) with up to five int arguments (pass 0 for those a call does not take), for calls glibc may not wrap:
+     * pidfd_open, pidfd_getfd, pidfd_send_signal, kcmp.
+     */
     @Variadic(fixedCount = 1)
     long syscall(long number, int arg1, int arg2, int arg3, int arg4, int arg5);
 
