@@ -425,20 +425,15 @@ public final class NicstackClient implements AutoCloseable
     /** Send a connection message, spinning while the control ring is full. */
     void send(final int type, final long connectionId, final int i8, final long l16) throws NicstackException
     {
-        checkOpen();
-        idleStrategy.reset();
-        while (!offer(type, connectionId, i8, 0, l16))
-        {
-            idleStrategy.idle(poll());
-        }
+        send(type, connectionId, i8, l16, 0);
     }
 
-    /** SEND_FILE, spinning while the control ring is full. */
-    void sendFile(final long connectionId, final int fd, final long position, final long length) throws NicstackException
+    /** As {@link #send(int, long, int, long)} with a long @24 (SEND_FILE's length). */
+    void send(final int type, final long connectionId, final int i8, final long l16, final long l24) throws NicstackException
     {
         checkOpen();
         idleStrategy.reset();
-        while (!offer(Protocol.SEND_FILE, connectionId, fd, 0, position, length))
+        while (!offer(type, connectionId, i8, 0, l16, l24))
         {
             idleStrategy.idle(poll());
         }

@@ -36,12 +36,13 @@ public final class PipeConnection implements AutoCloseable
     private int closeReason = Protocol.Reason.NONE;
     private int lastError = Protocol.Reason.NONE;
     private long notifiedTail;
-    /** The file of the SEND_FILE the daemon has not answered yet, null when none: the TX tail is the daemon's. */
+    /**
+     * The file of the SEND_FILE the daemon has not answered yet, null when none: the TX tail is the daemon's, and a
+     * SHUTDOWN or CLOSE asked for meanwhile (outputShutdown, locallyClosed) waits for the answer.
+     */
     private SendableFile fileInFlight;
     private int fileReason = Protocol.Reason.NONE;
     private long fileBytes;
-    private boolean shutdownDeferred;
-    private boolean closeDeferred;
     private InputStream inputStream;
     private OutputStream outputStream;
 
@@ -219,7 +220,7 @@ public final class PipeConnection implements AutoCloseable
         final int fd = file.acquire();
         try
         {
-            client.sendFile(id, fd, position, length);
+            client.send(Protocol.SEND_FILE, id, fd, position, length);
         }
         catch (final NicstackException | RuntimeException e)
         {
@@ -256,11 +257,7 @@ public final class PipeConnection implements AutoCloseable
         if (!outputShutdown)
         {
             outputShutdown = true;
-            if (fileInFlight != null)
-            {
-                shutdownDeferred = true;
-            }
-            else if (!daemonClosed)
+            if (fileInFlight == null && !daemonClosed) // else after the file (onFileSent)
             {
                 client.send(Protocol.SHUTDOWN, id, 0, 0);
             }
@@ -277,11 +274,7 @@ public final class PipeConnection implements AutoCloseable
         if (!locallyClosed)
         {
             locallyClosed = true;
-            if (fileInFlight != null)
-            {
-                closeDeferred = true; // CLOSE once the daemon answers: the file's bytes are part of the stream
-            }
-            else
+            if (fileInFlight == null) // else CLOSE once the daemon answers (onFileSent): the file is part of the stream
             {
                 client.onConnectionClosed(this);
             }
@@ -294,15 +287,18 @@ public final class PipeConnection implements AutoCloseable
      */
     public void abort()
     {
-        if (!locallyClosed || closeDeferred)
+        // Closed with a file in flight: its CLOSE still waits, and becomes this ABORT.
+        if (!locallyClosed || fileInFlight != null)
         {
-            locallyClosed = true;
-            closeDeferred = false;
-            shutdownDeferred = false;
-            // A file in flight ends with the connection; no FILE_SENT is awaited for it any more.
-            abandonFile();
-            client.onConnectionAborted(this);
+            abandonFile(); // the file ends with the connection; no FILE_SENT is awaited for it any more
+            sendAbort();
         }
+    }
+
+    private void sendAbort()
+    {
+        locallyClosed = true;
+        client.onConnectionAborted(this);
     }
 
     /** SET_OPTION ({@link Protocol#OPTION_NO_DELAY}, {@link Protocol#OPTION_KEEP_ALIVE}); the daemon answers only errors. */
@@ -458,26 +454,23 @@ public final class PipeConnection implements AutoCloseable
         fileReason = reason;
         fileBytes = bytes;
         file.release();
-        if (closeDeferred || shutdownDeferred)
+        // A SHUTDOWN or CLOSE asked for while the file was in flight waited for this answer (sendFile refuses an
+        // output already shut down, and abort() lets the file go, so no FILE_SENT is read after it).
+        if (locallyClosed || outputShutdown)
         {
             if (reason != Protocol.Reason.NONE)
             {
                 // The app ended its output expecting the file in the stream, and it is not (all) there: a FIN now
                 // would pass a short stream off as a whole one. Reset instead.
-                abort();
+                sendAbort();
             }
-            else if (closeDeferred)
+            else if (locallyClosed)
             {
-                closeDeferred = false;
                 client.onConnectionClosed(this);
             }
-            else
+            else if (!daemonClosed)
             {
-                shutdownDeferred = false;
-                if (!daemonClosed)
-                {
-                    client.sendQuietly(Protocol.SHUTDOWN, id, 0);
-                }
+                client.sendQuietly(Protocol.SHUTDOWN, id, 0);
             }
         }
     }
