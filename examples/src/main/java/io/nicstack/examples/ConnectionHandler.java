@@ -39,7 +39,7 @@ abstract class ConnectionHandler
         {
             // Reset by the peer, timed out, or fully closed: nothing more can be sent or read.
             onEnd(conn.closeReason() != Protocol.Reason.NONE);
-            finish();
+            finish(false);
             return 1;
         }
         if (outputShut)
@@ -109,7 +109,7 @@ abstract class ConnectionHandler
         if (n < 0 || nowNanos - lingerDeadline > 0)
         {
             onEnd(n >= 0);
-            finish();
+            finish(false);
             work++;
         }
         return work;
@@ -121,7 +121,7 @@ abstract class ConnectionHandler
         if (!done)
         {
             onEnd(true);
-            finish();
+            finish(false);
         }
     }
 
@@ -134,17 +134,23 @@ abstract class ConnectionHandler
         if (!done)
         {
             onEnd(true);
-            done = true;
-            releaseResources();
-            conn.abort();
+            finish(true);
         }
     }
 
-    private void finish()
+    /** Done: resources released, the connection closed (a FIN after what was committed) or reset. */
+    private void finish(final boolean reset)
     {
         done = true;
         releaseResources();
-        conn.close();
+        if (reset)
+        {
+            conn.abort();
+        }
+        else
+        {
+            conn.close();
+        }
     }
 
     final boolean done()

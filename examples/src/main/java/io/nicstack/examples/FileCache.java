@@ -6,7 +6,6 @@ import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.util.Iterator;
@@ -60,14 +59,13 @@ final class FileCache
         private final long size;
         private final String contentType;
         private final byte[] headFields;
-        private final FileChannel channel;
-        private final SendableFile sendable;
+        private final BodyFile body;
         private long checkedAt;
         private int users;
         private boolean cached = true;
 
         private Entry(final String key, final Path file, final BasicFileAttributes attributes, final long size,
-            final String contentType, final FileChannel channel, final SendableFile sendable, final long nowNanos)
+            final String contentType, final BodyFile body, final long nowNanos)
         {
             this.key = key;
             this.file = file;
@@ -77,8 +75,7 @@ final class FileCache
             this.contentType = contentType;
             this.headFields = ("Content-Type: " + contentType + "\r\nContent-Length: " + size + "\r\n")
                 .getBytes(StandardCharsets.ISO_8859_1);
-            this.channel = channel;
-            this.sendable = sendable;
+            this.body = body;
             this.checkedAt = nowNanos;
         }
 
@@ -102,7 +99,7 @@ final class FileCache
         /** The file for {@link io.nicstack.pipes.client.PipeConnection#sendFile}, null unless the cache is sendable. */
         SendableFile sendable()
         {
-            return sendable;
+            return body.sendable();
         }
 
         /** {@code Content-Type} and {@code Content-Length} header lines, CRLF-terminated, ISO-8859-1. */
@@ -206,32 +203,23 @@ final class FileCache
             return null;
         }
         final Entry e;
-        SendableFile sendableFile = null;
-        FileChannel channel = null;
+        BodyFile body = null;
         try
         {
-            if (sendable)
-            {
-                sendableFile = SendableFile.open(file);
-                channel = sendableFile.openChannel();
-            }
-            else
-            {
-                channel = FileChannel.open(file, StandardOpenOption.READ);
-            }
+            body = BodyFile.open(file, sendable);
             // Size it by the open file, which may differ from the stat if the file was just replaced: the
             // next revalidation notices.
-            final long size = channel.size();
+            final long size = body.channel().size();
             if (size > maxFileBytes)
             {
-                CloseHelper.quietCloseAll(channel, sendableFile);
+                body.close();
                 return null;
             }
-            e = new Entry(key, file, attributes, size, contentType, channel, sendableFile, nowNanos);
+            e = new Entry(key, file, attributes, size, contentType, body, nowNanos);
         }
         catch (final IOException | RuntimeException ex)
         {
-            CloseHelper.quietCloseAll(channel, sendableFile);
+            CloseHelper.quietClose(body);
             return null; // unreadable: the caller answers as it would without the cache
         }
         entries.put(key, e);
@@ -277,7 +265,7 @@ final class FileCache
             int done = 0;
             while (done < length)
             {
-                final int n = read(e.channel, position + done, dst, dstIndex + done, length - done);
+                final int n = read(e.body.channel(), position + done, dst, dstIndex + done, length - done);
                 if (n <= 0)
                 {
                     drop(e);
@@ -390,6 +378,6 @@ final class FileCache
 
     private static void close(final Entry e)
     {
-        CloseHelper.quietCloseAll(e.channel, e.sendable);
+        e.body.close();
     }
 }

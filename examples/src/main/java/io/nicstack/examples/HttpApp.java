@@ -1,9 +1,7 @@
 package io.nicstack.examples;
 
 import java.io.IOException;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -16,7 +14,6 @@ import org.agrona.MutableDirectBuffer;
 import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.client.NicstackException;
 import io.nicstack.pipes.client.PipeConnection;
-import io.nicstack.pipes.client.SendableFile;
 
 /**
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
@@ -187,8 +184,7 @@ final class HttpApp
         private byte[] body; // small error bodies only
         private int bodyPos;
         private FileCache.Entry entry; // the body's open file, in use while responding
-        private FileChannel file;      // or the body's file, when it is not cached
-        private SendableFile sendableFile; // ... and the same file for SEND_FILE
+        private BodyFile file;         // or the body's file, when it is not cached
         private long filePos;
         private long fileEnd;
         private boolean streaming;     // the body did not fit at the first try: later visits refill the pipe
@@ -310,25 +306,16 @@ final class HttpApp
         /** A file the cache does not hold (too large, or not readable): opened for this response alone. */
         private void respondFromChannel(final StaticFiles.Lookup lookup, final HttpRequestParser.Request request)
         {
-            SendableFile sendable = null;
-            FileChannel channel = null;
+            BodyFile body = null;
             final long size;
             try
             {
-                if (sendFiles && !request.head())
-                {
-                    sendable = SendableFile.open(lookup.file());
-                    channel = sendable.openChannel();
-                }
-                else
-                {
-                    channel = FileChannel.open(lookup.file(), StandardOpenOption.READ);
-                }
-                size = channel.size();
+                body = BodyFile.open(lookup.file(), sendFiles && !request.head());
+                size = body.channel().size();
             }
             catch (final IOException | RuntimeException e)
             {
-                CloseHelper.quietCloseAll(channel, sendable);
+                CloseHelper.quietClose(body);
                 respondStatus(403, request);
                 return;
             }
@@ -337,14 +324,13 @@ final class HttpApp
             start(h, h.length, null);
             if (request.head())
             {
-                CloseHelper.quietClose(channel);
+                body.close();
             }
             else
             {
-                file = channel;
-                sendableFile = sendable;
+                file = body;
                 fileEnd = size;
-                fileByDaemon = sendable != null && size >= SEND_FILE_MIN;
+                fileByDaemon = body.sendable() != null && size >= SEND_FILE_MIN;
             }
         }
 
@@ -466,7 +452,7 @@ final class HttpApp
             }
             if (fileByDaemon && headPos == headLength && filePos < fileEnd)
             {
-                conn.sendFile(entry != null ? entry.sendable() : sendableFile, filePos, fileEnd - filePos);
+                conn.sendFile(entry != null ? entry.sendable() : file.sendable(), filePos, fileEnd - filePos);
                 fileAwaited = true;
                 return work + 1;
             }
@@ -514,7 +500,7 @@ final class HttpApp
         {
             try
             {
-                return cache.read(file, filePos, tx, index, max);
+                return cache.read(file.channel(), filePos, tx, index, max);
             }
             catch (final IOException e)
             {
@@ -530,9 +516,8 @@ final class HttpApp
                 cache.release(entry);
                 entry = null;
             }
-            CloseHelper.quietCloseAll(file, sendableFile);
+            CloseHelper.quietClose(file);
             file = null;
-            sendableFile = null;
         }
     }
 }
