@@ -712,24 +712,39 @@ public final class TcpConnection
             return; // not smaller than what we already send (a stale or repeated report)
         }
         tcp.count(StackCounter.TCP_PATH_MTU_REDUCTIONS);
-        mssBase = base;
-        sndMss = mssBase - (tsEnabled ? 12 : 0);
-        cc.mss(sndMss);
+        sendMssBase(base);
         pathMtuRaiseAt = now + PATH_MTU_RAISE_NANOS;
         if (state.isSynchronized() && sndNxt != sndUna)
         {
-            // Go back to SND.UNA: everything after it left in segments too big for the path. The same bookkeeping as
-            // after a timeout, without its congestion response: duplicate ACKs for the resent data must not trigger
-            // a fast retransmit (RFC 6582 §3.2), and the scoreboard describes segments that no longer exist.
-            recoveryPoint = sndMax;
-            inRecovery = false;
-            dupAcks = 0;
-            sackedCount = 0;
-            highRxt = sndUna;
-            sndNxt = sndUna;
+            // Everything after SND.UNA left in segments too big for the path: the timeout's bookkeeping, without its
+            // congestion response (a segment too big is not congestion, RFC 1191 §6.5).
+            goBackToSndUna();
             rttTiming = false; // Karn: no RTT sample from what is sent again
             markDirty();
         }
+    }
+
+    /** The payload of a segment without options ({@link #mssBase}) and with ours ({@link #sndMss}), for cc too. */
+    private void sendMssBase(final int base)
+    {
+        mssBase = base;
+        sndMss = mssBase - (tsEnabled ? 12 : 0);
+        cc.mss(sndMss);
+    }
+
+    /**
+     * Send again from SND.UNA (after a timeout, or a path MTU reduction): no fast retransmit until what was sent
+     * before is acknowledged (RFC 6582 §3.2 step 1), and the SACK scoreboard, which describes segments that no longer
+     * exist, is not trusted (RFC 2018 §8).
+     */
+    private void goBackToSndUna()
+    {
+        recoveryPoint = sndMax;
+        inRecovery = false;
+        dupAcks = 0;
+        sackedCount = 0;
+        highRxt = sndUna;
+        sndNxt = sndUna;
     }
 
     /**
@@ -743,9 +758,7 @@ public final class TcpConnection
         if (mssBase < mssBaseNegotiated)
         {
             tcp.count(StackCounter.TCP_PATH_MTU_RAISES);
-            mssBase = mssBaseNegotiated;
-            sndMss = mssBase - (tsEnabled ? 12 : 0);
-            cc.mss(sndMss);
+            sendMssBase(mssBaseNegotiated);
         }
     }
 
@@ -1810,14 +1823,7 @@ public final class TcpConnection
             return true;
         }
         cc.onRetransmitTimeout(sndMax - sndUna, now);
-        // RFC 6582 §3.2 step 1 after a timeout: no fast retransmit until this point is acknowledged.
-        recoveryPoint = sndMax;
-        inRecovery = false;
-        dupAcks = 0;
-        // RFC 2018 §8: after a timeout the SACK scoreboard is not trusted.
-        sackedCount = 0;
-        highRxt = sndUna;
-        sndNxt = sndUna;
+        goBackToSndUna();
         rtoDeadline = now + rtt.rto();
         return true;
     }

@@ -137,17 +137,7 @@ class IcmpToTcpTest
         t.poll();
         assertEquals(960, t.conn.sendMss());
         assertEquals(1, t.counter(StackCounter.TCP_PATH_MTU_REDUCTIONS));
-        final java.util.List<TcpTestHarness.Seg> again = t.recv();
-        int seq = t.iss + 1;
-        final java.io.ByteArrayOutputStream resent = new java.io.ByteArrayOutputStream();
-        for (final TcpTestHarness.Seg s : again)
-        {
-            assertEquals(seq, s.r.seq, "contiguous from SND.UNA");
-            assertTrue(s.payload.length <= 960, "fits the path: " + s.payload.length);
-            resent.writeBytes(s.payload);
-            seq += s.payload.length;
-        }
-        assertTrue(java.util.Arrays.equals(data, resent.toByteArray()), "all 3000 bytes sent again, in order");
+        assertResentInSegmentsThatFit(t.recv(), t.iss + 1, 960, data, "all 3000 bytes sent again, in order");
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
 
         t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 1200, t.ourSegment(t.iss + 1)));
@@ -222,17 +212,7 @@ class IcmpToTcpTest
 
         s.device.inject(s.icmpError(DESTINATION_UNREACHABLE, 4, 1000, s.ourSegment(s.iss + 1)));
         s.poll();
-        final java.util.List<TcpTestHarness.Seg> again = s.recv();
-        int seq = s.iss + 1;
-        final java.io.ByteArrayOutputStream resent = new java.io.ByteArrayOutputStream();
-        for (final TcpTestHarness.Seg g : again)
-        {
-            assertEquals(seq, g.r.seq, "contiguous from SND.UNA");
-            assertTrue(g.payload.length <= 960, "fits the path: " + g.payload.length);
-            resent.writeBytes(g.payload);
-            seq += g.payload.length;
-        }
-        assertTrue(java.util.Arrays.equals(data, resent.toByteArray()), "everything from SND.UNA sent again, in order");
+        assertResentInSegmentsThatFit(s.recv(), s.iss + 1, 960, data, "everything from SND.UNA sent again, in order");
         s.send(s.in().ack(s.iss + 1 + data.length));
         assertEquals(TcpState.ESTABLISHED, s.conn.state());
         s.write(bytes(500, 12));
@@ -250,5 +230,21 @@ class IcmpToTcpTest
         new io.nicstack.stack.wire.IcmpHeader().wrap(new org.agrona.concurrent.UnsafeBuffer(icmp), 0, icmp.length).updateChecksum();
         return io.nicstack.stack.Frames.fromPeer(t.mac, io.nicstack.stack.Frames.ipv4(PEER_IP, TcpTestHarness.STACK_IP,
             io.nicstack.stack.wire.Ipv4Header.PROTOCOL_ICMP, 500 + cut, false, 0, icmp));
+    }
+
+    /** {@code segments} carry {@code data} from {@code sndUna} on, contiguous, none over {@code maxPayload}. */
+    private static void assertResentInSegmentsThatFit(final java.util.List<TcpTestHarness.Seg> segments, final int sndUna,
+        final int maxPayload, final byte[] data, final String what)
+    {
+        int seq = sndUna;
+        final java.io.ByteArrayOutputStream resent = new java.io.ByteArrayOutputStream();
+        for (final TcpTestHarness.Seg g : segments)
+        {
+            assertEquals(seq, g.r.seq, "contiguous from SND.UNA");
+            assertTrue(g.payload.length <= maxPayload, "fits the path: " + g.payload.length);
+            resent.writeBytes(g.payload);
+            seq += g.payload.length;
+        }
+        assertTrue(java.util.Arrays.equals(data, resent.toByteArray()), what);
     }
 }
