@@ -19,7 +19,6 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 import io.nicstack.stack.NetStack;
-import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
@@ -101,10 +100,9 @@ public class TcpAckBenchmark
     @Setup(Level.Trial)
     public void setUp()
     {
-        device = new LoopbackSinkDevice(MTU, checksumOffload);
-        stack = new NetStack(device, StackConfig.of(STACK_CIDR), StackCounters.inMemory(), NOW);
-        learnPeer(stack, device);
-        peer = TcpBenchPeer.connect(stack, device, PEER_WINDOW);
+        peer = TcpBenchPeer.onNewStack(checksumOffload, PEER_WINDOW, null);
+        device = peer.device;
+        stack = peer.stack;
         connection = peer.connection;
 
         source = new UnsafeBuffer(ByteBuffer.allocateDirect(PERIOD + 64 * 1024));

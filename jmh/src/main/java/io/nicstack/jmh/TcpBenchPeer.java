@@ -7,6 +7,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.nic.NetDevice;
 import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
@@ -82,18 +83,27 @@ final class TcpBenchPeer
     }
 
     /**
+     * A stack ({@link BenchFrames#STACK_CIDR}) on a new {@link LoopbackSinkDevice} that knows the peer's MAC, and this
+     * peer connected to it: the setup every TCP benchmark starts from ({@link #stack}, {@link #device}).
+     *
+     * @param buffers the connection's buffers, null for the stack's own.
+     */
+    static TcpBenchPeer onNewStack(final boolean checksumOffload, final int peerWindow,
+        final io.nicstack.stack.storage.BufferProvider buffers)
+    {
+        final LoopbackSinkDevice device = new LoopbackSinkDevice(MTU, checksumOffload);
+        final NetStack stack = new NetStack(device, StackConfig.of(STACK_CIDR), StackCounters.inMemory(), NOW);
+        learnPeer(stack, device);
+        return connect(stack, device, peerWindow, buffers);
+    }
+
+    /**
      * Listen on {@link #STACK_PORT}, inject the peer's SYN, check the SYN-ACK, inject the ACK and
      * check that an ESTABLISHED connection with every option negotiated was accepted.
      *
      * @param peerWindow the (scaled by 2^7) window field of the peer's ACK.
      */
-    static TcpBenchPeer connect(final NetStack stack, final LoopbackSinkDevice device, final int peerWindow)
-    {
-        return connect(stack, device, peerWindow, null);
-    }
-
-    /** As {@link #connect(NetStack, LoopbackSinkDevice, int)}, the connection's buffers from {@code buffers} (null: the stack's). */
-    static TcpBenchPeer connect(final NetStack stack, final LoopbackSinkDevice device, final int peerWindow,
+    private static TcpBenchPeer connect(final NetStack stack, final LoopbackSinkDevice device, final int peerWindow,
         final io.nicstack.stack.storage.BufferProvider buffers)
     {
         final TcpConnection[] accepted = new TcpConnection[1];

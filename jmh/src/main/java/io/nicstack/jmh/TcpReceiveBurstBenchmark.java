@@ -24,7 +24,6 @@ import io.nicstack.daemon.pipes.PipeSendBuffer;
 import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.stack.NetStack;
 import io.nicstack.stack.storage.BufferProvider;
-import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
@@ -80,11 +79,10 @@ public class TcpReceiveBurstBenchmark
     @Setup(Level.Trial)
     public void setUp()
     {
-        device = new LoopbackSinkDevice(MTU, checksumOffload);
-        stack = new NetStack(device, StackConfig.of(STACK_CIDR), StackCounters.inMemory(), NOW);
-        learnPeer(stack, device);
         final boolean inPlace = consume.equals("inPlace");
-        final TcpBenchPeer peer = TcpBenchPeer.connect(stack, device, PEER_WINDOW, inPlace ? new PipeBuffers() : null);
+        final TcpBenchPeer peer = TcpBenchPeer.onNewStack(checksumOffload, PEER_WINDOW, inPlace ? new PipeBuffers() : null);
+        device = peer.device;
+        stack = peer.stack;
         connection = peer.connection;
         drain = inPlace ? new InPlaceDrain() : new TcpReceiveBenchmark.Drain();
         connection.handler(drain);
