@@ -50,6 +50,8 @@ public final class Tcp implements IpProtocolHandler
     private final IsnGenerator isn;
     private final SynCookies cookies;
     private final Long2ObjectHashMap<TcpConnection> connections = new Long2ObjectHashMap<>();
+    /** The connection the last segment went to: a bulk stream skips the hash lookup (Linux's early demux does the same). */
+    private TcpConnection lastConnection;
     private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
     private final ArrayDeque<RingSendBuffer> sendPool = new ArrayDeque<>();
     private final ArrayDeque<RingReceiveBuffer> receivePool = new ArrayDeque<>();
@@ -346,9 +348,15 @@ public final class Tcp implements IpProtocolHandler
             // RFC 9293 §3.2 (MUST-7): an illegal option length must not crash us; the options parsed so far stand.
             counters.increment(StackCounter.TCP_BAD_OPTIONS);
         }
-        final TcpConnection c = connections.get(key(src, in.sourcePort, in.destinationPort));
+        final long key = key(src, in.sourcePort, in.destinationPort);
+        TcpConnection c = lastConnection;
+        if (c == null || c.key != key)
+        {
+            c = connections.get(key);
+        }
         if (c != null)
         {
+            lastConnection = c;
             c.onSegment(in, buffer, nowNanos);
             return;
         }
@@ -670,6 +678,10 @@ public final class Tcp implements IpProtocolHandler
         c.state = TcpState.CLOSED;
         c.cancelTimers();
         connections.remove(c.key);
+        if (lastConnection == c)
+        {
+            lastConnection = null;
+        }
         recycle(c);
         if (c.listener != null)
         {

@@ -74,6 +74,9 @@ public final class TcpRepr
     private static final int SACK_PERMITTED_LENGTH = 2;
     private static final int TIMESTAMPS_LENGTH = 10;
     private static final int SACK_BLOCK_LENGTH = 8;
+    /** NOP, NOP, kind 8, length 10: the timestamps layout of RFC 7323 Appendix A, as one big-endian word. */
+    private static final int ALIGNED_TIMESTAMPS = 0x0101_080A;
+    private static final int ALIGNED_TIMESTAMPS_LENGTH = 12;
 
     /** Source port, 0..65535. */
     public int sourcePort;
@@ -182,44 +185,68 @@ public final class TcpRepr
 
     /**
      * Parse the segment in {@code buffer[offset, offset + length)} (header, options and payload).
-     * Every field is reset first. The checksum is not verified here: it needs the IP addresses,
+     * Every field is set: parsed, or reset to its default. The checksum is not verified here: it needs the IP addresses,
      * see {@link TcpHeader#checksumValid(int, int)}.
      *
      * @return {@link #OK}, {@link #TRUNCATED}, {@link #BAD_DATA_OFFSET} or {@link #BAD_OPTION}.
      */
     public int parse(final DirectBuffer buffer, final int offset, final int length)
     {
-        reset();
         if (!Bounds.regionFits(buffer, offset, length) || length < TcpHeader.HEADER_LENGTH)
         {
+            reset();
             return TRUNCATED;
         }
+        // What reset() would do for the fields the fixed header does not overwrite.
+        mss = -1;
+        windowScale = -1;
+        sackPermitted = false;
+        timestampsPresent = false;
+        tsVal = 0;
+        tsEcr = 0;
+        sackBlockCount = 0;
 
-        sourcePort = buffer.getShort(offset + TcpHeader.SOURCE_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
-        destinationPort = buffer.getShort(offset + TcpHeader.DESTINATION_PORT_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
-        seq = buffer.getInt(offset + TcpHeader.SEQUENCE_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN);
-        ack = buffer.getInt(offset + TcpHeader.ACKNOWLEDGMENT_NUMBER_OFFSET, ByteOrder.BIG_ENDIAN);
-        flags = buffer.getByte(offset + TcpHeader.FLAGS_OFFSET) & 0xFF;
-        window = buffer.getShort(offset + TcpHeader.WINDOW_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
-        urgentPointer = buffer.getShort(offset + TcpHeader.URGENT_POINTER_OFFSET, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+        // From here on [offset, offset + length) lies inside the buffer and holds the fixed header, so the
+        // raw reads below at offsets under 20 are in bounds; parseOptions stays below offset + dataOffset <= length.
+        sourcePort = Raw.u16(buffer, offset + TcpHeader.SOURCE_PORT_OFFSET);
+        destinationPort = Raw.u16(buffer, offset + TcpHeader.DESTINATION_PORT_OFFSET);
+        seq = Raw.i32(buffer, offset + TcpHeader.SEQUENCE_NUMBER_OFFSET);
+        ack = Raw.i32(buffer, offset + TcpHeader.ACKNOWLEDGMENT_NUMBER_OFFSET);
+        flags = Raw.u8(buffer, offset + TcpHeader.FLAGS_OFFSET);
+        window = Raw.u16(buffer, offset + TcpHeader.WINDOW_OFFSET);
+        urgentPointer = Raw.u16(buffer, offset + TcpHeader.URGENT_POINTER_OFFSET);
 
-        final int dataOffset = ((buffer.getByte(offset + TcpHeader.DATA_OFFSET_OFFSET) & 0xFF) >>> 4) * 4;
+        final int dataOffset = (Raw.u8(buffer, offset + TcpHeader.DATA_OFFSET_OFFSET) >>> 4) * 4;
         if (dataOffset < TcpHeader.HEADER_LENGTH || dataOffset > length)
         {
+            payloadOffset = 0;
+            payloadLength = 0;
             return BAD_DATA_OFFSET;
         }
         payloadOffset = offset + dataOffset;
         payloadLength = length - dataOffset;
 
-        return parseOptions(buffer, offset + TcpHeader.HEADER_LENGTH, offset + dataOffset);
+        final int options = offset + TcpHeader.HEADER_LENGTH;
+        if (dataOffset == TcpHeader.HEADER_LENGTH + ALIGNED_TIMESTAMPS_LENGTH && Raw.i32(buffer, options) == ALIGNED_TIMESTAMPS)
+        {
+            // The layout every established segment of Linux and of this stack carries (NOP, NOP, timestamps):
+            // read it straight, as Linux tcp_parse_aligned_timestamp does. 12 option bytes lie inside dataOffset.
+            timestampsPresent = true;
+            tsVal = Raw.i32(buffer, options + 4);
+            tsEcr = Raw.i32(buffer, options + 8);
+            return OK;
+        }
+        return parseOptions(buffer, options, offset + dataOffset);
     }
 
     private int parseOptions(final DirectBuffer buffer, final int start, final int end)
     {
+        // Every read below lies in [start, end), which parse proved is inside the buffer: the kind at i < end,
+        // the length at i + 1 once end - i >= 2, and each option's fields inside its optionLength <= end - i.
         int i = start;
         while (i < end)
         {
-            final int kind = buffer.getByte(i) & 0xFF;
+            final int kind = Raw.u8(buffer, i);
             if (kind == OPTION_EOL)
             {
                 break;
@@ -235,7 +262,7 @@ public final class TcpRepr
             {
                 return BAD_OPTION;
             }
-            final int optionLength = buffer.getByte(i + 1) & 0xFF;
+            final int optionLength = Raw.u8(buffer, i + 1);
             if (optionLength < 2 || optionLength > end - i)
             {
                 return BAD_OPTION;
@@ -246,7 +273,7 @@ public final class TcpRepr
                 case OPTION_MSS:
                     if (optionLength == MSS_LENGTH)
                     {
-                        mss = buffer.getShort(i + 2, ByteOrder.BIG_ENDIAN) & 0xFFFF;
+                        mss = Raw.u16(buffer, i + 2);
                     }
                     break;
 
@@ -254,7 +281,7 @@ public final class TcpRepr
                     if (optionLength == WINDOW_SCALE_LENGTH)
                     {
                         // RFC 7323 section 2.3: a shift above 14 MUST be used as 14.
-                        windowScale = Math.min(buffer.getByte(i + 2) & 0xFF, MAX_WINDOW_SCALE);
+                        windowScale = Math.min(Raw.u8(buffer, i + 2), MAX_WINDOW_SCALE);
                     }
                     break;
 
@@ -272,8 +299,8 @@ public final class TcpRepr
                         for (int b = 0; b < blocks; b++)
                         {
                             final int at = i + 2 + b * SACK_BLOCK_LENGTH;
-                            sackLeft[b] = buffer.getInt(at, ByteOrder.BIG_ENDIAN);
-                            sackRight[b] = buffer.getInt(at + 4, ByteOrder.BIG_ENDIAN);
+                            sackLeft[b] = Raw.i32(buffer, at);
+                            sackRight[b] = Raw.i32(buffer, at + 4);
                         }
                         sackBlockCount = blocks;
                     }
@@ -283,8 +310,8 @@ public final class TcpRepr
                     if (optionLength == TIMESTAMPS_LENGTH)
                     {
                         timestampsPresent = true;
-                        tsVal = buffer.getInt(i + 2, ByteOrder.BIG_ENDIAN);
-                        tsEcr = buffer.getInt(i + 6, ByteOrder.BIG_ENDIAN);
+                        tsVal = Raw.i32(buffer, i + 2);
+                        tsEcr = Raw.i32(buffer, i + 6);
                     }
                     break;
 

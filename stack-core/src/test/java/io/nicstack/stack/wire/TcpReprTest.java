@@ -350,6 +350,57 @@ class TcpReprTest
         }
     }
 
+    @Test
+    void timestampsReadTheSameInTheAlignedLayoutAndAnyOther()
+    {
+        // NOP, NOP, TS: the layout parse reads straight (Linux's and ours on every established segment).
+        final TcpRepr aligned = parseOptions("0101080a 11223344 55667788");
+        assertEquals(TcpRepr.OK, lastStatus);
+        assertTrue(aligned.timestampsPresent);
+        assertEquals(0x11223344, aligned.tsVal);
+        assertEquals(0x55667788, aligned.tsEcr);
+        // The same option first, then padding: the general loop.
+        final TcpRepr trailing = parseOptions("080a1122 33445566 77880101");
+        assertEquals(TcpRepr.OK, lastStatus);
+        assertEquals(aligned.toString(), trailing.toString());
+        // The aligned word followed by a SACK block: a longer header, so every option is parsed.
+        final TcpRepr withSack = parseOptions("0101080a 11223344 55667788 0101050a 00000010 00000020");
+        assertEquals(TcpRepr.OK, lastStatus);
+        assertEquals(0x11223344, withSack.tsVal);
+        assertEquals(1, withSack.sackBlockCount);
+        assertEquals(0x10, withSack.sackLeft[0]);
+        assertEquals(0x20, withSack.sackRight[0]);
+        // The aligned word with a bad timestamp length is not taken for timestamps.
+        final TcpRepr wrongLength = parseOptions("0101080b 11223344 55667788");
+        assertFalse(wrongLength.timestampsPresent);
+    }
+
+    @Test
+    void aReusedReprKeepsNothingOfTheSegmentBefore()
+    {
+        final TcpRepr repr = new TcpRepr();
+        final UnsafeBuffer syn = Fixtures.buffer(Fixtures.TCP_SYN);
+        assertEquals(TcpRepr.OK, repr.parse(syn, 34, 40));
+        repr.addSackBlock(1, 2);
+
+        final UnsafeBuffer data = Fixtures.buffer(Fixtures.TCP_DATA);
+        assertEquals(TcpRepr.OK, repr.parse(data, 34, data.capacity() - 34));
+        final TcpRepr fresh = new TcpRepr();
+        fresh.parse(data, 34, data.capacity() - 34);
+        assertEquals(fresh.toString(), repr.toString());
+        assertEquals(-1, repr.mss);
+        assertEquals(-1, repr.windowScale);
+        assertFalse(repr.sackPermitted);
+        assertEquals(0, repr.sackBlockCount);
+
+        // A bad data offset leaves no payload bounds of the segment before.
+        data.putByte(34 + TcpHeader.DATA_OFFSET_OFFSET, (byte)0x40);
+        assertEquals(TcpRepr.BAD_DATA_OFFSET, repr.parse(data, 34, data.capacity() - 34));
+        assertEquals(0, repr.payloadOffset);
+        assertEquals(0, repr.payloadLength);
+        assertFalse(repr.timestampsPresent);
+    }
+
     /** Parse a segment with the given option bytes (a multiple of 4) and no payload. */
     private TcpRepr parseOptions(final String optionsHex)
     {
