@@ -43,6 +43,10 @@ public final class NetStack implements FrameHandler
     private final Ipv4Header quoted = new Ipv4Header();
     private long now;
     private long lastDeviceDrops;
+    /** True inside {@link #poll}'s receive burst: per-frame counts wait for {@link #flushCounts()} at its end. */
+    private boolean inBurst;
+    private long framesInBurst;
+    private long bytesInBurst;
 
     public NetStack(final NetDevice device, final StackConfig config, final StackCounters counters, final long nowNanos)
     {
@@ -92,7 +96,17 @@ public final class NetStack implements FrameHandler
     {
         now = nowNanos;
         tcp.now(nowNanos);
-        final int frames = device.receive(this, NetDevice.BURST);
+        inBurst = true;
+        final int frames;
+        try
+        {
+            frames = device.receive(this, NetDevice.BURST);
+        }
+        finally
+        {
+            inBurst = false;
+            flushCounts();
+        }
         // RFC 9293 §3.8.6.3: every segment of the burst is processed before ACKs go out.
         int work = frames + tcp.afterBurst(nowNanos);
         work += timers.poll(nowNanos);
@@ -116,8 +130,8 @@ public final class NetStack implements FrameHandler
     @Override
     public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
     {
-        counters.increment(StackCounter.FRAMES_IN);
-        counters.add(StackCounter.BYTES_IN, length);
+        framesInBurst++;
+        bytesInBurst += length;
         try
         {
             demux(buffer, offset, length, flags);
@@ -132,6 +146,26 @@ public final class NetStack implements FrameHandler
                 e.printStackTrace();
             }
         }
+        if (!inBurst)
+        {
+            flushCounts();
+        }
+    }
+
+    /**
+     * Publish the counts a burst keeps in fields: a counter update per frame costs more than the rest of
+     * the Ethernet layer, and readers (another process's {@code nicstack stats}) only look between bursts.
+     */
+    private void flushCounts()
+    {
+        if (framesInBurst != 0)
+        {
+            counters.add(StackCounter.FRAMES_IN, framesInBurst);
+            counters.add(StackCounter.BYTES_IN, bytesInBurst);
+            framesInBurst = 0;
+            bytesInBurst = 0;
+        }
+        tcp.flushCounts();
     }
 
     private void demux(final DirectBuffer buffer, final int offset, final int length, final int flags)

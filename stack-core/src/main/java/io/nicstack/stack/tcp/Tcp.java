@@ -52,6 +52,8 @@ public final class Tcp implements IpProtocolHandler
     private final Long2ObjectHashMap<TcpConnection> connections = new Long2ObjectHashMap<>();
     /** The connection the last segment went to: a bulk stream skips the hash lookup (Linux's early demux does the same). */
     private TcpConnection lastConnection;
+    private long segmentsInBurst;
+    private long checksumsTrustedInBurst;
     private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
     private final ArrayDeque<RingSendBuffer> sendPool = new ArrayDeque<>();
     private final ArrayDeque<RingReceiveBuffer> receivePool = new ArrayDeque<>();
@@ -335,14 +337,14 @@ public final class Tcp implements IpProtocolHandler
         }
         if (ip.l4ChecksumTrusted())
         {
-            counters.increment(StackCounter.RX_CHECKSUMS_TRUSTED);
+            checksumsTrustedInBurst++;
         }
         else if (!header.wrap(buffer, offset, length).checksumValid(src, dst))
         {
             counters.increment(StackCounter.TCP_DROP_BAD_CHECKSUM);
             return;
         }
-        counters.increment(StackCounter.TCP_SEGMENTS_IN);
+        segmentsInBurst++;
         if (status == TcpRepr.BAD_OPTION)
         {
             // RFC 9293 §3.2 (MUST-7): an illegal option length must not crash us; the options parsed so far stand.
@@ -736,6 +738,18 @@ public final class Tcp implements IpProtocolHandler
             listeners.values().forEach(TcpListener::dispatch);
         }
         return n;
+    }
+
+    /** Publish the per-segment counts kept in fields during a burst (see {@code NetStack.flushCounts}). */
+    public void flushCounts()
+    {
+        if (segmentsInBurst != 0 || checksumsTrustedInBurst != 0)
+        {
+            counters.add(StackCounter.TCP_SEGMENTS_IN, segmentsInBurst);
+            counters.add(StackCounter.RX_CHECKSUMS_TRUSTED, checksumsTrustedInBurst);
+            segmentsInBurst = 0;
+            checksumsTrustedInBurst = 0;
+        }
     }
 
     void count(final StackCounter counter)
