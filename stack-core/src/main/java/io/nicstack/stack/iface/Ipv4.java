@@ -11,6 +11,7 @@ import io.nicstack.stack.storage.Reassembler;
 import io.nicstack.stack.time.Timers;
 import io.nicstack.stack.wire.Checksum;
 import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.Ipv4Fixed;
 import io.nicstack.stack.wire.Ipv4Header;
 
 /**
@@ -30,6 +31,7 @@ public final class Ipv4
     private final Reassembler reassembler;
     private final IpProtocolHandler[] handlers = new IpProtocolHandler[256];
     private final Ipv4Header in = new Ipv4Header();
+    private final Ipv4Fixed fixed = new Ipv4Fixed();
     private final Ipv4Header out = new Ipv4Header();
     private final Ipv4Header reassembled = new Ipv4Header();
     private final int mtu;
@@ -109,72 +111,73 @@ public final class Ipv4
     private void validateAndDeliver(final DirectBuffer buffer, final int offset, final int length, final long now)
     {
         // RFC 1122 3.2.1: validate before anything else reads the header; each failure has its own counter.
-        if (length < Ipv4Header.MIN_HEADER_LENGTH)
+        final Ipv4Fixed h = fixed;
+        if (!h.decode(buffer, offset, length))
         {
             counters.increment(StackCounter.IPV4_DROP_TRUNCATED);
             return;
         }
-        final Ipv4Header ip = in.wrap(buffer, offset, length);
-        if (ip.version() != 4)
+        if (h.version != 4)
         {
             counters.increment(StackCounter.IPV4_DROP_BAD_VERSION);
             return;
         }
-        final int headerLength = ip.headerLength();
+        final int headerLength = h.headerLength;
         if (headerLength < Ipv4Header.MIN_HEADER_LENGTH || headerLength > length)
         {
             counters.increment(StackCounter.IPV4_DROP_BAD_HEADER_LENGTH);
             return;
         }
-        final int totalLength = ip.totalLength();
+        final int totalLength = h.totalLength;
         if (totalLength < headerLength || totalLength > length)
         {
             counters.increment(StackCounter.IPV4_DROP_BAD_TOTAL_LENGTH);
             return;
         }
-        if (!ip.checksumValid())
+        final Ipv4Header ip = in.wrap(buffer, offset, length);
+        final boolean options = headerLength > Ipv4Header.MIN_HEADER_LENGTH;
+        if (!(options ? ip.checksumValid() : h.checksumValidWithoutOptions()))
         {
             counters.increment(StackCounter.IPV4_DROP_BAD_CHECKSUM);
             return;
         }
-        if (headerLength > Ipv4Header.MIN_HEADER_LENGTH && !optionsWellFormed(buffer, offset + 20, headerLength - 20))
+        if (options && !optionsWellFormed(buffer, offset + 20, headerLength - 20))
         {
             counters.increment(StackCounter.IPV4_DROP_BAD_OPTIONS);
             return;
         }
         // RFC 1122 3.2.1.7: a host must accept TTL 1; TTL 0 is never legal on the wire (no sender may emit it).
-        if (ip.ttl() == 0)
+        if (h.ttl == 0)
         {
             counters.increment(StackCounter.IPV4_DROP_TTL);
             return;
         }
-        final int source = ip.source();
-        if (isBroadcastOrMulticast(source))
+        if (isBroadcastOrMulticast(h.source))
         {
             // RFC 1122 3.2.1.3: silently discard datagrams whose source is broadcast or multicast.
             counters.increment(StackCounter.IPV4_DROP_BAD_SOURCE);
             return;
         }
-        final int destination = ip.destination();
+        final int destination = h.destination;
         final boolean broadcast = destination == 0xFFFF_FFFF || destination == config.subnetBroadcast();
         if (destination != config.address() && !broadcast)
         {
             counters.increment(StackCounter.IPV4_DROP_NOT_FOR_US);
             return;
         }
-        if (ip.reservedFlag())
+        if (h.reservedFlag())
         {
             counters.increment(StackCounter.IPV4_DROP_BAD_FRAGMENT);
             return;
         }
-        final IpProtocolHandler handler = handlers[ip.protocol()];
+        final IpProtocolHandler handler = handlers[h.protocol];
         if (handler == null)
         {
             counters.increment(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL);
             return;
         }
 
-        if (ip.moreFragments() || ip.fragmentOffset() != 0)
+        if (h.isFragment())
         {
             reassemble(ip, offset + headerLength, totalLength - headerLength, broadcast, now);
             return;

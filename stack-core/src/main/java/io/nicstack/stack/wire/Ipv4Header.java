@@ -209,20 +209,7 @@ public final class Ipv4Header extends HeaderView<Ipv4Header>
     /** RFC 791 section 3.1: the ones' complement sum over the header, checksum included, is all ones. */
     public boolean checksumValid()
     {
-        final DirectBuffer buffer = buffer();
-        final int offset = offset();
-        final int headerLength = headerLength();
-        if (headerLength != MIN_HEADER_LENGTH)
-        {
-            return Checksum.compute(buffer, offset, headerLength) == 0;
-        }
-        // The header of nearly every datagram: five 32-bit words after one range check (32-bit chunks fold to
-        // the same ones' complement sum as 16-bit words, RFC 1071 section 2 (C)).
-        buffer.boundsCheck(offset, MIN_HEADER_LENGTH);
-        final long sum = (Raw.i32(buffer, offset) & 0xFFFF_FFFFL) + (Raw.i32(buffer, offset + 4) & 0xFFFF_FFFFL) +
-            (Raw.i32(buffer, offset + 8) & 0xFFFF_FFFFL) + (Raw.i32(buffer, offset + 12) & 0xFFFF_FFFFL) +
-            (Raw.i32(buffer, offset + 16) & 0xFFFF_FFFFL);
-        return Checksum.finish(sum) == 0;
+        return Checksum.compute(buffer(), offset(), headerLength()) == 0;
     }
 
     /** Write version 4 and the header length in 32-bit words. */

@@ -39,6 +39,7 @@ class WireFuzzTest
     private final EthernetFrame ethernet = new EthernetFrame();
     private final ArpPacket arp = new ArpPacket();
     private final Ipv4Header ipv4 = new Ipv4Header();
+    private final Ipv4Fixed fixed = new Ipv4Fixed();
     private final IcmpHeader icmp = new IcmpHeader();
     private final UdpHeader udp = new UdpHeader();
     private final TcpHeader tcp = new TcpHeader();
@@ -118,6 +119,12 @@ class WireFuzzTest
         {
             readIpv4();
         }
+        else
+        {
+            // Whatever wrapChecked refuses for lack of 20 bytes inside the buffer, decode refuses too.
+            assertEquals(Bounds.regionFits(buffer, offset, length) && length >= Ipv4Header.MIN_HEADER_LENGTH,
+                fixed.decode(buffer, offset, length));
+        }
         exerciseTransport(buffer, offset, length, random.nextInt(), random.nextInt());
 
         final int checksumOffset = random.nextInt(capacity + 1);
@@ -195,6 +202,22 @@ class WireFuzzTest
             (ipv4.checksumValid() ? 1 : 0);
         assertTrue(ipv4.headerLength() >= 20 && ipv4.headerLength() <= ipv4.length());
         assertTrue(ipv4.payloadOffset() <= ipv4.offset() + ipv4.length());
+
+        // The receive path's one-pass decode reads the same fields and the same checksum verdict.
+        assertTrue(fixed.decode(ipv4.buffer(), ipv4.offset(), ipv4.length()));
+        assertEquals(ipv4.version(), fixed.version);
+        assertEquals(ipv4.headerLength(), fixed.headerLength);
+        assertEquals(ipv4.totalLength(), fixed.totalLength);
+        assertEquals(ipv4.ttl(), fixed.ttl);
+        assertEquals(ipv4.protocol(), fixed.protocol);
+        assertEquals(ipv4.source(), fixed.source);
+        assertEquals(ipv4.destination(), fixed.destination);
+        assertEquals(ipv4.reservedFlag(), fixed.reservedFlag());
+        assertEquals(ipv4.isFragment(), fixed.isFragment());
+        if (fixed.headerLength == Ipv4Header.MIN_HEADER_LENGTH)
+        {
+            assertEquals(ipv4.checksumValid(), fixed.checksumValidWithoutOptions());
+        }
     }
 
     private static int randomIndex(final Random random, final int capacity)
