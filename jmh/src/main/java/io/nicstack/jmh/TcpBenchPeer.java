@@ -269,6 +269,11 @@ final class TcpBenchPeer
         /** Calls of {@link #next()} so far. */
         long count;
 
+        /** What the frame holds now: the cursor is its only writer, so {@link #next()} never reads it back. */
+        private int lastValue;
+        private int lastTsVal;
+        private int lastChecksum;
+
         Cursor(final UnsafeBuffer frame, final int fieldAt, final int first, final int step, final int firstTsVal)
         {
             this.frame = frame;
@@ -276,22 +281,29 @@ final class TcpBenchPeer
             this.step = step;
             this.value = first;
             this.tsVal = firstTsVal;
+            this.lastValue = frame.getInt(fieldAt, ByteOrder.BIG_ENDIAN);
+            this.lastTsVal = frame.getInt(TSVAL_AT, ByteOrder.BIG_ENDIAN);
+            this.lastChecksum = frame.getShort(CHECKSUM_AT, ByteOrder.BIG_ENDIAN) & 0xFFFF;
         }
 
-        /** Patch the frame for the next segment. */
+        /** Patch the frame for the next segment: two fields and the checksum, updated incrementally (RFC 1624). */
         void next()
         {
             final UnsafeBuffer b = frame;
             final int v = value;
             final int ts = tsVal;
-            final int oldV = b.getInt(fieldAt, ByteOrder.BIG_ENDIAN);
-            final int oldTs = b.getInt(TSVAL_AT, ByteOrder.BIG_ENDIAN);
+            final int oldV = lastValue;
+            final int oldTs = lastTsVal;
             b.putInt(fieldAt, v, ByteOrder.BIG_ENDIAN);
             b.putInt(TSVAL_AT, ts, ByteOrder.BIG_ENDIAN);
-            final long sum = (~b.getShort(CHECKSUM_AT, ByteOrder.BIG_ENDIAN) & 0xFFFF)
+            final long sum = (~lastChecksum & 0xFFFF)
                 + ((~oldV >>> 16) & 0xFFFF) + (~oldV & 0xFFFF) + (v >>> 16) + (v & 0xFFFF)
                 + ((~oldTs >>> 16) & 0xFFFF) + (~oldTs & 0xFFFF) + (ts >>> 16) + (ts & 0xFFFF);
-            b.putShort(CHECKSUM_AT, (short)Checksum.finish(sum), ByteOrder.BIG_ENDIAN);
+            final int checksum = Checksum.finish(sum);
+            b.putShort(CHECKSUM_AT, (short)checksum, ByteOrder.BIG_ENDIAN);
+            lastValue = v;
+            lastTsVal = ts;
+            lastChecksum = checksum;
             value = v + step;
             tsVal = ts + 1;
             count++;
