@@ -64,8 +64,8 @@ public final class Cubic implements CongestionControl
     /** A timeout happened and no new data has been acknowledged since. */
     private boolean inTimeoutBackoff;
 
-    private double srttSeconds;
-    private boolean hasRtt;
+    /** Smoothed RTT in nanoseconds (integer arithmetic on every ACK; seconds only where W_cubic needs them), -1 before a sample. */
+    private long srttNanos = -1;
     private long lastAckNanos;
 
     /** CUBIC with fast convergence (RFC 9438 (4.7) SHOULD). */
@@ -98,8 +98,7 @@ public final class Cubic implements CongestionControl
         inEpoch = false;
         epochAfterTimeout = false;
         inTimeoutBackoff = false;
-        srttSeconds = 0;
-        hasRtt = false;
+        srttNanos = -1;
         lastAckNanos = nowNanos;
     }
 
@@ -253,7 +252,7 @@ public final class Cubic implements CongestionControl
     /** Smoothed RTT in seconds used for {@code W_cubic(t + RTT)}, 0 before the first sample. */
     public double srttSeconds()
     {
-        return srttSeconds;
+        return Math.max(srttNanos, 0) / NANOS_PER_SECOND;
     }
 
     /** RFC 9438 (4.2) eq. 1: W_cubic(t) in segments for {@code t} seconds into the epoch. */
@@ -293,7 +292,7 @@ public final class Cubic implements CongestionControl
         }
 
         // RFC 9438 (4.2): target = W_cubic(t + RTT) clamped to [cwnd, 1.5 * cwnd].
-        final double target = Math.min(Math.max(wCubic(t + srttSeconds), cwndSegments), 1.5 * cwndSegments);
+        final double target = Math.min(Math.max(wCubic(t + srttSeconds()), cwndSegments), 1.5 * cwndSegments);
         // RFC 9438 (4.4) concave and (4.5) convex regions: cwnd += (target - cwnd) / cwnd per
         // segment acknowledged, here scaled by the bytes of this ACK.
         cwnd += (target - cwndSegments) / cwndSegments * segmentsAcked * mss;
@@ -328,17 +327,15 @@ public final class Cubic implements CongestionControl
 
     private void sampleRtt(final long rttNanos)
     {
-        final double r = rttNanos / NANOS_PER_SECOND;
-        if (!hasRtt)
+        if (srttNanos < 0)
         {
             // RFC 6298 (2.2): the first measurement is the SRTT.
-            srttSeconds = r;
-            hasRtt = true;
+            srttNanos = rttNanos;
         }
         else
         {
             // RFC 6298 (2.3): SRTT = 7/8 SRTT + 1/8 R'.
-            srttSeconds += (r - srttSeconds) / 8.0;
+            srttNanos += (rttNanos - srttNanos) / 8;
         }
     }
 }
