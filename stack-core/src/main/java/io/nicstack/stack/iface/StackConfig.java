@@ -9,6 +9,8 @@ public final class StackConfig
     private long mac;
     private int address;
     private int prefixLength = 24;
+    /** address | ~netmask, kept current by the two setters: every received datagram compares against it. */
+    private int subnetBroadcast = ~Ipv4Address.prefixMask(24);
     private int gateway;
     private int mtu = 1500;
     private int defaultTtl = 64;
@@ -69,6 +71,7 @@ public final class StackConfig
     public StackConfig address(final int address)
     {
         this.address = address;
+        this.subnetBroadcast = address | ~netmask();
         return this;
     }
 
@@ -84,6 +87,7 @@ public final class StackConfig
             throw new IllegalArgumentException("prefix length must be 1..30: " + prefixLength);
         }
         this.prefixLength = prefixLength;
+        this.subnetBroadcast = address | ~netmask();
         return this;
     }
 
@@ -228,7 +232,7 @@ public final class StackConfig
 
     public int subnetBroadcast()
     {
-        return address | ~netmask();
+        return subnetBroadcast;
     }
 
     public boolean onLink(final int ip)

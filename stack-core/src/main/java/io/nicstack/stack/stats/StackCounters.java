@@ -14,6 +14,10 @@ import org.agrona.concurrent.status.CountersReader;
  * <p>Single writer (the event loop): increments use release semantics, so another process that
  * maps the same counters file (as {@code nicstack stats} does) reads consistent values without the
  * writer paying for a locked instruction.
+ *
+ * <p>The four counts every received frame bumps ({@code FRAMES_IN}, {@code BYTES_IN}, {@code TCP_SEGMENTS_IN},
+ * {@code RX_CHECKSUMS_TRUSTED}) are kept in plain fields during a receive burst and added here when it ends
+ * ({@code NetStack.flushCounts}), so they, like the identity of {@link #unaccountedFrames()}, hold between bursts.
  */
 public final class StackCounters
 {

@@ -42,8 +42,9 @@ public final class RttEstimator
         else
         {
             // RFC 6298 (2.3): beta = 1/4, alpha = 1/8, RTTVAR first, using the old SRTT.
-            rttvar = (3 * rttvar + Math.abs(srtt - r)) / 4;
-            srtt = (7 * srtt + r) / 8;
+            // Both sums are non-negative, so the shifts are the divisions (without a signed division's fix-up).
+            rttvar = (3 * rttvar + Math.abs(srtt - r)) >> 2;
+            srtt = (7 * srtt + r) >> 3;
         }
         backoff = 0;
         rto = clamp(srtt + Math.max(GRANULARITY_NANOS, 4 * rttvar));
