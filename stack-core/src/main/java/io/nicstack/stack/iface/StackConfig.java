@@ -6,11 +6,13 @@ import io.nicstack.stack.wire.MacAddress;
 /** Addresses and limits of one stack instance; plain fluent setters, read once at construction. */
 public final class StackConfig
 {
+    private static final int DEFAULT_PREFIX_LENGTH = 24;
+
     private long mac;
     private int address;
-    private int prefixLength = 24;
+    private int prefixLength = DEFAULT_PREFIX_LENGTH;
     /** address | ~netmask, kept current by the two setters: every received datagram compares against it. */
-    private int subnetBroadcast = ~Ipv4Address.prefixMask(24);
+    private int subnetBroadcast = ~Ipv4Address.prefixMask(DEFAULT_PREFIX_LENGTH);
     private int gateway;
     private int mtu = 1500;
     private int defaultTtl = 64;

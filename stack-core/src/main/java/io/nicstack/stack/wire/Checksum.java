@@ -18,8 +18,6 @@ import org.agrona.UnsafeApi;
  */
 public final class Checksum
 {
-    private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
-
     private Checksum()
     {
     }
@@ -72,7 +70,7 @@ public final class Checksum
         words64 = (words64 & 0xFFFF_FFFFL) + (words64 >>> 32);
         // RFC 1071 §2 (B): the sum is byte-order independent up to a byte swap, and a byte swap is a
         // multiplication by 2^8 modulo 0xFFFF (2^16 = 1): little-endian words become big-endian ones by << 8.
-        long sum = acc + (LITTLE_ENDIAN ? words64 << 8 : words64);
+        long sum = acc + (Raw.LITTLE_ENDIAN ? words64 << 8 : words64);
 
         // The tail (under 8 bytes, starting at an even distance from offset) as big-endian words.
         final int end = offset + length;

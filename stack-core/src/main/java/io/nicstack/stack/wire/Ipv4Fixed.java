@@ -10,10 +10,6 @@ import org.agrona.DirectBuffer;
  */
 public final class Ipv4Fixed
 {
-    private static final int FLAG_RESERVED = 0x8000;
-    private static final int FLAG_MORE_FRAGMENTS = 0x2000;
-    private static final int FRAGMENT_OFFSET_MASK = 0x1FFF;
-
     /** Version, the high nibble of the first byte. */
     public int version;
     /** IHL × 4: the header's length in bytes, options included. */
@@ -76,12 +72,12 @@ public final class Ipv4Fixed
     /** The reserved flag, which RFC 791 requires to be zero. */
     public boolean reservedFlag()
     {
-        return (flagsAndFragmentOffset & FLAG_RESERVED) != 0;
+        return (flagsAndFragmentOffset & Ipv4Header.FLAG_RESERVED) != 0;
     }
 
     /** MF set or a non-zero fragment offset. */
     public boolean isFragment()
     {
-        return (flagsAndFragmentOffset & (FLAG_MORE_FRAGMENTS | FRAGMENT_OFFSET_MASK)) != 0;
+        return (flagsAndFragmentOffset & (Ipv4Header.FLAG_MORE_FRAGMENTS | Ipv4Header.FRAGMENT_OFFSET_MASK)) != 0;
     }
 }

@@ -79,10 +79,10 @@ public final class Ipv4Header extends HeaderView<Ipv4Header>
     /** Offset of the destination address. */
     public static final int DESTINATION_OFFSET = 16;
 
-    private static final int FLAG_RESERVED = 0x8000;
+    static final int FLAG_RESERVED = 0x8000;
     private static final int FLAG_DONT_FRAGMENT = 0x4000;
-    private static final int FLAG_MORE_FRAGMENTS = 0x2000;
-    private static final int FRAGMENT_OFFSET_MASK = 0x1FFF;
+    static final int FLAG_MORE_FRAGMENTS = 0x2000;
+    static final int FRAGMENT_OFFSET_MASK = 0x1FFF;
 
     /** Holds {@code 20 <= headerLength() <= length}, so no getter (checksum included) reads out of bounds. */
     @Override

@@ -16,7 +16,8 @@ import org.agrona.UnsafeApi;
  */
 final class Raw
 {
-    private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+    /** The platform's byte order is little-endian (so big-endian values need a byte swap). */
+    static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
 
     private Raw()
     {

@@ -148,6 +148,15 @@ public final class TcpRepr
         flags = 0;
         window = 0;
         urgentPointer = 0;
+        resetOptions();
+        payloadOffset = 0;
+        payloadLength = 0;
+        return this;
+    }
+
+    /** The options' part of {@link #reset()}: every option absent. */
+    private void resetOptions()
+    {
         mss = -1;
         windowScale = -1;
         sackPermitted = false;
@@ -155,9 +164,6 @@ public final class TcpRepr
         tsVal = 0;
         tsEcr = 0;
         sackBlockCount = 0; // entries at and past the count are stale and never read
-        payloadOffset = 0;
-        payloadLength = 0;
-        return this;
     }
 
     /** True when every bit of {@code mask} is set in {@link #flags}. */
@@ -197,14 +203,8 @@ public final class TcpRepr
             reset();
             return TRUNCATED;
         }
-        // What reset() would do for the fields the fixed header does not overwrite.
-        mss = -1;
-        windowScale = -1;
-        sackPermitted = false;
-        timestampsPresent = false;
-        tsVal = 0;
-        tsEcr = 0;
-        sackBlockCount = 0;
+        // The fixed header overwrites every other field below.
+        resetOptions();
 
         // From here on [offset, offset + length) lies inside the buffer and holds the fixed header, so the
         // raw reads below at offsets under 20 are in bounds; parseOptions stays below offset + dataOffset <= length.
