@@ -112,12 +112,8 @@ public class TcpAckBenchmark
         }
         copyTarget = new UnsafeBuffer(ByteBuffer.allocateDirect(SEGMENT_PAYLOAD));
 
-        final TcpRepr ack = peer.nextSegment(PEER_WINDOW);
-        final byte[] frame = tcpFrame(stack.config().mac(), ack, new byte[0]);
-        check(frame.length == TCP_AT + TCP_HEADER_WITH_TS, "a 66-byte ACK frame, not " + frame.length);
-        final UnsafeBuffer patchCopy = new UnsafeBuffer(ByteBuffer.allocateDirect(frame.length));
-        patchCopy.putBytes(0, frame);
-        patchCursor = new Cursor(patchCopy, ACK_AT, peer.stackIss + 1 + SEGMENT_PAYLOAD, SEGMENT_PAYLOAD, peer.peerNextTs);
+        final byte[] frame = peer.ackFrame(PEER_WINDOW);
+        patchCursor = peer.ackCursor(directCopy(frame));
 
         // Fill the send buffer: the stack sends its initial window (10 segments) from write().
         device.resetLastTx();
@@ -132,7 +128,7 @@ public class TcpAckBenchmark
             + (highestSent - peer.stackIss - 1) + " bytes");
 
         device.load(new UnsafeBuffer(frame), 0, frame.length);
-        cursor = new Cursor(device.rxBuffer(), ACK_AT, peer.stackIss + 1 + SEGMENT_PAYLOAD, SEGMENT_PAYLOAD, peer.peerNextTs);
+        cursor = peer.ackCursor(device.rxBuffer());
 
         for (int i = 0; i < WARM_ACKS; i++)
         {

@@ -24,7 +24,6 @@ import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpState;
-import io.nicstack.stack.wire.TcpRepr;
 
 import static io.nicstack.jmh.BenchFrames.*;
 import static io.nicstack.jmh.TcpBenchPeer.*;
@@ -41,7 +40,7 @@ import static io.nicstack.jmh.TcpBenchPeer.*;
  * range check, send-buffer release, RTT sample from the echoed timestamp, RTO and congestion-control update,
  * window update. After the burst the output pass finds nothing left to send. Reported per ACK, which is per
  * segment here (this peer acknowledges every segment; Linux acknowledges every second one). The per-ACK frame
- * patching is included (about 7 ns; {@code TcpAckBenchmark.patchFrame}). The timestamps JMH takes around
+ * patching is included (about 6 ns; {@code TcpAckBenchmark.patchFrame}). The timestamps JMH takes around
  * each invocation are spread over its {@value #BURST} ACKs.
  *
  * <p>Setup grows the congestion window past the burst and checks that a cycle sends exactly {@value #BURST}
@@ -81,11 +80,9 @@ public class TcpAckBurstBenchmark
         connection = peer.connection;
         source = new UnsafeBuffer(ByteBuffer.allocateDirect(BURST * SEGMENT_PAYLOAD));
 
-        final TcpRepr ack = peer.nextSegment(PEER_WINDOW);
-        final byte[] frame = tcpFrame(stack.config().mac(), ack, new byte[0]);
-        check(frame.length == TCP_AT + TCP_HEADER_WITH_TS, "a 66-byte ACK frame, not " + frame.length);
+        final byte[] frame = peer.ackFrame(PEER_WINDOW);
         device.load(new UnsafeBuffer(frame), 0, frame.length);
-        cursor = new Cursor(device.rxBuffer(), ACK_AT, peer.stackIss + 1 + SEGMENT_PAYLOAD, SEGMENT_PAYLOAD, peer.peerNextTs);
+        cursor = peer.ackCursor(device.rxBuffer());
 
         // Slow start from 10 segments: fill the send buffer with a burst's worth whenever it is empty, ACK whatever
         // is in flight, until one write goes out whole (then it is all acknowledged too).
@@ -96,10 +93,7 @@ public class TcpAckBurstBenchmark
         {
             if (connection.bytesAcked() - 1 == written)
             {
-                final long before = device.transmitted();
-                written += connection.write(source, 0, BURST * SEGMENT_PAYLOAD);
-                stack.flush();
-                whole = device.transmitted() - before == BURST;
+                whole = writeBurst() == BURST;
             }
             final int inFlight = (int)(device.transmitted() - txBase - acked);
             check(inFlight > 0 && inFlight <= BURST, "segments in flight at cycle " + cycle + ": " + inFlight);
@@ -115,29 +109,24 @@ public class TcpAckBurstBenchmark
         acksAtStart = cursor.count;
     }
 
-    /** Write up to a burst's worth and flush what the stack sends; returns the segments sent. */
-    private int send()
+    /** The application writes up to a burst's worth; returns the segments the stack sent for it at once. */
+    private int writeBurst()
     {
         final long before = device.transmitted();
-        final int n = connection.write(source, 0, BURST * SEGMENT_PAYLOAD);
-        written += n;
+        written += connection.write(source, 0, BURST * SEGMENT_PAYLOAD);
         stack.flush();
-        final int sent = (int)(device.transmitted() - before);
-        if (connection.bytesAcked() - 1 + (long)sent * SEGMENT_PAYLOAD != written)
-        {
-            throw new IllegalStateException("written bytes not all sent in full segments: " + sent + " segments; "
-                + connection.describe());
-        }
-        return sent;
+        return (int)(device.transmitted() - before);
     }
 
     /** Not timed: the application writes a burst's worth and the stack sends all of it. */
     @Setup(Level.Invocation)
     public void sendBurst()
     {
-        if (send() != BURST)
+        final int sent = writeBurst();
+        if (sent != BURST || connection.bytesAcked() - 1 + (long)sent * SEGMENT_PAYLOAD != written)
         {
-            throw new IllegalStateException("not a burst of " + BURST + " segments in flight; " + connection.describe());
+            throw new IllegalStateException("not every written byte went out as a burst of " + BURST + " full segments: "
+                + sent + " segments; " + connection.describe());
         }
     }
 

@@ -1,5 +1,6 @@
 package io.nicstack.jmh;
 
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 import org.agrona.DirectBuffer;
@@ -167,7 +168,6 @@ final class TcpBenchPeer
         return new TcpBenchPeer(stack, device, c, synAck.seq, synAck.tsVal, PEER_ISS + 1, PEER_TS0 + 2);
     }
 
-    /** A segment from the peer to the stack as a whole Ethernet frame, TCP checksum set. */
     /** The peer's next segment on this connection: ACK of everything the stack sent, timestamps, {@code window}. */
     TcpRepr nextSegment(final int window)
     {
@@ -184,6 +184,35 @@ final class TcpBenchPeer
         return r;
     }
 
+    /** The peer's pure ACK ({@link #nextSegment}) as a 66-byte frame: headers and timestamps, no payload. */
+    byte[] ackFrame(final int window)
+    {
+        final byte[] frame = tcpFrame(stack.config().mac(), nextSegment(window), new byte[0]);
+        check(frame.length == TCP_AT + TCP_HEADER_WITH_TS, "a 66-byte ACK frame, not " + frame.length);
+        return frame;
+    }
+
+    /** A cursor over the peer's data segments in {@code frame}: each next one carries the next 1448 bytes. */
+    Cursor dataCursor(final UnsafeBuffer frame)
+    {
+        return new Cursor(frame, SEQ_AT, peerNextSeq, SEGMENT_PAYLOAD, peerNextTs);
+    }
+
+    /** A cursor over the peer's ACKs in {@code frame}: each next one acknowledges the next 1448 bytes the stack sent. */
+    Cursor ackCursor(final UnsafeBuffer frame)
+    {
+        return new Cursor(frame, ACK_AT, stackIss + 1 + SEGMENT_PAYLOAD, SEGMENT_PAYLOAD, peerNextTs);
+    }
+
+    /** {@code frame} in a direct buffer of its own, for a cursor that patches it apart from the device's copy. */
+    static UnsafeBuffer directCopy(final byte[] frame)
+    {
+        final UnsafeBuffer copy = new UnsafeBuffer(ByteBuffer.allocateDirect(frame.length));
+        copy.putBytes(0, frame);
+        return copy;
+    }
+
+    /** A segment from the peer to the stack as a whole Ethernet frame, TCP checksum set. */
     static byte[] tcpFrame(final long stackMac, final TcpRepr r, final byte[] payload)
     {
         r.payloadLength = payload.length;

@@ -132,10 +132,8 @@ public class TcpReceiveBenchmark
         frameLength = frame.length;
         check(frameLength == 1514, "a full-sized segment is a 1514-byte frame, not " + frameLength);
         device.load(new UnsafeBuffer(frame), 0, frameLength);
-        cursor = new Cursor(device.rxBuffer(), SEQ_AT, peer.peerNextSeq, SEGMENT_PAYLOAD, peer.peerNextTs);
-        final UnsafeBuffer patchCopy = new UnsafeBuffer(ByteBuffer.allocateDirect(frameLength));
-        patchCopy.putBytes(0, frame);
-        patchCursor = new Cursor(patchCopy, SEQ_AT, peer.peerNextSeq, SEGMENT_PAYLOAD, peer.peerNextTs);
+        cursor = peer.dataCursor(device.rxBuffer());
+        patchCursor = peer.dataCursor(directCopy(frame));
         copyTarget = new UnsafeBuffer(ByteBuffer.allocateDirect(SEGMENT_PAYLOAD));
 
         checkPath(payload);
