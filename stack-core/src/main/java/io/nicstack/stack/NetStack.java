@@ -50,6 +50,16 @@ public final class NetStack implements FrameHandler
 
     public NetStack(final NetDevice device, final StackConfig config, final StackCounters counters, final long nowNanos)
     {
+        this(device, config, counters, nowNanos, IsnGenerator.withRandomSecret(), SynCookies.withRandomSecret());
+    }
+
+    /**
+     * With the secrets of TCP's initial sequence numbers and SYN cookies given: for runs that must repeat exactly (tests
+     * that compare two runs); everywhere else they must be random (RFC 6528 §3).
+     */
+    public NetStack(final NetDevice device, final StackConfig config, final StackCounters counters, final long nowNanos,
+        final IsnGenerator isn, final SynCookies cookies)
+    {
         this.device = device;
         this.config = config;
         this.counters = counters;
@@ -60,7 +70,7 @@ public final class NetStack implements FrameHandler
         this.ipv4 = new Ipv4(config, link, arp, counters, timers, this::onReassemblyTimeout);
         this.icmp = new Icmp(ipv4, counters);
         this.udp = new Udp(ipv4, icmp, counters);
-        this.tcp = new Tcp(ipv4, counters, timers, new TcpSettings(), IsnGenerator.withRandomSecret(), SynCookies.withRandomSecret());
+        this.tcp = new Tcp(ipv4, counters, timers, new TcpSettings(), isn, cookies);
         ipv4.register(Ipv4Header.PROTOCOL_ICMP, icmp);
         ipv4.register(Ipv4Header.PROTOCOL_UDP, udp);
         ipv4.register(Ipv4Header.PROTOCOL_TCP, tcp);

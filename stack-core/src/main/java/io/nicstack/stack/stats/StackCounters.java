@@ -15,8 +15,8 @@ import org.agrona.concurrent.status.CountersReader;
  * maps the same counters file (as {@code nicstack stats} does) reads consistent values without the
  * writer paying for a locked instruction.
  *
- * <p>The four counts every received frame bumps ({@code FRAMES_IN}, {@code BYTES_IN}, {@code TCP_SEGMENTS_IN},
- * {@code RX_CHECKSUMS_TRUSTED}) are kept in plain fields during a receive burst and added here when it ends
+ * <p>The counts every received frame bumps ({@code FRAMES_IN}, {@code BYTES_IN}, {@code TCP_SEGMENTS_IN},
+ * {@code RX_CHECKSUMS_TRUSTED}, {@code TCP_PREDICTED}) are kept in plain fields during a receive burst and added here when it ends
  * ({@code NetStack.flushCounts}), so they, like the identity of {@link #unaccountedFrames()}, hold between bursts.
  */
 public final class StackCounters

@@ -53,6 +53,8 @@ public final class Tcp implements IpProtocolHandler
     /** The connection the last segment went to: a bulk stream skips the hash lookup (Linux's early demux does the same). */
     private TcpConnection lastConnection;
     private long segmentsInBurst;
+    /** Segments of this burst that header prediction took ({@code TcpConnection.predicted}). */
+    long predictedInBurst;
     private long checksumsTrustedInBurst;
     private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
     private final ArrayDeque<RingSendBuffer> sendPool = new ArrayDeque<>();
@@ -70,6 +72,8 @@ public final class Tcp implements IpProtocolHandler
     boolean listenerPending;
     private int nextEphemeral;
     private long now;
+    /** Header prediction for ESTABLISHED connections ({@code TcpConnection.predicted}); off only to test it. */
+    boolean headerPrediction = true;
     // RFC 5961 §7: challenge ACKs limited to a number per second for the whole stack.
     private final int challengeAckLimit = 1000;
     private long challengeWindowStart = Long.MIN_VALUE;
@@ -327,21 +331,28 @@ public final class Tcp implements IpProtocolHandler
             return;
         }
         final int src = ipHeader.source();
-        final int dst = ipHeader.destination();
-        if (invalidUnicast(src))
-        {
-            // RFC 9293 §3.9.2 (MUST-63): a SYN (or anything else) from a broadcast/multicast source is ignored;
-            // the IP layer drops 255.255.255.255 and 224/4 but not our subnet's broadcast address.
-            counters.increment(StackCounter.TCP_DROP_BROADCAST);
-            return;
-        }
         if (ip.l4ChecksumTrusted())
         {
             checksumsTrustedInBurst++;
         }
-        else if (!header.wrap(buffer, offset, length).checksumValid(src, dst))
+        else if (!header.wrap(buffer, offset, length).checksumValid(src, ipHeader.destination()))
         {
             counters.increment(StackCounter.TCP_DROP_BAD_CHECKSUM);
+            return;
+        }
+        final long key = key(src, in.sourcePort, in.destinationPort);
+        TcpConnection c = lastConnection;
+        if (c == null || c.key != key)
+        {
+            c = connections.get(key);
+        }
+        // A connection's remote address was vetted when it was made (connect, onListenerSegment), so only a segment
+        // for no connection is checked here.
+        if (c == null && invalidUnicast(src))
+        {
+            // RFC 9293 §3.9.2 (MUST-63): a SYN (or anything else) from a broadcast/multicast source is ignored;
+            // the IP layer drops 255.255.255.255 and 224/4 but not our subnet's broadcast address.
+            counters.increment(StackCounter.TCP_DROP_BROADCAST);
             return;
         }
         segmentsInBurst++;
@@ -349,12 +360,6 @@ public final class Tcp implements IpProtocolHandler
         {
             // RFC 9293 §3.2 (MUST-7): an illegal option length must not crash us; the options parsed so far stand.
             counters.increment(StackCounter.TCP_BAD_OPTIONS);
-        }
-        final long key = key(src, in.sourcePort, in.destinationPort);
-        TcpConnection c = lastConnection;
-        if (c == null || c.key != key)
-        {
-            c = connections.get(key);
         }
         if (c != null)
         {
@@ -368,7 +373,7 @@ public final class Tcp implements IpProtocolHandler
             onListenerSegment(listener, src, buffer, nowNanos);
             return;
         }
-        onClosedSegment(dst, src, nowNanos);
+        onClosedSegment(ipHeader.destination(), src, nowNanos);
     }
 
     /**
@@ -747,8 +752,10 @@ public final class Tcp implements IpProtocolHandler
         {
             counters.add(StackCounter.TCP_SEGMENTS_IN, segmentsInBurst);
             counters.add(StackCounter.RX_CHECKSUMS_TRUSTED, checksumsTrustedInBurst);
+            counters.add(StackCounter.TCP_PREDICTED, predictedInBurst);
             segmentsInBurst = 0;
             checksumsTrustedInBurst = 0;
+            predictedInBurst = 0;
         }
     }
 

@@ -25,6 +25,15 @@ final class TwoStacks
 
     TwoStacks(final FaultConfig faults)
     {
+        this(faults, null, device -> device);
+    }
+
+    /**
+     * With {@code secrets} (null: random) as the ISN and SYN-cookie keys of both stacks, so that two runs with the same
+     * faults repeat each other exactly, and each stack's device as {@code outermost} makes it (e.g. a recorder).
+     */
+    TwoStacks(final FaultConfig faults, final long[] secrets, final java.util.function.UnaryOperator<NetDevice> outermost)
+    {
         final MemoryWire wire = MemoryWire.pair(1500, 4096);
         NetDevice da = wire.a();
         NetDevice db = wire.b();
@@ -40,8 +49,19 @@ final class TwoStacks
             faultsA = null;
             faultsB = null;
         }
-        a = new NetStack(da, StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
-        b = new NetStack(db, StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
+        a = stack(outermost.apply(da), "198.18.0.2/24", secrets);
+        b = stack(outermost.apply(db), "198.18.0.3/24", secrets);
+    }
+
+    private NetStack stack(final NetDevice device, final String cidr, final long[] secrets)
+    {
+        if (secrets == null)
+        {
+            return new NetStack(device, StackConfig.of(cidr), StackCounters.inMemory(), now);
+        }
+        return new NetStack(device, StackConfig.of(cidr), StackCounters.inMemory(), now,
+            new io.nicstack.stack.tcp.isn.IsnGenerator(secrets[0], secrets[1]),
+            new io.nicstack.stack.tcp.isn.SynCookies(secrets[2], secrets[3]));
     }
 
     /** One round: both stacks poll; time moves 20 µs when there was work, 1 ms when idle. */
