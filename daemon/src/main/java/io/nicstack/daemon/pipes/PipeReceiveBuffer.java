@@ -60,6 +60,13 @@ public final class PipeReceiveBuffer extends AbstractReceiveBuffer
         return readPosition;
     }
 
+    /** The head as last read and validated by {@link #readPosition()}: no read of the shared pipe. */
+    @Override
+    protected long lastReadPosition()
+    {
+        return readPosition;
+    }
+
     /** Publish the tail: every byte before it is in place, so the app may read it. */
     @Override
     protected void publishContiguousEnd(final long contiguousEnd)

@@ -60,6 +60,15 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
         rangeEnd = new long[maxRanges];
     }
 
+    /**
+     * The read position as last seen, at most {@link #readPosition()} (which may have to ask another party, as the
+     * app's head of an RX pipe); by default {@link #readPosition()} itself.
+     */
+    protected long lastReadPosition()
+    {
+        return readPosition();
+    }
+
     /** Every byte before {@code position} was read: move the read position there (never backwards). */
     protected abstract void consumedTo(long position);
 
@@ -107,9 +116,15 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
         {
             throw new IllegalArgumentException("negative write length: " + length);
         }
-        // RFC 9293 §3.10.7.4: trim to the window, i.e. keep only [RCV.NXT, RCV.NXT + RCV.WND).
+        // RFC 9293 §3.10.7.4: trim to the window, i.e. keep only [RCV.NXT, RCV.NXT + RCV.WND). The read position only
+        // moves forward, so the one last seen bounds it from below: read it afresh only when the segment ends beyond.
         final long from = Math.max(offset, contiguousEnd);
-        final long to = Math.min(offset + length, readPosition() + capacity);
+        long limit = lastReadPosition() + capacity;
+        if (offset + length > limit)
+        {
+            limit = readPosition() + capacity;
+        }
+        final long to = Math.min(offset + length, limit);
         if (from >= to)
         {
             return 0;
