@@ -37,9 +37,15 @@ import static io.nicstack.jmh.TcpBenchPeer.*;
  * {@link TcpReceiveBenchmark}'s receive path under load: one poll takes a burst of {@value #BURST} in-order 1448-byte
  * segments (as a NIC's RX ring or the tap hands them over when data streams in), the application drains what arrived
  * once after the burst, and the stack sends one ACK for the burst (RFC 9293 §3.8.6.3: all queued segments are
- * processed before an ACK). Reported per segment ({@code @OperationsPerInvocation}); the per-segment frame patching
- * (sequence number, TSval, incremental checksum: {@code TcpReceiveBenchmark.patchFrame}) is included. Setup and
- * teardown check that every byte arrived and was read, one ACK per burst left, and nothing was dropped.
+ * processed before an ACK). Reported per segment ({@code @OperationsPerInvocation}). Setup and teardown check that
+ * every byte arrived and was read, one ACK per burst left, and nothing was dropped.
+ *
+ * <p>{@code nic}: where the burst's frames come from. {@code ring}, the NIC's work is done before the invocation and
+ * not timed ({@code Level.Invocation}): {@value #BURST} distinct frames, each with the next sequence number, TSval and
+ * checksum, are written into the device's RX ring slots ({@link LoopbackSinkDevice#fillRing}), as DMA places them
+ * before a driver polls; the stack reads each from its own slot. {@code patchInLoop}, the way this benchmark ran
+ * before: one frame, patched in place before each delivery inside the timed poll
+ * ({@code TcpReceiveBenchmark.patchFrame} measures that patching alone).
  *
  * <p>{@code consume}: {@code copy}, the application {@code read}s every byte out of the stack's heap ring (a copy that
  * is the application's, not the receive path's); {@code inPlace}, the connection's receive buffer is an RX pipe
@@ -66,18 +72,22 @@ public class TcpReceiveBurstBenchmark
     @Param({"copy", "inPlace"})
     public String consume;
 
+    @Param({"ring", "patchInLoop"})
+    public String nic;
+
     private LoopbackSinkDevice device;
     private NetStack stack;
     private TcpConnection connection;
     private Cursor cursor;
-    private UnsafeBuffer ring;
-    private UnsafeBuffer payload;
-    private int ringAt;
     private TcpReceiveBenchmark.Drain drain;
     private long segmentsOutAtStart;
     private long injectedAtStart;
     private long pollsAtStart;
     private long polls;
+    private long predictedAtStart;
+    private boolean ringMode;
+    /** {@code cursor::next}, made once: the per-invocation fixture allocates nothing. */
+    private Runnable nextFrame;
 
     @Setup(Level.Trial)
     public void setUp()
@@ -94,10 +104,8 @@ public class TcpReceiveBurstBenchmark
         final byte[] frame = tcpFrame(stack.config().mac(), data, pattern(SEGMENT_PAYLOAD));
         device.load(new UnsafeBuffer(frame), 0, frame.length);
         cursor = peer.dataCursor(device.rxBuffer());
-        ring = new UnsafeBuffer(ByteBuffer.allocateDirect(PipeBuffers.CAPACITY));
-        payload = new UnsafeBuffer(ByteBuffer.allocateDirect(SEGMENT_PAYLOAD));
-        payload.putBytes(0, pattern(SEGMENT_PAYLOAD));
-        device.burst(BURST, cursor::next);
+        nextFrame = cursor::next;
+        device.burst(BURST, nextFrame);
 
         for (int i = 0; i < 64; i++)
         {
@@ -109,9 +117,15 @@ public class TcpReceiveBurstBenchmark
         check(ack.ack == peer.peerNextSeq + (int)(cursor.count * SEGMENT_PAYLOAD), "the ACK covers the whole burst: " + ack);
         check(ack.window > 0, "the window stays open: " + ack);
         checkNoTcpTrouble(stack.counters());
+        ringMode = nic.equals("ring");
+        if (!ringMode)
+        {
+            check(nic.equals("patchInLoop"), "nic is ring or patchInLoop, not " + nic);
+        }
         segmentsOutAtStart = stack.counters().get(StackCounter.TCP_SEGMENTS_OUT);
         injectedAtStart = cursor.count;
         pollsAtStart = polls;
+        predictedAtStart = stack.counters().get(StackCounter.TCP_PREDICTED);
     }
 
     private int poll()
@@ -132,12 +146,14 @@ public class TcpReceiveBurstBenchmark
         final long acks = counters.get(StackCounter.TCP_SEGMENTS_OUT) - segmentsOutAtStart;
         check(acks == polls - pollsAtStart, "one ACK per burst: " + acks + " ACKs for " + (polls - pollsAtStart) + " bursts");
         check(cursor.count - injectedAtStart == (polls - pollsAtStart) * BURST, "every poll took a whole burst");
+        check(counters.get(StackCounter.TCP_PREDICTED) - predictedAtStart == cursor.count - injectedAtStart,
+            "every segment took header prediction: " + counters);
     }
 
     /** Buffers as the daemon's pipe slots are: an RX pipe and a TX pipe in direct memory, of the stack's default size. */
     static final class PipeBuffers implements BufferProvider, BufferProvider.ConnectionBuffers
     {
-        private static final int CAPACITY = 256 * 1024;
+        static final int CAPACITY = 256 * 1024;
         final UnsafeBuffer rxPipe = new UnsafeBuffer(ByteBuffer.allocateDirect(PipeDescriptor.length(CAPACITY)));
         final PipeReceiveBuffer rx = new PipeReceiveBuffer(rxPipe, CAPACITY, 16);
         final PipeSendBuffer tx = new PipeSendBuffer(
@@ -185,29 +201,21 @@ public class TcpReceiveBurstBenchmark
         }
     }
 
+    /** Not timed: the NIC places the next burst in its RX ring ({@code nic=ring}). */
+    @Setup(Level.Invocation)
+    public void fillRing()
+    {
+        if (ringMode)
+        {
+            device.fillRing(BURST, nextFrame);
+        }
+    }
+
     /** One burst of 32 in-order segments through one poll; the time is reported per segment. */
     @Benchmark
     @OperationsPerInvocation(BURST)
     public int receiveBurst()
     {
         return poll();
-    }
-
-    /**
-     * The payload copied where the receive path puts it: into a 256 KiB ring at the next stream offset, so the
-     * destination streams through the cache as the connection's RX pipe does (the issue's baseline,
-     * {@code TcpReceiveBenchmark.baselineCopy}, copies into one 1448-byte buffer that stays in L1).
-     */
-    @Benchmark
-    public void baselineRingCopy()
-    {
-        final int at = ringAt;
-        final int first = Math.min(SEGMENT_PAYLOAD, PipeBuffers.CAPACITY - at);
-        ring.putBytes(at, payload, 0, first);
-        if (first < SEGMENT_PAYLOAD)
-        {
-            ring.putBytes(0, payload, first, SEGMENT_PAYLOAD - first);
-        }
-        ringAt = (at + SEGMENT_PAYLOAD) & (PipeBuffers.CAPACITY - 1);
     }
 }
