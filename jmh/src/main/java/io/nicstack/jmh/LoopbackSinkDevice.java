@@ -43,13 +43,19 @@ public final class LoopbackSinkDevice implements NetDevice
     private int lastTxFlags;
     private int burst = 1;
     private Runnable beforeEachFrame;
-    /** The RX ring: {@link NetDevice#BURST} slots of {@link #RING_SLOT} bytes, filled by {@link #fillRing}. */
+    /** The RX ring: {@link NetDevice#BURST} slots {@link #RING_SLOT} bytes apart, filled by {@link #fillRing}. */
     private final UnsafeBuffer ring;
     private int ringFrames;
     private int ringNext;
 
-    /** Bytes per RX ring slot (a 2 KiB buffer per descriptor, as DPDK's default mbuf data room). */
-    public static final int RING_SLOT = 2048;
+    /**
+     * Bytes from one RX ring slot to the next: a DPDK mbuf as its default mempool lays them out (128-byte mbuf header,
+     * 128 bytes of headroom, 2048 bytes of data room). Not a power of two, so the 32 frames' first lines do not all
+     * fall into the same two L1 sets, as they would 2048 bytes apart.
+     */
+    public static final int RING_SLOT = 2304;
+    /** Where a frame starts in its slot: after the mbuf header and the headroom. */
+    public static final int RING_FRAME_AT = 256;
 
     public LoopbackSinkDevice(final int mtu)
     {
@@ -62,7 +68,7 @@ public final class LoopbackSinkDevice implements NetDevice
         this.checksumOffload = checksumOffload;
         this.rxBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(mtu + ETHERNET_HEADER_LENGTH));
         this.txBuffer = new UnsafeBuffer(ByteBuffer.allocateDirect(mtu + ETHERNET_HEADER_LENGTH));
-        if (mtu + ETHERNET_HEADER_LENGTH > RING_SLOT)
+        if (RING_FRAME_AT + mtu + ETHERNET_HEADER_LENGTH > RING_SLOT)
         {
             throw new IllegalArgumentException("MTU " + mtu + " does not fit a ring slot of " + RING_SLOT + " bytes");
         }
@@ -165,7 +171,7 @@ public final class LoopbackSinkDevice implements NetDevice
         for (int i = 0; i < frames; i++)
         {
             patch.run();
-            ring.putBytes(i * RING_SLOT, rxBuffer, 0, rxLength);
+            ring.putBytes(i * RING_SLOT + RING_FRAME_AT, rxBuffer, 0, rxLength);
         }
         ringFrames = frames;
         ringNext = 0;
@@ -187,7 +193,7 @@ public final class LoopbackSinkDevice implements NetDevice
             for (int i = first; i < end; i++)
             {
                 received++;
-                handler.onFrame(ring, i * RING_SLOT, rxLength, flags);
+                handler.onFrame(ring, i * RING_SLOT + RING_FRAME_AT, rxLength, flags);
             }
             ringNext = end;
             return end - first;
