@@ -180,18 +180,18 @@ public final class NetStack implements FrameHandler
 
     private void demux(final DirectBuffer buffer, final int offset, final int length, final int flags)
     {
-        if (!eth.wrapChecked(buffer, offset, length))
+        if (!eth.wrapInput(buffer, offset, length))
         {
             counters.increment(StackCounter.ETH_DROP_TRUNCATED);
             return;
         }
-        final long destination = eth.destination();
+        final long destination = eth.inputDestination();
         if (destination != link.mac() && destination != MacAddress.BROADCAST)
         {
             counters.increment(StackCounter.ETH_DROP_NOT_FOR_US);
             return;
         }
-        switch (eth.etherType())
+        switch (eth.inputEtherType())
         {
             case EthernetFrame.ETHERTYPE_IPV4:
                 ipv4.input(buffer, eth.payloadOffset(), eth.payloadLength(), now, flags);

@@ -46,6 +46,40 @@ public final class EthernetFrame extends HeaderView<EthernetFrame>
     /** Offset of the EtherType. */
     public static final int ETHERTYPE_OFFSET = 12;
 
+    /** Destination and EtherType of the frame {@link #wrapInput} last accepted. */
+    private long inputDestination;
+    private int inputEtherType;
+
+    /**
+     * The receive path's wrap: {@link #wrapChecked}, then the destination address and the EtherType read once, raw
+     * (the range check just made covers the 14 bytes), for {@link #inputDestination()} and {@link #inputEtherType()}.
+     *
+     * @return false, reading nothing, when the region is not inside the buffer or shorter than the header.
+     */
+    public boolean wrapInput(final DirectBuffer buffer, final int offset, final int length)
+    {
+        if (!wrapChecked(buffer, offset, length))
+        {
+            return false;
+        }
+        inputDestination = ((long)Raw.u16(buffer, offset + DESTINATION_OFFSET) << 32)
+            | (Raw.i32(buffer, offset + DESTINATION_OFFSET + 2) & 0xFFFF_FFFFL);
+        inputEtherType = Raw.u16(buffer, offset + ETHERTYPE_OFFSET);
+        return true;
+    }
+
+    /** The destination address of the frame {@link #wrapInput} last accepted, as a 48-bit value. */
+    public long inputDestination()
+    {
+        return inputDestination;
+    }
+
+    /** The EtherType of the frame {@link #wrapInput} last accepted. */
+    public int inputEtherType()
+    {
+        return inputEtherType;
+    }
+
     /** Holds the 14-byte header; the payload may be empty. */
     @Override
     protected boolean holdsHeader(final DirectBuffer buffer, final int offset, final int length)

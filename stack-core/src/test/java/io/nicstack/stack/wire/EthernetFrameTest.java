@@ -30,6 +30,34 @@ class EthernetFrameTest
     }
 
     @Test
+    void wrapInputReadsWhatTheGettersRead()
+    {
+        final EthernetFrame frame = new EthernetFrame();
+        for (final String hex : new String[] {Fixtures.ICMP_ECHO_REQUEST, Fixtures.ARP_REQUEST})
+        {
+            final byte[] fixture = Fixtures.bytes(hex);
+            // At an odd offset inside a larger buffer, as a frame sits in an RX ring slot.
+            final UnsafeBuffer buffer = Fixtures.filled(fixture.length + 7);
+            buffer.putBytes(3, fixture);
+            assertTrue(frame.wrapInput(buffer, 3, fixture.length));
+            assertEquals(frame.destination(), frame.inputDestination());
+            assertEquals(frame.etherType(), frame.inputEtherType());
+        }
+        assertEquals(Fixtures.DST_MAC, new EthernetFrame().wrap(Fixtures.buffer(Fixtures.ICMP_ECHO_REQUEST), 0, 98).destination());
+    }
+
+    @Test
+    void wrapInputRefusesRegionsThatDoNotHoldAHeader()
+    {
+        final UnsafeBuffer buffer = Fixtures.buffer(Fixtures.ICMP_ECHO_REQUEST);
+        final EthernetFrame frame = new EthernetFrame();
+        assertFalse(frame.wrapInput(buffer, 0, 13));
+        assertFalse(frame.wrapInput(buffer, buffer.capacity() - 10, 14));
+        assertFalse(frame.wrapInput(buffer, -1, 20));
+        assertTrue(frame.wrapInput(buffer, buffer.capacity() - 14, 14));
+    }
+
+    @Test
     void readsABroadcastArpFrame()
     {
         final UnsafeBuffer buffer = Fixtures.buffer(Fixtures.ARP_REQUEST);
