@@ -36,6 +36,8 @@ public final class Ipv4
     private final Ipv4Header reassembled = new Ipv4Header();
     private final int mtu;
     private boolean l4ChecksumTrusted;
+    /** Source address of the datagram an upper layer is handling (see {@link #datagramSource()}). */
+    private int datagramSource;
     private int nextId;
 
     public Ipv4(
@@ -182,6 +184,7 @@ public final class Ipv4
             reassemble(ip, offset + headerLength, totalLength - headerLength, broadcast, now);
             return;
         }
+        datagramSource = h.source;
         handler.onDatagram(ip, buffer, offset + headerLength, totalLength - headerLength, broadcast, now);
     }
 
@@ -202,6 +205,7 @@ public final class Ipv4
                 final int length = reassembler.datagramLength();
                 final Ipv4Header whole = reassembled.wrap(datagram, 0, length);
                 final int headerLength = whole.headerLength();
+                datagramSource = whole.source();
                 try
                 {
                     handlers[whole.protocol()].onDatagram(whole, datagram, headerLength, length - headerLength, broadcast, now);
@@ -406,6 +410,15 @@ public final class Ipv4
     public boolean l4ChecksumTrusted()
     {
         return l4ChecksumTrusted;
+    }
+
+    /**
+     * The source address of the datagram an upper layer is handling, as {@code ip.source()} of
+     * {@link IpProtocolHandler#onDatagram} but without reading the header again (decoded once on input).
+     */
+    public int datagramSource()
+    {
+        return datagramSource;
     }
 
     /** Send the datagram claimed by {@link #claimDatagram} with the device's transmit flags. */

@@ -330,7 +330,7 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_DROP_TRUNCATED);
             return;
         }
-        final int src = ipHeader.source();
+        final int src = ip.datagramSource();
         if (ip.l4ChecksumTrusted())
         {
             checksumsTrustedInBurst++;

@@ -208,15 +208,19 @@ public final class TcpRepr
 
         // From here on [offset, offset + length) lies inside the buffer and holds the fixed header, so the
         // raw reads below at offsets under 20 are in bounds; parseOptions stays below offset + dataOffset <= length.
-        sourcePort = Raw.u16(buffer, offset + TcpHeader.SOURCE_PORT_OFFSET);
-        destinationPort = Raw.u16(buffer, offset + TcpHeader.DESTINATION_PORT_OFFSET);
+        // Five big-endian reads for the fixed header's fields: ports | sequence | acknowledgment |
+        // data offset, reserved, flags, window | urgent pointer (the checksum, at 16, is not kept).
+        final int ports = Raw.i32(buffer, offset + TcpHeader.SOURCE_PORT_OFFSET);
         seq = Raw.i32(buffer, offset + TcpHeader.SEQUENCE_NUMBER_OFFSET);
         ack = Raw.i32(buffer, offset + TcpHeader.ACKNOWLEDGMENT_NUMBER_OFFSET);
-        flags = Raw.u8(buffer, offset + TcpHeader.FLAGS_OFFSET);
-        window = Raw.u16(buffer, offset + TcpHeader.WINDOW_OFFSET);
+        final int control = Raw.i32(buffer, offset + TcpHeader.DATA_OFFSET_OFFSET);
         urgentPointer = Raw.u16(buffer, offset + TcpHeader.URGENT_POINTER_OFFSET);
+        sourcePort = ports >>> 16;
+        destinationPort = ports & 0xFFFF;
+        flags = (control >>> 16) & 0xFF;
+        window = control & 0xFFFF;
 
-        final int dataOffset = (Raw.u8(buffer, offset + TcpHeader.DATA_OFFSET_OFFSET) >>> 4) * 4;
+        final int dataOffset = (control >>> 28) * 4;
         if (dataOffset < TcpHeader.HEADER_LENGTH || dataOffset > length)
         {
             payloadOffset = 0;

@@ -171,6 +171,13 @@ class WireFuzzTest
             assertEquals(tcp.payloadOffset(), repr.payloadOffset);
             assertEquals(tcp.payloadLength(), repr.payloadLength);
             assertEquals(tcp.sequenceNumber(), repr.seq);
+            // Every fixed field as the flyweight's getters read it (parse reads them in fused words).
+            assertEquals(tcp.sourcePort(), repr.sourcePort);
+            assertEquals(tcp.destinationPort(), repr.destinationPort);
+            assertEquals(tcp.acknowledgmentNumber(), repr.ack);
+            assertEquals(tcp.flags() & 0xFF, repr.flags);
+            assertEquals(tcp.window(), repr.window);
+            assertEquals(tcp.urgentPointer(), repr.urgentPointer);
             assertTrue(repr.mss >= -1 && repr.mss <= 0xFFFF);
             assertTrue(repr.windowScale >= -1 && repr.windowScale <= TcpRepr.MAX_WINDOW_SCALE);
             assertTrue(repr.sackBlockCount >= 0 && repr.sackBlockCount <= TcpRepr.MAX_SACK_BLOCKS);
