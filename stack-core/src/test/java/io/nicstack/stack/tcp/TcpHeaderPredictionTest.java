@@ -160,19 +160,10 @@ class TcpHeaderPredictionTest
             s.tcp().headerPrediction = prediction;
             settings.accept(s.tcp().defaults());
         }
-        final TcpTransferTest.Peer server = new TcpTransferTest.Peer(BYTES, 1);
-        final TcpTransferTest.Peer client = new TcpTransferTest.Peer(BYTES, 2);
-        net.a.tcp().listen(5001, 16, l ->
-        {
-            final TcpConnection c = l.accept();
-            server.connection = c;
-            c.handler(server);
-            server.pump(c);
-        });
-        net.b.tcp().connect(TwoStacks.A_IP, 5001, client, null);
-        final boolean done = net.runUntil(() -> (server.peerClosed && client.peerClosed && server.sent == BYTES
-            && client.sent == BYTES) || server.closeReason > 0 || client.closeReason > 0, 36_000_000_000_000L);
-        assertTrue(done && server.closeReason <= 0 && client.closeReason <= 0,
+        final TcpTransferTest.Transfer transfer = TcpTransferTest.Transfer.start(net, BYTES);
+        final TcpTransferTest.Peer server = transfer.server();
+        final TcpTransferTest.Peer client = transfer.client();
+        assertTrue(transfer.run(net, 36_000_000_000_000L),
             "transfer incomplete (prediction " + prediction + ", faults " + faults + "): client sent " + client.sent
                 + " received " + client.received + ", server sent " + server.sent + " received " + server.received);
         assertTrue(net.runUntil(() -> net.a.tcp().connectionCount() == 0 && net.b.tcp().connectionCount() == 0,

@@ -139,23 +139,40 @@ class TcpTransferTest
         return d.digest();
     }
 
+    /** A server on stack A (port 5001) and a client on stack B that connects to it, each sending {@code bytes}. */
+    record Transfer(Peer server, Peer client, long bytes)
+    {
+        static Transfer start(final TwoStacks net, final long bytesEachWay) throws Exception
+        {
+            final Transfer t = new Transfer(new Peer(bytesEachWay, 1), new Peer(bytesEachWay, 2), bytesEachWay);
+            net.a.tcp().listen(5001, 16, l ->
+            {
+                final TcpConnection c = l.accept();
+                t.server.connection = c;
+                c.handler(t.server);
+                t.server.pump(c);
+            });
+            net.b.tcp().connect(TwoStacks.A_IP, 5001, t.client, null);
+            return t;
+        }
+
+        /** Run until both sides sent everything and saw the other's FIN, or one closed abnormally; true on success. */
+        boolean run(final TwoStacks net, final long maxSimulatedNanos)
+        {
+            return net.runUntil(() -> (server.peerClosed && client.peerClosed && server.sent == bytes
+                && client.sent == bytes) || server.closeReason > 0 || client.closeReason > 0, maxSimulatedNanos)
+                && server.closeReason <= 0 && client.closeReason <= 0;
+        }
+    }
+
     static void transfer(final FaultConfig faults, final long bytesEachWay, final long maxSimulatedNanos) throws Exception
     {
         final TwoStacks net = new TwoStacks(faults);
-        final Peer server = new Peer(bytesEachWay, 1);
-        final Peer client = new Peer(bytesEachWay, 2);
-        net.a.tcp().listen(5001, 16, l ->
-        {
-            final TcpConnection c = l.accept();
-            server.connection = c;
-            c.handler(server);
-            server.pump(c);
-        });
-        net.b.tcp().connect(TwoStacks.A_IP, 5001, client, null);
+        final Transfer transfer = Transfer.start(net, bytesEachWay);
+        final Peer server = transfer.server();
+        final Peer client = transfer.client();
         final String where = "faults " + faults + " (replay with this seed)";
-        final boolean done = net.runUntil(() -> (server.peerClosed && client.peerClosed && server.sent == bytesEachWay
-            && client.sent == bytesEachWay) || server.closeReason > 0 || client.closeReason > 0, maxSimulatedNanos)
-            && server.closeReason <= 0 && client.closeReason <= 0;
+        final boolean done = transfer.run(net, maxSimulatedNanos);
         assertTrue(done, () -> "transfer incomplete after " + maxSimulatedNanos / 1e9 + " s simulated: client sent " + client.sent
             + " received " + client.received + " closed " + client.closeReason + ", server sent " + server.sent
             + " received " + server.received + " closed " + server.closeReason
