@@ -619,11 +619,7 @@ public final class TcpConnection
             return;
         }
 
-        // Keep TS.Recent (RFC 7323 §4.3): only from a segment that covers Last.ACK.sent.
-        if (tsEnabled && seg.timestampsPresent && Seq.le(seg.seq, lastAckSent) && Seq.ge(seg.tsVal, tsRecent))
-        {
-            tsRecent = seg.tsVal;
-        }
+        updateTsRecent(seg);
 
         // Seventh: segment text.
         if (seg.payloadLength > 0)
@@ -708,22 +704,8 @@ public final class TcpConnection
         {
             onNewAck(seg, ack, flight(), now);
         }
-        if (Seq.lt(sndWl1, seq) || (sndWl1 == seq && Seq.le(sndWl2, ack)))
-        {
-            maxSndWnd = Math.max(maxSndWnd, sndWnd);
-            sndWl1 = seq;
-            sndWl2 = ack;
-            if (sndWnd > 0)
-            {
-                persistDeadline = NONE;
-                persistBackoff = 0;
-            }
-        }
-        // RFC 7323 §4.3: TS.Recent from a segment that covers Last.ACK.sent (PAWS passed above).
-        if (tsEnabled && Seq.le(seq, lastAckSent))
-        {
-            tsRecent = seg.tsVal;
-        }
+        updateSendWindow(seg, ack);
+        updateTsRecent(seg);
         // "Seventh": segment text.
         if (length > 0)
         {
@@ -983,19 +965,7 @@ public final class TcpConnection
         {
             onNewAck(seg, ack, flightBefore, now);
         }
-        // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)).
-        if (Seq.lt(sndWl1, seg.seq) || (sndWl1 == seg.seq && Seq.le(sndWl2, ack)))
-        {
-            sndWnd = (long)seg.window << sndWscale;
-            maxSndWnd = Math.max(maxSndWnd, sndWnd);
-            sndWl1 = seg.seq;
-            sndWl2 = ack;
-            if (sndWnd > 0)
-            {
-                persistDeadline = NONE;
-                persistBackoff = 0;
-            }
-        }
+        updateSendWindow(seg, ack);
         // RFC 5681 §2 duplicate ACK: SEG.ACK equals SND.UNA as it was before this segment (a new ACK is not one).
         if (ack == unaBefore && seg.payloadLength == 0 && !seg.hasFlags(TcpHeader.SYN | TcpHeader.FIN)
             && sndWnd == windowBefore && sndMax != sndUna && flightBefore > 0)
@@ -1028,6 +998,32 @@ public final class TcpConnection
                 break;
         }
         return true;
+    }
+
+    /** Window update (RFC 9293: SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)). */
+    private void updateSendWindow(final TcpRepr seg, final int ack)
+    {
+        if (Seq.lt(sndWl1, seg.seq) || (sndWl1 == seg.seq && Seq.le(sndWl2, ack)))
+        {
+            sndWnd = (long)seg.window << sndWscale;
+            maxSndWnd = Math.max(maxSndWnd, sndWnd);
+            sndWl1 = seg.seq;
+            sndWl2 = ack;
+            if (sndWnd > 0)
+            {
+                persistDeadline = NONE;
+                persistBackoff = 0;
+            }
+        }
+    }
+
+    /** Keep TS.Recent (RFC 7323 §4.3): only from a segment that covers Last.ACK.sent and passes PAWS. */
+    private void updateTsRecent(final TcpRepr seg)
+    {
+        if (tsEnabled && seg.timestampsPresent && Seq.le(seg.seq, lastAckSent) && Seq.ge(seg.tsVal, tsRecent))
+        {
+            tsRecent = seg.tsVal;
+        }
     }
 
     private void onNewAck(final TcpRepr seg, final int ack, final long flightBefore, final long now)
