@@ -154,15 +154,19 @@ public final class LoopbackSinkDevice implements NetDevice
 
     /**
      * The NIC's DMA, done before the next {@link #receive} and not by the stack: {@code frames} copies of the preloaded
-     * frame go into the RX ring's slots, {@code patch} running on the preloaded frame before each copy (e.g. giving it
-     * the next sequence number). The next {@link #receive} delivers these slots (the ring takes precedence over
-     * {@link #burst}); after that the device is back to delivering the preloaded frame.
+     * frame go into the RX ring's slots, the per-frame action given to {@link #burst} (e.g. giving it the next sequence
+     * number) running on the preloaded frame before each copy. The next {@link #receive} delivers these slots (the ring
+     * takes precedence over {@link #burst}); after that the device is back to delivering the preloaded frame.
      */
-    public void fillRing(final int frames, final Runnable patch)
+    public void fillRing(final int frames)
     {
         if (frames < 1 || frames > BURST)
         {
             throw new IllegalArgumentException("ring fill of " + frames + " outside 1.." + BURST);
+        }
+        if (beforeEachFrame == null)
+        {
+            throw new IllegalStateException("no per-frame action: call burst(frames, action) first");
         }
         if (ringNext != ringFrames)
         {
@@ -170,7 +174,7 @@ public final class LoopbackSinkDevice implements NetDevice
         }
         for (int i = 0; i < frames; i++)
         {
-            patch.run();
+            beforeEachFrame.run();
             ring.putBytes(i * RING_SLOT + RING_FRAME_AT, rxBuffer, 0, rxLength);
         }
         ringFrames = frames;

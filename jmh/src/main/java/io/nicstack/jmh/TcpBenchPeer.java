@@ -260,6 +260,17 @@ final class TcpBenchPeer
         return r;
     }
 
+    /**
+     * The burst benchmarks' {@code nic} parameter: true for {@code ring} (frames placed in the device's RX ring before
+     * each invocation, {@link LoopbackSinkDevice#fillRing}), false for {@code patchInLoop} (one frame patched before
+     * each delivery inside the timed poll).
+     */
+    static boolean ringMode(final String nic)
+    {
+        check(nic.equals("ring") || nic.equals("patchInLoop"), "nic is ring or patchInLoop, not " + nic);
+        return nic.equals("ring");
+    }
+
     /** Every counter that would mean a segment was not taken as the benchmark intends. */
     static void checkNoTcpTrouble(final StackCounters counters)
     {
