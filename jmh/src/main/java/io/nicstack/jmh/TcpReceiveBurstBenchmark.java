@@ -53,6 +53,10 @@ import static io.nicstack.jmh.TcpBenchPeer.*;
  * it moves the pipe's head and the stack is told as the daemon tells it after a doorbell
  * ({@code receiveBufferConsumed}). {@code inPlace} is the receive path as issue 3 defines it (parse, validate, state
  * update, payload into the receive ring, ACK decision) plus the one ACK per burst.
+ *
+ * <p>Baselines for the same run: {@code TcpReceiveBenchmark.baselineCopy} (the payload copied between two buffers that
+ * stay in L1) and {@code RingCopyBenchmark.rxRingToPipe} (the copy this path makes, from the same RX ring into a pipe
+ * of the same size, under the same per-invocation ring fill).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
