@@ -50,6 +50,7 @@ import static io.nicstack.jmh.TcpBenchPeer.SEGMENT_PAYLOAD;
 public class RingCopyBenchmark
 {
     private static final int CAPACITY = TcpReceiveBurstBenchmark.PipeBuffers.CAPACITY;
+    static final int BURST = TcpReceiveBurstBenchmark.BURST;
 
     private UnsafeBuffer ring;
     private UnsafeBuffer payload;
@@ -77,8 +78,6 @@ public class RingCopyBenchmark
         return rx.device.receive(rx, BURST);
     }
 
-    static final int BURST = TcpReceiveBurstBenchmark.BURST;
-
     /** Copy one segment's payload from {@code source} into {@code ring} at {@code at}, wrapping; the next offset. */
     static int copyIntoRing(final UnsafeBuffer ring, final int at, final UnsafeBuffer source, final int sourceAt)
     {
@@ -103,7 +102,6 @@ public class RingCopyBenchmark
         final UnsafeBuffer pipe = new UnsafeBuffer(ByteBuffer.allocateDirect(CAPACITY));
         int pipeAt;
         long frames;
-        long framesAtSetup;
 
         @Setup(Level.Trial)
         public void setUp()
@@ -111,7 +109,6 @@ public class RingCopyBenchmark
             final byte[] frame = pattern(PAYLOAD_AT + SEGMENT_PAYLOAD);
             device.load(new UnsafeBuffer(frame), 0, frame.length);
             device.burst(BURST, () -> { });
-            framesAtSetup = frames;
         }
 
         /** Not timed: the NIC places the next burst in its RX ring. */
@@ -124,7 +121,7 @@ public class RingCopyBenchmark
         @TearDown(Level.Trial)
         public void tearDown()
         {
-            check(frames > framesAtSetup && device.received() == frames, "every frame placed in the ring was copied: "
+            check(frames > 0 && device.received() == frames, "every frame placed in the ring was copied: "
                 + frames + " copied, " + device.received() + " received");
         }
 

@@ -62,8 +62,7 @@ public final class EthernetFrame extends HeaderView<EthernetFrame>
         {
             return false;
         }
-        inputDestination = ((long)Raw.u16(buffer, offset + DESTINATION_OFFSET) << 32)
-            | (Raw.i32(buffer, offset + DESTINATION_OFFSET + 2) & 0xFFFF_FFFFL);
+        inputDestination = Raw.u48(buffer, offset + DESTINATION_OFFSET);
         inputEtherType = Raw.u16(buffer, offset + ETHERTYPE_OFFSET);
         return true;
     }

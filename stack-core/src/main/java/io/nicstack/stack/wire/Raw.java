@@ -43,6 +43,12 @@ final class Raw
         return LITTLE_ENDIAN ? Integer.reverseBytes(v) : v;
     }
 
+    /** Six octets, first most significant, as a MAC address ({@link MacAddress#read} is the checked read). */
+    static long u48(final DirectBuffer buffer, final int index)
+    {
+        return ((long)u16(buffer, index) << 32) | (i32(buffer, index + 2) & 0xFFFF_FFFFL);
+    }
+
     private static boolean inside(final DirectBuffer buffer, final int index, final int size)
     {
         if (index < 0 || (long)index + size > buffer.capacity())
