@@ -3,6 +3,7 @@
 # private build directory, then run the suite with the short settings the 2-core CI box affords.
 #
 #   scripts/bench-jmh.sh [results.json] [benchmark-regex] [extra JMH options...]
+#   scripts/bench-jmh.sh --build-only      (print the jar's path; scripts/bench-tcp-paths.sh uses it)
 #
 # With a JSON path, JMH also writes machine-readable results there (-rf json -rff PATH).
 # NICSTACK_JMH_BUILD_DIR overrides the build directory (default /tmp/nicstack-jmh-build).
@@ -10,6 +11,11 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${NICSTACK_JMH_BUILD_DIR:-/tmp/nicstack-jmh-build}"
+BUILD_ONLY=false
+if [ "${1:-}" = "--build-only" ]; then
+  BUILD_ONLY=true
+  shift
+fi
 JSON="${1:-}"
 if [ -n "$JSON" ]; then
   mkdir -p "$(dirname "$JSON")"
@@ -20,8 +26,13 @@ shift $(( $# > 2 ? 2 : $# ))
 
 cd "$ROOT"
 # Offline when the local repository already has everything; fall back to online for a fresh machine.
-mvn -B -q -o -pl stack-core,nic-driver,jmh -am "-Dnicstack.buildDir=$BUILD_DIR/\${project.artifactId}" -DskipTests package \
-  || mvn -B -q -pl stack-core,nic-driver,jmh -am "-Dnicstack.buildDir=$BUILD_DIR/\${project.artifactId}" -DskipTests package
+# Maven's output goes to stderr, so that stdout carries only what this script prints (the jar's path).
+mvn -B -q -o -pl stack-core,nic-driver,jmh -am "-Dnicstack.buildDir=$BUILD_DIR/\${project.artifactId}" -DskipTests package >&2 \
+  || mvn -B -q -pl stack-core,nic-driver,jmh -am "-Dnicstack.buildDir=$BUILD_DIR/\${project.artifactId}" -DskipTests package >&2
+if $BUILD_ONLY; then
+  echo "$BUILD_DIR/jmh/benchmarks.jar"
+  exit 0
+fi
 
 read -r -a OPTS <<< "${NICSTACK_JMH_OPTS:--f 1 -wi 3 -w 1 -i 5 -r 1 -prof gc}"
 if [ -n "$JSON" ]; then

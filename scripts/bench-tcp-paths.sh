@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Issue 3's JMH goal measured the way BENCHMARKS.md reports it: the TCP receive path and ACK processing on the
+# sender, each beside copies of the same 1448-byte payload, in ROUNDS back-to-back JMH runs. Prints every run's
+# figures and the medians of the same-run ratios (this machine is noisy: only ratios within one run compare).
+#
+#   scripts/bench-tcp-paths.sh [ROUNDS] [JAR]
+#
+# ROUNDS defaults to 3. JAR defaults to a build of this checkout (scripts/bench-jmh.sh --build-only); pass another
+# build's benchmarks.jar to measure it the same way. NICSTACK_JMH_OPTS replaces the run settings (default
+# -f 1 -wi 4 -w 1 -i 8 -r 1 -prof gc). Raw JMH JSON and logs stay in the directory printed at the end.
+# Touches no network interface and needs no root.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROUNDS="${1:-3}"
+case "$ROUNDS" in
+  ''|*[!0-9]*|0) echo "usage: $0 [ROUNDS >= 1] [JAR]" >&2; exit 2 ;;
+esac
+JAR="${2:-$("$ROOT/scripts/bench-jmh.sh" --build-only | tail -n 1)}"
+[ -f "$JAR" ] || { echo "no benchmarks jar at $JAR" >&2; exit 2; }
+OUT="$(mktemp -d /tmp/nicstack-tcp-paths.XXXXXX)"
+read -r -a OPTS <<< "${NICSTACK_JMH_OPTS:--f 1 -wi 4 -w 1 -i 8 -r 1 -prof gc}"
+JMH=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR")
+
+echo "nicstack: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for round in $(seq 1 "$ROUNDS"); do
+  echo "round $round of $ROUNDS: ACK path" >&2
+  "${JMH[@]}" 'TcpAckBurstBenchmark.ackBurst|TcpAckBenchmark.baselineCopy' -p checksumOffload=true -p nic=ring \
+    "${OPTS[@]}" -rf json -rff "$OUT/ack-$round.json" > "$OUT/ack-$round.log"
+  echo "round $round of $ROUNDS: receive path" >&2
+  "${JMH[@]}" 'TcpReceiveBurstBenchmark.receiveBurst|TcpReceiveBenchmark.baselineCopy|RingCopyBenchmark' \
+    -p checksumOffload=true -p consume=inPlace -p nic=ring \
+    "${OPTS[@]}" -rf json -rff "$OUT/receive-$round.json" > "$OUT/receive-$round.log"
+done
+
+python3 - "$OUT" "$ROUNDS" <<'PY'
+import json, statistics, sys
+
+out, rounds = sys.argv[1], int(sys.argv[2])
+
+def load(kind, r):
+    rows = {}
+    for e in json.load(open("%s/%s-%d.json" % (out, kind, r))):
+        name = e["benchmark"].rsplit(".", 2)
+        alloc = e.get("secondaryMetrics", {}).get("gc.alloc.rate.norm", {}).get("score")
+        rows[name[-2] + "." + name[-1]] = (e["primaryMetric"]["score"], alloc)
+    return rows
+
+def table(kind, rows, baselines):
+    runs = [load(kind, r) for r in range(1, rounds + 1)]
+    head = "| benchmark | ns/op per run | median |"
+    for b in baselines:
+        head += " ÷ `%s` per run | median |" % b.split(".")[-1]
+    print(head + " B/op (max) |")
+    print("|---|---|---:|" + "---|---:|" * len(baselines) + "---:|")
+    medians = {}
+    for name in rows:
+        ns = [run[name][0] for run in runs]
+        line = "| `%s` | %s | %.1f |" % (name, " / ".join("%.1f" % x for x in ns), statistics.median(ns))
+        for b in baselines:
+            ratios = [run[name][0] / run[b][0] for run in runs]
+            medians[(name, b)] = statistics.median(ratios)
+            line += " %s | %.2f× |" % (" / ".join("%.2f" % x for x in ratios), medians[(name, b)])
+        allocs = [run[name][1] for run in runs if run[name][1] is not None]
+        print(line + " %s |" % ("%.2f" % max(allocs) if allocs else "—"))
+    return medians
+
+print()
+ack = table("ack", ["TcpAckBurstBenchmark.ackBurst", "TcpAckBenchmark.baselineCopy"], ["TcpAckBenchmark.baselineCopy"])
+print()
+rx = table("receive", ["TcpReceiveBurstBenchmark.receiveBurst", "RingCopyBenchmark.rxRingToPipe", "RingCopyBenchmark.ringCopy",
+                       "TcpReceiveBenchmark.baselineCopy"], ["TcpReceiveBenchmark.baselineCopy", "RingCopyBenchmark.rxRingToPipe"])
+print()
+a = ack[("TcpAckBurstBenchmark.ackBurst", "TcpAckBenchmark.baselineCopy")]
+r = rx[("TcpReceiveBurstBenchmark.receiveBurst", "TcpReceiveBenchmark.baselineCopy")]
+o = rx[("TcpReceiveBurstBenchmark.receiveBurst", "RingCopyBenchmark.rxRingToPipe")]
+print("goal (under 3x the copy): ACK %.2fx the L1 copy (%s); receive %.2fx the L1 copy (%s), %.2fx its own copy (%s)"
+      % (a, "met" if a < 3 else "not met", r, "met" if r < 3 else "not met", o, "met" if o < 3 else "not met"))
+PY
+echo "raw results: $OUT" >&2
