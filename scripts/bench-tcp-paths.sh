@@ -15,7 +15,7 @@ ROUNDS="${1:-3}"
 case "$ROUNDS" in
   ''|*[!0-9]*|0) echo "usage: $0 [ROUNDS >= 1] [JAR]" >&2; exit 2 ;;
 esac
-JAR="${2:-$("$ROOT/scripts/bench-jmh.sh" --build-only | tail -n 1)}"
+JAR="${2:-$("$ROOT/scripts/bench-jmh.sh" --build-only)}"
 [ -f "$JAR" ] || { echo "no benchmarks jar at $JAR" >&2; exit 2; }
 OUT="$(mktemp -d /tmp/nicstack-tcp-paths.XXXXXX)"
 read -r -a OPTS <<< "${NICSTACK_JMH_OPTS:--f 1 -wi 4 -w 1 -i 8 -r 1 -prof gc}"
@@ -45,7 +45,7 @@ def load(kind, r):
         rows[name[-2] + "." + name[-1]] = (e["primaryMetric"]["score"], alloc)
     return rows
 
-def table(kind, rows, baselines):
+def table(kind, names, baselines):
     runs = [load(kind, r) for r in range(1, rounds + 1)]
     head = "| benchmark | ns/op per run | median |"
     for b in baselines:
@@ -53,7 +53,7 @@ def table(kind, rows, baselines):
     print(head + " B/op (max) |")
     print("|---|---|---:|" + "---|---:|" * len(baselines) + "---:|")
     medians = {}
-    for name in rows:
+    for name in names:
         ns = [run[name][0] for run in runs]
         line = "| `%s` | %s | %.1f |" % (name, " / ".join("%.1f" % x for x in ns), statistics.median(ns))
         for b in baselines:
