@@ -6,7 +6,6 @@ import io.nicstack.nic.FrameHandler;
 import io.nicstack.nic.NetDevice;
 import io.nicstack.stack.icmp.Icmp;
 import io.nicstack.stack.iface.Arp;
-import io.nicstack.stack.iface.IpProtocolHandler;
 import io.nicstack.stack.iface.Ipv4;
 import io.nicstack.stack.iface.Link;
 import io.nicstack.stack.iface.StackConfig;
@@ -180,6 +179,11 @@ public final class NetStack implements FrameHandler
 
     private void demux(final DirectBuffer buffer, final int offset, final int length, final int flags)
     {
+        // A segment of the connection the last one went to, in the usual frame shape, skips Ethernet and IPv4.
+        if (tcp.onFrame(buffer, offset, length, link.mac(), (flags & RX_L4_CHECKSUM_TRUSTED) != 0, now))
+        {
+            return;
+        }
         if (!eth.wrapInput(buffer, offset, length))
         {
             counters.increment(StackCounter.ETH_DROP_TRUNCATED);
@@ -216,12 +220,6 @@ public final class NetStack implements FrameHandler
                 icmp.sendError(IcmpHeader.TYPE_TIME_EXCEEDED, 1, quoted.source(), buffer, offset, length, nowNanos);
             }
         }
-    }
-
-    /** Register an upper-layer protocol (TCP arrives this way). */
-    public void register(final int protocol, final IpProtocolHandler handler)
-    {
-        ipv4.register(protocol, handler);
     }
 
     public NetDevice device()

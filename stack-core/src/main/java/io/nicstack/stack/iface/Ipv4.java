@@ -69,9 +69,14 @@ public final class Ipv4
         this.nextId = config.address() * 31;
     }
 
-    /** Register the handler for an IP protocol number. */
+    /** Register the handler for an IP protocol number, once: a second handler for the same number is refused. */
     public void register(final int protocol, final IpProtocolHandler handler)
     {
+        if (handlers[protocol] != null)
+        {
+            // A protocol's handler is fixed: NetStack hands TCP segments to its Tcp past this layer (Tcp.onFrame).
+            throw new IllegalStateException("IP protocol " + protocol + " already has a handler");
+        }
         handlers[protocol] = handler;
     }
 

@@ -81,6 +81,7 @@ public enum StackCounter
     TCP_BAD_OPTIONS("tcp segments with an illegal option length (rest ignored)", Kind.INFO),
     TCP_SEGMENTS_OUT("tcp segments out", Kind.INFO),
     TCP_PREDICTED("tcp segments taken by header prediction (the established fast path)", Kind.INFO),
+    TCP_EARLY_DEMUX("tcp segments handed to their connection past the ethernet and ipv4 layers (early demux)", Kind.INFO),
     TCP_ACTIVE_OPENS("tcp active opens", Kind.INFO),
     TCP_PASSIVE_OPENS("tcp passive opens", Kind.INFO),
     TCP_ESTABLISHED("tcp connections established", Kind.INFO),

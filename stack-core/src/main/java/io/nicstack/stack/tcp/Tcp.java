@@ -23,6 +23,7 @@ import io.nicstack.stack.tcp.isn.IsnGenerator;
 import io.nicstack.stack.tcp.isn.SynCookies;
 import io.nicstack.stack.time.Timers;
 import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.TcpFrameShape;
 import io.nicstack.stack.wire.TcpHeader;
 import io.nicstack.stack.wire.TcpRepr;
 
@@ -62,6 +63,8 @@ public final class Tcp implements IpProtocolHandler
     private long bufferBytes;
     private long bufferBudget = Runtime.getRuntime().maxMemory() / 2;
     private final TcpRepr in = new TcpRepr();
+    private final TcpFrameShape shape = new TcpFrameShape();
+    private final int localAddress;
     private final TcpRepr out = new TcpRepr();
     private final TcpHeader header = new TcpHeader();
     private final UnsafeBuffer scratch = new UnsafeBuffer(ByteBuffer.allocateDirect(65536));
@@ -74,6 +77,10 @@ public final class Tcp implements IpProtocolHandler
     private long now;
     /** Header prediction for ESTABLISHED connections ({@code TcpConnection.predicted}); off only to test it. */
     boolean headerPrediction = true;
+    /** Early demultiplexing ({@link #onFrame}); off only to test it, and for an address that is also a broadcast. */
+    boolean earlyDemux;
+    /** Segments of this burst that {@link #onFrame} took. */
+    private long earlyDemuxInBurst;
     // RFC 5961 §7: challenge ACKs limited to a number per second for the whole stack.
     private final int challengeAckLimit = 1000;
     private long challengeWindowStart = Long.MIN_VALUE;
@@ -90,6 +97,9 @@ public final class Tcp implements IpProtocolHandler
         this.cookies = cookies;
         this.mss = ip.mtu() - Ipv4Header.MIN_HEADER_LENGTH - TcpHeader.HEADER_LENGTH;
         this.nextEphemeral = (int)((ip.config().address() * 2654435761L) & 0x3FFF);
+        this.localAddress = ip.config().address();
+        // A /32's address is also its subnet's broadcast address: IPv4 hands TCP such a datagram as a broadcast.
+        this.earlyDemux = !ip.isBroadcast(localAddress);
     }
 
     /** Connection table key: remote address, remote port and local port (the local address is ours). */
@@ -306,6 +316,46 @@ public final class Tcp implements IpProtocolHandler
     public void forEachConnection(final Consumer<TcpConnection> visitor)
     {
         connections.values().forEach(visitor);
+    }
+
+    /**
+     * Early demultiplexing, as Linux's {@code tcp_v4_early_demux}: a frame of the shape nearly every segment of a stream
+     * has ({@link TcpFrameShape}: Ethernet to us, IPv4 without options, not a fragment) that belongs to the connection
+     * the last segment went to goes to that connection straight from the device, past the Ethernet and IPv4 layers.
+     * It passes exactly the checks those layers and {@link #onDatagram} would make on the way (the source address is
+     * the connection's, vetted when the connection was made), and gets the same processing and counts. Any other frame,
+     * including one whose TCP header does not parse cleanly or whose checksum fails, returns false having changed only
+     * scratch state, and takes the layers, which count its drop by reason. {@code TcpEarlyDemuxTest} holds the two ways to
+     * the same frames sent and the same counters. {@code NetStack} calls this before its Ethernet demultiplexing, only
+     * for the TCP it registered with IPv4, which never changes ({@link Ipv4#register}).
+     *
+     * @param checksumTrusted the device verified the TCP checksum ({@code FrameHandler.RX_L4_CHECKSUM_TRUSTED}).
+     * @return true when the segment went to its connection, false when the frame is for the layers.
+     */
+    public boolean onFrame(final DirectBuffer buffer, final int offset, final int length, final long mac,
+        final boolean checksumTrusted, final long nowNanos)
+    {
+        final TcpConnection c = lastConnection;
+        final TcpFrameShape f = shape;
+        if (c == null || !earlyDemux || !f.decode(buffer, offset, length, mac, localAddress) || f.source != c.remoteIp
+            || f.ports != (c.remotePort << 16 | c.localPort)
+            || in.parse(buffer, f.tcpOffset, f.tcpLength) != TcpRepr.OK)
+        {
+            return false;
+        }
+        if (!checksumTrusted && !header.wrap(buffer, f.tcpOffset, f.tcpLength).checksumValid(f.source, f.destination))
+        {
+            return false;
+        }
+        if (checksumTrusted)
+        {
+            checksumsTrustedInBurst++;
+        }
+        now = nowNanos;
+        segmentsInBurst++;
+        earlyDemuxInBurst++;
+        c.onSegment(in, buffer, nowNanos);
+        return true;
     }
 
     @Override
@@ -753,9 +803,11 @@ public final class Tcp implements IpProtocolHandler
             counters.add(StackCounter.TCP_SEGMENTS_IN, segmentsInBurst);
             counters.add(StackCounter.RX_CHECKSUMS_TRUSTED, checksumsTrustedInBurst);
             counters.add(StackCounter.TCP_PREDICTED, predictedInBurst);
+            counters.add(StackCounter.TCP_EARLY_DEMUX, earlyDemuxInBurst);
             segmentsInBurst = 0;
             checksumsTrustedInBurst = 0;
             predictedInBurst = 0;
+            earlyDemuxInBurst = 0;
         }
     }
 

@@ -14,6 +14,8 @@ import io.nicstack.stack.TestDevice;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.isn.IsnGenerator;
+import io.nicstack.stack.tcp.isn.SynCookies;
 import io.nicstack.stack.wire.ArpPacket;
 import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.Ipv4Header;
@@ -94,10 +96,21 @@ final class TcpTestHarness
     /** With {@code checksumOffload} the device offers transmit checksum offload (see {@link TestDevice}). */
     TcpTestHarness(final int mtu, final boolean checksumOffload)
     {
+        this(mtu, checksumOffload, null);
+    }
+
+    /**
+     * With {@code secrets} (null: random) as the stack's ISN and SYN-cookie keys ({@code IsnGenerator},
+     * {@code SynCookies}): two harnesses with the same secrets, fed the same frames at the same times, send the same.
+     */
+    TcpTestHarness(final int mtu, final boolean checksumOffload, final long[] secrets)
+    {
         this.mtu = mtu;
         device = new TestDevice(mtu).transmitChecksumOffload(checksumOffload);
         counters = StackCounters.inMemory();
-        stack = new NetStack(device, StackConfig.of("198.18.0.2/24").mtu(mtu), counters, now);
+        final StackConfig config = StackConfig.of("198.18.0.2/24").mtu(mtu);
+        stack = secrets == null ? new NetStack(device, config, counters, now) : new NetStack(device, config, counters, now,
+            new IsnGenerator(secrets[0], secrets[1]), new SynCookies(secrets[2], secrets[3]));
         mac = stack.config().mac();
         learnPeer();
     }

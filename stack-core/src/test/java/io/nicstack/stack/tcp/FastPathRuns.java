@@ -1,0 +1,223 @@
+package io.nicstack.stack.tcp;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.Consumer;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.fault.FaultConfig;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.stats.StackCounter;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A fast path changes how fast a segment is taken, never what happens to it. {@link #run} moves the same transfer
+ * over the same seeded faults with the same ISN secrets, with a fast path on or off; {@link #assertSame} then requires
+ * both runs to put the very same frames on the wire, in the same order, and to end with the same counters (but for the
+ * fast path's own), in the same simulated time. Any difference in an ACK number, a window, a timestamp, a SACK block,
+ * a retransmission or the timing of an ACK shows up as the first frame that differs. Used by
+ * {@link TcpHeaderPredictionTest} and {@link TcpEarlyDemuxTest}.
+ */
+final class FastPathRuns
+{
+    static final long BYTES = 1_500_000;
+
+    private FastPathRuns()
+    {
+    }
+
+    /** Every frame a stack hands to its device, as bytes (the stack's side of the fault injector). */
+    static final class Recorder implements NetDevice
+    {
+        private final NetDevice device;
+        final List<byte[]> frames = new ArrayList<>();
+        private MutableDirectBuffer claimed;
+
+        Recorder(final NetDevice device)
+        {
+            this.device = device;
+        }
+
+        @Override
+        public String name()
+        {
+            return "recorder:" + device.name();
+        }
+
+        @Override
+        public int mtu()
+        {
+            return device.mtu();
+        }
+
+        @Override
+        public int maxFrameLength()
+        {
+            return device.maxFrameLength();
+        }
+
+        @Override
+        public int receive(final FrameHandler handler, final int limit)
+        {
+            return device.receive(handler, limit);
+        }
+
+        @Override
+        public MutableDirectBuffer claim()
+        {
+            claimed = device.claim();
+            return claimed;
+        }
+
+        @Override
+        public boolean transmitChecksumOffload()
+        {
+            return device.transmitChecksumOffload();
+        }
+
+        @Override
+        public void commit(final int length)
+        {
+            record(claimed, length);
+            device.commit(length);
+        }
+
+        @Override
+        public void commit(final int length, final int flags)
+        {
+            record(claimed, length);
+            device.commit(length, flags);
+        }
+
+        private void record(final DirectBuffer frame, final int length)
+        {
+            final byte[] copy = new byte[length];
+            frame.getBytes(0, copy);
+            frames.add(copy);
+        }
+
+        @Override
+        public void abort()
+        {
+            device.abort();
+        }
+
+        @Override
+        public int flush()
+        {
+            return device.flush();
+        }
+
+        @Override
+        public boolean awaitReadable(final long timeoutNanos)
+        {
+            return device.awaitReadable(timeoutNanos);
+        }
+
+        @Override
+        public long droppedFrames()
+        {
+            return device.droppedFrames();
+        }
+
+        @Override
+        public void close()
+        {
+            device.close();
+        }
+    }
+
+    /** One run: what each stack sent, its counters but the fast path's, that count, and what each side received. */
+    record Run(List<byte[]> framesA, List<byte[]> framesB, String countersA, String countersB, long takenA,
+        long takenB, long segmentsInA, long segmentsInB, byte[] hashToServer, byte[] hashToClient, long now)
+    {
+    }
+
+    /**
+     * @param fastPath switches the fast path on or off in each stack's {@link Tcp}.
+     * @param taken    the counter of segments the fast path took.
+     */
+    static Run run(final String faults, final Consumer<Tcp> fastPath, final StackCounter taken,
+        final Consumer<TcpSettings> settings) throws Exception
+    {
+        final List<Recorder> recorders = new ArrayList<>();
+        final long[] secrets = {0x0123_4567_89AB_CDEFL, 0x0FED_CBA9_8765_4321L, 0x1111_2222_3333_4444L, 0x5555_6666_7777_8888L};
+        final TwoStacks net = new TwoStacks(FaultConfig.parse(faults), secrets, device ->
+        {
+            final Recorder r = new Recorder(device);
+            recorders.add(r);
+            return r;
+        });
+        for (final NetStack s : new NetStack[] {net.a, net.b})
+        {
+            fastPath.accept(s.tcp());
+            settings.accept(s.tcp().defaults());
+        }
+        final TcpTransferTest.Transfer transfer = TcpTransferTest.Transfer.start(net, BYTES);
+        final TcpTransferTest.Peer server = transfer.server();
+        final TcpTransferTest.Peer client = transfer.client();
+        assertTrue(transfer.run(net, 36_000_000_000_000L),
+            "transfer incomplete (faults " + faults + "): client sent " + client.sent
+                + " received " + client.received + ", server sent " + server.sent + " received " + server.received);
+        assertTrue(net.runUntil(() -> net.a.tcp().connectionCount() == 0 && net.b.tcp().connectionCount() == 0,
+            200_000_000_000L), "connections drain after close");
+        return new Run(recorders.get(0).frames, recorders.get(1).frames, countersBut(net.a, taken),
+            countersBut(net.b, taken), net.a.counters().get(taken), net.b.counters().get(taken),
+            net.a.counters().get(StackCounter.TCP_SEGMENTS_IN), net.b.counters().get(StackCounter.TCP_SEGMENTS_IN),
+            server.receivedHash.digest(), client.receivedHash.digest(), net.now);
+    }
+
+    /**
+     * The general path's run and the fast path's are the same, the switch works both ways (nothing taken with it
+     * off), and the fast path took at least {@code minShare} of the segments in.
+     */
+    static void assertSame(final Run general, final Run fast, final String what, final double minShare) throws Exception
+    {
+        assertArrayEquals(TcpTransferTest.expectedHash(BYTES, 2), fast.hashToServer(), what + ": SHA-256 client→server");
+        assertArrayEquals(TcpTransferTest.expectedHash(BYTES, 1), fast.hashToClient(), what + ": SHA-256 server→client");
+        assertSameFrames(general.framesA(), fast.framesA(), what + ", stack A (server)");
+        assertSameFrames(general.framesB(), fast.framesB(), what + ", stack B (client)");
+        assertEquals(general.countersA(), fast.countersA(), what + ": counters of A");
+        assertEquals(general.countersB(), fast.countersB(), what + ": counters of B");
+        assertEquals(general.now(), fast.now(), what + ": simulated time to finish");
+
+        assertEquals(0, general.takenA() + general.takenB(), what + ": fast path taken while off");
+        final long in = fast.segmentsInA() + fast.segmentsInB();
+        final long taken = fast.takenA() + fast.takenB();
+        assertTrue(taken >= minShare * in, what + ": the fast path took only " + taken + " of " + in + " segments");
+    }
+
+    static String countersBut(final NetStack stack, final StackCounter excluded)
+    {
+        final StringBuilder sb = new StringBuilder();
+        for (final StackCounter c : StackCounter.values())
+        {
+            if (c != excluded)
+            {
+                sb.append(c.label()).append(" = ").append(stack.counters().get(c)).append('\n');
+            }
+        }
+        return sb.toString();
+    }
+
+    static void assertSameFrames(final List<byte[]> general, final List<byte[]> fast, final String what)
+    {
+        final int n = Math.min(general.size(), fast.size());
+        for (int i = 0; i < n; i++)
+        {
+            final int frame = i;
+            assertArrayEquals(general.get(i), fast.get(i), () -> what + ": frame " + frame + " of " + general.size()
+                + " differs (general path first, then the fast path):\n" + Arrays.toString(general.get(frame)) + "\n"
+                + Arrays.toString(fast.get(frame)));
+        }
+        assertEquals(general.size(), fast.size(), what + ": frames sent");
+    }
+}

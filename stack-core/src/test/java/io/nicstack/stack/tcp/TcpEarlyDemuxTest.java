@@ -1,0 +1,237 @@
+package io.nicstack.stack.tcp;
+
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.function.Consumer;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.TcpHeader;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static io.nicstack.stack.tcp.TcpTestHarness.bytes;
+
+/**
+ * Early demultiplexing ({@code Tcp.onFrame}) hands a segment to its connection past the Ethernet and IPv4 layers; it
+ * must change how fast a frame is taken, never what happens to it. Whole transfers over faulty wires (with corrupted
+ * frames, which must fall back to the layers and be dropped there by reason) run with it on and off and must send the
+ * same frames and count the same ({@link FastPathRuns}). Then hostile frames: the same randomly mutated frames go to
+ * two stacks with the same secrets, one with early demultiplexing off, and after every frame both must have sent the
+ * same bytes, counted the same and kept their connections in the same state.
+ */
+class TcpEarlyDemuxTest
+{
+    private static final long[] SECRETS = {0x0123_4567_89AB_CDEFL, 0x0FED_CBA9_8765_4321L, 0x1111_2222_3333_4444L, 0x5555_6666_7777_8888L};
+    private static final int FRAMES = Integer.getInteger("nicstack.fuzz.frames", 1_000_000) / 10;
+    private static final long SEED = Long.getLong("nicstack.fuzz.seed", System.nanoTime());
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+        "clean wire                    | seed=1                                          | default | 0.90",
+        "loss, reorder, dup            | loss=0.03,reorder=0.03,dup=0.02,seed=21         | default | 0.50",
+        "1% of frames with a bit flipped | corrupt=0.01,seed=22                          | default | 0.80",
+        "corruption and loss           | loss=0.02,reorder=0.02,dup=0.01,corrupt=0.05,seed=23 | default | 0.40",
+        "no timestamps, no SACK        | loss=0.01,corrupt=0.02,seed=24                  | bare    | 0.50",
+    })
+    void earlyDemuxSendsWhatTheLayersSend(final String name, final String faults, final String profile,
+        final double minShare) throws Exception
+    {
+        final Consumer<TcpSettings> settings = s ->
+        {
+            if (profile.trim().equals("bare"))
+            {
+                s.timestamps = false;
+                s.sack = false;
+            }
+        };
+        final FastPathRuns.Run layers =
+            FastPathRuns.run(faults.trim(), tcp -> tcp.earlyDemux = false, StackCounter.TCP_EARLY_DEMUX, settings);
+        final FastPathRuns.Run early =
+            FastPathRuns.run(faults.trim(), tcp -> tcp.earlyDemux = true, StackCounter.TCP_EARLY_DEMUX, settings);
+        FastPathRuns.assertSame(layers, early, name.trim() + " (" + faults.trim() + ")", minShare);
+    }
+
+    /** A frame for another address, port or protocol, or one IPv4 would drop, is the layers' to count. */
+    @Test
+    void framesOfAnotherShapeGoToTheLayersAndAreCountedThere()
+    {
+        final TcpTestHarness t = new TcpTestHarness().peerOffersAll();
+        t.passiveOpen();
+        t.send(t.in().payload(bytes(100, 1)));
+        final long early = t.counter(StackCounter.TCP_EARLY_DEMUX);
+        assertTrue(early > 0, "the handshake's ACK made the connection the last one, so in-order data goes early");
+
+        final TcpTestHarness.Seg ttl0 = t.in().seq(t.irs + 101).payload(bytes(10, 2));
+        ttl0.ttl = 0;
+        t.send(ttl0);
+        assertEquals(1, t.counter(StackCounter.IPV4_DROP_TTL), "TTL 0: dropped by IPv4");
+        final byte[] fragment = t.frame(t.in().seq(t.irs + 101).payload(bytes(16, 3))); // 48 bytes: 8-byte units
+        fragment[14 + 6] = 0x20; // more fragments (and DF clear), offset 0
+        refreshIpChecksum(fragment);
+        t.device.inject(fragment);
+        t.poll();
+        assertEquals(1, t.counter(StackCounter.IPV4_FRAGMENTS_QUEUED), "a fragment waits for reassembly");
+        t.send(t.in().seq(t.irs + 101).payload(bytes(10, 4)).ipOptions(1, 1, 1, 0));
+        final byte[] badTcp = t.frame(t.in().seq(t.irs + 111).payload(bytes(10, 5)));
+        badTcp[badTcp.length - 1] ^= 1;
+        t.device.inject(badTcp);
+        t.poll();
+        assertEquals(1, t.counter(StackCounter.TCP_DROP_BAD_CHECKSUM), "a bad TCP checksum: dropped by TCP");
+        assertEquals(early, t.counter(StackCounter.TCP_EARLY_DEMUX), "none of these went early");
+        assertEquals(110, t.read().length, "the segment with IPv4 options went the long way and was delivered");
+
+        t.send(t.in().seq(t.irs + 111).payload(bytes(10, 6)));
+        assertEquals(early + 1, t.counter(StackCounter.TCP_EARLY_DEMUX), "the next clean segment goes early again");
+        assertEquals(10, t.read().length);
+    }
+
+    /**
+     * Mutated frames of an established connection (bit flips in the headers, fields rewritten with random values and
+     * the checksums sometimes made right again so deeper checks are reached, truncation, padding), into two stacks
+     * that differ only in early demultiplexing. The seed is printed on failure; {@code -Dnicstack.fuzz.seed} repeats.
+     */
+    @Test
+    void mutatedFramesMeetTheSameFateWithAndWithoutEarlyDemux()
+    {
+        final SplittableRandom random = new SplittableRandom(SEED);
+        final String seed = " (seed " + SEED + ", -Dnicstack.fuzz.seed=" + SEED + " repeats it)";
+        long frames = 0;
+        long early = 0;
+        int connections = 0;
+        while (frames < FRAMES)
+        {
+            final TcpTestHarness fast = new TcpTestHarness(1500, false, SECRETS).peerOffersAll();
+            final TcpTestHarness layers = new TcpTestHarness(1500, false, SECRETS).peerOffersAll();
+            layers.stack.tcp().earlyDemux = false;
+            final int flags = random.nextBoolean() ? FrameHandler.RX_L4_CHECKSUM_TRUSTED : 0;
+            fast.device.rxFlags(flags);
+            layers.device.rxFlags(flags);
+            fast.passiveOpen();
+            layers.passiveOpen();
+            connections++;
+            assertSameSoFar(fast, layers, "after the handshake" + seed);
+            while (frames < FRAMES && fast.conn.state() != TcpState.CLOSED)
+            {
+                fast.peerTsVal += random.nextInt(3);
+                final int length = random.nextInt(8) == 0 ? 0 : 1 + random.nextInt(1448);
+                final byte[] frame = mutate(fast.frame(fast.in().seq(fast.conn.rcvNxt).payload(bytes(length, (int)frames))),
+                    random);
+                frames++;
+                fast.device.inject(frame);
+                layers.device.inject(frame);
+                fast.poll();
+                layers.poll();
+                assertSameSoFar(fast, layers, "frame " + frames + seed);
+                if (random.nextInt(16) == 0)
+                {
+                    assertEquals(new String(fast.read(), java.nio.charset.StandardCharsets.ISO_8859_1),
+                        new String(layers.read(), java.nio.charset.StandardCharsets.ISO_8859_1), "data read" + seed);
+                }
+            }
+            early += fast.counter(StackCounter.TCP_EARLY_DEMUX);
+            assertEquals(0, layers.counter(StackCounter.TCP_EARLY_DEMUX), "early demux while off" + seed);
+        }
+        // Both ways were taken: a good share of the frames early, and the mutated rest by the layers.
+        assertTrue(early > frames / 5, early + " of " + frames + " frames went early" + seed);
+        assertTrue(early < frames * 4 / 5, early + " of " + frames + " frames went early: too few mutations" + seed);
+        assertTrue(connections >= 1);
+    }
+
+    private static void assertSameSoFar(final TcpTestHarness fast, final TcpTestHarness layers, final String what)
+    {
+        final List<byte[]> a = fast.device.takeSent();
+        final List<byte[]> b = layers.device.takeSent();
+        FastPathRuns.assertSameFrames(b, a, what);
+        assertEquals(FastPathRuns.countersBut(layers.stack, StackCounter.TCP_EARLY_DEMUX),
+            FastPathRuns.countersBut(fast.stack, StackCounter.TCP_EARLY_DEMUX), what + ": counters");
+        assertEquals(layers.conn.state(), fast.conn.state(), what + ": state");
+        assertEquals(layers.conn.bytesReceived(), fast.conn.bytesReceived(), what + ": bytes received");
+    }
+
+    /** Where the fields a mutation rewrites sit in a frame: Ethernet, IPv4 (no options) and TCP header offsets. */
+    private static final int[][] FIELDS = {
+        {0, 6}, {12, 2},                                                  // destination MAC, EtherType
+        {14, 1}, {16, 2}, {20, 2}, {22, 1}, {23, 1}, {26, 4}, {30, 4},    // version/IHL, total length, flags/offset,
+                                                                          // TTL, protocol, source, destination
+        {34, 2}, {36, 2}, {38, 4}, {42, 4}, {46, 1}, {47, 1}, {48, 2}, {54, 4}, // ports, seq, ack, data offset,
+                                                                          // flags, window, first option word
+    };
+
+    /** One random mutation, or none (a quarter of the frames stay as they were). */
+    private static byte[] mutate(final byte[] frame, final SplittableRandom random)
+    {
+        switch (random.nextInt(8))
+        {
+            case 0, 1:
+                return frame;
+            case 2:
+            {
+                for (int flips = 1 + random.nextInt(3); flips > 0; flips--)
+                {
+                    final int bit = random.nextInt(Math.min(frame.length, 70) * 8);
+                    frame[bit >>> 3] ^= (byte)(1 << (bit & 7));
+                }
+                return frame;
+            }
+            case 3:
+                return java.util.Arrays.copyOf(frame, random.nextInt(frame.length));
+            case 4:
+            {
+                final byte[] padded = java.util.Arrays.copyOf(frame, frame.length + 1 + random.nextInt(64));
+                padded[padded.length - 1] = (byte)random.nextInt();
+                return padded;
+            }
+            default:
+            {
+                final int[] field = FIELDS[random.nextInt(FIELDS.length)];
+                for (int i = 0; i < field[1]; i++)
+                {
+                    // Mostly small changes, so that values near the valid ones (IHL 5 or 6, TTL 1) come up often.
+                    frame[field[0] + i] = (byte)(random.nextBoolean() ? frame[field[0] + i] + random.nextInt(-2, 3)
+                        : random.nextInt());
+                }
+                if (random.nextBoolean())
+                {
+                    refreshIpChecksum(frame);
+                }
+                if (random.nextBoolean())
+                {
+                    refreshTcpChecksum(frame);
+                }
+                return frame;
+            }
+        }
+    }
+
+    private static void refreshIpChecksum(final byte[] frame)
+    {
+        final int headerLength = (frame[14] & 0x0F) * 4;
+        if (headerLength >= 20 && 14 + headerLength <= frame.length)
+        {
+            new Ipv4Header().wrap(new UnsafeBuffer(frame), 14, headerLength).updateChecksum();
+        }
+    }
+
+    private static void refreshTcpChecksum(final byte[] frame)
+    {
+        if (frame.length < 34)
+        {
+            return;
+        }
+        final UnsafeBuffer b = new UnsafeBuffer(frame);
+        final Ipv4Header ip = new Ipv4Header().wrap(b, 14, frame.length - 14);
+        final int tcpAt = 14 + (frame[14] & 0x0F) * 4;
+        final int tcpLength = ip.totalLength() - (tcpAt - 14);
+        if (tcpLength >= 20 && tcpAt + tcpLength <= frame.length)
+        {
+            new TcpHeader().wrap(b, tcpAt, tcpLength).updateChecksum(ip.source(), ip.destination());
+        }
+    }
+}
