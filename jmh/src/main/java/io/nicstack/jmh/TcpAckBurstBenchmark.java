@@ -79,6 +79,7 @@ public class TcpAckBurstBenchmark
     private long ackedAtStart;
     private long acksAtStart;
     private long predictedAtStart;
+    private long earlyAtStart;
     private boolean ringMode;
 
     @Setup(Level.Trial)
@@ -119,6 +120,7 @@ public class TcpAckBurstBenchmark
         ackedAtStart = connection.bytesAcked();
         acksAtStart = cursor.count;
         predictedAtStart = stack.counters().get(StackCounter.TCP_PREDICTED);
+        earlyAtStart = stack.counters().get(StackCounter.TCP_EARLY_DEMUX);
     }
 
     /** The application writes up to a burst's worth; returns the segments the stack sent for it at once. */
@@ -161,6 +163,7 @@ public class TcpAckBurstBenchmark
         check(connection.bytesAcked() - 1 == written, "everything written was acknowledged; " + connection.describe());
         check(counters.get(StackCounter.TCP_SEGMENTS_IN) == cursor.count + 2, "segments in (SYN, ACK, ACKs): " + counters);
         check(counters.get(StackCounter.TCP_PREDICTED) - predictedAtStart == acks, "every ACK took header prediction: " + counters);
+        check(counters.get(StackCounter.TCP_EARLY_DEMUX) - earlyAtStart == acks, "every ACK went early: " + counters);
     }
 
     /** {@value #BURST} ACKs, each of the next 1448 bytes, through one poll; the time is reported per ACK. */

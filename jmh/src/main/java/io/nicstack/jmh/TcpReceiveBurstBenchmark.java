@@ -89,6 +89,7 @@ public class TcpReceiveBurstBenchmark
     private long pollsAtStart;
     private long polls;
     private long predictedAtStart;
+    private long earlyAtStart;
     private boolean ringMode;
 
     @Setup(Level.Trial)
@@ -123,6 +124,7 @@ public class TcpReceiveBurstBenchmark
         injectedAtStart = cursor.count;
         pollsAtStart = polls;
         predictedAtStart = stack.counters().get(StackCounter.TCP_PREDICTED);
+        earlyAtStart = stack.counters().get(StackCounter.TCP_EARLY_DEMUX);
     }
 
     private int poll()
@@ -145,6 +147,8 @@ public class TcpReceiveBurstBenchmark
         check(cursor.count - injectedAtStart == (polls - pollsAtStart) * BURST, "every poll took a whole burst");
         check(counters.get(StackCounter.TCP_PREDICTED) - predictedAtStart == cursor.count - injectedAtStart,
             "every segment took header prediction: " + counters);
+        check(counters.get(StackCounter.TCP_EARLY_DEMUX) - earlyAtStart == cursor.count - injectedAtStart,
+            "every segment went to its connection by early demultiplexing: " + counters);
     }
 
     /** Buffers as the daemon's pipe slots are: an RX pipe and a TX pipe in direct memory, of the stack's default size. */
