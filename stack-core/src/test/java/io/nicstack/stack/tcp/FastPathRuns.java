@@ -3,6 +3,7 @@ package io.nicstack.stack.tcp;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import org.agrona.DirectBuffer;
@@ -173,6 +174,48 @@ final class FastPathRuns
             countersBut(net.b, taken), net.a.counters().get(taken), net.b.counters().get(taken),
             net.a.counters().get(StackCounter.TCP_SEGMENTS_IN), net.b.counters().get(StackCounter.TCP_SEGMENTS_IN),
             server.receivedHash.digest(), client.receivedHash.digest(), net.now);
+    }
+
+    /**
+     * Run the transfer with the fast path off, then on ({@code fastPath} switches it in each stack's {@link Tcp}), and
+     * {@link #assertSame assert the two runs the same}; {@code profile} names the connections' settings
+     * ({@link #profile}).
+     */
+    static void assertFastPathChangesNothing(final String name, final String faults, final String profile,
+        final BiConsumer<Tcp, Boolean> fastPath, final StackCounter taken, final double minShare) throws Exception
+    {
+        final Consumer<TcpSettings> settings = profile(profile.trim());
+        final Run general = run(faults.trim(), tcp -> fastPath.accept(tcp, false), taken, settings);
+        final Run fast = run(faults.trim(), tcp -> fastPath.accept(tcp, true), taken, settings);
+        assertSame(general, fast, name.trim() + " (" + faults.trim() + ")", minShare);
+    }
+
+    /**
+     * Connection settings by name: {@code default}; {@code small} (8 KiB buffers); {@code bare} (no timestamps, no
+     * SACK); {@code newreno} (NewReno, Nagle off).
+     */
+    static Consumer<TcpSettings> profile(final String name)
+    {
+        return switch (name)
+        {
+            case "default" -> s -> { };
+            case "small" -> s ->
+            {
+                s.sendBufferBytes = 8 * 1024;
+                s.receiveBufferBytes = 8 * 1024;
+            };
+            case "bare" -> s ->
+            {
+                s.timestamps = false;
+                s.sack = false;
+            };
+            case "newreno" -> s ->
+            {
+                s.congestionControl = "newreno";
+                s.noDelay = true;
+            };
+            default -> throw new IllegalArgumentException("no settings profile " + name);
+        };
     }
 
     /**

@@ -2,7 +2,6 @@ package io.nicstack.stack.tcp;
 
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.function.Consumer;
 
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -43,19 +42,8 @@ class TcpEarlyDemuxTest
     void earlyDemuxSendsWhatTheLayersSend(final String name, final String faults, final String profile,
         final double minShare) throws Exception
     {
-        final Consumer<TcpSettings> settings = s ->
-        {
-            if (profile.trim().equals("bare"))
-            {
-                s.timestamps = false;
-                s.sack = false;
-            }
-        };
-        final FastPathRuns.Run layers =
-            FastPathRuns.run(faults.trim(), tcp -> tcp.earlyDemux = false, StackCounter.TCP_EARLY_DEMUX, settings);
-        final FastPathRuns.Run early =
-            FastPathRuns.run(faults.trim(), tcp -> tcp.earlyDemux = true, StackCounter.TCP_EARLY_DEMUX, settings);
-        FastPathRuns.assertSame(layers, early, name.trim() + " (" + faults.trim() + ")", minShare);
+        FastPathRuns.assertFastPathChangesNothing(name, faults, profile, (tcp, on) -> tcp.earlyDemux = on,
+            StackCounter.TCP_EARLY_DEMUX, minShare);
     }
 
     /** A frame for another address, port or protocol, or one IPv4 would drop, is the layers' to count. */

@@ -1,7 +1,5 @@
 package io.nicstack.stack.tcp;
 
-import java.util.function.Consumer;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -40,35 +38,8 @@ class TcpHeaderPredictionTest
     void predictionSendsWhatTheGeneralPathSends(final String name, final String faults, final String profile,
         final double minShare) throws Exception
     {
-        final Consumer<TcpSettings> settings = s ->
-        {
-            switch (profile.trim())
-            {
-                case "small" ->
-                {
-                    s.sendBufferBytes = 8 * 1024;
-                    s.receiveBufferBytes = 8 * 1024;
-                }
-                case "bare" ->
-                {
-                    s.timestamps = false;
-                    s.sack = false;
-                }
-                case "newreno" ->
-                {
-                    s.congestionControl = "newreno";
-                    s.noDelay = true;
-                }
-                default ->
-                {
-                }
-            }
-        };
-        final FastPathRuns.Run general =
-            FastPathRuns.run(faults.trim(), tcp -> tcp.headerPrediction = false, StackCounter.TCP_PREDICTED, settings);
-        final FastPathRuns.Run predicted =
-            FastPathRuns.run(faults.trim(), tcp -> tcp.headerPrediction = true, StackCounter.TCP_PREDICTED, settings);
-        FastPathRuns.assertSame(general, predicted, name.trim() + " (" + faults.trim() + ")", minShare);
+        FastPathRuns.assertFastPathChangesNothing(name, faults, profile, (tcp, on) -> tcp.headerPrediction = on,
+            StackCounter.TCP_PREDICTED, minShare);
     }
 
     // ------------------------------------------------------------------------------------------
