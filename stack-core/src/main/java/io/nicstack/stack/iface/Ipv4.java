@@ -271,7 +271,7 @@ public final class Ipv4
         return address == 0xFFFF_FFFF || (address >>> 28) == 0xE;
     }
 
-    /** True when {@code address} is one of ours or a broadcast we accept. */
+    /** True when {@code address} is the limited broadcast address or our subnet's broadcast address. */
     public boolean isBroadcast(final int address)
     {
         return address == 0xFFFF_FFFF || address == config.subnetBroadcast();

@@ -51,7 +51,10 @@ public final class Tcp implements IpProtocolHandler
     private final IsnGenerator isn;
     private final SynCookies cookies;
     private final Long2ObjectHashMap<TcpConnection> connections = new Long2ObjectHashMap<>();
-    /** The connection the last segment went to: a bulk stream skips the hash lookup (Linux's early demux does the same). */
+    /**
+     * The connection the last segment went to: a bulk stream skips the hash lookup, and {@link #onFrame} the layers
+     * below. Always a connection in the table ({@link #remove} clears it).
+     */
     private TcpConnection lastConnection;
     private long segmentsInBurst;
     /** Segments of this burst that header prediction took ({@code TcpConnection.predicted}). */
@@ -98,7 +101,8 @@ public final class Tcp implements IpProtocolHandler
         this.mss = ip.mtu() - Ipv4Header.MIN_HEADER_LENGTH - TcpHeader.HEADER_LENGTH;
         this.nextEphemeral = (int)((ip.config().address() * 2654435761L) & 0x3FFF);
         this.localAddress = ip.config().address();
-        // A /32's address is also its subnet's broadcast address: IPv4 hands TCP such a datagram as a broadcast.
+        // An address that is also a broadcast address (the subnet's all-ones one, e.g. 10.0.0.255/24) makes IPv4 hand
+        // TCP its datagrams as broadcasts, which TCP drops: no early path around that. The config is read once here.
         this.earlyDemux = !ip.isBroadcast(localAddress);
     }
 
@@ -322,7 +326,7 @@ public final class Tcp implements IpProtocolHandler
      * Early demultiplexing, as Linux's {@code tcp_v4_early_demux}: a frame of the shape nearly every segment of a stream
      * has ({@link TcpFrameShape}: Ethernet to us, IPv4 without options, not a fragment) that belongs to the connection
      * the last segment went to goes to that connection straight from the device, past the Ethernet and IPv4 layers.
-     * It passes exactly the checks those layers and {@link #onDatagram} would make on the way (the source address is
+     * It passes every check those layers and {@link #onDatagram} would make on the way (the source address is
      * the connection's, vetted when the connection was made), and gets the same processing and counts. Any other frame,
      * including one whose TCP header does not parse cleanly or whose checksum fails, returns false having changed only
      * scratch state, and takes the layers, which count its drop by reason. {@code TcpEarlyDemuxTest} holds the two ways to

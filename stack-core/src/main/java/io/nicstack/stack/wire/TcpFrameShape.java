@@ -4,11 +4,12 @@ import org.agrona.DirectBuffer;
 
 /**
  * The frame shape that carries almost every segment of a TCP stream: Ethernet II to our unicast address, then IPv4
- * with a 20-byte header, not a fragment, protocol TCP, to our address. {@link #decode} checks in a few reads of the
- * frame's first cache line exactly what the Ethernet and IPv4 layers check on the way to TCP, so a frame it accepts
- * is one those layers would hand to TCP unchanged, from {@link #source} at {@link #tcpOffset}. It has no opinion on
- * any other frame: those take the layers' way, which counts each drop by its reason. {@code TcpFrameShapeTest} holds
- * {@link #decode} to the layers' verdict on mutated and random frames.
+ * with a 20-byte header, not a fragment, protocol TCP, to our address. {@link #decode} reads the frame's first 54
+ * bytes a few words at a time and accepts only frames of this shape that pass every check the Ethernet and IPv4 layers
+ * make on the way to TCP but one: the source address, which its caller compares with a connection's (vetted when the
+ * connection was made). Such a frame is one those layers would hand to TCP unchanged, from {@link #source} at
+ * {@link #tcpOffset}. It has no opinion on any other frame: those take the layers' way, which counts each drop by its
+ * reason. {@code TcpFrameShapeTest} holds {@link #decode} to the header flyweights on mutated and random frames.
  */
 public final class TcpFrameShape
 {
