@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bulk TCP goodput over a tap, side by side in one run (results are medians of REPS runs):
-#   1. raw tap capacity: a Java frame reflector (the same TapDevice code) echoes a UDP flood;
-#      capacity = reflected frames/s x 1448 (the MSS with timestamps)
+#   1. raw tap capacity: a Java frame reflector (the same TapDevice code) echoes a UDP flood of 1448-byte
+#      datagrams that the kernel cuts from 45-datagram buffers (UDP GSO, scripts/bench/bulk_peer.py blast), so
+#      the sender's system calls are not the limit; capacity = reflected frames/s x 1448 (the MSS with timestamps)
 #   2. nicstack daemon: kernel -> nicstack (discard service) and nicstack -> kernel (chargen), with the
 #      tap's checksum offload (the default) and with --no-offload
 #   3. kernel -> kernel over a veth pair between two namespaces, same client, for context
@@ -44,9 +45,9 @@ tap_capacity() {
   ip netns exec "$NS1" ip addr add 198.18.0.1/24 dev nstap0
   ip netns exec "$NS1" ip link set nstap0 up
   ip netns exec "$NS1" ip neigh replace 198.18.0.2 lladdr 02:00:c6:12:00:02 dev nstap0
-  ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.UdpBlaster 198.18.0.2 5201 1448 4 >"$SHM/blast.log" 2>&1
+  ip netns exec "$NS1" "$PEER" "$PEER_PY" blast 198.18.0.2 5201 4 >"$SHM/blast.log" 2>&1
   wait "$rp" || true
-  awk '/frames_out/ {printf "%.1f\n", $5 / $7 * 1448 / 1e6}' "$SHM/refl.log"
+  awk '/flood_frames/ {printf "%.1f\n", ($9 > 0 ? $7 / $9 * 1448 / 1e6 : 0)}' "$SHM/refl.log"
 }
 
 nicstack_bulk() {

@@ -12,13 +12,18 @@ import io.nicstack.nic.tap.TapDevice;
  * Ethernet and IP addresses swapped (checksums stay valid), in bursts, through the same
  * {@link TapDevice} the stack uses, with the same checksum offload (on unless {@code --no-offload}): a frame the
  * kernel handed over with a partial checksum (trusted) goes back partial, for the kernel to complete as it would
- * for the daemon's frames; swapping the addresses leaves the pseudo-header sum unchanged. Runs inside the benchmark's namespace for a bounded time and
- * prints {@code reflector frames_in N frames_out M seconds S}.
+ * for the daemon's frames; swapping the addresses leaves the pseudo-header sum unchanged. Runs inside the benchmark's
+ * namespace for a bounded time and prints {@code reflector frames_in N frames_out M flood_frames F flood_seconds S}:
+ * the capacity is F / S frames a second.
  *
  * <p>usage: TapReflector TAP SECONDS [--no-offload]
  */
 public final class TapReflector
 {
+    /** A pause this long ends the flood, once it has brought at least {@link #MIN_FLOOD_FRAMES}. */
+    private static final long FLOOD_GAP_NANOS = 100_000_000L;
+    private static final long MIN_FLOOD_FRAMES = 10_000;
+
     private TapReflector()
     {
     }
@@ -34,26 +39,50 @@ public final class TapReflector
             final long[] counts = new long[2];
             final long start = System.nanoTime();
             final long end = start + seconds * 1_000_000_000L;
+            final FrameHandler reflector = new FrameHandler()
+            {
+                @Override
+                public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+                {
+                    onFrame(buffer, offset, length, 0);
+                }
+
+                @Override
+                public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+                {
+                    reflect(tap, buffer, offset, length, flags, counts);
+                }
+            };
+            // The rate is over the flood alone: from its first burst to its last, before a gap of 100 ms. The whole
+            // window would count the idle tail (a third of it), and a stray frame after the flood (an ARP or IPv6
+            // probe a second later) would stretch the flood's time.
             long first = 0;
+            long last = 0;
+            long floodFrames = 0;
+            boolean floodOver = false;
             while (System.nanoTime() < end)
             {
-                final int n = tap.receive(new FrameHandler()
+                final int n = tap.receive(reflector, NetDevice.BURST);
+                if (n > 0 && !floodOver)
                 {
-                    @Override
-                    public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+                    final long now = System.nanoTime();
+                    if (first != 0 && now - last > FLOOD_GAP_NANOS)
                     {
-                        onFrame(buffer, offset, length, 0);
+                        // A gap: the flood is over, or what came before it was stray frames (the link's own IPv6
+                        // announcements when it comes up) and the flood starts now.
+                        floodOver = floodFrames >= MIN_FLOOD_FRAMES;
+                        first = floodOver ? first : 0;
+                        floodFrames = floodOver ? floodFrames : 0;
                     }
-
-                    @Override
-                    public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+                    if (!floodOver)
                     {
-                        reflect(tap, buffer, offset, length, flags, counts);
+                        if (first == 0)
+                        {
+                            first = now;
+                        }
+                        last = now;
+                        floodFrames += n;
                     }
-                }, NetDevice.BURST);
-                if (n > 0 && first == 0)
-                {
-                    first = System.nanoTime();
                 }
                 tap.flush();
                 if (n == 0)
@@ -61,8 +90,8 @@ public final class TapReflector
                     tap.awaitReadable(1_000_000L);
                 }
             }
-            final double active = (System.nanoTime() - (first == 0 ? start : first)) / 1e9;
-            System.out.printf("reflector frames_in %d frames_out %d seconds %.3f%n", counts[0], counts[1], active);
+            System.out.printf("reflector frames_in %d frames_out %d flood_frames %d flood_seconds %.3f%n",
+                counts[0], counts[1], floodFrames, (last - first) / 1e9);
         }
     }
 
