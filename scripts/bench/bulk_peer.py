@@ -36,8 +36,8 @@ if mode == "blast":
             try:
                 s.send(payload)
                 sent += per_call
-            except (ConnectionRefusedError, BlockingIOError):
-                pass  # an ICMP error reported on the connected socket: keep going
+            except OSError:
+                pass  # an ICMP error reported on the connected socket, or no buffer space: keep going (bounded)
     print(f"blast sent {sent} datagrams {time.time() - t0:.3f} s ({per_call} per call)", flush=True)
     sys.exit(0)
 if mode in ("send", "recv"):
