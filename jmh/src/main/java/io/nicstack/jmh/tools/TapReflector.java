@@ -70,9 +70,15 @@ public final class TapReflector
                     {
                         // A gap: the flood is over, or what came before it was stray frames (the link's own IPv6
                         // announcements when it comes up) and the flood starts now.
-                        floodOver = floodFrames >= MIN_FLOOD_FRAMES;
-                        first = floodOver ? first : 0;
-                        floodFrames = floodOver ? floodFrames : 0;
+                        if (floodFrames >= MIN_FLOOD_FRAMES)
+                        {
+                            floodOver = true;
+                        }
+                        else
+                        {
+                            first = 0;
+                            floodFrames = 0;
+                        }
                     }
                     if (!floodOver)
                     {
