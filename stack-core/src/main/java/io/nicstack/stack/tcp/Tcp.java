@@ -324,10 +324,12 @@ public final class Tcp implements IpProtocolHandler
 
     /**
      * Early demultiplexing, as Linux's {@code tcp_v4_early_demux}: a frame of the shape nearly every segment of a stream
-     * has ({@link TcpFrameShape}: Ethernet to us, IPv4 without options, not a fragment) that belongs to the connection
-     * the last segment went to goes to that connection straight from the device, past the Ethernet and IPv4 layers.
-     * It passes every check those layers and {@link #onDatagram} would make on the way (the source address is
-     * the connection's, vetted when the connection was made), and gets the same processing and counts. Any other frame,
+     * has ({@link TcpFrameShape}: Ethernet to us, IPv4 without options, not a fragment) that belongs to a connection
+     * goes to that connection straight from the device, past the Ethernet and IPv4 layers. The connection the last
+     * segment went to is tried first (a bulk stream's next segment), then the connection table, so interleaved flows
+     * take this path too. The frame passes every check those layers and {@link #onDatagram} would make on the way (the
+     * source address is the connection's, vetted when the connection was made), and gets the same processing and
+     * counts. A frame for no connection (a SYN to a listener, a segment for a closed port) and any other frame,
      * including one whose TCP header does not parse cleanly or whose checksum fails, returns false having changed only
      * scratch state, and takes the layers, which count its drop by reason. {@code TcpEarlyDemuxTest} holds the two ways to
      * the same frames sent and the same counters. {@code NetStack} calls this before its Ethernet demultiplexing, only
@@ -339,11 +341,18 @@ public final class Tcp implements IpProtocolHandler
     public boolean onFrame(final DirectBuffer buffer, final int offset, final int length, final long mac,
         final boolean checksumTrusted, final long nowNanos)
     {
-        final TcpConnection c = lastConnection;
         final TcpFrameShape f = shape;
-        if (c == null || !earlyDemux || !f.decode(buffer, offset, length, mac, localAddress) || f.source != c.remoteIp
-            || f.ports != (c.remotePort << 16 | c.localPort)
-            || in.parse(buffer, f.tcpOffset, f.tcpLength) != TcpRepr.OK)
+        if (!earlyDemux || !f.decode(buffer, offset, length, mac, localAddress))
+        {
+            return false;
+        }
+        final long key = key(f.source, f.ports >>> 16, f.ports & 0xFFFF);
+        TcpConnection c = lastConnection;
+        if (c == null || c.key != key)
+        {
+            c = connections.get(key);
+        }
+        if (c == null || in.parse(buffer, f.tcpOffset, f.tcpLength) != TcpRepr.OK)
         {
             return false;
         }
@@ -358,6 +367,7 @@ public final class Tcp implements IpProtocolHandler
         now = nowNanos;
         segmentsInBurst++;
         earlyDemuxInBurst++;
+        lastConnection = c;
         c.onSegment(in, buffer, nowNanos);
         return true;
     }

@@ -21,7 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A fast path changes how fast a segment is taken, never what happens to it. {@link #run} moves the same transfer
- * over the same seeded faults with the same ISN secrets, with a fast path on or off; {@link #assertSame} then requires
+ * (one connection, or several at once whose segments interleave: {@link Flows}) over the same seeded faults with the
+ * same ISN secrets, with a fast path on or off; {@link #assertSame} then requires
  * both runs to put the very same frames on the wire, in the same order, and to end with the same counters (but for the
  * fast path's own), in the same simulated time. Any difference in an ACK number, a window, a timestamp, a SACK block,
  * a retransmission or the timing of an ACK shows up as the first frame that differs. Used by
@@ -136,18 +137,103 @@ final class FastPathRuns
         }
     }
 
-    /** One run: what each stack sent, its counters but the fast path's, that count, and what each side received. */
+    /**
+     * One run: what each stack sent, its counters but the fast path's, that count, and what each side of each flow
+     * received (SHA-256, in the order the flows connected).
+     */
     record Run(List<byte[]> framesA, List<byte[]> framesB, String countersA, String countersB, long takenA,
-        long takenB, long segmentsInA, long segmentsInB, byte[] hashToServer, byte[] hashToClient, long now)
+        long takenB, long segmentsInA, long segmentsInB, List<byte[]> hashesToServer, List<byte[]> hashesToClient,
+        long bytesEachWay, long now)
     {
+        /** Segments the two stacks took in (TCP_SEGMENTS_IN) that the fast path did not take. */
+        long notTaken()
+        {
+            return segmentsInA + segmentsInB - takenA - takenB;
+        }
+    }
+
+    /**
+     * {@code flows} concurrent connections from clients on stack B to one server port on A, each moving
+     * {@code bytesEachWay} both ways at once (their segments interleave on the wire), then closing.
+     */
+    record Flows(List<TcpTransferTest.Peer> servers, List<TcpTransferTest.Peer> clients, long bytesEachWay)
+    {
+        static Flows start(final TwoStacks net, final int flows, final long bytesEachWay) throws Exception
+        {
+            final Flows f = new Flows(new ArrayList<>(), new ArrayList<>(), bytesEachWay);
+            final List<TcpTransferTest.Peer> unaccepted = new ArrayList<>();
+            for (int i = 0; i < flows; i++)
+            {
+                unaccepted.add(new TcpTransferTest.Peer(bytesEachWay, 1));
+            }
+            net.a.tcp().listen(5001, flows, l ->
+            {
+                for (TcpConnection c = l.accept(); c != null; c = l.accept())
+                {
+                    final TcpTransferTest.Peer server = unaccepted.remove(0);
+                    f.servers.add(server);
+                    server.connection = c;
+                    c.handler(server);
+                    server.pump(c);
+                }
+            });
+            for (int i = 0; i < flows; i++)
+            {
+                final TcpTransferTest.Peer client = new TcpTransferTest.Peer(bytesEachWay, 2);
+                f.clients.add(client);
+                net.b.tcp().connect(TwoStacks.A_IP, 5001, client, null);
+            }
+            return f;
+        }
+
+        /** Run until every flow sent everything and saw the other's FIN, or one closed abnormally; true on success. */
+        boolean run(final TwoStacks net, final long maxSimulatedNanos)
+        {
+            return net.runUntil(this::done, maxSimulatedNanos) && servers.size() == clients.size()
+                && servers.stream().allMatch(p -> p.closeReason <= 0) && clients.stream().allMatch(p -> p.closeReason <= 0);
+        }
+
+        /** Every flow is finished, or one closed abnormally. */
+        private boolean done()
+        {
+            boolean finished = servers.size() == clients.size();
+            for (final List<TcpTransferTest.Peer> side : List.of(servers, clients))
+            {
+                for (final TcpTransferTest.Peer p : side)
+                {
+                    if (p.closeReason > 0)
+                    {
+                        return true;
+                    }
+                    finished &= p.peerClosed && p.sent == bytesEachWay;
+                }
+            }
+            return finished;
+        }
+
+        String describe()
+        {
+            final StringBuilder sb = new StringBuilder();
+            for (int i = 0; i < clients.size(); i++)
+            {
+                final TcpTransferTest.Peer c = clients.get(i);
+                final TcpTransferTest.Peer s = i < servers.size() ? servers.get(i) : null;
+                // The i-th client connected and the i-th server accepted; with faults they need not be the same flow.
+                sb.append("client ").append(i).append(" sent ").append(c.sent).append(" received ").append(c.received)
+                    .append(s == null ? "; server " + i + " not accepted" : "; server " + i + " sent " + s.sent + " received "
+                        + s.received).append('\n');
+            }
+            return sb.toString();
+        }
     }
 
     /**
      * @param fastPath switches the fast path on or off in each stack's {@link Tcp}.
      * @param taken    the counter of segments the fast path took.
+     * @param flows    concurrent connections, together moving {@link #BYTES} each way.
      */
     static Run run(final String faults, final Consumer<Tcp> fastPath, final StackCounter taken,
-        final Consumer<TcpSettings> settings) throws Exception
+        final Consumer<TcpSettings> settings, final int flows) throws Exception
     {
         final List<Recorder> recorders = new ArrayList<>();
         final long[] secrets = {0x0123_4567_89AB_CDEFL, 0x0FED_CBA9_8765_4321L, 0x1111_2222_3333_4444L, 0x5555_6666_7777_8888L};
@@ -162,18 +248,15 @@ final class FastPathRuns
             fastPath.accept(s.tcp());
             settings.accept(s.tcp().defaults());
         }
-        final TcpTransferTest.Transfer transfer = TcpTransferTest.Transfer.start(net, BYTES);
-        final TcpTransferTest.Peer server = transfer.server();
-        final TcpTransferTest.Peer client = transfer.client();
-        assertTrue(transfer.run(net, 36_000_000_000_000L),
-            "transfer incomplete (faults " + faults + "): client sent " + client.sent
-                + " received " + client.received + ", server sent " + server.sent + " received " + server.received);
+        final Flows transfer = Flows.start(net, flows, BYTES / flows);
+        assertTrue(transfer.run(net, 36_000_000_000_000L), "transfer incomplete (faults " + faults + "):\n" + transfer.describe());
         assertTrue(net.runUntil(() -> net.a.tcp().connectionCount() == 0 && net.b.tcp().connectionCount() == 0,
             200_000_000_000L), "connections drain after close");
         return new Run(recorders.get(0).frames, recorders.get(1).frames, countersBut(net.a, taken),
             countersBut(net.b, taken), net.a.counters().get(taken), net.b.counters().get(taken),
             net.a.counters().get(StackCounter.TCP_SEGMENTS_IN), net.b.counters().get(StackCounter.TCP_SEGMENTS_IN),
-            server.receivedHash.digest(), client.receivedHash.digest(), net.now);
+            transfer.servers().stream().map(p -> p.receivedHash.digest()).toList(),
+            transfer.clients().stream().map(p -> p.receivedHash.digest()).toList(), transfer.bytesEachWay(), net.now);
     }
 
     /**
@@ -181,13 +264,22 @@ final class FastPathRuns
      * {@link #assertSame assert the two runs the same}; {@code profile} names the connections' settings
      * ({@link #profile}).
      */
-    static void assertFastPathChangesNothing(final String name, final String faults, final String profile,
+    static Run assertFastPathChangesNothing(final String name, final String faults, final String profile,
         final BiConsumer<Tcp, Boolean> fastPath, final StackCounter taken, final double minShare) throws Exception
     {
+        return assertFastPathChangesNothing(name, faults, profile, 1, fastPath, taken, minShare);
+    }
+
+    /** The same, with the bytes spread over {@code flows} concurrent connections; returns the fast path's run. */
+    static Run assertFastPathChangesNothing(final String name, final String faults, final String profile,
+        final int flows, final BiConsumer<Tcp, Boolean> fastPath, final StackCounter taken, final double minShare)
+        throws Exception
+    {
         final Consumer<TcpSettings> settings = profile(profile.trim());
-        final Run general = run(faults.trim(), tcp -> fastPath.accept(tcp, false), taken, settings);
-        final Run fast = run(faults.trim(), tcp -> fastPath.accept(tcp, true), taken, settings);
+        final Run general = run(faults.trim(), tcp -> fastPath.accept(tcp, false), taken, settings, flows);
+        final Run fast = run(faults.trim(), tcp -> fastPath.accept(tcp, true), taken, settings, flows);
         assertSame(general, fast, name.trim() + " (" + faults.trim() + ")", minShare);
+        return fast;
     }
 
     /**
@@ -224,8 +316,13 @@ final class FastPathRuns
      */
     static void assertSame(final Run general, final Run fast, final String what, final double minShare) throws Exception
     {
-        assertArrayEquals(TcpTransferTest.expectedHash(BYTES, 2), fast.hashToServer(), what + ": SHA-256 client→server");
-        assertArrayEquals(TcpTransferTest.expectedHash(BYTES, 1), fast.hashToClient(), what + ": SHA-256 server→client");
+        final byte[] toServer = TcpTransferTest.expectedHash(fast.bytesEachWay(), 2);
+        final byte[] toClient = TcpTransferTest.expectedHash(fast.bytesEachWay(), 1);
+        for (int i = 0; i < fast.hashesToServer().size(); i++)
+        {
+            assertArrayEquals(toServer, fast.hashesToServer().get(i), what + ": SHA-256 client→server, flow " + i);
+            assertArrayEquals(toClient, fast.hashesToClient().get(i), what + ": SHA-256 server→client, flow " + i);
+        }
         assertSameFrames(general.framesA(), fast.framesA(), what + ", stack A (server)");
         assertSameFrames(general.framesB(), fast.framesB(), what + ", stack B (client)");
         assertEquals(general.countersA(), fast.countersA(), what + ": counters of A");
