@@ -57,6 +57,10 @@ final class TcpBenchPeer
     final NetStack stack;
     final LoopbackSinkDevice device;
     final TcpConnection connection;
+    /** This peer's port: {@link #PEER_PORT}, or another for the further flows of {@link #another}. */
+    final int peerPort;
+    private final TcpListener listener;
+    private final TcpConnection[] accepted;
     /** Stack's ISS, learnt from its SYN-ACK. */
     final int stackIss;
     /** Stack's timestamp (constant: the clock is fixed), learnt from its SYN-ACK. */
@@ -69,6 +73,9 @@ final class TcpBenchPeer
         final NetStack stack,
         final LoopbackSinkDevice device,
         final TcpConnection connection,
+        final int peerPort,
+        final TcpListener listener,
+        final TcpConnection[] accepted,
         final int stackIss,
         final int stackTsVal,
         final int peerNextSeq,
@@ -77,6 +84,9 @@ final class TcpBenchPeer
         this.stack = stack;
         this.device = device;
         this.connection = connection;
+        this.peerPort = peerPort;
+        this.listener = listener;
+        this.accepted = accepted;
         this.stackIss = stackIss;
         this.stackTsVal = stackTsVal;
         this.peerNextSeq = peerNextSeq;
@@ -95,18 +105,6 @@ final class TcpBenchPeer
         final LoopbackSinkDevice device = new LoopbackSinkDevice(MTU, checksumOffload);
         final NetStack stack = new NetStack(device, StackConfig.of(STACK_CIDR), StackCounters.inMemory(), NOW);
         learnPeer(stack, device);
-        return connect(stack, device, peerWindow, buffers);
-    }
-
-    /**
-     * Listen on {@link #STACK_PORT}, inject the peer's SYN, check the SYN-ACK, inject the ACK and
-     * check that an ESTABLISHED connection with every option negotiated was accepted.
-     *
-     * @param peerWindow the (scaled by 2^7) window field of the peer's ACK.
-     */
-    private static TcpBenchPeer connect(final NetStack stack, final LoopbackSinkDevice device, final int peerWindow,
-        final io.nicstack.stack.storage.BufferProvider buffers)
-    {
         final TcpConnection[] accepted = new TcpConnection[1];
         final TcpListener listener = stack.tcp().listen(STACK_PORT, 16, l -> accepted[0] = l.accept());
         check(listener != null, "listen");
@@ -114,11 +112,34 @@ final class TcpBenchPeer
         {
             listener.bufferProvider(buffers);
         }
+        return connect(stack, device, listener, accepted, PEER_PORT, peerWindow);
+    }
+
+    /**
+     * A further peer on the same address, from port {@code peerPort}, connected to the same listener (and so given
+     * buffers by the same provider): for benchmarks of several flows on one stack.
+     */
+    TcpBenchPeer another(final int peerPort, final int peerWindow)
+    {
+        check(stack.tcp().connectionCount() > 0 && peerPort != this.peerPort, "another peer port than " + this.peerPort);
+        return connect(stack, device, listener, accepted, peerPort, peerWindow);
+    }
+
+    /**
+     * Inject the peer's SYN to {@link #STACK_PORT}, check the SYN-ACK, inject the ACK and check that an ESTABLISHED
+     * connection with every option negotiated was accepted.
+     *
+     * @param peerWindow the (scaled by 2^7) window field of the peer's ACK.
+     */
+    private static TcpBenchPeer connect(final NetStack stack, final LoopbackSinkDevice device,
+        final TcpListener listener, final TcpConnection[] accepted, final int peerPort, final int peerWindow)
+    {
+        accepted[0] = null;
         final long mac = stack.config().mac();
 
         // SYN with Linux's options.
         final TcpRepr syn = new TcpRepr();
-        syn.sourcePort = PEER_PORT;
+        syn.sourcePort = peerPort;
         syn.destinationPort = STACK_PORT;
         syn.seq = PEER_ISS;
         syn.flags = TcpHeader.SYN;
@@ -136,7 +157,7 @@ final class TcpBenchPeer
         final TcpRepr synAck = lastSegment(device, "SYN-ACK");
         check(synAck.flags == (TcpHeader.SYN | TcpHeader.ACK), "SYN-ACK flags: " + synAck);
         check(synAck.ack == PEER_ISS + 1, "SYN-ACK acknowledges the SYN: " + synAck);
-        check(synAck.sourcePort == STACK_PORT && synAck.destinationPort == PEER_PORT, "SYN-ACK ports: " + synAck);
+        check(synAck.sourcePort == STACK_PORT && synAck.destinationPort == peerPort, "SYN-ACK ports: " + synAck);
         check(synAck.mss == PEER_MSS, "SYN-ACK MSS 1460: " + synAck);
         check(synAck.sackPermitted, "SYN-ACK SACK-permitted: " + synAck);
         check(synAck.timestampsPresent && synAck.tsEcr == PEER_TS0, "SYN-ACK timestamps echo the SYN's: " + synAck);
@@ -144,7 +165,7 @@ final class TcpBenchPeer
 
         // The handshake's ACK.
         final TcpRepr ack = new TcpRepr();
-        ack.sourcePort = PEER_PORT;
+        ack.sourcePort = peerPort;
         ack.destinationPort = STACK_PORT;
         ack.seq = PEER_ISS + 1;
         ack.ack = synAck.seq + 1;
@@ -165,14 +186,15 @@ final class TcpBenchPeer
         check(c.sendWindowScale() == PEER_WINDOW_SCALE, "send window scale " + c.sendWindowScale());
         check(c.receiveWindowScale() == synAck.windowScale, "receive window scale " + c.receiveWindowScale());
         check(c.sendMss() == SEGMENT_PAYLOAD, "send MSS " + c.sendMss() + ", expected 1460 - 12");
-        return new TcpBenchPeer(stack, device, c, synAck.seq, synAck.tsVal, PEER_ISS + 1, PEER_TS0 + 2);
+        return new TcpBenchPeer(stack, device, c, peerPort, listener, accepted, synAck.seq, synAck.tsVal, PEER_ISS + 1,
+            PEER_TS0 + 2);
     }
 
     /** The peer's next segment on this connection: ACK of everything the stack sent, timestamps, {@code window}. */
     TcpRepr nextSegment(final int window)
     {
         final TcpRepr r = new TcpRepr();
-        r.sourcePort = PEER_PORT;
+        r.sourcePort = peerPort;
         r.destinationPort = STACK_PORT;
         r.seq = peerNextSeq;
         r.ack = stackIss + 1;
