@@ -193,7 +193,6 @@ class TcpEarlyDemuxTest
             t.peerPort = peerPort;
             t.irs = irs;
             t.iss = iss;
-            t.conn = fast;
         }
 
         boolean open()
