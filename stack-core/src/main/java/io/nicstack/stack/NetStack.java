@@ -179,7 +179,7 @@ public final class NetStack implements FrameHandler
 
     private void demux(final DirectBuffer buffer, final int offset, final int length, final int flags)
     {
-        // A segment of the connection the last one went to, in the usual frame shape, skips Ethernet and IPv4.
+        // A segment of an existing connection, in the usual frame shape, skips Ethernet and IPv4.
         if (tcp.onFrame(buffer, offset, length, link.mac(), (flags & RX_L4_CHECKSUM_TRUSTED) != 0, now))
         {
             return;

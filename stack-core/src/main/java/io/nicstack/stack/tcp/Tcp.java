@@ -52,8 +52,8 @@ public final class Tcp implements IpProtocolHandler
     private final SynCookies cookies;
     private final Long2ObjectHashMap<TcpConnection> connections = new Long2ObjectHashMap<>();
     /**
-     * The connection the last segment went to: a bulk stream skips the hash lookup, and {@link #onFrame} the layers
-     * below. Always a connection in the table ({@link #remove} clears it).
+     * The connection the last segment went to: a bulk stream's next segment skips the hash lookup. Always a connection
+     * in the table ({@link #remove} clears it).
      */
     private TcpConnection lastConnection;
     private long segmentsInBurst;
