@@ -139,7 +139,7 @@ final class FastPathRuns
 
     /**
      * One run: what each stack sent, its counters but the fast path's, that count, and what each side of each flow
-     * received (SHA-256, in the order the flows connected).
+     * received (SHA-256, by flow).
      */
     record Run(List<byte[]> framesA, List<byte[]> framesB, String countersA, String countersB, long takenA,
         long takenB, long segmentsInA, long segmentsInB, List<byte[]> hashesToServer, List<byte[]> hashesToClient,
@@ -154,24 +154,43 @@ final class FastPathRuns
 
     /**
      * {@code flows} concurrent connections from clients on stack B to one server port on A, each moving
-     * {@code bytesEachWay} both ways at once (their segments interleave on the wire), then closing.
+     * {@code bytesEachWay} both ways at once (their segments interleave on the wire), then closing. Flow i is client i
+     * and the server connection whose remote port is client i's; every stream has its own content
+     * ({@link #clientSalt}, {@link #serverSalt}), so a byte delivered to the wrong flow fails its hash.
      */
     record Flows(List<TcpTransferTest.Peer> servers, List<TcpTransferTest.Peer> clients, long bytesEachWay)
     {
+        static int clientSalt(final int flow)
+        {
+            return 2000 + flow;
+        }
+
+        static int serverSalt(final int flow)
+        {
+            return 1000 + flow;
+        }
+
         static Flows start(final TwoStacks net, final int flows, final long bytesEachWay) throws Exception
         {
             final Flows f = new Flows(new ArrayList<>(), new ArrayList<>(), bytesEachWay);
-            final List<TcpTransferTest.Peer> unaccepted = new ArrayList<>();
+            final List<TcpTransferTest.Peer> serverPeers = new ArrayList<>();
             for (int i = 0; i < flows; i++)
             {
-                unaccepted.add(new TcpTransferTest.Peer(bytesEachWay, 1));
+                serverPeers.add(new TcpTransferTest.Peer(bytesEachWay, serverSalt(i)));
+                f.servers.add(null);
             }
-            net.a.tcp().listen(5001, flows, l ->
+            final int[] clientPorts = new int[flows];
+            net.a.tcp().listen(5001, Math.max(16, flows), l ->
             {
                 for (TcpConnection c = l.accept(); c != null; c = l.accept())
                 {
-                    final TcpTransferTest.Peer server = unaccepted.remove(0);
-                    f.servers.add(server);
+                    int flow = 0;
+                    while (clientPorts[flow] != c.remotePort)
+                    {
+                        flow++;
+                    }
+                    final TcpTransferTest.Peer server = serverPeers.get(flow);
+                    f.servers.set(flow, server);
                     server.connection = c;
                     c.handler(server);
                     server.pump(c);
@@ -179,9 +198,9 @@ final class FastPathRuns
             });
             for (int i = 0; i < flows; i++)
             {
-                final TcpTransferTest.Peer client = new TcpTransferTest.Peer(bytesEachWay, 2);
+                final TcpTransferTest.Peer client = new TcpTransferTest.Peer(bytesEachWay, clientSalt(i));
                 f.clients.add(client);
-                net.b.tcp().connect(TwoStacks.A_IP, 5001, client, null);
+                clientPorts[i] = net.b.tcp().connect(TwoStacks.A_IP, 5001, client, null).localPort;
             }
             return f;
         }
@@ -189,23 +208,23 @@ final class FastPathRuns
         /** Run until every flow sent everything and saw the other's FIN, or one closed abnormally; true on success. */
         boolean run(final TwoStacks net, final long maxSimulatedNanos)
         {
-            return net.runUntil(this::done, maxSimulatedNanos) && servers.size() == clients.size()
+            return net.runUntil(this::done, maxSimulatedNanos) && !servers.contains(null)
                 && servers.stream().allMatch(p -> p.closeReason <= 0) && clients.stream().allMatch(p -> p.closeReason <= 0);
         }
 
         /** Every flow is finished, or one closed abnormally. */
         private boolean done()
         {
-            boolean finished = servers.size() == clients.size();
+            boolean finished = true;
             for (final List<TcpTransferTest.Peer> side : List.of(servers, clients))
             {
                 for (final TcpTransferTest.Peer p : side)
                 {
-                    if (p.closeReason > 0)
+                    if (p != null && p.closeReason > 0)
                     {
                         return true;
                     }
-                    finished &= p.peerClosed && p.sent == bytesEachWay;
+                    finished &= p != null && p.peerClosed && p.sent == bytesEachWay;
                 }
             }
             return finished;
@@ -217,11 +236,9 @@ final class FastPathRuns
             for (int i = 0; i < clients.size(); i++)
             {
                 final TcpTransferTest.Peer c = clients.get(i);
-                final TcpTransferTest.Peer s = i < servers.size() ? servers.get(i) : null;
-                // The i-th client connected and the i-th server accepted; with faults they need not be the same flow.
-                sb.append("client ").append(i).append(" sent ").append(c.sent).append(" received ").append(c.received)
-                    .append(s == null ? "; server " + i + " not accepted" : "; server " + i + " sent " + s.sent + " received "
-                        + s.received).append('\n');
+                final TcpTransferTest.Peer s = servers.get(i);
+                sb.append("flow ").append(i).append(": client sent ").append(c.sent).append(" received ").append(c.received)
+                    .append(s == null ? ", not accepted" : ", server sent " + s.sent + " received " + s.received).append('\n');
             }
             return sb.toString();
         }
@@ -316,12 +333,12 @@ final class FastPathRuns
      */
     static void assertSame(final Run general, final Run fast, final String what, final double minShare) throws Exception
     {
-        final byte[] toServer = TcpTransferTest.expectedHash(fast.bytesEachWay(), 2);
-        final byte[] toClient = TcpTransferTest.expectedHash(fast.bytesEachWay(), 1);
         for (int i = 0; i < fast.hashesToServer().size(); i++)
         {
-            assertArrayEquals(toServer, fast.hashesToServer().get(i), what + ": SHA-256 client→server, flow " + i);
-            assertArrayEquals(toClient, fast.hashesToClient().get(i), what + ": SHA-256 server→client, flow " + i);
+            assertArrayEquals(TcpTransferTest.expectedHash(fast.bytesEachWay(), Flows.clientSalt(i)),
+                fast.hashesToServer().get(i), what + ": SHA-256 client→server, flow " + i);
+            assertArrayEquals(TcpTransferTest.expectedHash(fast.bytesEachWay(), Flows.serverSalt(i)),
+                fast.hashesToClient().get(i), what + ": SHA-256 server→client, flow " + i);
         }
         assertSameFrames(general.framesA(), fast.framesA(), what + ", stack A (server)");
         assertSameFrames(general.framesB(), fast.framesB(), what + ", stack B (client)");
