@@ -60,7 +60,7 @@ public final class NetStack implements FrameHandler
         final IsnGenerator isn, final SynCookies cookies)
     {
         this.device = device;
-        this.config = config;
+        this.config = config.seal();
         this.counters = counters;
         this.now = nowNanos;
         this.timers = new Timers(nowNanos);

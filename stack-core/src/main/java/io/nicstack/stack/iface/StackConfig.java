@@ -3,10 +3,16 @@ package io.nicstack.stack.iface;
 import io.nicstack.stack.wire.Ipv4Address;
 import io.nicstack.stack.wire.MacAddress;
 
-/** Addresses and limits of one stack instance; plain fluent setters, read once at construction. */
+/**
+ * Addresses and limits of one stack instance; plain fluent setters, read once at construction. The stack
+ * {@link #seal seals} its config: parts of it cache what they read (early demultiplexing keeps the address), so a
+ * later change would reach some layers and not others. A setter called after that throws.
+ */
 public final class StackConfig
 {
     private static final int DEFAULT_PREFIX_LENGTH = 24;
+
+    private boolean sealed;
 
     private long mac;
     private int address;
@@ -57,6 +63,7 @@ public final class StackConfig
 
     public StackConfig mac(final long mac)
     {
+        mutable();
         if (MacAddress.isMulticast(mac))
         {
             throw new IllegalArgumentException("MAC must be unicast: " + MacAddress.format(mac));
@@ -72,6 +79,7 @@ public final class StackConfig
 
     public StackConfig address(final int address)
     {
+        mutable();
         this.address = address;
         this.subnetBroadcast = address | ~netmask();
         return this;
@@ -84,6 +92,7 @@ public final class StackConfig
 
     public StackConfig prefixLength(final int prefixLength)
     {
+        mutable();
         if (prefixLength < 1 || prefixLength > 30)
         {
             throw new IllegalArgumentException("prefix length must be 1..30: " + prefixLength);
@@ -100,6 +109,7 @@ public final class StackConfig
 
     public StackConfig gateway(final int gateway)
     {
+        mutable();
         this.gateway = gateway;
         return this;
     }
@@ -111,6 +121,7 @@ public final class StackConfig
 
     public StackConfig mtu(final int mtu)
     {
+        mutable();
         if (mtu < 576 || mtu > 9000)
         {
             throw new IllegalArgumentException("MTU must be 576..9000: " + mtu);
@@ -131,6 +142,7 @@ public final class StackConfig
 
     public StackConfig arpCacheSize(final int n)
     {
+        mutable();
         this.arpCacheSize = n;
         return this;
     }
@@ -142,6 +154,7 @@ public final class StackConfig
 
     public StackConfig arpQueueFrames(final int n)
     {
+        mutable();
         this.arpQueueFrames = n;
         return this;
     }
@@ -168,6 +181,7 @@ public final class StackConfig
 
     public StackConfig reassemblyTimeoutNanos(final long nanos)
     {
+        mutable();
         this.reassemblyTimeoutNanos = nanos;
         return this;
     }
@@ -179,6 +193,7 @@ public final class StackConfig
 
     public StackConfig reassemblyMaxDatagrams(final int n)
     {
+        mutable();
         this.reassemblyMaxDatagrams = n;
         return this;
     }
@@ -195,6 +210,7 @@ public final class StackConfig
 
     public StackConfig reassemblyMaxBytes(final int n)
     {
+        mutable();
         this.reassemblyMaxBytes = n;
         return this;
     }
@@ -206,6 +222,7 @@ public final class StackConfig
 
     public StackConfig reassemblyMaxBytesPerSource(final int n)
     {
+        mutable();
         this.reassemblyMaxBytesPerSource = n;
         return this;
     }
@@ -222,6 +239,7 @@ public final class StackConfig
 
     public StackConfig icmpErrorRate(final int perSecond, final int burst)
     {
+        mutable();
         this.icmpErrorsPerSecond = perSecond;
         this.icmpErrorBurst = burst;
         return this;
@@ -246,5 +264,26 @@ public final class StackConfig
     public String toString()
     {
         return Ipv4Address.format(address) + "/" + prefixLength + " mac " + MacAddress.format(mac()) + " mtu " + mtu;
+    }
+
+    /** Make this config read-only: {@code NetStack} calls it once it has read the config. */
+    public StackConfig seal()
+    {
+        sealed = true;
+        return this;
+    }
+
+    public boolean sealed()
+    {
+        return sealed;
+    }
+
+    private void mutable()
+    {
+        if (sealed)
+        {
+            throw new IllegalStateException("this StackConfig was read by a running NetStack and is sealed: "
+                + "a stack takes its addresses and limits once; build a new stack with a new config to change them");
+        }
     }
 }
