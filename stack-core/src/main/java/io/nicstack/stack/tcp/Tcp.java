@@ -346,23 +346,11 @@ public final class Tcp implements IpProtocolHandler
         {
             return false;
         }
-        final long key = key(f.source, f.ports >>> 16, f.ports & 0xFFFF);
-        TcpConnection c = lastConnection;
-        if (c == null || c.key != key)
-        {
-            c = connections.get(key);
-        }
-        if (c == null || in.parse(buffer, f.tcpOffset, f.tcpLength) != TcpRepr.OK)
+        final TcpConnection c = connection(key(f.source, f.ports >>> 16, f.ports & 0xFFFF));
+        if (c == null || in.parse(buffer, f.tcpOffset, f.tcpLength) != TcpRepr.OK
+            || !checksumAccepted(checksumTrusted, buffer, f.tcpOffset, f.tcpLength, f.source, f.destination))
         {
             return false;
-        }
-        if (!checksumTrusted && !header.wrap(buffer, f.tcpOffset, f.tcpLength).checksumValid(f.source, f.destination))
-        {
-            return false;
-        }
-        if (checksumTrusted)
-        {
-            checksumsTrustedInBurst++;
         }
         now = nowNanos;
         segmentsInBurst++;
@@ -370,6 +358,28 @@ public final class Tcp implements IpProtocolHandler
         lastConnection = c;
         c.onSegment(in, buffer, nowNanos);
         return true;
+    }
+
+    /** The connection with {@code key}: the last segment's when it matches (a bulk stream), else the table's, or null. */
+    private TcpConnection connection(final long key)
+    {
+        final TcpConnection last = lastConnection;
+        return last != null && last.key == key ? last : connections.get(key);
+    }
+
+    /**
+     * The TCP segment at {@code [offset, offset + length)} may be taken: the device verified its checksum (counted
+     * for this burst), or it verifies here against the pseudo-header of {@code source} and {@code destination}.
+     */
+    private boolean checksumAccepted(final boolean trusted, final DirectBuffer buffer, final int offset, final int length,
+        final int source, final int destination)
+    {
+        if (trusted)
+        {
+            checksumsTrustedInBurst++;
+            return true;
+        }
+        return header.wrap(buffer, offset, length).checksumValid(source, destination);
     }
 
     @Override
@@ -395,21 +405,12 @@ public final class Tcp implements IpProtocolHandler
             return;
         }
         final int src = ip.datagramSource();
-        if (ip.l4ChecksumTrusted())
-        {
-            checksumsTrustedInBurst++;
-        }
-        else if (!header.wrap(buffer, offset, length).checksumValid(src, ipHeader.destination()))
+        if (!checksumAccepted(ip.l4ChecksumTrusted(), buffer, offset, length, src, ipHeader.destination()))
         {
             counters.increment(StackCounter.TCP_DROP_BAD_CHECKSUM);
             return;
         }
-        final long key = key(src, in.sourcePort, in.destinationPort);
-        TcpConnection c = lastConnection;
-        if (c == null || c.key != key)
-        {
-            c = connections.get(key);
-        }
+        final TcpConnection c = connection(key(src, in.sourcePort, in.destinationPort));
         // A connection's remote address was vetted when it was made (connect, onListenerSegment), so only a segment
         // for no connection is checked here.
         if (c == null && invalidUnicast(src))
