@@ -21,7 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A fast path changes how fast a segment is taken, never what happens to it. {@link #run} moves the same transfer
- * (one connection, or several at once whose segments interleave: {@link Flows}) over the same seeded faults with the
+ * (one connection, or several at once whose segments interleave: {@code TcpTransferTest.Transfer}) over the same seeded faults with the
  * same ISN secrets, with a fast path on or off; {@link #assertSame} then requires
  * both runs to put the very same frames on the wire, in the same order, and to end with the same counters (but for the
  * fast path's own), in the same simulated time. Any difference in an ACK number, a window, a timestamp, a SACK block,
@@ -153,98 +153,6 @@ final class FastPathRuns
     }
 
     /**
-     * {@code flows} concurrent connections from clients on stack B to one server port on A, each moving
-     * {@code bytesEachWay} both ways at once (their segments interleave on the wire), then closing. Flow i is client i
-     * and the server connection whose remote port is client i's; every stream has its own content
-     * ({@link #clientSalt}, {@link #serverSalt}), so a byte delivered to the wrong flow fails its hash.
-     */
-    record Flows(List<TcpTransferTest.Peer> servers, List<TcpTransferTest.Peer> clients, long bytesEachWay)
-    {
-        static int clientSalt(final int flow)
-        {
-            return 2000 + flow;
-        }
-
-        static int serverSalt(final int flow)
-        {
-            return 1000 + flow;
-        }
-
-        static Flows start(final TwoStacks net, final int flows, final long bytesEachWay) throws Exception
-        {
-            final Flows f = new Flows(new ArrayList<>(), new ArrayList<>(), bytesEachWay);
-            final List<TcpTransferTest.Peer> serverPeers = new ArrayList<>();
-            for (int i = 0; i < flows; i++)
-            {
-                serverPeers.add(new TcpTransferTest.Peer(bytesEachWay, serverSalt(i)));
-                f.servers.add(null);
-            }
-            final int[] clientPorts = new int[flows];
-            net.a.tcp().listen(5001, Math.max(16, flows), l ->
-            {
-                for (TcpConnection c = l.accept(); c != null; c = l.accept())
-                {
-                    int flow = 0;
-                    while (clientPorts[flow] != c.remotePort)
-                    {
-                        flow++;
-                    }
-                    final TcpTransferTest.Peer server = serverPeers.get(flow);
-                    f.servers.set(flow, server);
-                    server.connection = c;
-                    c.handler(server);
-                    server.pump(c);
-                }
-            });
-            for (int i = 0; i < flows; i++)
-            {
-                final TcpTransferTest.Peer client = new TcpTransferTest.Peer(bytesEachWay, clientSalt(i));
-                f.clients.add(client);
-                clientPorts[i] = net.b.tcp().connect(TwoStacks.A_IP, 5001, client, null).localPort;
-            }
-            return f;
-        }
-
-        /** Run until every flow sent everything and saw the other's FIN, or one closed abnormally; true on success. */
-        boolean run(final TwoStacks net, final long maxSimulatedNanos)
-        {
-            return net.runUntil(this::done, maxSimulatedNanos) && !servers.contains(null)
-                && servers.stream().allMatch(p -> p.closeReason <= 0) && clients.stream().allMatch(p -> p.closeReason <= 0);
-        }
-
-        /** Every flow is finished, or one closed abnormally. */
-        private boolean done()
-        {
-            boolean finished = true;
-            for (final List<TcpTransferTest.Peer> side : List.of(servers, clients))
-            {
-                for (final TcpTransferTest.Peer p : side)
-                {
-                    if (p != null && p.closeReason > 0)
-                    {
-                        return true;
-                    }
-                    finished &= p != null && p.peerClosed && p.sent == bytesEachWay;
-                }
-            }
-            return finished;
-        }
-
-        String describe()
-        {
-            final StringBuilder sb = new StringBuilder();
-            for (int i = 0; i < clients.size(); i++)
-            {
-                final TcpTransferTest.Peer c = clients.get(i);
-                final TcpTransferTest.Peer s = servers.get(i);
-                sb.append("flow ").append(i).append(": client sent ").append(c.sent).append(" received ").append(c.received)
-                    .append(s == null ? ", not accepted" : ", server sent " + s.sent + " received " + s.received).append('\n');
-            }
-            return sb.toString();
-        }
-    }
-
-    /**
      * @param fastPath switches the fast path on or off in each stack's {@link Tcp}.
      * @param taken    the counter of segments the fast path took.
      * @param flows    concurrent connections, together moving {@link #BYTES} each way.
@@ -265,7 +173,7 @@ final class FastPathRuns
             fastPath.accept(s.tcp());
             settings.accept(s.tcp().defaults());
         }
-        final Flows transfer = Flows.start(net, flows, BYTES / flows);
+        final TcpTransferTest.Transfer transfer = TcpTransferTest.Transfer.start(net, flows, BYTES / flows);
         assertTrue(transfer.run(net, 36_000_000_000_000L), "transfer incomplete (faults " + faults + "):\n" + transfer.describe());
         assertTrue(net.runUntil(() -> net.a.tcp().connectionCount() == 0 && net.b.tcp().connectionCount() == 0,
             200_000_000_000L), "connections drain after close");
@@ -335,9 +243,9 @@ final class FastPathRuns
     {
         for (int i = 0; i < fast.hashesToServer().size(); i++)
         {
-            assertArrayEquals(TcpTransferTest.expectedHash(fast.bytesEachWay(), Flows.clientSalt(i)),
+            assertArrayEquals(TcpTransferTest.expectedHash(fast.bytesEachWay(), TcpTransferTest.Transfer.clientSalt(i)),
                 fast.hashesToServer().get(i), what + ": SHA-256 client→server, flow " + i);
-            assertArrayEquals(TcpTransferTest.expectedHash(fast.bytesEachWay(), Flows.serverSalt(i)),
+            assertArrayEquals(TcpTransferTest.expectedHash(fast.bytesEachWay(), TcpTransferTest.Transfer.serverSalt(i)),
                 fast.hashesToClient().get(i), what + ": SHA-256 server→client, flow " + i);
         }
         assertSameFrames(general.framesA(), fast.framesA(), what + ", stack A (server)");

@@ -2,6 +2,8 @@ package io.nicstack.stack.tcp;
 
 import java.nio.ByteBuffer;
 import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -139,38 +141,101 @@ class TcpTransferTest
         return d.digest();
     }
 
-    /** A server on stack A (port 5001) and a client on stack B that connects to it, each sending {@code bytes}. */
-    record Transfer(Peer server, Peer client, long bytes)
+    /**
+     * {@code flows} concurrent connections from clients on stack B to a server on A (port 5001), each moving
+     * {@code bytesEachWay} both ways at once (their segments interleave on the wire), then closing. Flow i is client i
+     * and the server connection whose remote port is client i's; every stream has its own content
+     * ({@link #clientSalt}, {@link #serverSalt}), so a byte delivered to the wrong flow fails its hash.
+     */
+    record Transfer(List<Peer> servers, List<Peer> clients, long bytesEachWay)
     {
-        static Transfer start(final TwoStacks net, final long bytesEachWay) throws Exception
+        static int clientSalt(final int flow)
         {
-            final Transfer t = new Transfer(new Peer(bytesEachWay, 1), new Peer(bytesEachWay, 2), bytesEachWay);
-            net.a.tcp().listen(5001, 16, l ->
+            return 2000 + flow;
+        }
+
+        static int serverSalt(final int flow)
+        {
+            return 1000 + flow;
+        }
+
+        static Transfer start(final TwoStacks net, final int flows, final long bytesEachWay) throws Exception
+        {
+            final Transfer t = new Transfer(new ArrayList<>(), new ArrayList<>(), bytesEachWay);
+            for (int i = 0; i < flows; i++)
             {
-                final TcpConnection c = l.accept();
-                t.server.connection = c;
-                c.handler(t.server);
-                t.server.pump(c);
+                t.servers.add(new Peer(bytesEachWay, serverSalt(i)));
+                t.clients.add(new Peer(bytesEachWay, clientSalt(i)));
+            }
+            final int[] clientPorts = new int[flows];
+            net.a.tcp().listen(5001, Math.max(16, flows), l ->
+            {
+                for (TcpConnection c = l.accept(); c != null; c = l.accept())
+                {
+                    int flow = 0;
+                    while (clientPorts[flow] != c.remotePort)
+                    {
+                        flow++;
+                    }
+                    final Peer server = t.servers.get(flow);
+                    server.connection = c;
+                    c.handler(server);
+                    server.pump(c);
+                }
             });
-            net.b.tcp().connect(TwoStacks.A_IP, 5001, t.client, null);
+            for (int i = 0; i < flows; i++)
+            {
+                clientPorts[i] = net.b.tcp().connect(TwoStacks.A_IP, 5001, t.clients.get(i), null).localPort;
+            }
             return t;
         }
 
-        /** Run until both sides sent everything and saw the other's FIN, or one closed abnormally; true on success. */
+        /** Run until every flow sent everything and saw the other's FIN, or one closed abnormally; true on success. */
         boolean run(final TwoStacks net, final long maxSimulatedNanos)
         {
-            return net.runUntil(() -> (server.peerClosed && client.peerClosed && server.sent == bytes
-                && client.sent == bytes) || server.closeReason > 0 || client.closeReason > 0, maxSimulatedNanos)
-                && server.closeReason <= 0 && client.closeReason <= 0;
+            return net.runUntil(this::done, maxSimulatedNanos)
+                && servers.stream().allMatch(p -> p.closeReason <= 0) && clients.stream().allMatch(p -> p.closeReason <= 0);
+        }
+
+        /** Every flow is finished (a server never accepted has not seen a FIN), or one closed abnormally. */
+        private boolean done()
+        {
+            boolean finished = true;
+            for (final List<Peer> side : List.of(servers, clients))
+            {
+                for (final Peer p : side)
+                {
+                    if (p.closeReason > 0)
+                    {
+                        return true;
+                    }
+                    finished &= p.peerClosed && p.sent == bytesEachWay;
+                }
+            }
+            return finished;
+        }
+
+        String describe()
+        {
+            final StringBuilder sb = new StringBuilder();
+            for (int i = 0; i < clients.size(); i++)
+            {
+                final Peer c = clients.get(i);
+                final Peer s = servers.get(i);
+                sb.append("flow ").append(i).append(": client sent ").append(c.sent).append(" received ").append(c.received)
+                    .append(", server ").append(s.connection == null ? "not accepted" : "sent " + s.sent + " received "
+                        + s.received).append('\n');
+            }
+            return sb.toString();
         }
     }
 
     static void transfer(final FaultConfig faults, final long bytesEachWay, final long maxSimulatedNanos) throws Exception
     {
         final TwoStacks net = new TwoStacks(faults);
-        final Transfer transfer = Transfer.start(net, bytesEachWay);
-        final Peer server = transfer.server();
-        final Peer client = transfer.client();
+        final Transfer transfer = Transfer.start(net, 1, bytesEachWay);
+        final Peer server = transfer.servers().get(0);
+        final Peer client = transfer.clients().get(0);
         final String where = "faults " + faults + " (replay with this seed)";
         final boolean done = transfer.run(net, maxSimulatedNanos);
         assertTrue(done, () -> "transfer incomplete after " + maxSimulatedNanos / 1e9 + " s simulated: client sent " + client.sent
@@ -180,8 +245,8 @@ class TcpTransferTest
             + "\nA:\n" + net.a.counters() + "\nB:\n" + net.b.counters());
         assertEquals(bytesEachWay, server.received, where);
         assertEquals(bytesEachWay, client.received, where);
-        final byte[] toServer = expectedHash(bytesEachWay, 2);
-        final byte[] toClient = expectedHash(bytesEachWay, 1);
+        final byte[] toServer = expectedHash(bytesEachWay, Transfer.clientSalt(0));
+        final byte[] toClient = expectedHash(bytesEachWay, Transfer.serverSalt(0));
         assertArrayEquals(toServer, server.receivedHash.digest(), "SHA-256 client→server; " + where);
         assertArrayEquals(toClient, client.receivedHash.digest(), "SHA-256 server→client; " + where);
         // Both sides close cleanly: TIME-WAIT on one, then gone.
