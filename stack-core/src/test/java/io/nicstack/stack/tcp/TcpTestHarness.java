@@ -406,10 +406,16 @@ final class TcpTestHarness
     /** Read everything readable through the application API. */
     byte[] read()
     {
+        return read(conn);
+    }
+
+    /** Read everything readable on {@code c} through the application API. */
+    static byte[] read(final TcpConnection c)
+    {
         final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         final UnsafeBuffer b = new UnsafeBuffer(new byte[65536]);
         int n;
-        while ((n = conn.read(b, 0, b.capacity())) > 0)
+        while ((n = c.read(b, 0, b.capacity())) > 0)
         {
             final byte[] chunk = new byte[n];
             b.getBytes(0, chunk);
