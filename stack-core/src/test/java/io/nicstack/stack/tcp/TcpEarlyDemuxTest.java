@@ -127,7 +127,6 @@ class TcpEarlyDemuxTest
         final String seed = " (seed " + SEED + ", -Dnicstack.fuzz.seed=" + SEED + " repeats it)";
         long frames = 0;
         long early = 0;
-        int pairs = 0;
         while (frames < FRAMES)
         {
             final TcpTestHarness fast = new TcpTestHarness(1500, false, SECRETS).peerOffersAll();
@@ -138,7 +137,6 @@ class TcpEarlyDemuxTest
             layers.device.rxFlags(flags);
             final Flow[] flows = {Flow.open(fast, layers, TcpTestHarness.PEER_PORT, TcpTestHarness.REMOTE_ISS),
                 Flow.open(fast, layers, TcpTestHarness.PEER_PORT + 1, 0x2000_0000)};
-            pairs++;
             assertSameSoFar(fast, layers, flows, "after the handshakes" + seed);
             while (frames < FRAMES && (flows[0].open() || flows[1].open()))
             {
@@ -169,7 +167,6 @@ class TcpEarlyDemuxTest
         // Both ways were taken: a good share of the frames early, and the mutated rest by the layers.
         assertTrue(early > frames / 5, early + " of " + frames + " frames went early" + seed);
         assertTrue(early < frames * 4 / 5, early + " of " + frames + " frames went early: too few mutations" + seed);
-        assertTrue(pairs >= 1);
     }
 
     /** One of the two connections each stack of the mutation test has, and what the peer's segments on it carry. */
