@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Bulk TCP goodput over a tap, side by side in one run (results are medians of REPS runs):
-#   1. raw tap capacity: a Java frame reflector (the same TapDevice code) echoes a UDP flood of 1448-byte
-#      datagrams that the kernel cuts from 45-datagram buffers (UDP GSO, scripts/bench/bulk_peer.py blast), so
-#      the sender's system calls are not the limit; capacity = reflected frames/s x 1448 (the MSS with timestamps)
+#   1. raw tap capacity, measured by TapCapacity (jmh/.../tools, the same TapDevice code as the daemon) in three modes:
+#      - reflect (issue 3's reference): a UDP flood of 1448-byte datagrams, which the kernel cuts from 45-datagram
+#        buffers (UDP GSO, scripts/bench/bulk_peer.py blast) so the sender's system calls are not the limit, is
+#        written straight back; capacity = reflected frames/s x 1448 (the MSS with timestamps)
+#      - sink: the same flood, read and counted only: the limit of kernel -> nicstack
+#      - source: 1448-byte datagrams written into the tap as fast as it takes them, counted by the kernel's UDP
+#        as they reach a socket the tool never reads (dropped there): the limit of nicstack -> kernel
 #   2. nicstack daemon: kernel -> nicstack (discard service) and nicstack -> kernel (chargen), with the
-#      tap's checksum offload (the default) and with --no-offload
+#      tap's checksum offload (the default) and with --no-offload; each daemon first moves WARMUP bytes each way
+#      untimed, so the timed transfers see compiled code, as a long-running daemon does
 #   3. kernel -> kernel over a veth pair between two namespaces, same client, for context
 # Every namespace is created here and deleted on exit; addresses are 198.18.0.0/15 only.
-# usage: scripts/bench-tcp.sh [BYTES=500000000] [REPS=3]
+# usage: scripts/bench-tcp.sh [BYTES=500000000] [REPS=3] [WARMUP=300000000]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BYTES="${1:-500000000}"
 REPS="${2:-3}"
+WARMUP="${3:-300000000}"
 [ "$(id -u)" -eq 0 ] || { echo "bench-tcp: needs root (namespaces, taps)" >&2; exit 1; }
 "$ROOT/scripts/install-deps.sh"
 BUILD="${NICSTACK_BENCH_BUILD_DIR:-/tmp/nicstack-bench-build}"
@@ -37,17 +43,22 @@ median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2)
 
 fresh_ns() { ip netns del "$1" 2>/dev/null || true; ip netns add "$1"; ip netns exec "$1" ip link set lo up; }
 
+# tap_capacity MODE: one TapCapacity run in a fresh namespace; prints MB/s (frames/s x 1448)
 tap_capacity() {
+  local mode="$1"
   fresh_ns "$NS1"
-  ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.TapReflector nstap0 6 >"$SHM/refl.log" 2>&1 &
+  ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.TapCapacity "$mode" nstap0 6 >"$SHM/cap.log" 2>&1 &
   local rp=$!; PIDS+=("$rp")
-  for _ in $(seq 100); do grep -q ready "$SHM/refl.log" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 100); do grep -q ready "$SHM/cap.log" 2>/dev/null && break; sleep 0.05; done
   ip netns exec "$NS1" ip addr add 198.18.0.1/24 dev nstap0
   ip netns exec "$NS1" ip link set nstap0 up
   ip netns exec "$NS1" ip neigh replace 198.18.0.2 lladdr 02:00:c6:12:00:02 dev nstap0
-  ip netns exec "$NS1" "$PEER" "$PEER_PY" blast 198.18.0.2 5201 4 >"$SHM/blast.log" 2>&1
+  if [ "$mode" != source ]; then
+    ip netns exec "$NS1" "$PEER" "$PEER_PY" blast 198.18.0.2 5201 4 >"$SHM/blast.log" 2>&1
+  fi
   wait "$rp" || true
-  awk '/flood_frames/ {printf "%.1f\n", ($9 > 0 ? $7 / $9 * 1448 / 1e6 : 0)}' "$SHM/refl.log"
+  awk '/flood_frames/ {printf "%.1f\n", ($10 > 0 ? $8 / $10 * 1448 / 1e6 : 0)}
+       /kernel_accepted/ {printf "%.1f\n", ($8 > 0 ? $6 / $8 * 1448 / 1e6 : 0)}' "$SHM/cap.log"
 }
 
 nicstack_bulk() {
@@ -58,6 +69,8 @@ nicstack_bulk() {
   local dp=$!; PIDS+=("$dp")
   for _ in $(seq 200); do grep -q '^nicstack ready' "$SHM/daemon.log" 2>/dev/null && break; sleep 0.05; done
   local up down
+  ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.0.2 9 "$WARMUP" >/dev/null
+  ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.0.2 19 "$WARMUP" >/dev/null
   up=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.0.2 9 "$BYTES" | mbps)
   down=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.0.2 19 "$BYTES" | mbps)
   kill -TERM "$dp"; wait "$dp" || true
@@ -82,18 +95,23 @@ kernel_veth() {
   echo "$up $down"
 }
 
-: >"$SHM/cap"; : >"$SHM/up"; : >"$SHM/down"; : >"$SHM/nup"; : >"$SHM/ndown"; : >"$SHM/kup"; : >"$SHM/kdown"
+: >"$SHM/cap"; : >"$SHM/capin"; : >"$SHM/capout"; : >"$SHM/up"; : >"$SHM/down"; : >"$SHM/nup"; : >"$SHM/ndown"; : >"$SHM/kup"; : >"$SHM/kdown"
 for rep in $(seq "$REPS"); do
-  tap_capacity >>"$SHM/cap"
+  tap_capacity reflect >>"$SHM/cap"; tap_capacity sink >>"$SHM/capin"; tap_capacity source >>"$SHM/capout"
   read -r up down < <(nicstack_bulk); echo "$up" >>"$SHM/up"; echo "$down" >>"$SHM/down"
   read -r nup ndown < <(nicstack_bulk --no-offload); echo "$nup" >>"$SHM/nup"; echo "$ndown" >>"$SHM/ndown"
   read -r kup kdown < <(kernel_veth); echo "$kup" >>"$SHM/kup"; echo "$kdown" >>"$SHM/kdown"
-  echo "rep $rep: tap capacity $(tail -1 "$SHM/cap") MB/s; nicstack kernel->nicstack $up MB/s, nicstack->kernel $down MB/s (--no-offload: $nup / $ndown MB/s); kernel veth $kup / $kdown MB/s" >&2
+  echo "rep $rep: tap capacity reflect $(tail -1 "$SHM/cap") / in $(tail -1 "$SHM/capin") / out $(tail -1 "$SHM/capout") MB/s; nicstack kernel->nicstack $up MB/s, nicstack->kernel $down MB/s (--no-offload: $nup / $ndown MB/s); kernel veth $kup / $kdown MB/s" >&2
 done
-CAP=$(median <"$SHM/cap"); UP=$(median <"$SHM/up"); DOWN=$(median <"$SHM/down"); NUP=$(median <"$SHM/nup"); NDOWN=$(median <"$SHM/ndown"); KUP=$(median <"$SHM/kup"); KDOWN=$(median <"$SHM/kdown")
-echo "medians of $REPS runs, $BYTES bytes per transfer:"
-echo "  tap capacity (Java reflector, frames/s x 1448): $CAP MB/s"
-echo "  kernel -> nicstack (discard):  $UP MB/s  ($(awk -v a="$UP" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')% of tap capacity)"
-echo "  nicstack -> kernel (chargen):  $DOWN MB/s  ($(awk -v a="$DOWN" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')% of tap capacity)"
-echo "  with --no-offload:            $NUP MB/s up ($(awk -v a="$NUP" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')%), $NDOWN MB/s down ($(awk -v a="$NDOWN" -v b="$CAP" 'BEGIN{printf "%.0f", 100*a/b}')%)"
+CAP=$(median <"$SHM/cap"); CAPIN=$(median <"$SHM/capin"); CAPOUT=$(median <"$SHM/capout")
+UP=$(median <"$SHM/up"); DOWN=$(median <"$SHM/down"); NUP=$(median <"$SHM/nup"); NDOWN=$(median <"$SHM/ndown")
+KUP=$(median <"$SHM/kup"); KDOWN=$(median <"$SHM/kdown")
+pct() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", 100*a/b}'; }
+echo "medians of $REPS runs, $BYTES bytes per transfer (nicstack after $WARMUP bytes each way untimed):"
+echo "  tap capacity, reflector (frames/s x 1448):  $CAP MB/s (issue 3's reference)"
+echo "  tap capacity, kernel -> device (sink):     $CAPIN MB/s"
+echo "  tap capacity, device -> kernel (source):   $CAPOUT MB/s"
+echo "  kernel -> nicstack (discard):  $UP MB/s  ($(pct "$UP" "$CAP")% of the reflector, $(pct "$UP" "$CAPIN")% of the sink)"
+echo "  nicstack -> kernel (chargen):  $DOWN MB/s  ($(pct "$DOWN" "$CAP")% of the reflector, $(pct "$DOWN" "$CAPOUT")% of the source)"
+echo "  with --no-offload:            $NUP MB/s up ($(pct "$NUP" "$CAPIN")% of the sink), $NDOWN MB/s down ($(pct "$NDOWN" "$CAPOUT")% of the source)"
 echo "  kernel -> kernel over veth:    $KUP MB/s up, $KDOWN MB/s down (context)"
