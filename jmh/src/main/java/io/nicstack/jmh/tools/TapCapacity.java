@@ -43,8 +43,10 @@ import io.nicstack.stack.wire.UdpHeader;
  * </ul>
  *
  * <p>{@code reflect} and {@code sink} time the flood alone (from its first burst to its last before a 100 ms gap) and
- * print {@code capacity MODE frames_in N frames_out M flood_frames F flood_seconds S}: F / S frames a second.
- * {@code source} prints {@code capacity source frames_out N kernel_accepted K seconds S}: K / S frames a second.
+ * print {@code capacity MODE frames_in N frames_out M flood_frames F flood_seconds S R MB/s}, where R is F / S frames
+ * a second times {@link #PAYLOAD} bytes. {@code source} prints
+ * {@code capacity source frames_out N kernel_accepted K seconds S R MB/s}, where R is K / S frames a second times
+ * {@link #PAYLOAD} bytes.
  *
  * <p>usage: TapCapacity reflect|sink|source TAP SECONDS [--no-offload]
  */
@@ -155,8 +157,9 @@ public final class TapCapacity
                 tap.awaitReadable(1_000_000L);
             }
         }
-        System.out.printf("capacity %s frames_in %d frames_out %d flood_frames %d flood_seconds %.3f%n",
-            mode, counts[0], counts[1], floodFrames, (last - first) / 1e9);
+        final double floodSeconds = (last - first) / 1e9;
+        System.out.printf("capacity %s frames_in %d frames_out %d flood_frames %d flood_seconds %.3f %.1f MB/s%n",
+            mode, counts[0], counts[1], floodFrames, floodSeconds, megabytesPerSecond(floodFrames, floodSeconds));
     }
 
     /** Write {@code in}'s IPv4 frame back with the addresses swapped; ARP and IPv6 chatter is dropped (false). */
@@ -224,9 +227,17 @@ public final class TapCapacity
                 tap.receive(drop, NetDevice.BURST);
             }
             Thread.sleep(200); // frames still in the kernel's backlog reach UDP
-            System.out.printf("capacity source frames_out %d kernel_accepted %d seconds %.3f%n",
-                written, udpArrivals() - before, (now - start) / 1e9);
+            final long accepted = udpArrivals() - before;
+            final double sent = (now - start) / 1e9;
+            System.out.printf("capacity source frames_out %d kernel_accepted %d seconds %.3f %.1f MB/s%n",
+                written, accepted, sent, megabytesPerSecond(accepted, sent));
         }
+    }
+
+    /** The capacity figure: {@code frames} full-sized payloads in {@code seconds}, in MB/s (0 for no time). */
+    private static double megabytesPerSecond(final long frames, final double seconds)
+    {
+        return seconds > 0 ? frames / seconds * PAYLOAD / 1e6 : 0;
     }
 
     /** One UDP datagram from {@link #SOURCE} to {@link #SINK} port 9 with a {@link #PAYLOAD}-byte payload. */
