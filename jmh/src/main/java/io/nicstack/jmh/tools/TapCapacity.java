@@ -53,11 +53,11 @@ import io.nicstack.stack.wire.UdpHeader;
 public final class TapCapacity
 {
     /** The benchmark's addresses (198.18.0.0/15 only): the kernel's side of the tap, and the device's. */
-    static final int SINK = Ipv4Address.parse("198.18.0.1");
-    static final int SOURCE = Ipv4Address.parse("198.18.0.2");
-    static final long SOURCE_MAC = MacAddress.parse("02:00:c6:12:00:02");
+    private static final int SINK = Ipv4Address.parse("198.18.0.1");
+    private static final int SOURCE = Ipv4Address.parse("198.18.0.2");
+    private static final long SOURCE_MAC = MacAddress.parse("02:00:c6:12:00:02");
     /** The payload of a full-sized segment with timestamps, as the blast and the capacity figure use. */
-    static final int PAYLOAD = 1448;
+    private static final int PAYLOAD = 1448;
 
     /** A pause this long ends the flood, once it has brought at least {@link #MIN_FLOOD_FRAMES}. */
     private static final long FLOOD_GAP_NANOS = 100_000_000L;
@@ -241,7 +241,7 @@ public final class TapCapacity
     }
 
     /** One UDP datagram from {@link #SOURCE} to {@link #SINK} port 9 with a {@link #PAYLOAD}-byte payload. */
-    static UnsafeBuffer datagram(final long sinkMac, final boolean partialChecksum)
+    private static UnsafeBuffer datagram(final long sinkMac, final boolean partialChecksum)
     {
         final int udpLength = UdpHeader.HEADER_LENGTH + PAYLOAD;
         final int ipLength = Ipv4Header.MIN_HEADER_LENGTH + udpLength;
