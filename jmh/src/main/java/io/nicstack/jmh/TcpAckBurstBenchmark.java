@@ -78,8 +78,7 @@ public class TcpAckBurstBenchmark
     private long written;
     private long ackedAtStart;
     private long acksAtStart;
-    private long predictedAtStart;
-    private long earlyAtStart;
+    private TcpBenchPeer.FastPathStart fastPathAtStart;
     private boolean ringMode;
 
     @Setup(Level.Trial)
@@ -119,8 +118,7 @@ public class TcpAckBurstBenchmark
         checkNoTcpTrouble(stack.counters());
         ackedAtStart = connection.bytesAcked();
         acksAtStart = cursor.count;
-        predictedAtStart = stack.counters().get(StackCounter.TCP_PREDICTED);
-        earlyAtStart = stack.counters().get(StackCounter.TCP_EARLY_DEMUX);
+        fastPathAtStart = TcpBenchPeer.FastPathStart.of(stack.counters());
     }
 
     /** The application writes up to a burst's worth; returns the segments the stack sent for it at once. */
@@ -162,8 +160,7 @@ public class TcpAckBurstBenchmark
             "each ACK released 1448 bytes: " + acks + " ACKs; " + connection.describe());
         check(connection.bytesAcked() - 1 == written, "everything written was acknowledged; " + connection.describe());
         check(counters.get(StackCounter.TCP_SEGMENTS_IN) == cursor.count + 2, "segments in (SYN, ACK, ACKs): " + counters);
-        check(counters.get(StackCounter.TCP_PREDICTED) - predictedAtStart == acks, "every ACK took header prediction: " + counters);
-        check(counters.get(StackCounter.TCP_EARLY_DEMUX) - earlyAtStart == acks, "every ACK went early: " + counters);
+        fastPathAtStart.checkEverySegmentTookTheFastPath(counters, acks, "ACK");
     }
 
     /** {@value #BURST} ACKs, each of the next 1448 bytes, through one poll; the time is reported per ACK. */

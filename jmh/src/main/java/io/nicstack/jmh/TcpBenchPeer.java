@@ -314,6 +314,27 @@ final class TcpBenchPeer
     }
 
     /**
+     * The fast-path counters when measurement starts: at the end, every segment measured must have taken header
+     * prediction and early demultiplexing ({@link #checkEverySegmentTookTheFastPath}).
+     */
+    record FastPathStart(long predicted, long early)
+    {
+        static FastPathStart of(final StackCounters counters)
+        {
+            return new FastPathStart(counters.get(StackCounter.TCP_PREDICTED), counters.get(StackCounter.TCP_EARLY_DEMUX));
+        }
+
+        /** {@code segments} segments ({@code what}: "segment", "ACK") since this start each took both fast paths. */
+        void checkEverySegmentTookTheFastPath(final StackCounters counters, final long segments, final String what)
+        {
+            check(counters.get(StackCounter.TCP_PREDICTED) - predicted == segments,
+                "every " + what + " took header prediction: " + counters);
+            check(counters.get(StackCounter.TCP_EARLY_DEMUX) - early == segments,
+                "every " + what + " went to its connection by early demultiplexing: " + counters);
+        }
+    }
+
+    /**
      * The per-operation change to a preloaded segment: one 32-bit field advancing by {@code step}
      * (the sequence number of a data segment, or the acknowledgment number of an ACK) and TSval
      * advancing by one, with the TCP checksum updated incrementally (RFC 1624 eqn. 3) for both.

@@ -66,8 +66,7 @@ public class TcpMultiFlowReceiveBenchmark
     private long polls;
     private long pollsAtStart;
     private long segmentsOutAtStart;
-    private long predictedAtStart;
-    private long earlyAtStart;
+    private TcpBenchPeer.FastPathStart fastPathAtStart;
     private long injectedAtStart;
 
     @Setup(Level.Trial)
@@ -127,8 +126,7 @@ public class TcpMultiFlowReceiveBenchmark
         pollsAtStart = polls;
         injectedAtStart = injected();
         segmentsOutAtStart = stack.counters().get(StackCounter.TCP_SEGMENTS_OUT);
-        predictedAtStart = stack.counters().get(StackCounter.TCP_PREDICTED);
-        earlyAtStart = stack.counters().get(StackCounter.TCP_EARLY_DEMUX);
+        fastPathAtStart = TcpBenchPeer.FastPathStart.of(stack.counters());
     }
 
     /** The NIC's per-frame work (not timed): the next flow's segment, patched, becomes the frame the device places. */
@@ -178,10 +176,7 @@ public class TcpMultiFlowReceiveBenchmark
         final long ackEvery = BURST / flows >= 2 ? 1 : 2;
         check(Math.abs(acks - bursts * flows / ackEvery) <= flows,
             acks + " ACKs for " + bursts + " bursts of " + flows + " flows: not one per flow every " + ackEvery + " bursts");
-        check(counters.get(StackCounter.TCP_PREDICTED) - predictedAtStart == segments,
-            "every segment took header prediction: " + counters);
-        check(counters.get(StackCounter.TCP_EARLY_DEMUX) - earlyAtStart == segments,
-            "every segment went to its connection by early demultiplexing: " + counters);
+        fastPathAtStart.checkEverySegmentTookTheFastPath(counters, segments, "segment");
     }
 
     /** Not timed: the NIC places the next burst in its RX ring, the flows' segments in turn. */

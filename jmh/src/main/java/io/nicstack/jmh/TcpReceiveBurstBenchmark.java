@@ -88,8 +88,7 @@ public class TcpReceiveBurstBenchmark
     private long injectedAtStart;
     private long pollsAtStart;
     private long polls;
-    private long predictedAtStart;
-    private long earlyAtStart;
+    private TcpBenchPeer.FastPathStart fastPathAtStart;
     private boolean ringMode;
 
     @Setup(Level.Trial)
@@ -123,8 +122,7 @@ public class TcpReceiveBurstBenchmark
         segmentsOutAtStart = stack.counters().get(StackCounter.TCP_SEGMENTS_OUT);
         injectedAtStart = cursor.count;
         pollsAtStart = polls;
-        predictedAtStart = stack.counters().get(StackCounter.TCP_PREDICTED);
-        earlyAtStart = stack.counters().get(StackCounter.TCP_EARLY_DEMUX);
+        fastPathAtStart = TcpBenchPeer.FastPathStart.of(stack.counters());
     }
 
     private int poll()
@@ -145,10 +143,7 @@ public class TcpReceiveBurstBenchmark
         final long acks = counters.get(StackCounter.TCP_SEGMENTS_OUT) - segmentsOutAtStart;
         check(acks == polls - pollsAtStart, "one ACK per burst: " + acks + " ACKs for " + (polls - pollsAtStart) + " bursts");
         check(cursor.count - injectedAtStart == (polls - pollsAtStart) * BURST, "every poll took a whole burst");
-        check(counters.get(StackCounter.TCP_PREDICTED) - predictedAtStart == cursor.count - injectedAtStart,
-            "every segment took header prediction: " + counters);
-        check(counters.get(StackCounter.TCP_EARLY_DEMUX) - earlyAtStart == cursor.count - injectedAtStart,
-            "every segment went to its connection by early demultiplexing: " + counters);
+        fastPathAtStart.checkEverySegmentTookTheFastPath(counters, cursor.count - injectedAtStart, "segment");
     }
 
     /** Buffers as the daemon's pipe slots are: an RX pipe and a TX pipe in direct memory, of the stack's default size. */
