@@ -133,6 +133,9 @@ public final class TcpConnection
     private boolean rttTiming;
     private int rttSeq;
     private long rttStart;
+    // With timestamps: the TSval of the latest retransmission, and whether an echo has caught up with it since.
+    private int retransmitTsVal;
+    private boolean retransmitUnechoed;
 
     // Timers: deadlines in nanoseconds, NONE when unarmed; one wheel timer for the earliest.
     private long rtoDeadline;
@@ -1044,15 +1047,14 @@ public final class TcpConnection
         }
         pruneScoreboard();
 
-        // RTT: prefer a Karn-clean timed segment (RFC 6298 §3); fall back to the echoed timestamp
-        // (RFC 7323 §4) only outside loss recovery, where TSecr may echo a stale TS.Recent and inflate RTO
-        // (Linux makes the same choice in tcp_ack_update_rtt).
+        // RTT: prefer a Karn-clean timed segment (RFC 6298 §3), else the echoed timestamp of this ACK of new data
+        // (RFC 7323 §4.1, RTTM), retransmitted data included when the echo says so (see echoTimesAck).
         long sample = -1;
         if (rttTiming && Seq.gt(ack, rttSeq))
         {
             sample = now - rttStart;
         }
-        else if (tsEnabled && seg.timestampsPresent && seg.tsEcr != 0 && retransmits == 0 && !inRecovery)
+        else if (tsEnabled && seg.timestampsPresent && seg.tsEcr != 0 && echoTimesAck(seg.tsEcr))
         {
             sample = Math.max(0, (long)(tsNow(now) - seg.tsEcr)) * 1_000_000L;
         }
@@ -1090,6 +1092,35 @@ public final class TcpConnection
         }
         rtoDeadline = sndUna == sndMax ? NONE : now + rtt.rto();
         eventWritable = true;
+    }
+
+    /**
+     * Whether an ACK of new data echoing {@code tsEcr} may be timed by it. RFC 6298 §3 allows samples from retransmitted
+     * segments when timestamps remove the ambiguity, and a sample is what clears a timeout's backoff (§5.7): without
+     * one, each timeout on a lossy path doubled the RTO the last one left, up to the maximum. The echo is unambiguous
+     * when it is no older than the latest retransmission: the receiver took TS.Recent from a segment sent since then
+     * (the one that filled its hole, RFC 7323 §4.3). An older echo may be stale: a receiver whose ACKs were lost
+     * answers our retransmission of what it already holds with the TS.Recent it kept (a duplicate does not update
+     * it), and now minus that includes the timeout's wait. Such an echo gives no sample, as Karn's rule has it; once an
+     * echo has caught up, every later one is newer still (TS.Recent only grows).
+     */
+    private boolean echoTimesAck(final int tsEcr)
+    {
+        if (retransmitUnechoed && Seq.lt(tsEcr, retransmitTsVal))
+        {
+            return false;
+        }
+        retransmitUnechoed = false;
+        return true;
+    }
+
+    /** Count a segment sent again and remember its TSval for {@link #echoTimesAck}. */
+    private void countRetransmission(final long now)
+    {
+        retransmittedSegments++;
+        tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+        retransmitTsVal = tsNow(now);
+        retransmitUnechoed = true;
     }
 
     private void onDuplicateAck(final long now)
@@ -1538,8 +1569,7 @@ public final class TcpConnection
             sendSegment(flags, sndNxt, nextOffset, len, now);
             if (retransmission)
             {
-                retransmittedSegments++;
-                tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+                countRetransmission(now);
             }
             else if (!rttTiming && len > 0)
             {
@@ -1584,8 +1614,7 @@ public final class TcpConnection
             return;
         }
         sendSegment(flags, seq, offset, len, now);
-        retransmittedSegments++;
-        tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+        countRetransmission(now);
         rttTiming = false;
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg.
         if (Seq.gt(seq + len, highRxt))
@@ -1884,8 +1913,7 @@ public final class TcpConnection
         rttTiming = false;
         if (opening)
         {
-            tcp.count(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
-            retransmittedSegments++;
+            countRetransmission(now);
             sendSyn(now);
             return true;
         }

@@ -61,6 +61,49 @@ class TcpExtensionsTest
         t.recvNothing();
     }
 
+    @Test
+    void rfc6298_timestampsTimeARetransmissionAndItsSampleClearsTheBackoff()
+    {
+        // §3: with timestamps a retransmitted segment may be timed (the echo says which transmission arrived), and the
+        // sample clears the backoff (§5.7). Without that, only a segment never sent twice could clear it, and on a
+        // lossy path each timeout doubled the RTO left by the one before.
+        t.peerOffersAll();
+        t.passiveOpen();
+        final long rto = t.conn.rtoNanos();
+        final long srtt = t.conn.srttNanos();
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.advance(rto);
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        assertEquals(2 * rto, t.conn.rtoNanos(), "(5.5) backed off");
+        // The peer acknowledges 30 ms after the retransmission, echoing its TSval: a 30 ms sample.
+        t.advanceMs(30);
+        t.send(t.in().ack(t.iss + 101));
+        assertEquals((7 * srtt + 30 * MS) / 8, t.conn.srttNanos(), "(2.3) the 30 ms sample taken");
+        assertTrue(t.conn.rtoNanos() < 2 * rto, "the backoff cleared: " + t.conn.rtoNanos());
+    }
+
+    @Test
+    void rfc6298_anEchoOlderThanTheRetransmissionDoesNotTimeIt()
+    {
+        // The ACK echoes the first transmission's TSval, as a receiver whose ACKs were lost echoes its old TS.Recent
+        // when our retransmission duplicates what it holds: now - TSecr includes the timeout's wait. No sample (§3,
+        // Karn), and the backoff stays.
+        t.peerOffersAll();
+        t.passiveOpen();
+        final long rto = t.conn.rtoNanos();
+        final long srtt = t.conn.srttNanos();
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        final int firstTsVal = t.lastStackTsVal;
+        t.advance(rto);
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.advanceMs(30);
+        t.send(t.in().ack(t.iss + 101).tsEcr(firstTsVal));
+        assertEquals(srtt, t.conn.srttNanos());
+        assertEquals(2 * rto, t.conn.rtoNanos());
+    }
+
     // ------------------------------------------------------------------------------------------
     // RFC 6582 NewReno (no SACK)
     // ------------------------------------------------------------------------------------------
