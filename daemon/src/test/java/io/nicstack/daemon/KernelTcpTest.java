@@ -222,6 +222,8 @@ class KernelTcpTest
             assertEquals(HexFormat.of().formatHex(run.sentHash.digest()), m.group(2), "kernel received what the stack sent");
             assertEquals(total, run.received, run.status());
             assertTrue(run.receivedExact, "the stack received the kernel's stream exactly: " + run.status());
+            // The kernel's stream came in TSO superframes, cut into frames by the tap device.
+            assertTrue(run.superframes > 0 && run.superframeSegments > run.superframes, run.status());
         }
     }
 
@@ -356,6 +358,9 @@ class KernelTcpTest
         long received;
         boolean receivedExact = true;
         boolean peerClosed;
+        /** TSO superframes the tap took from the kernel, and the frames cut from them. */
+        long superframes;
+        long superframeSegments;
         int closed = -1;
         TcpConnection connection;
 
@@ -390,11 +395,14 @@ class KernelTcpTest
                 stack.poll(System.nanoTime());
                 tap.awaitReadable(1_000_000L);
             }
+            superframes = tap.superframes();
+            superframeSegments = tap.superframeSegments();
         }
 
         String status()
         {
             return "sent " + sent + " received " + received + " peerClosed " + peerClosed + " closed " + closed
+                + " superframes " + superframes + " cut into " + superframeSegments
                 + (connection != null ? " " + connection.describe() : "");
         }
 

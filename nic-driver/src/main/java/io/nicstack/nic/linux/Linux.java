@@ -70,6 +70,8 @@ public final class Linux
     public static final short IFF_VNET_HDR = 0x4000;
     /** TUNSETOFFLOAD: the reader accepts frames with a partial checksum (virtio-net {@code NEEDS_CSUM}). */
     public static final int TUN_F_CSUM = 0x01;
+    /** TUNSETOFFLOAD: the reader accepts TCP/IPv4 segmentation-offload superframes (virtio-net {@code GSO_TCPV4}). */
+    public static final int TUN_F_TSO4 = 0x02;
 
     // setns(2), linux/sched.h
     public static final int CLONE_NEWNET = 0x40000000;

@@ -45,6 +45,7 @@ import static io.nicstack.nic.linux.Linux.TUNSETOFFLOAD;
 import static io.nicstack.nic.linux.Linux.TUNSETVNETHDRSZ;
 import static io.nicstack.nic.linux.Linux.TUNSETVNETLE;
 import static io.nicstack.nic.linux.Linux.TUN_F_CSUM;
+import static io.nicstack.nic.linux.Linux.TUN_F_TSO4;
 
 /**
  * A Linux tap interface driven through /dev/net/tun (kernel Documentation/networking/tuntap.rst).
@@ -55,10 +56,13 @@ import static io.nicstack.nic.linux.Linux.TUN_F_CSUM;
  * so nothing is allocated per frame. The MTU is read once at open.
  *
  * <p>Checksum offload (the default, as a NIC gives it; {@code open(name, false)} turns it off): the tap is opened with
- * {@code IFF_VNET_HDR} and offered {@code TUN_F_CSUM} only, so every frame in either direction is preceded by a
- * {@link VirtioNetHeader} and the kernel never hands out TSO/UFO superframes. Received frames the kernel marks
- * {@code NEEDS_CSUM} (its own segments, with only the pseudo-header sum in the checksum field) or {@code DATA_VALID}
- * are delivered with {@link FrameHandler#RX_L4_CHECKSUM_TRUSTED}. Frames committed with
+ * {@code IFF_VNET_HDR} and offered {@code TUN_F_CSUM} and {@code TUN_F_TSO4}, so every frame in either direction is
+ * preceded by a {@link VirtioNetHeader}. Received frames the kernel marks {@code NEEDS_CSUM} (its own segments, with
+ * only the pseudo-header sum in the checksum field) or {@code DATA_VALID} are delivered with
+ * {@link FrameHandler#RX_L4_CHECKSUM_TRUSTED}. With TSO4 the kernel hands its TCP/IPv4 streams over in superframes of
+ * up to 64 KiB, one read(2) for up to 45 segments instead of one each, and does not segment them in software first;
+ * {@link TcpSuperframeSplitter} cuts each into MTU-sized frames in the receive buffer, so the stack still sees the
+ * frames a NIC would deliver (over as many {@link #receive} bursts as they take). Frames committed with
  * {@link #TX_L4_CHECKSUM_PARTIAL} go out with {@code NEEDS_CSUM} and the kernel completes their checksum. Each transmit
  * slot keeps the header bytes in front of the frame, so {@link #claim()} still hands out the frame at index 0 and one
  * write(2) from the slot sends header and frame together, without a copy.
@@ -85,6 +89,11 @@ public final class TapDevice implements NetDevice
     private final UnsafeBuffer rxBuffer;
     private final long rxAddress;
     private final VirtioNetHeader rxHeader = new VirtioNetHeader();
+    /** The superframe being delivered from {@link #rxBuffer}; no read(2) until it is done. */
+    private final TcpSuperframeSplitter superframe = new TcpSuperframeSplitter();
+    private int superframeFlags;
+    private long superframes;
+    private long superframeSegments;
     private final UnsafeBuffer txMemory;
     private final int txSlotLength;
     private final VirtioNetHeader txHeader = new VirtioNetHeader();
@@ -209,9 +218,9 @@ public final class TapDevice implements NetDevice
      * {@code scratch} at {@code scratchOffset} for the ioctls that take an {@code int *}.
      *
      * <p>With offload: headers of exactly {@link VirtioNetHeader#LENGTH} bytes, little-endian on every host
-     * ({@code TUNSETVNETLE}; the legacy default is native order), and only {@code TUN_F_CSUM}: without
-     * {@code TUN_F_TSO4/6} and {@code TUN_F_USO4/6} the kernel segments in software before the tap, so no GSO frame
-     * reaches us. Without offload: {@code TUNSETOFFLOAD 0}, a no-op on a tap we just created, which also takes back
+     * ({@code TUNSETVNETLE}; the legacy default is native order), {@code TUN_F_CSUM} and {@code TUN_F_TSO4}: TCP/IPv4
+     * superframes reach us whole (see the class comment); without {@code TUN_F_TSO_ECN}, {@code TUN_F_TSO6} and
+     * {@code TUN_F_USO4/6} the kernel segments the others in software before the tap. Without offload: {@code TUNSETOFFLOAD 0}, a no-op on a tap we just created, which also takes back
      * offloads another program left on a persistent tap (they would hand us partial checksums without a header).
      * Header size and byte order belong to the tap, not the fd, so they are set on every open.
      */
@@ -233,7 +242,7 @@ public final class TapDevice implements NetDevice
                 throw Linux.failure("ioctl(TUNSETVNETHDRSZ) on tap " + ifName, Linux.errno());
             }
         }
-        if (LIBC.ioctl(fd, TUNSETOFFLOAD, checksumOffload ? TUN_F_CSUM : 0) != 0)
+        if (LIBC.ioctl(fd, TUNSETOFFLOAD, checksumOffload ? TUN_F_CSUM | TUN_F_TSO4 : 0) != 0)
         {
             throw Linux.failure("ioctl(TUNSETOFFLOAD) on tap " + ifName, Linux.errno());
         }
@@ -342,6 +351,14 @@ public final class TapDevice implements NetDevice
         int frames = 0;
         while (frames < max)
         {
+            if (superframe.hasNext())
+            {
+                final int offset = superframe.next();
+                superframeSegments++;
+                handler.onFrame(rxBuffer, offset, superframe.length(), superframeFlags);
+                frames++;
+                continue;
+            }
             final long length = LIBC.read(fd, rxAddress, RX_BUFFER_LENGTH);
             if (length <= 0)
             {
@@ -357,24 +374,33 @@ public final class TapDevice implements NetDevice
             }
 
             final int frameLength = (int)length - vnetHeaderLength;
-            if (frameLength > maxFrameLength || frameLength < 0)
-            {
-                droppedFrames++; // the interface MTU was raised after open (a read shorter than the header: never)
-                continue;
-            }
-
             int flags = 0;
             if (checksumOffload)
             {
-                if (rxHeader.gsoType() != VirtioNetHeader.GSO_NONE)
-                {
-                    droppedFrames++; // never offered TSO/UFO/USO, so this cannot happen; a superframe we cannot use
-                    continue;
-                }
                 if (rxHeader.checksumTrusted())
                 {
                     flags = FrameHandler.RX_L4_CHECKSUM_TRUSTED;
                 }
+                if (rxHeader.gsoType() != VirtioNetHeader.GSO_NONE)
+                {
+                    // Only TSO4 was offered; anything else, or a superframe that does not parse, is dropped whole.
+                    if (rxHeader.gsoType() == VirtioNetHeader.GSO_TCPV4 && superframe.start(
+                        rxBuffer, vnetHeaderLength, frameLength, rxHeader.gsoSize(), maxFrameLength))
+                    {
+                        superframes++;
+                        superframeFlags = flags;
+                    }
+                    else
+                    {
+                        droppedFrames++;
+                    }
+                    continue;
+                }
+            }
+            if (frameLength > maxFrameLength || frameLength < 0)
+            {
+                droppedFrames++; // the interface MTU was raised after open (a read shorter than the header: never)
+                continue;
             }
 
             handler.onFrame(rxBuffer, vnetHeaderLength, frameLength, flags);
@@ -486,6 +512,10 @@ public final class TapDevice implements NetDevice
     @Override
     public boolean awaitReadable(final long timeoutNanos)
     {
+        if (superframe.hasNext())
+        {
+            return true;
+        }
         // poll(2) takes milliseconds: round up so a short wait is not turned into a busy loop.
         final int timeoutMillis =
             timeoutNanos <= 0 ? 0 : (int)Math.min(Integer.MAX_VALUE, (timeoutNanos + 999_999) / 1_000_000);
@@ -511,6 +541,18 @@ public final class TapDevice implements NetDevice
         return droppedFrames;
     }
 
+    /** TCP segmentation-offload superframes read from the tap and cut into frames. */
+    public long superframes()
+    {
+        return superframes;
+    }
+
+    /** Frames delivered from {@link #superframes()}. */
+    public long superframeSegments()
+    {
+        return superframeSegments;
+    }
+
     /** Close the fd; a tap this device created disappears with it unless it was made persistent. */
     @Override
     public void close()
@@ -518,6 +560,7 @@ public final class TapDevice implements NetDevice
         if (!closed)
         {
             closed = true;
+            superframe.clear();
             LIBC.close(fd);
         }
     }
@@ -526,6 +569,6 @@ public final class TapDevice implements NetDevice
     public String toString()
     {
         return name + " (mtu " + mtu + (created ? ", created" : ", attached") +
-            (checksumOffload ? ", checksum offload)" : ")");
+            (checksumOffload ? ", checksum offload, TSO4)" : ")");
     }
 }

@@ -29,8 +29,9 @@ import java.nio.ByteOrder;
  * <p>{@code NEEDS_CSUM}: the checksum field at {@code csum_start + csum_offset} holds only the folded pseudo-header sum;
  * whoever moves the frame on completes it over the bytes from {@code csum_start} to the end (the kernel does that in
  * {@code skb_checksum_help} when the frame leaves through a device that cannot, and trusts it on local delivery).
- * {@code DATA_VALID}: the checksum was verified. A tap that was offered only {@code TUN_F_CSUM} never hands out GSO
- * frames ({@code gso_type} stays {@code GSO_NONE}).
+ * {@code DATA_VALID}: the checksum was verified. {@code gso_type} {@code GSO_TCPV4}: a TCP/IPv4 superframe, whose
+ * payload is to be cut into segments of {@code gso_size} bytes ({@link TcpSuperframeSplitter}); a tap hands those out
+ * only when offered {@code TUN_F_TSO4}, and other types only when offered their own offloads.
  */
 public final class VirtioNetHeader
 {
@@ -50,6 +51,8 @@ public final class VirtioNetHeader
     public static final int F_DATA_VALID = 2;
     /** {@code VIRTIO_NET_HDR_GSO_NONE}: one frame, not a segmentation offload superframe. */
     public static final int GSO_NONE = 0;
+    /** {@code VIRTIO_NET_HDR_GSO_TCPV4}, without the ECN bit (0x80, only with {@code TUN_F_TSO_ECN}, not offered). */
+    public static final int GSO_TCPV4 = 1;
 
     /** Byte order of the 16-bit fields once the tap has been switched with {@code TUNSETVNETLE}. */
     public static final ByteOrder BYTE_ORDER = ByteOrder.LITTLE_ENDIAN;
