@@ -44,7 +44,7 @@ final class DaemonCommand
         "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
 
     /**
-     * {@code --no-offload}: open the tap without checksum offload (virtio-net headers), which is on by default;
+     * {@code --no-offload}: open the tap without checksum offload and TSO (virtio-net headers), on by default;
      * {@code --busy-poll}: never park the loop (lowest latency, one core always busy);
      * {@code --no-send-file}: refuse every SEND_FILE (apps copy their files into their pipes themselves).
      */
