@@ -4,7 +4,8 @@
 #      - reflect (issue 3's reference): a UDP flood of 1448-byte datagrams, which the kernel cuts from 45-datagram
 #        buffers (UDP GSO, scripts/bench/bulk_peer.py blast) so the sender's system calls are not the limit, is
 #        written straight back; capacity = reflected frames/s x 1448 (the MSS with timestamps)
-#      - sink: the same flood, read and counted only: the limit of kernel -> nicstack
+#      - sink: the same flood, read and counted only: the limit of kernel -> nicstack at one frame per read(2)
+#        (--no-offload); with offload TCP arrives in TSO superframes of up to 45 segments per read and can pass it
 #      - source: 1448-byte datagrams written into the tap as fast as it takes them, counted by the kernel's UDP
 #        as they reach a socket the tool never reads (dropped there): the limit of nicstack -> kernel
 #   2. nicstack daemon: kernel -> nicstack (discard service) and nicstack -> kernel (chargen), with the

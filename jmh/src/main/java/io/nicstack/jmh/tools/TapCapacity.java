@@ -32,8 +32,10 @@ import io.nicstack.stack.wire.UdpHeader;
  *   addresses swapped (checksums stay valid; a frame that came with a partial checksum goes back partial, as the
  *   pseudo-header sum does not change). The kernel handles every full-sized frame both ways, where TCP's return path
  *   carries only ACKs, so this limit is lower than either direction's own.</li>
- *   <li>{@code sink}: frames are read and counted, nothing is written: the capacity from the kernel to the device,
- *   the limit of kernel → nicstack.</li>
+ *   <li>{@code sink}: frames are read and counted, nothing is written: the capacity from the kernel to the device
+ *   at one frame per read(2), the limit of kernel → nicstack with {@code --no-offload}. With offload the kernel hands
+ *   TCP over in TSO superframes (up to 45 segments per read), which UDP cannot match here (UFO/USO are not offered),
+ *   so TCP can pass this figure.</li>
  *   <li>{@code source}: full-sized UDP datagrams (1448-byte payloads) from {@link #SOURCE} to {@link #SINK} port 9
  *   are written as fast as the tap takes them, in bursts. This tool binds a kernel socket to that port and never
  *   reads it, so the kernel takes each datagram through IPv4 and UDP and drops it at the full socket, about the
