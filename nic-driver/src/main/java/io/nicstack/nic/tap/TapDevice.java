@@ -220,8 +220,9 @@ public final class TapDevice implements NetDevice
      * <p>With offload: headers of exactly {@link VirtioNetHeader#LENGTH} bytes, little-endian on every host
      * ({@code TUNSETVNETLE}; the legacy default is native order), {@code TUN_F_CSUM} and {@code TUN_F_TSO4}: TCP/IPv4
      * superframes reach us whole (see the class comment); without {@code TUN_F_TSO_ECN}, {@code TUN_F_TSO6} and
-     * {@code TUN_F_USO4/6} the kernel segments the others in software before the tap. Without offload: {@code TUNSETOFFLOAD 0}, a no-op on a tap we just created, which also takes back
-     * offloads another program left on a persistent tap (they would hand us partial checksums without a header).
+     * {@code TUN_F_USO4/6} the kernel segments the others in software before the tap. Without offload:
+     * {@code TUNSETOFFLOAD 0}, a no-op on a tap we just created, which also takes back offloads another program left
+     * on a persistent tap (they would hand us partial checksums or superframes without a header).
      * Header size and byte order belong to the tap, not the fd, so they are set on every open.
      */
     private static void configureOffload(
