@@ -71,11 +71,7 @@ class TcpExtensionsTest
         t.passiveOpen();
         final long rto = t.conn.rtoNanos();
         final long srtt = t.conn.srttNanos();
-        t.write(bytes(100, 1));
-        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        t.advance(rto);
-        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        assertEquals(2 * rto, t.conn.rtoNanos(), "(5.5) backed off");
+        sendAndRetransmitOnce(rto);
         // The peer acknowledges 30 ms after the retransmission, echoing its TSval: a 30 ms sample.
         t.advanceMs(30);
         t.send(t.in().ack(t.iss + 101));
@@ -93,15 +89,23 @@ class TcpExtensionsTest
         t.passiveOpen();
         final long rto = t.conn.rtoNanos();
         final long srtt = t.conn.srttNanos();
+        final int firstTsVal = sendAndRetransmitOnce(rto);
+        t.advanceMs(30);
+        t.send(t.in().ack(t.iss + 101).tsEcr(firstTsVal));
+        assertEquals(srtt, t.conn.srttNanos());
+        assertEquals(2 * rto, t.conn.rtoNanos());
+    }
+
+    /** 100 bytes sent and, unacknowledged, sent again when {@code rto} runs out; returns the first one's TSval. */
+    private int sendAndRetransmitOnce(final long rto)
+    {
         t.write(bytes(100, 1));
         t.recv(t.out().flags(ACK | PSH).payloadLength(100));
         final int firstTsVal = t.lastStackTsVal;
         t.advance(rto);
         t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        t.advanceMs(30);
-        t.send(t.in().ack(t.iss + 101).tsEcr(firstTsVal));
-        assertEquals(srtt, t.conn.srttNanos());
-        assertEquals(2 * rto, t.conn.rtoNanos());
+        assertEquals(2 * rto, t.conn.rtoNanos(), "(5.5) backed off");
+        return firstTsVal;
     }
 
     // ------------------------------------------------------------------------------------------
