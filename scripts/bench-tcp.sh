@@ -7,7 +7,9 @@
 #      - sink: the same flood, read and counted only: the limit of kernel -> nicstack at one frame per read(2)
 #        (--no-offload); with offload TCP arrives in TSO superframes of up to 45 segments per read and can pass it
 #      - source: 1448-byte datagrams written into the tap as fast as it takes them, counted by the kernel's UDP
-#        as they reach a socket the tool never reads (dropped there): the limit of nicstack -> kernel
+#        as they reach a socket the tool never reads (dropped there): the limit of nicstack -> kernel at one frame
+#        per write(2) (--no-offload); with offload TCP leaves in TSO superframes of up to 32 segments per writev(2)
+#        and can pass it
 #   2. nicstack daemon: kernel -> nicstack (discard service) and nicstack -> kernel (chargen), with the
 #      tap's checksum offload (the default) and with --no-offload; each daemon first moves WARMUP bytes each way
 #      untimed, so the timed transfers see compiled code, as a long-running daemon does

@@ -222,8 +222,9 @@ class KernelTcpTest
             assertEquals(HexFormat.of().formatHex(run.sentHash.digest()), m.group(2), "kernel received what the stack sent");
             assertEquals(total, run.received, run.status());
             assertTrue(run.receivedExact, "the stack received the kernel's stream exactly: " + run.status());
-            // The kernel's stream came in TSO superframes, cut into frames by the tap device.
+            // The kernel's stream came in TSO superframes, cut into frames by the tap device; ours left joined into them.
             assertTrue(run.superframes > 0 && run.superframeSegments > run.superframes, run.status());
+            assertTrue(run.sentSuperframes > 0 && run.sentSuperframeSegments > run.sentSuperframes, run.status());
         }
     }
 
@@ -361,6 +362,9 @@ class KernelTcpTest
         /** TSO superframes the tap took from the kernel, and the frames cut from them. */
         long superframes;
         long superframeSegments;
+        /** TSO superframes the tap gave the kernel, and the frames joined into them. */
+        long sentSuperframes;
+        long sentSuperframeSegments;
         int closed = -1;
         TcpConnection connection;
 
@@ -397,12 +401,15 @@ class KernelTcpTest
             }
             superframes = tap.superframes();
             superframeSegments = tap.superframeSegments();
+            sentSuperframes = tap.transmitSuperframes();
+            sentSuperframeSegments = tap.transmitSuperframeSegments();
         }
 
         String status()
         {
             return "sent " + sent + " received " + received + " peerClosed " + peerClosed + " closed " + closed
                 + " superframes " + superframes + " cut into " + superframeSegments
+                + ", sent " + sentSuperframes + " joined from " + sentSuperframeSegments
                 + (connection != null ? " " + connection.describe() : "");
         }
 

@@ -41,7 +41,9 @@ import io.nicstack.stack.wire.UdpHeader;
  *   reads it, so the kernel takes each datagram through IPv4 and UDP and drops it at the full socket, about the
  *   least work it can do for a frame it accepts. The count of datagrams that reached UDP's socket lookup
  *   ({@code /proc/net/snmp}, this namespace's) over the sending time is the capacity from the device to the kernel,
- *   the limit of nicstack → kernel. Frames the kernel dropped earlier (a full backlog) do not count.</li>
+ *   the limit of nicstack → kernel at one frame per write(2) (with {@code --no-offload}; with offload the tap joins
+ *   a burst's TCP segments into TSO superframes, up to 32 segments per writev(2), so TCP can pass this figure too).
+ *   Frames the kernel dropped earlier (a full backlog) do not count.</li>
  * </ul>
  *
  * <p>{@code reflect} and {@code sink} time the flood alone (from its first burst to its last before a 100 ms gap) and

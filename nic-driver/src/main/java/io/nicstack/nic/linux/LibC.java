@@ -32,6 +32,12 @@ public interface LibC
     /** write(2) from native memory at {@code buf}. */
     @ssize_t long write(int fd, @intptr_t long buf, @size_t long count);
 
+    /**
+     * writev(2) from {@code iovcnt} {@code struct iovec} at {@code iov} (16 bytes each on 64-bit Linux: base, then
+     * length); on a tap the whole vector is one frame.
+     */
+    @ssize_t long writev(int fd, @intptr_t long iov, int iovcnt);
+
     /** ioctl(2) with a pointer argument (the request's struct in native memory). */
     @Variadic(fixedCount = 2)
     int ioctl(int fd, @u_int64_t long request, @intptr_t long arg);

@@ -65,7 +65,12 @@ import static io.nicstack.nic.linux.Linux.TUN_F_TSO4;
  * frames a NIC would deliver (over as many {@link #receive} bursts as they take). Frames committed with
  * {@link #TX_L4_CHECKSUM_PARTIAL} go out with {@code NEEDS_CSUM} and the kernel completes their checksum. Each transmit
  * slot keeps the header bytes in front of the frame, so {@link #claim()} still hands out the frame at index 0 and one
- * write(2) from the slot sends header and frame together, without a copy.
+ * write(2) from the slot sends header and frame together, without a copy. In the other direction, {@link #flush()}
+ * joins a burst's consecutive segments of one TCP flow into one {@code GSO_TCPV4} superframe
+ * ({@link TcpSuperframeJoiner}) and sends it with one writev(2): the first slot whole, then each other slot's payload
+ * in place, still without a copy. The kernel takes the superframe as it takes its own, and cuts it back into exactly
+ * those frames if it must (a device without TSO on the way); a tap accepts superframes whatever {@code TUNSETOFFLOAD}
+ * says, as that ioctl only speaks for what the tap may hand us.
  */
 public final class TapDevice implements NetDevice
 {
@@ -75,6 +80,8 @@ public final class TapDevice implements NetDevice
     /** A tap delivers at most a 65535-byte MTU plus the Ethernet header; larger reads would be truncated. */
     private static final int RX_BUFFER_LENGTH = VirtioNetHeader.LENGTH + 65_536 + ETHERNET_HEADER_LENGTH;
     private static final int TX_SLOT_ALIGNMENT = 64;
+    /** {@code struct iovec} on 64-bit Linux: {@code void *iov_base}, {@code size_t iov_len}. */
+    private static final int IOVEC_LENGTH = 16;
 
     private final String ifName;
     private final String name;
@@ -99,7 +106,14 @@ public final class TapDevice implements NetDevice
     private final VirtioNetHeader txHeader = new VirtioNetHeader();
     private final UnsafeBuffer[] txSlots = new UnsafeBuffer[BURST];
     private final long[] txAddresses = new long[BURST];
+    /** Frame lengths, without the virtio-net header in front. */
     private final int[] txLengths = new int[BURST];
+    private final boolean[] txNeedsChecksum = new boolean[BURST];
+    private final TcpSuperframeJoiner joiner = new TcpSuperframeJoiner();
+    /** {@code struct iovec[BURST]} for a superframe's writev(2): the first slot whole, then each joined payload. */
+    private final UnsafeBuffer iovecs;
+    private long txSuperframes;
+    private long txSuperframeSegments;
     private final UnsafeBuffer pollFd;
 
     private int txQueued;
@@ -132,6 +146,7 @@ public final class TapDevice implements NetDevice
             txAddresses[i] = txMemory.addressOffset() + (long)i * txSlotLength;
         }
 
+        iovecs = new UnsafeBuffer(BufferUtil.allocateDirectAligned(BURST * IOVEC_LENGTH, 8));
         pollFd = new UnsafeBuffer(BufferUtil.allocateDirectAligned(POLLFD_LENGTH, 8));
         pollFd.putInt(0, fd);
         pollFd.putShort(POLLFD_EVENTS_OFFSET, POLLIN);
@@ -473,7 +488,8 @@ public final class TapDevice implements NetDevice
             }
         }
 
-        txLengths[txQueued++] = vnetHeaderLength + length;
+        txNeedsChecksum[txQueued] = flags == TX_L4_CHECKSUM_PARTIAL;
+        txLengths[txQueued++] = length;
         claimed = false;
     }
 
@@ -489,11 +505,15 @@ public final class TapDevice implements NetDevice
         int sent = 0;
         final int queued = txQueued;
         txQueued = 0;
-        for (int i = 0; i < queued; i++)
+        int i = 0;
+        while (i < queued)
         {
-            if (LIBC.write(fd, txAddresses[i], txLengths[i]) >= 0)
+            final int frames = checksumOffload ? joiner.join(txSlots, txLengths, txNeedsChecksum, i, queued) : 1;
+            final long written = frames == 1 ?
+                LIBC.write(fd, txAddresses[i], vnetHeaderLength + txLengths[i]) : writeSuperframe(i, frames);
+            if (written >= 0)
             {
-                sent++;
+                sent += frames;
             }
             else
             {
@@ -501,13 +521,43 @@ public final class TapDevice implements NetDevice
                 switch (errno)
                 {
                     // Queue full, link down, or a frame the kernel refuses (shorter than a header): drop, never spin.
-                    case EAGAIN, ENOBUFS, EINTR, EIO, ENETDOWN, EINVAL -> droppedFrames++;
+                    case EAGAIN, ENOBUFS, EINTR, EIO, ENETDOWN, EINVAL -> droppedFrames += frames;
                     default -> throw Linux.failure("write(2) to tap " + ifName, errno);
                 }
             }
+            i += frames;
         }
 
         return sent;
+    }
+
+    /**
+     * Send the {@code frames} slots from {@code first}, which the joiner has made one superframe of, in one writev(2):
+     * the first slot whole (its virtio-net header now says {@code GSO_TCPV4}), then each other slot's payload.
+     */
+    private long writeSuperframe(final int first, final int frames)
+    {
+        final int headerLength = joiner.headerLength();
+        txHeader.wrap(txMemory, first * txSlotLength)
+            .gsoType(VirtioNetHeader.GSO_TCPV4)
+            .gsoSize(joiner.gsoSize())
+            .headerLength(headerLength);
+        final UnsafeBuffer iov = iovecs;
+        iov.putLong(0, txAddresses[first]);
+        iov.putLong(Long.BYTES, vnetHeaderLength + txLengths[first]);
+        for (int k = 1; k < frames; k++)
+        {
+            final int slot = first + k;
+            iov.putLong(k * IOVEC_LENGTH, txAddresses[slot] + vnetHeaderLength + headerLength);
+            iov.putLong(k * IOVEC_LENGTH + Long.BYTES, txLengths[slot] - headerLength);
+        }
+        final long written = LIBC.writev(fd, iov.addressOffset(), frames);
+        if (written >= 0)
+        {
+            txSuperframes++;
+            txSuperframeSegments += frames;
+        }
+        return written;
     }
 
     @Override
@@ -554,6 +604,18 @@ public final class TapDevice implements NetDevice
         return superframeSegments;
     }
 
+    /** TCP segmentation-offload superframes written to the tap, each joined from a burst's frames. */
+    public long transmitSuperframes()
+    {
+        return txSuperframes;
+    }
+
+    /** Committed frames that went out inside {@link #transmitSuperframes()}. */
+    public long transmitSuperframeSegments()
+    {
+        return txSuperframeSegments;
+    }
+
     /** Close the fd; a tap this device created disappears with it unless it was made persistent. */
     @Override
     public void close()
@@ -570,6 +632,6 @@ public final class TapDevice implements NetDevice
     public String toString()
     {
         return name + " (mtu " + mtu + (created ? ", created" : ", attached") +
-            (checksumOffload ? ", checksum offload, TSO4)" : ")");
+            (checksumOffload ? ", checksum offload, TSO4 both ways)" : ")");
     }
 }

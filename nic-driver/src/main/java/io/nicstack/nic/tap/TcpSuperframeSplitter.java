@@ -100,11 +100,7 @@ final class TcpSuperframeSplitter
         firstSeq = buffer.getInt(tcp + 4, ByteOrder.BIG_ENDIAN);
         firstId = buffer.getShort(ip + 4, ByteOrder.BIG_ENDIAN) & 0xFFFF;
         tcpFlags = buffer.getByte(tcp + 13) & 0xFF;
-        pseudoHeaderBase = (buffer.getShort(ip + 12, ByteOrder.BIG_ENDIAN) & 0xFFFF)
-            + (buffer.getShort(ip + 14, ByteOrder.BIG_ENDIAN) & 0xFFFF)
-            + (buffer.getShort(ip + 16, ByteOrder.BIG_ENDIAN) & 0xFFFF)
-            + (buffer.getShort(ip + 18, ByteOrder.BIG_ENDIAN) & 0xFFFF)
-            + PROTOCOL_TCP;
+        pseudoHeaderBase = TcpIpv4Sums.pseudoHeaderBase(buffer, ip);
         frames = (payload + gsoSize - 1) / gsoSize;
         return true;
     }
@@ -142,7 +138,7 @@ final class TcpSuperframeSplitter
         b.putShort(ip + 2, (short)(ipHeaderLength + tcpLength), ByteOrder.BIG_ENDIAN);
         b.putShort(ip + 4, (short)(firstId + i), ByteOrder.BIG_ENDIAN);
         b.putShort(ip + 10, (short)0);
-        b.putShort(ip + 10, (short)ipHeaderChecksum(b, ip, ipHeaderLength), ByteOrder.BIG_ENDIAN);
+        b.putShort(ip + 10, (short)TcpIpv4Sums.ipv4HeaderChecksum(b, ip, ipHeaderLength), ByteOrder.BIG_ENDIAN);
 
         b.putInt(tcp + 4, firstSeq + payloadStart, ByteOrder.BIG_ENDIAN);
         int flags = tcpFlags;
@@ -155,7 +151,7 @@ final class TcpSuperframeSplitter
             flags &= ~TCP_CWR;
         }
         b.putByte(tcp + 13, (byte)flags);
-        b.putShort(tcp + 16, (short)fold(pseudoHeaderBase + tcpLength), ByteOrder.BIG_ENDIAN);
+        b.putShort(tcp + 16, (short)TcpIpv4Sums.fold(pseudoHeaderBase + tcpLength), ByteOrder.BIG_ENDIAN);
 
         length = headerLength + payload;
         return frame;
@@ -171,22 +167,5 @@ final class TcpSuperframeSplitter
     int frames()
     {
         return frames;
-    }
-
-    private static int ipHeaderChecksum(final MutableDirectBuffer b, final int offset, final int length)
-    {
-        int sum = 0;
-        for (int i = 0; i < length; i += 2)
-        {
-            sum += b.getShort(offset + i, ByteOrder.BIG_ENDIAN) & 0xFFFF;
-        }
-        return ~fold(sum) & 0xFFFF;
-    }
-
-    private static int fold(final int sum)
-    {
-        int s = (sum & 0xFFFF) + (sum >>> 16);
-        s = (s & 0xFFFF) + (s >>> 16);
-        return s;
     }
 }

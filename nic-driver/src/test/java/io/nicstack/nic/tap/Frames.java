@@ -64,6 +64,63 @@ final class Frames
         return udp + udpLength;
     }
 
+    /**
+     * Write an Ethernet II frame with IPv4 (TTL 64, DF, header checksum set) and TCP around {@code payloadLength}
+     * bytes of {@code payload} from {@code payloadOffset}, the TCP options given as bytes (a multiple of 4); the TCP
+     * checksum field gets the folded pseudo-header sum, as for {@code TX_L4_CHECKSUM_PARTIAL}.
+     *
+     * @return the frame length.
+     */
+    static int tcp(
+        final MutableDirectBuffer frame,
+        final byte[] dstMac,
+        final byte[] srcMac,
+        final int srcIp,
+        final int dstIp,
+        final int ipId,
+        final int srcPort,
+        final int dstPort,
+        final int seq,
+        final int ack,
+        final int flags,
+        final int window,
+        final byte[] options,
+        final byte[] payload,
+        final int payloadOffset,
+        final int payloadLength)
+    {
+        final int tcpHeader = 20 + options.length;
+        frame.putBytes(0, dstMac);
+        frame.putBytes(6, srcMac);
+        frame.putShort(12, (short)0x0800, ByteOrder.BIG_ENDIAN);
+
+        frame.putByte(ETHERNET, (byte)0x45);
+        frame.putByte(ETHERNET + 1, (byte)0);
+        frame.putShort(ETHERNET + 2, (short)(IPV4 + tcpHeader + payloadLength), ByteOrder.BIG_ENDIAN);
+        frame.putShort(ETHERNET + 4, (short)ipId, ByteOrder.BIG_ENDIAN);
+        frame.putShort(ETHERNET + 6, (short)0x4000, ByteOrder.BIG_ENDIAN); // DF
+        frame.putByte(ETHERNET + 8, (byte)64);
+        frame.putByte(ETHERNET + 9, (byte)PROTOCOL_TCP);
+        frame.putShort(ETHERNET + 10, (short)0);
+        frame.putInt(ETHERNET + 12, srcIp, ByteOrder.BIG_ENDIAN);
+        frame.putInt(ETHERNET + 16, dstIp, ByteOrder.BIG_ENDIAN);
+        frame.putShort(ETHERNET + 10, (short)~fold(sum(frame, ETHERNET, IPV4)), ByteOrder.BIG_ENDIAN);
+
+        final int tcp = ETHERNET + IPV4;
+        frame.putShort(tcp, (short)srcPort, ByteOrder.BIG_ENDIAN);
+        frame.putShort(tcp + 2, (short)dstPort, ByteOrder.BIG_ENDIAN);
+        frame.putInt(tcp + 4, seq, ByteOrder.BIG_ENDIAN);
+        frame.putInt(tcp + 8, ack, ByteOrder.BIG_ENDIAN);
+        frame.putByte(tcp + 12, (byte)(tcpHeader / 4 << 4));
+        frame.putByte(tcp + 13, (byte)flags);
+        frame.putShort(tcp + 14, (short)window, ByteOrder.BIG_ENDIAN);
+        frame.putShort(tcp + 18, (short)0);
+        frame.putBytes(tcp + 20, options);
+        frame.putBytes(tcp + tcpHeader, payload, payloadOffset, payloadLength);
+        putPartialChecksum(frame);
+        return tcp + tcpHeader + payloadLength;
+    }
+
     /** Offset of the IPv4 header's transport header in {@code frame}. */
     static int transportOffset(final DirectBuffer frame, final int offset)
     {

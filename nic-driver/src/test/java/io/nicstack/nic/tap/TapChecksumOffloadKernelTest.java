@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -22,6 +23,7 @@ import static io.nicstack.nic.tap.KernelSupport.PYTHON;
 import static io.nicstack.nic.tap.KernelSupport.addNamespace;
 import static io.nicstack.nic.tap.KernelSupport.inNamespace;
 import static io.nicstack.nic.tap.KernelSupport.run;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -65,6 +67,8 @@ class TapChecksumOffloadKernelTest
     private static final int TCP_PORT = 40001;
     private static final int FORWARD_PORT = 40002;
     private static final int LOCAL_PORT = 40003;
+    private static final int SEGMENTS = 20;
+    private static final int SEGMENT = 1448; // a full frame with timestamps: 14 + 20 + 32 + 1448 = 1514
     private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(3);
 
     @Test
@@ -130,13 +134,7 @@ class TapChecksumOffloadKernelTest
         try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP, true));
             TapDevice tap2 = inNamespace(ns, () -> TapDevice.open(TAP2, false)))
         {
-            setUpLink(ns);
-            run("ip", "-n", ns, "link", "set", "dev", TAP2, "address", KERNEL2_MAC_TEXT);
-            run("ip", "-n", ns, "addr", "add", "198.19.0.1/24", "dev", TAP2);
-            run("ip", "-n", ns, "link", "set", TAP2, "up");
-            run("ip", "-n", ns, "neigh", "replace", "198.19.0.2", "lladdr", NEIGHBOUR2_MAC_TEXT, "dev", TAP2,
-                "nud", "permanent");
-            run("ip", "netns", "exec", ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward");
+            setUpForwarding(ns);
 
             // Asked: NEEDS_CSUM with the pseudo-header sum in the field; the frame leaves link 2 complete.
             final Forwarder forwarder = new Forwarder(tap, tap2);
@@ -158,6 +156,66 @@ class TapChecksumOffloadKernelTest
             final long allocated = Allocations.currentThread() - before;
             assertTrue(allocated < 4096, "allocated " + allocated + " bytes for 5,000 offloaded frames forwarded back");
             assertEquals(0, forwarder.incomplete, "frames that left link 2 without a complete checksum");
+            assertEquals(0, tap.droppedFrames());
+            assertEquals(0, tap2.droppedFrames());
+        }
+        finally
+        {
+            run("ip", "netns", "del", ns);
+        }
+    }
+
+    /**
+     * A burst of one flow's TCP segments leaves as one superframe (one writev(2)), and the kernel, forwarding it out of
+     * a device without segmentation offload, cuts it back with {@code tcp_gso_segment} into the very frames the burst
+     * held: the same IPv4 and TCP headers (TTL one less), the same payload in the same places, checksums complete. The
+     * pure ACK at the end of the burst cannot be joined and goes out alone. Joining allocates nothing.
+     */
+    @Test
+    void kernelCutsOurSuperframeBackIntoTheSegmentsItWasJoinedFrom() throws Exception
+    {
+        final String ns = addNamespace();
+        try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP, true));
+            TapDevice tap2 = inNamespace(ns, () -> TapDevice.open(TAP2, false)))
+        {
+            setUpForwarding(ns);
+            final SegmentBurst burst = new SegmentBurst(tap, tap2);
+            final byte[][] sent = burst.send(0);
+            final List<byte[]> forwarded = burst.forward(true);
+
+            assertEquals(1, tap.transmitSuperframes());
+            assertEquals(SEGMENTS, tap.transmitSuperframeSegments());
+            assertEquals(SEGMENTS + 1, forwarded.size(), "segments forwarded out of " + TAP2);
+            for (int i = 0; i <= SEGMENTS; i++)
+            {
+                final UnsafeBuffer out = new UnsafeBuffer(forwarded.get(i));
+                assertTrue(Frames.checksumValid(out, 0), "segment " + i + ": TCP checksum completed");
+                assertEquals(0xFFFF, Frames.fold(Frames.sum(out, 14, 20)), "segment " + i + ": IPv4 header checksum");
+                assertEquals(63, out.getByte(14 + 8), "segment " + i + ": forwarded, TTL 64 - 1");
+                final byte[] expected = Arrays.copyOfRange(sent[i], 12, sent[i].length);
+                final byte[] actual = Arrays.copyOfRange(forwarded.get(i), 12, forwarded.get(i).length);
+                for (final int field : new int[] { 14 + 8, 14 + 10, 14 + 11, 14 + 20 + 16, 14 + 20 + 17 })
+                {
+                    expected[field - 12] = 0;
+                    actual[field - 12] = 0;
+                }
+                assertArrayEquals(expected, actual, "segment " + i + ": past the MACs, all but TTL and checksums as sent");
+            }
+
+            for (int round = 1; round <= 200; round++)
+            {
+                burst.send(round);
+                burst.forward(false);
+            }
+            final long before = Allocations.currentThread();
+            for (int round = 201; round <= 1_200; round++)
+            {
+                burst.send(round);
+                burst.forward(false);
+            }
+            final long allocated = Allocations.currentThread() - before;
+            assertTrue(allocated < 4096, "allocated " + allocated + " bytes for 1,000 superframes sent and forwarded back");
+            assertEquals(1_201, tap.transmitSuperframes());
             assertEquals(0, tap.droppedFrames());
             assertEquals(0, tap2.droppedFrames());
         }
@@ -302,6 +360,18 @@ class TapChecksumOffloadKernelTest
         run("ip", "-n", ns, "addr", "add", "198.18.0.1/24", "dev", TAP);
         run("ip", "-n", ns, "link", "set", TAP, "up");
         run("ip", "-n", ns, "neigh", "replace", "198.18.0.2", "lladdr", OUR_MAC_TEXT, "dev", TAP, "nud", "permanent");
+    }
+
+    /** Link 1, and link 2 behind the kernel as a router (see the class comment). */
+    private static void setUpForwarding(final String ns) throws IOException, InterruptedException
+    {
+        setUpLink(ns);
+        run("ip", "-n", ns, "link", "set", "dev", TAP2, "address", KERNEL2_MAC_TEXT);
+        run("ip", "-n", ns, "addr", "add", "198.19.0.1/24", "dev", TAP2);
+        run("ip", "-n", ns, "link", "set", TAP2, "up");
+        run("ip", "-n", ns, "neigh", "replace", "198.19.0.2", "lladdr", NEIGHBOUR2_MAC_TEXT, "dev", TAP2,
+            "nud", "permanent");
+        run("ip", "netns", "exec", ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward");
     }
 
     /** {@code InCsumErrors} of the {@code Udp:} lines of /proc/net/snmp in the namespace. */
@@ -485,6 +555,94 @@ class TapChecksumOffloadKernelTest
                 else if (!Frames.checksumValid(buffer, offset) || flags != 0)
                 {
                     incomplete++;
+                }
+            }
+        }
+    }
+
+    /**
+     * Sends bursts of {@value #SEGMENTS} full TCP segments and a pure ACK from 198.18.0.2 to 198.19.0.2 into
+     * {@value #TAP} and reads the segments the kernel forwards out of {@value #TAP2}; allocates nothing unless asked
+     * for copies.
+     */
+    private static final class SegmentBurst implements FrameHandler
+    {
+        private static final byte[] TIMESTAMPS = { 1, 1, 8, 10, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08 };
+
+        private final TapDevice in;
+        private final TapDevice out;
+        private final byte[] payload = new byte[SEGMENTS * SEGMENT];
+        private final byte[][] sent = new byte[SEGMENTS + 1][];
+        private final List<byte[]> copies = new java.util.ArrayList<>();
+        private boolean copy;
+        private int arrived;
+
+        SegmentBurst(final TapDevice in, final TapDevice out)
+        {
+            this.in = in;
+            this.out = out;
+            new java.util.SplittableRandom(42).nextBytes(payload);
+        }
+
+        /** Commit and flush one burst, the stream continuing from the last; returns what was committed (round 0 only). */
+        byte[][] send(final int round)
+        {
+            final int base = 1_000_000 + round * (SEGMENTS * SEGMENT);
+            for (int i = 0; i <= SEGMENTS; i++)
+            {
+                final MutableDirectBuffer frame = in.claim();
+                final int length = Frames.tcp(frame, KERNEL_MAC, OUR_MAC, OUR_IP, NEIGHBOUR2_IP, round * 32 + i,
+                    TCP_PORT, FORWARD_PORT, base + i * SEGMENT, 77, i == SEGMENTS - 1 ? 0x18 : 0x10, 1024,
+                    TIMESTAMPS, payload, i == SEGMENTS ? 0 : i * SEGMENT, i == SEGMENTS ? 0 : SEGMENT);
+                if (round == 0)
+                {
+                    sent[i] = new byte[length];
+                    frame.getBytes(0, sent[i]);
+                }
+                in.commit(length, NetDevice.TX_L4_CHECKSUM_PARTIAL);
+            }
+            assertEquals(SEGMENTS + 1, in.flush());
+            return sent;
+        }
+
+        /** Receive until the burst's frames are all forwarded (3 s at most); with {@code copy}, return them. */
+        List<byte[]> forward(final boolean copy)
+        {
+            this.copy = copy;
+            copies.clear();
+            arrived = 0;
+            final long deadline = System.nanoTime() + DEADLINE_NANOS;
+            while (arrived < SEGMENTS + 1)
+            {
+                if (System.nanoTime() > deadline)
+                {
+                    fail(arrived + " of " + (SEGMENTS + 1) + " segments forwarded out of " + TAP2 + " within 3 s");
+                }
+                if (out.awaitReadable(100_000_000))
+                {
+                    out.receive(this, NetDevice.BURST);
+                }
+            }
+            return copies;
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+        {
+            fail("the tap delivered a frame without flags");
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+        {
+            if (isIpv4(buffer, offset, length, Frames.PROTOCOL_TCP) && port(buffer, offset, 2) == FORWARD_PORT)
+            {
+                arrived++;
+                if (copy)
+                {
+                    final byte[] bytes = new byte[length];
+                    buffer.getBytes(offset, bytes);
+                    copies.add(bytes);
                 }
             }
         }

@@ -1,0 +1,178 @@
+package io.nicstack.nic.tap;
+
+import java.nio.ByteOrder;
+
+import org.agrona.DirectBuffer;
+import org.agrona.MutableDirectBuffer;
+
+import io.nicstack.nic.NetDevice;
+
+/**
+ * Joins a transmit burst's consecutive TCP/IPv4 segments of one flow into one segmentation-offload superframe
+ * ({@code VIRTIO_NET_HDR_GSO_TCPV4}), the reverse of {@link TcpSuperframeSplitter}: the kernel takes up to 64 KiB in one
+ * write(2) and, if the superframe leaves through a device that cannot segment, cuts it back with
+ * {@code tcp_gso_segment} into exactly the frames it was joined from.
+ *
+ * <p>Frames {@code [first, first + n)} are joined when every frame after the first carries the first one's header
+ * bytes except IPv4 total length, identification and header checksum, TCP sequence number, flags and checksum; its
+ * sequence number continues the frame before it; every payload but the last is exactly as long as the first one (the
+ * segment size) and the last is no longer; PSH and FIN are on the last frame only, CWR on the first only, and the
+ * other flags are the same (ACK set, never SYN, RST or URG); every frame asked for {@code NEEDS_CSUM}; and the IPv4
+ * total length stays within 65535. Anything else, including a frame that does not parse, ends the run: a frame that
+ * cannot be joined is sent alone, as it was given.
+ *
+ * <p>When {@code n >= 2}, {@link #join} has rewritten the first frame's headers into the superframe's: IPv4 total
+ * length and header checksum, the TCP flags (the last frame's PSH and FIN added) and the TCP checksum field, which holds
+ * the folded pseudo-header sum over the superframe's TCP length, as the kernel's own superframes do. The superframe's
+ * payload is then the first frame's followed by {@link #headerLength()} bytes onward of each joined frame.
+ */
+final class TcpSuperframeJoiner
+{
+    private static final int ETHERTYPE_IPV4 = 0x0800;
+    private static final int PROTOCOL_TCP = 6;
+    private static final int IPV4_MIN_HEADER_LENGTH = 20;
+    private static final int TCP_MIN_HEADER_LENGTH = 20;
+    private static final int MAX_IPV4_TOTAL_LENGTH = 0xFFFF;
+    private static final int TCP_FIN = 0x01;
+    private static final int TCP_SYN = 0x02;
+    private static final int TCP_RST = 0x04;
+    private static final int TCP_PSH = 0x08;
+    private static final int TCP_ACK = 0x10;
+    private static final int TCP_URG = 0x20;
+    private static final int TCP_CWR = 0x80;
+    private static final int ETH = NetDevice.ETHERNET_HEADER_LENGTH;
+
+    private int headerLength;
+    private int gsoSize;
+
+    /**
+     * Join as many frames from {@code first} (before {@code end}) as the rules in the class comment allow.
+     *
+     * @param frames        frames at index 0 of each buffer.
+     * @param frameLengths  their lengths.
+     * @param needsChecksum whether each was committed with {@link NetDevice#TX_L4_CHECKSUM_PARTIAL}.
+     * @return how many frames, at least 1, form the superframe; with 1 nothing was changed.
+     */
+    int join(final MutableDirectBuffer[] frames, final int[] frameLengths, final boolean[] needsChecksum,
+        final int first, final int end)
+    {
+        if (end - first < 2 || !needsChecksum[first] || !needsChecksum[first + 1])
+        {
+            return 1;
+        }
+        final MutableDirectBuffer head = frames[first];
+        final int headLength = frameLengths[first];
+        if (headLength < ETH + IPV4_MIN_HEADER_LENGTH + TCP_MIN_HEADER_LENGTH
+            || (head.getShort(12, ByteOrder.BIG_ENDIAN) & 0xFFFF) != ETHERTYPE_IPV4)
+        {
+            return 1;
+        }
+        final int versionIhl = head.getByte(ETH) & 0xFF;
+        final int ipLength = (versionIhl & 0x0F) * 4;
+        if (versionIhl >>> 4 != 4 || ipLength < IPV4_MIN_HEADER_LENGTH
+            || (head.getByte(ETH + 9) & 0xFF) != PROTOCOL_TCP
+            || (head.getShort(ETH + 6, ByteOrder.BIG_ENDIAN) & 0x3FFF) != 0
+            || ETH + ipLength + TCP_MIN_HEADER_LENGTH > headLength)
+        {
+            return 1;
+        }
+        final int tcp = ETH + ipLength;
+        final int headers = tcp + ((head.getByte(tcp + 12) & 0xFF) >>> 4) * 4;
+        final int flags = head.getByte(tcp + 13) & 0xFF;
+        final int segment = headLength - headers;
+        if (headers - tcp < TCP_MIN_HEADER_LENGTH || segment <= 0
+            || (head.getShort(ETH + 2, ByteOrder.BIG_ENDIAN) & 0xFFFF) != headLength - ETH
+            || (flags & (TCP_ACK | TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH)) != TCP_ACK)
+        {
+            return 1;
+        }
+
+        final int sameFlags = flags & ~TCP_CWR;
+        int nextSeq = head.getInt(tcp + 4, ByteOrder.BIG_ENDIAN) + segment;
+        int total = headLength - ETH;
+        int lastFlags = flags;
+        int n = 1;
+        for (int j = first + 1; j < end; j++)
+        {
+            final MutableDirectBuffer frame = frames[j];
+            final int length = frameLengths[j];
+            final int payload = length - headers;
+            if (!needsChecksum[j] || payload <= 0 || payload > segment || total + payload > MAX_IPV4_TOTAL_LENGTH
+                || (frame.getShort(ETH + 2, ByteOrder.BIG_ENDIAN) & 0xFFFF) != length - ETH
+                || frame.getInt(tcp + 4, ByteOrder.BIG_ENDIAN) != nextSeq
+                || ((frame.getByte(tcp + 13) & 0xFF) & ~(TCP_FIN | TCP_PSH)) != sameFlags
+                || !sameFlowHeaders(head, frame, tcp, headers))
+            {
+                break;
+            }
+            n++;
+            total += payload;
+            nextSeq += payload;
+            lastFlags = frame.getByte(tcp + 13) & 0xFF;
+            if (payload < segment || (lastFlags & (TCP_FIN | TCP_PSH)) != 0)
+            {
+                break; // only the last frame may be short or carry PSH or FIN
+            }
+        }
+        if (n == 1)
+        {
+            return 1;
+        }
+
+        head.putShort(ETH + 2, (short)total, ByteOrder.BIG_ENDIAN);
+        head.putShort(ETH + 10, (short)0);
+        head.putShort(ETH + 10, (short)TcpIpv4Sums.ipv4HeaderChecksum(head, ETH, ipLength), ByteOrder.BIG_ENDIAN);
+        head.putByte(tcp + 13, (byte)(flags | lastFlags & (TCP_FIN | TCP_PSH)));
+        head.putShort(tcp + 16, (short)TcpIpv4Sums.fold(TcpIpv4Sums.pseudoHeaderBase(head, ETH) + total - ipLength),
+            ByteOrder.BIG_ENDIAN);
+        headerLength = headers;
+        gsoSize = segment;
+        return n;
+    }
+
+    /** Ethernet, IPv4 and TCP header bytes of the last superframe {@link #join} made; its frames' payload follows. */
+    int headerLength()
+    {
+        return headerLength;
+    }
+
+    /** Payload bytes per segment of the last superframe {@link #join} made: the first frame's payload. */
+    int gsoSize()
+    {
+        return gsoSize;
+    }
+
+    /**
+     * Equal header bytes but for the fields each segment of a superframe has its own: IPv4 total length,
+     * identification and header checksum, TCP sequence number, flags and checksum.
+     */
+    private static boolean sameFlowHeaders(final DirectBuffer a, final DirectBuffer b, final int tcp, final int end)
+    {
+        return equal(a, b, 0, ETH + 2)                // Ethernet, IPv4 version, header length and DSCP/ECN
+            && equal(a, b, ETH + 6, ETH + 10)         // fragment field, TTL, protocol
+            && equal(a, b, ETH + 12, tcp + 4)         // addresses, IPv4 options, ports
+            && equal(a, b, tcp + 8, tcp + 13)         // acknowledgment number, data offset
+            && equal(a, b, tcp + 14, tcp + 16)        // window
+            && equal(a, b, tcp + 18, end);            // urgent pointer, TCP options (timestamps)
+    }
+
+    private static boolean equal(final DirectBuffer a, final DirectBuffer b, final int from, final int to)
+    {
+        int i = from;
+        for (; i + Long.BYTES <= to; i += Long.BYTES)
+        {
+            if (a.getLong(i) != b.getLong(i))
+            {
+                return false;
+            }
+        }
+        for (; i < to; i++)
+        {
+            if (a.getByte(i) != b.getByte(i))
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+}
