@@ -39,21 +39,7 @@ final class Frames
         final byte[] payload)
     {
         final int udpLength = UDP + payload.length;
-        frame.putBytes(0, dstMac);
-        frame.putBytes(6, srcMac);
-        frame.putShort(12, (short)0x0800, ByteOrder.BIG_ENDIAN);
-
-        frame.putByte(ETHERNET, (byte)0x45);
-        frame.putByte(ETHERNET + 1, (byte)0);
-        frame.putShort(ETHERNET + 2, (short)(IPV4 + udpLength), ByteOrder.BIG_ENDIAN);
-        frame.putShort(ETHERNET + 4, (short)0x1234, ByteOrder.BIG_ENDIAN);
-        frame.putShort(ETHERNET + 6, (short)0x4000, ByteOrder.BIG_ENDIAN); // DF
-        frame.putByte(ETHERNET + 8, (byte)64);
-        frame.putByte(ETHERNET + 9, (byte)PROTOCOL_UDP);
-        frame.putShort(ETHERNET + 10, (short)0);
-        frame.putInt(ETHERNET + 12, srcIp, ByteOrder.BIG_ENDIAN);
-        frame.putInt(ETHERNET + 16, dstIp, ByteOrder.BIG_ENDIAN);
-        frame.putShort(ETHERNET + 10, (short)~fold(sum(frame, ETHERNET, IPV4)), ByteOrder.BIG_ENDIAN);
+        ethernetIpv4(frame, dstMac, srcMac, srcIp, dstIp, 0x1234, PROTOCOL_UDP, udpLength);
 
         final int udp = ETHERNET + IPV4;
         frame.putShort(udp, (short)srcPort, ByteOrder.BIG_ENDIAN);
@@ -90,21 +76,7 @@ final class Frames
         final int payloadLength)
     {
         final int tcpHeader = 20 + options.length;
-        frame.putBytes(0, dstMac);
-        frame.putBytes(6, srcMac);
-        frame.putShort(12, (short)0x0800, ByteOrder.BIG_ENDIAN);
-
-        frame.putByte(ETHERNET, (byte)0x45);
-        frame.putByte(ETHERNET + 1, (byte)0);
-        frame.putShort(ETHERNET + 2, (short)(IPV4 + tcpHeader + payloadLength), ByteOrder.BIG_ENDIAN);
-        frame.putShort(ETHERNET + 4, (short)ipId, ByteOrder.BIG_ENDIAN);
-        frame.putShort(ETHERNET + 6, (short)0x4000, ByteOrder.BIG_ENDIAN); // DF
-        frame.putByte(ETHERNET + 8, (byte)64);
-        frame.putByte(ETHERNET + 9, (byte)PROTOCOL_TCP);
-        frame.putShort(ETHERNET + 10, (short)0);
-        frame.putInt(ETHERNET + 12, srcIp, ByteOrder.BIG_ENDIAN);
-        frame.putInt(ETHERNET + 16, dstIp, ByteOrder.BIG_ENDIAN);
-        frame.putShort(ETHERNET + 10, (short)~fold(sum(frame, ETHERNET, IPV4)), ByteOrder.BIG_ENDIAN);
+        ethernetIpv4(frame, dstMac, srcMac, srcIp, dstIp, ipId, PROTOCOL_TCP, tcpHeader + payloadLength);
 
         final int tcp = ETHERNET + IPV4;
         frame.putShort(tcp, (short)srcPort, ByteOrder.BIG_ENDIAN);
@@ -119,6 +91,34 @@ final class Frames
         frame.putBytes(tcp + tcpHeader, payload, payloadOffset, payloadLength);
         putPartialChecksum(frame);
         return tcp + tcpHeader + payloadLength;
+    }
+
+    /** Ethernet II and an IPv4 header without options (TTL 64, DF, header checksum set) for {@code ipPayload} bytes. */
+    private static void ethernetIpv4(
+        final MutableDirectBuffer frame,
+        final byte[] dstMac,
+        final byte[] srcMac,
+        final int srcIp,
+        final int dstIp,
+        final int ipId,
+        final int protocol,
+        final int ipPayload)
+    {
+        frame.putBytes(0, dstMac);
+        frame.putBytes(6, srcMac);
+        frame.putShort(12, (short)0x0800, ByteOrder.BIG_ENDIAN);
+
+        frame.putByte(ETHERNET, (byte)0x45);
+        frame.putByte(ETHERNET + 1, (byte)0);
+        frame.putShort(ETHERNET + 2, (short)(IPV4 + ipPayload), ByteOrder.BIG_ENDIAN);
+        frame.putShort(ETHERNET + 4, (short)ipId, ByteOrder.BIG_ENDIAN);
+        frame.putShort(ETHERNET + 6, (short)0x4000, ByteOrder.BIG_ENDIAN); // DF
+        frame.putByte(ETHERNET + 8, (byte)64);
+        frame.putByte(ETHERNET + 9, (byte)protocol);
+        frame.putShort(ETHERNET + 10, (short)0);
+        frame.putInt(ETHERNET + 12, srcIp, ByteOrder.BIG_ENDIAN);
+        frame.putInt(ETHERNET + 16, dstIp, ByteOrder.BIG_ENDIAN);
+        frame.putShort(ETHERNET + 10, (short)~fold(sum(frame, ETHERNET, IPV4)), ByteOrder.BIG_ENDIAN);
     }
 
     /** Offset of the IPv4 header's transport header in {@code frame}. */
