@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
@@ -26,6 +27,7 @@ import io.nicstack.nic.linux.NetNamespace;
 import io.nicstack.nic.tap.TapDevice;
 import io.nicstack.stack.NetStack;
 import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpHandler;
@@ -116,11 +118,30 @@ class KernelTcpTest
     @Test
     void chargenAndDiscardMove100Megabytes() throws IOException
     {
+        final Map<StackCounter, Long> before = DaemonCounters.read(daemon.shm);
         final Netns.Result c = peer(300, "chargen", DAEMON_IP, "100000000").assertOk("chargen 100 MB");
         assertTrue(c.output().contains("pattern exact"), c.output());
+        final Map<StackCounter, Long> between = DaemonCounters.read(daemon.shm);
         final Netns.Result d = peer(300, "discard", DAEMON_IP, "100000000").assertOk("discard 100 MB");
         assertTrue(d.output().contains("closed cleanly=True"), d.output());
-        System.out.println("[kernel tcp] " + c.output().trim() + "; " + d.output().trim());
+        final Map<StackCounter, Long> after = DaemonCounters.read(daemon.shm);
+
+        // With the tap's offload, the stream out left in superframes and the stream in came in them (nicstack stats).
+        final long segments = 100_000_000L / 1448;
+        final long sentJoined = grew(before, between, StackCounter.TX_SUPERFRAME_SEGMENTS);
+        final long receivedCut = grew(between, after, StackCounter.RX_SUPERFRAME_SEGMENTS);
+        final String offload = "chargen: " + sentJoined + " of " + segments + " segments sent in " +
+            grew(before, between, StackCounter.TX_SUPERFRAMES) + " superframes; discard: " + receivedCut +
+            " received in " + grew(between, after, StackCounter.RX_SUPERFRAMES);
+        assertTrue(sentJoined > segments / 2 && grew(before, between, StackCounter.TX_SUPERFRAMES) > 0, offload);
+        assertTrue(receivedCut > segments / 2 && grew(between, after, StackCounter.RX_SUPERFRAMES) > 0, offload);
+        System.out.println("[kernel tcp] " + c.output().trim() + "; " + d.output().trim() + "; " + offload);
+    }
+
+    private static long grew(final Map<StackCounter, Long> from, final Map<StackCounter, Long> to,
+        final StackCounter counter)
+    {
+        return to.get(counter) - from.get(counter);
     }
 
     @Test
@@ -273,7 +294,7 @@ class KernelTcpTest
                         {
                             stack.poll(System.nanoTime());
                         }
-                        synsSent.set(stack.counters().get(io.nicstack.stack.stats.StackCounter.TCP_SEGMENTS_OUT));
+                        synsSent.set(stack.counters().get(StackCounter.TCP_SEGMENTS_OUT));
                     }
                     finally
                     {
@@ -337,10 +358,10 @@ class KernelTcpTest
             final Netns.Result r = client.exec(60, PYTHON, work.resolve("tcp_peer.py").toString(), "chargen", DAEMON_IP, "3000000");
             assertEquals(0, r.exitCode(), "chargen through the small link: " + r.output() + "\ndaemon: " + String.join("\n", pmtu.output));
             assertTrue(r.output().contains("pattern exact"), r.output());
-            final java.util.Map<io.nicstack.stack.stats.StackCounter, Long> c = DaemonCounters.read(pmtu.shm);
-            assertTrue(c.get(io.nicstack.stack.stats.StackCounter.TCP_PATH_MTU_REDUCTIONS) >= 1, "path MTU lowered: " + c);
+            final Map<StackCounter, Long> c = DaemonCounters.read(pmtu.shm);
+            assertTrue(c.get(StackCounter.TCP_PATH_MTU_REDUCTIONS) >= 1, "path MTU lowered: " + c);
             System.out.println("[kernel tcp] path mtu: " + r.output().trim() + ", reductions "
-                + c.get(io.nicstack.stack.stats.StackCounter.TCP_PATH_MTU_REDUCTIONS));
+                + c.get(StackCounter.TCP_PATH_MTU_REDUCTIONS));
             assertEquals(0, pmtu.stop());
         }
     }
@@ -399,8 +420,8 @@ class KernelTcpTest
                 stack.poll(System.nanoTime());
                 tap.awaitReadable(1_000_000L);
             }
-            superframes = tap.superframes();
-            superframeSegments = tap.superframeSegments();
+            superframes = tap.receiveSuperframes();
+            superframeSegments = tap.receiveSuperframeSegments();
             sentSuperframes = tap.transmitSuperframes();
             sentSuperframeSegments = tap.transmitSuperframeSegments();
         }

@@ -100,6 +100,33 @@ public interface NetDevice extends AutoCloseable
     /** Frames the device itself had to drop (full queue, medium refused, oversize). */
     long droppedFrames();
 
+    /**
+     * Segmentation-offload superframes taken from the medium (a tap's TSO), each delivered as the frames cut from it;
+     * 0 for a device that has none.
+     */
+    default long receiveSuperframes()
+    {
+        return 0;
+    }
+
+    /** Frames delivered from {@link #receiveSuperframes()}. */
+    default long receiveSuperframeSegments()
+    {
+        return 0;
+    }
+
+    /** Segmentation-offload superframes handed to the medium, each joined from committed frames; 0 for none. */
+    default long transmitSuperframes()
+    {
+        return 0;
+    }
+
+    /** Committed frames that went out inside {@link #transmitSuperframes()}. */
+    default long transmitSuperframeSegments()
+    {
+        return 0;
+    }
+
     @Override
     void close();
 }

@@ -41,7 +41,8 @@ public final class NetStack implements FrameHandler
     private final EthernetFrame eth = new EthernetFrame();
     private final Ipv4Header quoted = new Ipv4Header();
     private long now;
-    private long lastDeviceDrops;
+    /** The device's drops, then superframes and their frames received and sent, at the last round's end. */
+    private final long[] lastDeviceCounts = new long[5];
     /** True inside {@link #poll}'s receive burst: per-frame counts wait for {@link #flushCounts()} at its end. */
     private boolean inBurst;
     private long framesInBurst;
@@ -121,13 +122,23 @@ public final class NetStack implements FrameHandler
         work += timers.poll(nowNanos);
         work += tcp.afterBurst(nowNanos);
         link.flush();
-        final long deviceDrops = device.droppedFrames();
-        if (deviceDrops != lastDeviceDrops)
-        {
-            counters.add(StackCounter.DEVICE_DROPS, deviceDrops - lastDeviceDrops);
-            lastDeviceDrops = deviceDrops;
-        }
+        syncDeviceCount(StackCounter.DEVICE_DROPS, 0, device.droppedFrames());
+        syncDeviceCount(StackCounter.RX_SUPERFRAMES, 1, device.receiveSuperframes());
+        syncDeviceCount(StackCounter.RX_SUPERFRAME_SEGMENTS, 2, device.receiveSuperframeSegments());
+        syncDeviceCount(StackCounter.TX_SUPERFRAMES, 3, device.transmitSuperframes());
+        syncDeviceCount(StackCounter.TX_SUPERFRAME_SEGMENTS, 4, device.transmitSuperframeSegments());
         return work;
+    }
+
+    /** Add what the device's own count {@code index} of {@link #lastDeviceCounts} grew by since the last round. */
+    private void syncDeviceCount(final StackCounter counter, final int index, final long deviceCount)
+    {
+        final long last = lastDeviceCounts[index];
+        if (deviceCount != last)
+        {
+            counters.add(counter, deviceCount - last);
+            lastDeviceCounts[index] = deviceCount;
+        }
     }
 
     @Override

@@ -228,6 +228,30 @@ public final class FaultInjectingDevice implements NetDevice
     }
 
     @Override
+    public long receiveSuperframes()
+    {
+        return inner.receiveSuperframes();
+    }
+
+    @Override
+    public long receiveSuperframeSegments()
+    {
+        return inner.receiveSuperframeSegments();
+    }
+
+    @Override
+    public long transmitSuperframes()
+    {
+        return inner.transmitSuperframes();
+    }
+
+    @Override
+    public long transmitSuperframeSegments()
+    {
+        return inner.transmitSuperframeSegments();
+    }
+
+    @Override
     public void close()
     {
         inner.close();

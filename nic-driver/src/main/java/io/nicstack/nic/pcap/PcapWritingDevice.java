@@ -248,6 +248,30 @@ public final class PcapWritingDevice implements NetDevice
         return inner.droppedFrames();
     }
 
+    @Override
+    public long receiveSuperframes()
+    {
+        return inner.receiveSuperframes();
+    }
+
+    @Override
+    public long receiveSuperframeSegments()
+    {
+        return inner.receiveSuperframeSegments();
+    }
+
+    @Override
+    public long transmitSuperframes()
+    {
+        return inner.transmitSuperframes();
+    }
+
+    @Override
+    public long transmitSuperframeSegments()
+    {
+        return inner.transmitSuperframeSegments();
+    }
+
     /** Write the remaining records, close the file and the inner device. */
     @Override
     public void close()

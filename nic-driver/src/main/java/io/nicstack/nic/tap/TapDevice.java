@@ -593,24 +593,26 @@ public final class TapDevice implements NetDevice
     }
 
     /** TCP segmentation-offload superframes read from the tap and cut into frames. */
-    public long superframes()
+    @Override
+    public long receiveSuperframes()
     {
         return superframes;
     }
 
-    /** Frames delivered from {@link #superframes()}. */
-    public long superframeSegments()
+    @Override
+    public long receiveSuperframeSegments()
     {
         return superframeSegments;
     }
 
     /** TCP segmentation-offload superframes written to the tap, each joined from a burst's frames. */
+    @Override
     public long transmitSuperframes()
     {
         return txSuperframes;
     }
 
-    /** Committed frames that went out inside {@link #transmitSuperframes()}. */
+    @Override
     public long transmitSuperframeSegments()
     {
         return txSuperframeSegments;
