@@ -19,9 +19,9 @@ public enum StackCounter
     RX_CHECKSUMS_TRUSTED("tcp/udp checksums vouched for by the device (offload, not verified again)", Kind.INFO),
     TX_CHECKSUMS_OFFLOADED("tcp/udp checksums left to the device to complete (offload)", Kind.INFO),
     RX_SUPERFRAMES("tcp superframes from the device (segmentation offload), cut into frames", Kind.INFO),
-    RX_SUPERFRAME_SEGMENTS("frames cut from them (counted in frames in)", Kind.INFO),
+    RX_SUPERFRAME_SEGMENTS("frames cut from tcp superframes from the device (counted in frames in)", Kind.INFO),
     TX_SUPERFRAMES("tcp superframes to the device (segmentation offload), joined from frames", Kind.INFO),
-    TX_SUPERFRAME_SEGMENTS("frames joined into them (counted in frames out)", Kind.INFO),
+    TX_SUPERFRAME_SEGMENTS("frames joined into tcp superframes to the device (counted in frames out)", Kind.INFO),
     INTERNAL_ERRORS("drop: internal error while processing (a bug; first ones logged)", Kind.DROP),
 
     ETH_DROP_TRUNCATED("eth drop: truncated frame", Kind.DROP),
