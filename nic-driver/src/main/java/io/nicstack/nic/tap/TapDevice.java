@@ -69,8 +69,8 @@ import static io.nicstack.nic.linux.Linux.TUN_F_TSO4;
  * joins a burst's consecutive segments of one TCP flow into one {@code GSO_TCPV4} superframe
  * ({@link TcpSuperframeJoiner}) and sends it with one writev(2): the first slot whole, then each other slot's payload
  * in place, still without a copy. The kernel takes the superframe as it takes its own, and cuts it back into exactly
- * those frames if it must (a device without TSO on the way); a tap accepts superframes whatever {@code TUNSETOFFLOAD}
- * says, as that ioctl only speaks for what the tap may hand us.
+ * those frames if it must (a device without TSO on the way). What we write is taken as a virtio guest's transmit is
+ * ({@code tun_get_user}, {@code virtio_net_hdr_to_skb}); {@code TUNSETOFFLOAD} only says what the tap may hand us.
  */
 public final class TapDevice implements NetDevice
 {
