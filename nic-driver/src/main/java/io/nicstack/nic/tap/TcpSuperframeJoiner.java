@@ -28,10 +28,6 @@ import io.nicstack.nic.NetDevice;
  */
 final class TcpSuperframeJoiner
 {
-    private static final int ETHERTYPE_IPV4 = 0x0800;
-    private static final int PROTOCOL_TCP = 6;
-    private static final int IPV4_MIN_HEADER_LENGTH = 20;
-    private static final int TCP_MIN_HEADER_LENGTH = 20;
     private static final int MAX_IPV4_TOTAL_LENGTH = 0xFFFF;
     private static final int TCP_FIN = 0x01;
     private static final int TCP_SYN = 0x02;
@@ -62,27 +58,16 @@ final class TcpSuperframeJoiner
         }
         final MutableDirectBuffer head = frames[first];
         final int headLength = frameLengths[first];
-        if (headLength < ETH + IPV4_MIN_HEADER_LENGTH + TCP_MIN_HEADER_LENGTH
-            || (head.getShort(12, ByteOrder.BIG_ENDIAN) & 0xFFFF) != ETHERTYPE_IPV4)
+        final int headers = TcpIpv4Frames.headersLength(head, 0, headLength);
+        if (headers < 0 || TcpIpv4Frames.ipv4TotalLength(head, 0) != headLength - ETH)
         {
             return 1;
         }
-        final int versionIhl = head.getByte(ETH) & 0xFF;
-        final int ipLength = (versionIhl & 0x0F) * 4;
-        if (versionIhl >>> 4 != 4 || ipLength < IPV4_MIN_HEADER_LENGTH
-            || (head.getByte(ETH + 9) & 0xFF) != PROTOCOL_TCP
-            || (head.getShort(ETH + 6, ByteOrder.BIG_ENDIAN) & 0x3FFF) != 0
-            || ETH + ipLength + TCP_MIN_HEADER_LENGTH > headLength)
-        {
-            return 1;
-        }
+        final int ipLength = TcpIpv4Frames.ipv4HeaderLength(head, 0);
         final int tcp = ETH + ipLength;
-        final int headers = tcp + ((head.getByte(tcp + 12) & 0xFF) >>> 4) * 4;
         final int flags = head.getByte(tcp + 13) & 0xFF;
         final int segment = headLength - headers;
-        if (headers - tcp < TCP_MIN_HEADER_LENGTH || segment <= 0
-            || (head.getShort(ETH + 2, ByteOrder.BIG_ENDIAN) & 0xFFFF) != headLength - ETH
-            || (flags & (TCP_ACK | TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH)) != TCP_ACK)
+        if ((flags & (TCP_ACK | TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH)) != TCP_ACK)
         {
             return 1;
         }
@@ -98,7 +83,7 @@ final class TcpSuperframeJoiner
             final int length = frameLengths[j];
             final int payload = length - headers;
             if (!needsChecksum[j] || payload <= 0 || payload > segment || total + payload > MAX_IPV4_TOTAL_LENGTH
-                || (frame.getShort(ETH + 2, ByteOrder.BIG_ENDIAN) & 0xFFFF) != length - ETH
+                || TcpIpv4Frames.ipv4TotalLength(frame, 0) != length - ETH
                 || frame.getInt(tcp + 4, ByteOrder.BIG_ENDIAN) != nextSeq
                 || ((frame.getByte(tcp + 13) & 0xFF) & ~(TCP_FIN | TCP_PSH)) != sameFlags
                 || !sameFlowHeaders(head, frame, tcp, headers))
@@ -121,9 +106,9 @@ final class TcpSuperframeJoiner
 
         head.putShort(ETH + 2, (short)total, ByteOrder.BIG_ENDIAN);
         head.putShort(ETH + 10, (short)0);
-        head.putShort(ETH + 10, (short)TcpIpv4Sums.ipv4HeaderChecksum(head, ETH, ipLength), ByteOrder.BIG_ENDIAN);
+        head.putShort(ETH + 10, (short)TcpIpv4Frames.ipv4HeaderChecksum(head, ETH, ipLength), ByteOrder.BIG_ENDIAN);
         head.putByte(tcp + 13, (byte)(flags | lastFlags & (TCP_FIN | TCP_PSH)));
-        head.putShort(tcp + 16, (short)TcpIpv4Sums.fold(TcpIpv4Sums.pseudoHeaderBase(head, ETH) + total - ipLength),
+        head.putShort(tcp + 16, (short)TcpIpv4Frames.fold(TcpIpv4Frames.pseudoHeaderBase(head, ETH) + total - ipLength),
             ByteOrder.BIG_ENDIAN);
         headerLength = headers;
         gsoSize = segment;

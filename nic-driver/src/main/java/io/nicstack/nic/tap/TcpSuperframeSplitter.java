@@ -26,10 +26,6 @@ import io.nicstack.nic.NetDevice;
  */
 final class TcpSuperframeSplitter
 {
-    private static final int ETHERTYPE_IPV4 = 0x0800;
-    private static final int PROTOCOL_TCP = 6;
-    private static final int IPV4_MIN_HEADER_LENGTH = 20;
-    private static final int TCP_MIN_HEADER_LENGTH = 20;
     private static final int TCP_FIN = 0x01;
     private static final int TCP_PSH = 0x08;
     private static final int TCP_CWR = 0x80;
@@ -64,31 +60,15 @@ final class TcpSuperframeSplitter
     {
         frames = 0;
         next = 0;
+        final int headersEnd = TcpIpv4Frames.headersLength(buffer, offset, frameLength);
+        if (headersEnd < 0 || gsoSize <= 0 || headersEnd + gsoSize > maxFrameLength)
+        {
+            return false;
+        }
         final int ip = offset + NetDevice.ETHERNET_HEADER_LENGTH;
-        if (frameLength < NetDevice.ETHERNET_HEADER_LENGTH + IPV4_MIN_HEADER_LENGTH + TCP_MIN_HEADER_LENGTH
-            || (buffer.getShort(offset + 12, ByteOrder.BIG_ENDIAN) & 0xFFFF) != ETHERTYPE_IPV4)
-        {
-            return false;
-        }
-        final int versionIhl = buffer.getByte(ip) & 0xFF;
-        final int ipLength = (versionIhl & 0x0F) * 4;
-        final int totalLength = buffer.getShort(ip + 2, ByteOrder.BIG_ENDIAN) & 0xFFFF;
-        if (versionIhl >>> 4 != 4 || ipLength < IPV4_MIN_HEADER_LENGTH
-            || (buffer.getByte(ip + 9) & 0xFF) != PROTOCOL_TCP
-            || (buffer.getShort(ip + 6, ByteOrder.BIG_ENDIAN) & 0x3FFF) != 0
-            || NetDevice.ETHERNET_HEADER_LENGTH + totalLength > frameLength
-            || totalLength < ipLength + TCP_MIN_HEADER_LENGTH)
-        {
-            return false;
-        }
+        final int ipLength = TcpIpv4Frames.ipv4HeaderLength(buffer, offset);
         final int tcp = ip + ipLength;
-        final int tcpLength = ((buffer.getByte(tcp + 12) & 0xFF) >>> 4) * 4;
-        final int headersEnd = NetDevice.ETHERNET_HEADER_LENGTH + ipLength + tcpLength;
-        final int payload = totalLength - ipLength - tcpLength;
-        if (tcpLength < TCP_MIN_HEADER_LENGTH || payload <= 0 || gsoSize <= 0 || headersEnd + gsoSize > maxFrameLength)
-        {
-            return false;
-        }
+        final int payload = NetDevice.ETHERNET_HEADER_LENGTH + TcpIpv4Frames.ipv4TotalLength(buffer, offset) - headersEnd;
 
         this.buffer = buffer;
         this.headerLength = headersEnd;
@@ -100,7 +80,7 @@ final class TcpSuperframeSplitter
         firstSeq = buffer.getInt(tcp + 4, ByteOrder.BIG_ENDIAN);
         firstId = buffer.getShort(ip + 4, ByteOrder.BIG_ENDIAN) & 0xFFFF;
         tcpFlags = buffer.getByte(tcp + 13) & 0xFF;
-        pseudoHeaderBase = TcpIpv4Sums.pseudoHeaderBase(buffer, ip);
+        pseudoHeaderBase = TcpIpv4Frames.pseudoHeaderBase(buffer, ip);
         frames = (payload + gsoSize - 1) / gsoSize;
         return true;
     }
@@ -138,7 +118,7 @@ final class TcpSuperframeSplitter
         b.putShort(ip + 2, (short)(ipHeaderLength + tcpLength), ByteOrder.BIG_ENDIAN);
         b.putShort(ip + 4, (short)(firstId + i), ByteOrder.BIG_ENDIAN);
         b.putShort(ip + 10, (short)0);
-        b.putShort(ip + 10, (short)TcpIpv4Sums.ipv4HeaderChecksum(b, ip, ipHeaderLength), ByteOrder.BIG_ENDIAN);
+        b.putShort(ip + 10, (short)TcpIpv4Frames.ipv4HeaderChecksum(b, ip, ipHeaderLength), ByteOrder.BIG_ENDIAN);
 
         b.putInt(tcp + 4, firstSeq + payloadStart, ByteOrder.BIG_ENDIAN);
         int flags = tcpFlags;
@@ -151,7 +131,7 @@ final class TcpSuperframeSplitter
             flags &= ~TCP_CWR;
         }
         b.putByte(tcp + 13, (byte)flags);
-        b.putShort(tcp + 16, (short)TcpIpv4Sums.fold(pseudoHeaderBase + tcpLength), ByteOrder.BIG_ENDIAN);
+        b.putShort(tcp + 16, (short)TcpIpv4Frames.fold(pseudoHeaderBase + tcpLength), ByteOrder.BIG_ENDIAN);
 
         length = headerLength + payload;
         return frame;
