@@ -2,6 +2,7 @@ package io.nicstack.nic.fault;
 
 import io.nicstack.nic.FrameHandler;
 import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.NetDeviceDecorator;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.NanoClock;
@@ -22,12 +23,11 @@ import org.agrona.concurrent.UnsafeBuffer;
  * checksum, so the stack must verify it in software and drop the frame. Transmit checksum offload is not offered (see
  * {@link #transmitChecksumOffload()}).
  */
-public final class FaultInjectingDevice implements NetDevice
+public final class FaultInjectingDevice extends NetDeviceDecorator
 {
     /** Default number of frames each direction can hold for {@code delay}. */
     public static final int DEFAULT_HOLD_FRAMES = 1024;
 
-    private final NetDevice inner;
     private final NanoClock clock;
     private final FaultLine rx;
     private final FaultLine tx;
@@ -66,24 +66,18 @@ public final class FaultInjectingDevice implements NetDevice
     public FaultInjectingDevice(
         final NetDevice inner, final FaultConfig rx, final FaultConfig tx, final NanoClock clock, final int holdFrames)
     {
+        super(inner);
         if (holdFrames < 1)
         {
             throw new IllegalArgumentException("holdFrames must be at least 1: " + holdFrames);
         }
 
-        this.inner = inner;
         this.clock = clock;
         this.name = "fault:" + inner.name();
         final long nowNanos = clock.nanoTime();
         this.rx = new FaultLine(rx, inner.maxFrameLength(), holdFrames, nowNanos);
         this.tx = new FaultLine(tx, inner.maxFrameLength(), holdFrames, nowNanos);
         this.txFrame = new UnsafeBuffer(new byte[inner.maxFrameLength()]);
-    }
-
-    /** The decorated device. */
-    public NetDevice inner()
-    {
-        return inner;
     }
 
     /** Faults applied to received frames. */
@@ -114,18 +108,6 @@ public final class FaultInjectingDevice implements NetDevice
     public String name()
     {
         return name;
-    }
-
-    @Override
-    public int mtu()
-    {
-        return inner.mtu();
-    }
-
-    @Override
-    public int maxFrameLength()
-    {
-        return inner.maxFrameLength();
     }
 
     /** Delivers due held frames first, then frames from the inner device; a duplicate may exceed {@code limit}. */
@@ -225,36 +207,6 @@ public final class FaultInjectingDevice implements NetDevice
     public long droppedFrames()
     {
         return inner.droppedFrames() + rx.overflowDropped() + tx.overflowDropped();
-    }
-
-    @Override
-    public long receiveSuperframes()
-    {
-        return inner.receiveSuperframes();
-    }
-
-    @Override
-    public long receiveSuperframeSegments()
-    {
-        return inner.receiveSuperframeSegments();
-    }
-
-    @Override
-    public long transmitSuperframes()
-    {
-        return inner.transmitSuperframes();
-    }
-
-    @Override
-    public long transmitSuperframeSegments()
-    {
-        return inner.transmitSuperframeSegments();
-    }
-
-    @Override
-    public void close()
-    {
-        inner.close();
     }
 
     /** Name and both configurations with their seeds, enough to replay a run. */

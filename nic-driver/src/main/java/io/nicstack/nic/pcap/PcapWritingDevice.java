@@ -2,6 +2,7 @@ package io.nicstack.nic.pcap;
 
 import io.nicstack.nic.FrameHandler;
 import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.NetDeviceDecorator;
 import org.agrona.BufferUtil;
 import org.agrona.CloseHelper;
 import org.agrona.DirectBuffer;
@@ -59,7 +60,7 @@ import java.nio.file.StandardOpenOption;
  * that offloads checksums. Transmit offload is not offered ({@link #transmitChecksumOffload()}), so every recorded
  * transmitted frame carries the complete checksum the stack computed.
  */
-public final class PcapWritingDevice implements NetDevice
+public final class PcapWritingDevice extends NetDeviceDecorator
 {
     /** Classic pcap magic for microsecond timestamps. */
     public static final int MAGIC = 0xa1b2c3d4;
@@ -74,7 +75,6 @@ public final class PcapWritingDevice implements NetDevice
     private static final int BUFFER_LENGTH = 1 << 20;
     private static final ByteOrder ORDER = ByteOrder.LITTLE_ENDIAN;
 
-    private final NetDevice inner;
     private final Path file;
     private final EpochNanoClock clock;
     private final FileChannel channel;
@@ -104,7 +104,7 @@ public final class PcapWritingDevice implements NetDevice
     /** Wrap {@code inner}, creating or truncating {@code file} and writing the pcap file header to it. */
     public PcapWritingDevice(final NetDevice inner, final Path file, final EpochNanoClock clock)
     {
-        this.inner = inner;
+        super(inner);
         this.file = file;
         this.clock = clock;
         this.byteBuffer = BufferUtil.allocateDirectAligned(BUFFER_LENGTH, 64);
@@ -127,12 +127,6 @@ public final class PcapWritingDevice implements NetDevice
         buffer.putInt(16, SNAPLEN, ORDER);
         buffer.putInt(20, LINKTYPE_ETHERNET, ORDER);
         position = FILE_HEADER_LENGTH;
-    }
-
-    /** The decorated device. */
-    public NetDevice inner()
-    {
-        return inner;
     }
 
     /** The capture file. */
@@ -161,24 +155,6 @@ public final class PcapWritingDevice implements NetDevice
             byteBuffer.clear();
         }
         position = 0;
-    }
-
-    @Override
-    public String name()
-    {
-        return inner.name();
-    }
-
-    @Override
-    public int mtu()
-    {
-        return inner.mtu();
-    }
-
-    @Override
-    public int maxFrameLength()
-    {
-        return inner.maxFrameLength();
     }
 
     @Override
@@ -228,48 +204,6 @@ public final class PcapWritingDevice implements NetDevice
     {
         claimed = null;
         inner.abort();
-    }
-
-    @Override
-    public int flush()
-    {
-        return inner.flush();
-    }
-
-    @Override
-    public boolean awaitReadable(final long timeoutNanos)
-    {
-        return inner.awaitReadable(timeoutNanos);
-    }
-
-    @Override
-    public long droppedFrames()
-    {
-        return inner.droppedFrames();
-    }
-
-    @Override
-    public long receiveSuperframes()
-    {
-        return inner.receiveSuperframes();
-    }
-
-    @Override
-    public long receiveSuperframeSegments()
-    {
-        return inner.receiveSuperframeSegments();
-    }
-
-    @Override
-    public long transmitSuperframes()
-    {
-        return inner.transmitSuperframes();
-    }
-
-    @Override
-    public long transmitSuperframeSegments()
-    {
-        return inner.transmitSuperframeSegments();
     }
 
     /** Write the remaining records, close the file and the inner device. */

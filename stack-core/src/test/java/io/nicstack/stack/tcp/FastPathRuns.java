@@ -9,8 +9,8 @@ import java.util.function.Consumer;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
-import io.nicstack.nic.FrameHandler;
 import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.NetDeviceDecorator;
 import io.nicstack.nic.fault.FaultConfig;
 import io.nicstack.stack.NetStack;
 import io.nicstack.stack.stats.StackCounter;
@@ -37,66 +37,47 @@ final class FastPathRuns
     }
 
     /** Every frame a stack hands to its device, as bytes (the stack's side of the fault injector). */
-    static final class Recorder implements NetDevice
+    static final class Recorder extends NetDeviceDecorator
     {
-        private final NetDevice device;
         final List<byte[]> frames = new ArrayList<>();
         private MutableDirectBuffer claimed;
 
         Recorder(final NetDevice device)
         {
-            this.device = device;
+            super(device);
         }
 
         @Override
         public String name()
         {
-            return "recorder:" + device.name();
-        }
-
-        @Override
-        public int mtu()
-        {
-            return device.mtu();
-        }
-
-        @Override
-        public int maxFrameLength()
-        {
-            return device.maxFrameLength();
-        }
-
-        @Override
-        public int receive(final FrameHandler handler, final int limit)
-        {
-            return device.receive(handler, limit);
+            return "recorder:" + inner.name();
         }
 
         @Override
         public MutableDirectBuffer claim()
         {
-            claimed = device.claim();
+            claimed = inner.claim();
             return claimed;
         }
 
         @Override
         public boolean transmitChecksumOffload()
         {
-            return device.transmitChecksumOffload();
+            return inner.transmitChecksumOffload();
         }
 
         @Override
         public void commit(final int length)
         {
             record(claimed, length);
-            device.commit(length);
+            inner.commit(length);
         }
 
         @Override
         public void commit(final int length, final int flags)
         {
             record(claimed, length);
-            device.commit(length, flags);
+            inner.commit(length, flags);
         }
 
         private void record(final DirectBuffer frame, final int length)
@@ -104,36 +85,6 @@ final class FastPathRuns
             final byte[] copy = new byte[length];
             frame.getBytes(0, copy);
             frames.add(copy);
-        }
-
-        @Override
-        public void abort()
-        {
-            device.abort();
-        }
-
-        @Override
-        public int flush()
-        {
-            return device.flush();
-        }
-
-        @Override
-        public boolean awaitReadable(final long timeoutNanos)
-        {
-            return device.awaitReadable(timeoutNanos);
-        }
-
-        @Override
-        public long droppedFrames()
-        {
-            return device.droppedFrames();
-        }
-
-        @Override
-        public void close()
-        {
-            device.close();
         }
     }
 
