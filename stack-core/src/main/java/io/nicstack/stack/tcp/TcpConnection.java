@@ -1088,6 +1088,13 @@ public final class TcpConnection
         else
         {
             dupAcks = 0;
+            // RFC 6582 §3.2 step 2 only asks whether the ACK has passed the recovery point. Once it has, the point
+            // follows SND.UNA: left behind, it would read as ahead after 2^31 bytes (sequence numbers wrap), and
+            // every loss from then on would wait for a timeout.
+            if (Seq.gt(sndUna, recoveryPoint))
+            {
+                recoveryPoint = sndUna;
+            }
             cc.onAck(acked, flightBefore, sample, now);
         }
         rtoDeadline = sndUna == sndMax ? NONE : now + rtt.rto();

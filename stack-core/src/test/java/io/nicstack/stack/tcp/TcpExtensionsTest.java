@@ -2,6 +2,7 @@ package io.nicstack.stack.tcp;
 
 import java.util.List;
 
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
@@ -133,6 +134,46 @@ class TcpExtensionsTest
         t.send(t.in().ack(t.iss + 1 + 5 * 1460));
         assertEquals(3650, t.conn.cwnd());
         t.recvNothing();
+    }
+
+    @Test
+    void rfc6582_fastRetransmitStillWorksAfterMoreThanTwoGibibytesWithoutLoss()
+    {
+        // Step 2 holds a new recovery back until the ACK passes the last recovery point. The point starts at the ISS;
+        // if it stayed there, SND.UNA would be "before" it (sequence arithmetic) from 2^31 bytes on, and a loss would
+        // wait for the timeout. Jumbo frames and a large window make the 2^31 bytes about 240,000 segments.
+        final TcpTestHarness big = new TcpTestHarness(9000);
+        big.settings().congestionControl = "newreno";
+        big.peerWindowScale = 7;
+        big.peerMss = 8960;
+        big.passiveOpen();
+        big.conn.settings().noDelay = true;
+        final UnsafeBuffer chunk = new UnsafeBuffer(new byte[256 * 1024]);
+        long acked = 0;
+        while (acked <= (1L << 31) + (1L << 20))
+        {
+            big.conn.write(chunk, 0, chunk.capacity());
+            big.poll();
+            big.device.takeSent();
+            big.send(big.in().ack(big.conn.sndMax).window(65535));
+            big.device.takeSent();
+            acked = big.conn.bytesAcked();
+        }
+        assertEquals(big.conn.sndMax, big.conn.sndUna, "everything acknowledged, no loss");
+        assertEquals(0, big.counter(StackCounter.TCP_FAST_RETRANSMITS));
+
+        final int mss = big.conn.sendMss();
+        final int una = big.conn.sndUna;
+        big.conn.write(chunk, 0, 5 * mss);
+        big.poll();
+        assertEquals(5, big.recv().size());
+        // The first of the five is lost: three duplicate ACKs.
+        for (int i = 0; i < 3; i++)
+        {
+            big.send(big.in().ack(una).window(65535));
+        }
+        big.recv(big.out().seq(una).payloadLength(mss));
+        assertEquals(1, big.counter(StackCounter.TCP_FAST_RETRANSMITS));
     }
 
     // ------------------------------------------------------------------------------------------
