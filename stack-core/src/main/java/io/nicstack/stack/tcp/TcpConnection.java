@@ -551,8 +551,12 @@ public final class TcpConnection
             return;
         }
 
-        // First: sequence number acceptability (four cases).
-        if (!acceptable(seg.seq, segLen))
+        // First: sequence number acceptability (four cases). With our window at zero no segment is acceptable, "but
+        // special allowance should be made to accept valid ACKs, URGs, and RSTs": one that starts at RCV.NXT (the
+        // peer's zero-window probe) has its ACK field taken before its text is dropped, as Linux does. Without that,
+        // a peer whose only segments are probes could never tell us what it received.
+        final boolean probe = seg.payloadLength > 0 && seg.seq == rcvNxt && rcvAdvertisedEdge - rcvNxt <= 0;
+        if (!probe && !acceptable(seg.seq, segLen))
         {
             if (!seg.hasFlags(TcpHeader.RST))
             {
@@ -623,6 +627,14 @@ public final class TcpConnection
         }
 
         updateTsRecent(seg);
+        if (probe)
+        {
+            // Its text, and a FIN after it, lie beyond the window: dropped and answered, as an unacceptable segment.
+            tcp.count(StackCounter.TCP_OUT_OF_WINDOW);
+            ackNow = true;
+            markDirty();
+            return;
+        }
 
         // Seventh: segment text.
         if (seg.payloadLength > 0)
@@ -1477,12 +1489,23 @@ public final class TcpConnection
         sent |= sendNewData(now);
         if (!sent && (ackNow || (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)))
         {
-            // <SEQ=SND.NXT> in RFC 9293's model, where SND.NXT is never rewound: here that is sndMax.
-            // After a timeout rewinds sndNxt, an ACK carrying it would fall below the peer's RCV.NXT,
-            // be found unacceptable with its ACK field unread, and both ends could stall answering each other.
-            sendSegment(TcpHeader.ACK, sndMax, 0, 0, now);
+            sendSegment(TcpHeader.ACK, pureAckSeq(), 0, 0, now);
         }
         rearm();
+    }
+
+    /**
+     * SEG.SEQ of a segment without text: {@code <SEQ=SND.NXT>} in RFC 9293's model, where SND.NXT is never rewound, so
+     * here {@link #sndMax}. After a timeout rewinds sndNxt, an ACK carrying it would fall below the peer's RCV.NXT, be
+     * found unacceptable with its ACK field unread, and both ends could stall answering each other. But when what we
+     * sent reaches past the peer's window (a zero-window probe's byte, or a window the peer shrank), SND.MAX lies
+     * beyond what a peer with a zero window accepts (only SEG.SEQ = RCV.NXT): the window's right edge is used instead,
+     * as Linux's tcp_acceptable_seq does.
+     */
+    private int pureAckSeq()
+    {
+        final int edge = sndUna + (int)Math.min(sndWnd, Integer.MAX_VALUE);
+        return Seq.gt(sndMax, edge) ? edge : sndMax;
     }
 
     private boolean sackRecoveryOutput(final long now)

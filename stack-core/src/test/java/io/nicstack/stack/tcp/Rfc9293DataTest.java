@@ -412,15 +412,52 @@ class Rfc9293DataTest
         // §3.10.7.4: with RCV.WND = 0 no data is acceptable, but valid ACKs are processed.
         t.settings().receiveBufferBytes = 4096;
         t.passiveOpen();
-        t.write(bytes(100, 4));
-        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        t.sendBurst(t.in().payload(bytes(1460, 1)), t.in().seq(t.irs + 1461).payload(bytes(1460, 2)),
-            t.in().seq(t.irs + 2921).payload(bytes(4096 - 2920, 3)));
-        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0));
+        fillTheReceiveWindowWhileSending100Bytes();
         t.send(t.in().seq(t.irs + 4097).ack(t.iss + 101));
         assertEquals(0, t.conn.writable() - t.conn.settings().sendBufferBytes, "the 100 bytes were acknowledged");
         // Data beyond a zero window: not accepted, answered with an ACK.
         t.send(t.in().seq(t.irs + 4097).ack(t.iss + 101).payload(bytes(10, 9)));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0));
+    }
+
+    @Test
+    void rfc9293_zeroWindowProbeHasItsAckTakenAndItsTextDropped()
+    {
+        // §3.10.7.4 "special allowance": the peer's zero-window probe (one new octet at RCV.NXT) also acknowledges our
+        // 100 bytes. Its ACK field counts; its octet does not (the window is zero), and the answer says so.
+        t.settings().receiveBufferBytes = 4096;
+        t.passiveOpen();
+        fillTheReceiveWindowWhileSending100Bytes();
+        t.send(t.in().seq(t.irs + 4097).ack(t.iss + 101).payload(bytes(1, 9)));
+        assertEquals(t.conn.settings().sendBufferBytes, t.conn.writable(), "the probe acknowledged the 100 bytes");
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0));
+        assertEquals(4096, t.read().length, "the probe's octet was not taken");
+    }
+
+    @Test
+    void rfc9293_pureAckAfterOurZeroWindowProbeCarriesThePeersRightEdge()
+    {
+        // Our probe's octet lies beyond the peer's zero window, so SND.MAX is one past the only sequence number the
+        // peer accepts (RCV.NXT). A pure ACK (here, for data the peer sends while its own window is closed) carries
+        // the window's right edge instead, or the peer would drop it with its ACK field unread.
+        t.passiveOpen();
+        t.write(bytes(2000, 8));
+        t.recv(t.out().payloadLength(1460));
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.advance(t.conn.rtoNanos());
+        t.recv(t.out().seq(t.iss + 1461).payloadLength(1));
+        t.send(t.in().ack(t.iss + 1461).window(0).payload(bytes(100, 3)));
+        t.advanceMs(200);
+        t.recv(t.out().seq(t.iss + 1461).ack(t.irs + 101));
+    }
+
+    /** Our 100 bytes sent and unacknowledged; then 4096 bytes from the peer close our 4096-byte window. */
+    private void fillTheReceiveWindowWhileSending100Bytes()
+    {
+        t.write(bytes(100, 4));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.sendBurst(t.in().payload(bytes(1460, 1)), t.in().seq(t.irs + 1461).payload(bytes(1460, 2)),
+            t.in().seq(t.irs + 2921).payload(bytes(4096 - 2920, 3)));
         t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0));
     }
 

@@ -2,7 +2,10 @@ package io.nicstack.stack.tcp;
 
 import java.util.List;
 
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
+
+import io.nicstack.nic.fault.FaultConfig;
 
 import static io.nicstack.stack.wire.TcpHeader.ACK;
 import static org.junit.jupiter.api.Assertions.*;
@@ -88,5 +91,106 @@ class TcpRegressionTest
             .orElseThrow(() -> new AssertionError("fast retransmit after three duplicate ACKs"));
         assertEquals(t.iss + 1, retransmission.r.seq);
         assertEquals(500, retransmission.r.payloadLength, "only the bytes that were sent");
+    }
+
+    /**
+     * Two of our stacks. B sends A 1 MB and reads everything; A reads nothing until its 16 KiB window has been closed
+     * for a second, then writes 10 kB and reads only once they are all acknowledged. B probes A's closed window with one octet, which put
+     * B's SND.MAX one past A's RCV.NXT:
+     * B's pure ACKs of A's data carried it, A (window zero) dropped them unread, and so did it B's probes; A never saw
+     * its 10 kB acknowledged and never read, and both ends retransmitted until R2 closed the connection. Found in a
+     * review against RFC 9293 §3.10.7.4.
+     */
+    @Test
+    void aReaderWaitingForItsDataToBeAcknowledgedIsNotStarvedByItsZeroWindow()
+    {
+        final TwoStacks net = new TwoStacks(FaultConfig.NONE);
+        final long aSends = 10_000;
+        final long bSends = 1_000_000;
+        final UnsafeBuffer chunk = new UnsafeBuffer(new byte[64 * 1024]);
+        final long[] received = new long[2];
+        final int[] closeReason = {-1, -1};
+        final TcpConnection[] server = new TcpConnection[1];
+        final TcpHandler waitsForItsAcks = new TcpHandler()
+        {
+            @Override
+            public void onClosed(final TcpConnection c, final int reason)
+            {
+                closeReason[0] = reason;
+            }
+        };
+        final TcpListener listener = net.a.tcp().listen(5001, 4, l ->
+        {
+            final TcpConnection c = l.accept();
+            server[0] = c;
+            c.handler(waitsForItsAcks);
+        });
+        listener.settings().receiveBufferBytes = 16 * 1024;
+        final long[] sent = new long[1];
+        net.b.tcp().connect(TwoStacks.A_IP, 5001, new TcpHandler()
+        {
+            @Override
+            public void onConnected(final TcpConnection c)
+            {
+                onWritable(c);
+            }
+
+            @Override
+            public void onWritable(final TcpConnection c)
+            {
+                while (sent[0] < bSends)
+                {
+                    final int n = c.write(chunk, 0, (int)Math.min(chunk.capacity(), bSends - sent[0]));
+                    if (n <= 0)
+                    {
+                        return;
+                    }
+                    sent[0] += n;
+                }
+            }
+
+            @Override
+            public void onReadable(final TcpConnection c)
+            {
+                for (int n; (n = c.read(chunk, 0, chunk.capacity())) > 0; )
+                {
+                    received[1] += n;
+                }
+            }
+
+            @Override
+            public void onClosed(final TcpConnection c, final int reason)
+            {
+                closeReason[1] = reason;
+            }
+        }, null);
+
+        // A's application loop: a second after its window closed (B has probed it by then) it writes its 10 kB, and
+        // reads only when they are all acknowledged.
+        final boolean[] written = new boolean[1];
+        final long[] closedAt = {-1};
+        final boolean done = net.runUntil(() ->
+        {
+            if (server[0] != null && closedAt[0] < 0 && server[0].readable() == 16 * 1024)
+            {
+                closedAt[0] = net.now;
+            }
+            if (!written[0] && closedAt[0] >= 0 && net.now - closedAt[0] > 1_000_000_000L)
+            {
+                assertEquals(aSends, server[0].write(chunk, 0, (int)aSends));
+                written[0] = true;
+            }
+            if (written[0] && server[0].writable() == server[0].settings().sendBufferBytes)
+            {
+                for (int n; (n = server[0].read(chunk, 0, chunk.capacity())) > 0; )
+                {
+                    received[0] += n;
+                }
+            }
+            return received[0] == bSends && received[1] == aSends || closeReason[0] >= 0 || closeReason[1] >= 0;
+        }, 120_000_000_000L);
+        assertTrue(done && received[0] == bSends && received[1] == aSends, "A received " + received[0] + " of "
+            + bSends + ", B received " + received[1] + " of " + aSends + ", close reasons " + closeReason[0] + "/"
+            + closeReason[1] + "\n" + TcpTransferTest.describe(net.a) + TcpTransferTest.describe(net.b));
     }
 }
