@@ -57,6 +57,13 @@ public final class RttEstimator
         rto = Math.min(maxRto, rto * 2);
     }
 
+    /** RFC 6298 (5.7): start again at {@code rtoNanos}, without backoff, still without a sample. */
+    public void reinitialize(final long rtoNanos)
+    {
+        backoff = 0;
+        rto = clamp(rtoNanos);
+    }
+
     /** Current RTO in nanoseconds. */
     public long rto()
     {

@@ -151,6 +151,8 @@ public final class TcpConnection
     private int persistBackoff;
     /** RFC 9293 §3.8.6.2.1: the override timeout is 0.1 to 1 s. */
     private static final long SWS_OVERRIDE_NANOS = 200_000_000L;
+    /** RFC 6298 §5.7: the RTO when data begins after a SYN timed out. */
+    private static final long SYN_LOSS_RTO_NANOS = 3_000_000_000L;
     private boolean swsOverride;
     private int keepAliveProbesSent;
     private final Timers.Handler timerHandler = this::onTimer;
@@ -535,9 +537,9 @@ public final class TcpConnection
                 rtt.sample(now - rttStart);
                 rttTiming = false;
             }
+            startDataPhase(now);
             retransmits = 0;
             rtoDeadline = NONE;
-            cc.init(sndMss, now);
             markDirty();
             return;
         }
@@ -614,6 +616,7 @@ public final class TcpConnection
             if (Seq.lt(sndUna, seg.ack) && Seq.le(seg.ack, sndMax))
             {
                 establish(seg, now);
+                startDataPhase(now);
             }
             else
             {
@@ -891,12 +894,12 @@ public final class TcpConnection
                 rtt.sample(now - rttStart);
                 rttTiming = false;
             }
+            startDataPhase(now);
             retransmits = 0;
             rtoDeadline = NONE;
             state = TcpState.ESTABLISHED;
             armKeepAlive(now);
             tcp.count(StackCounter.TCP_ESTABLISHED);
-            cc.init(sndMss, now);
             eventConnected = true;
             ackNow = true;
             // Window in a SYN-ACK is never scaled (RFC 7323 §2.2); later ones are.
@@ -926,6 +929,28 @@ public final class TcpConnection
         else
         {
             eventConnected = true;
+        }
+    }
+
+    /**
+     * Congestion control and the timer for the data that follows the handshake, before its ACK clears
+     * {@link #retransmits}. When our SYN or SYN,ACK had to be sent again, the path has just lost a segment:
+     * <ul>
+     * <li>RFC 5681 §3.1 and RFC 6928 §2 (MUST): the initial window is one segment, not ten;</li>
+     * <li>RFC 6298 §5.7 (MUST): an RTO under 3 s is re-initialised to 3 s, when no RTT sample was taken (Karn's rule
+     *     forbids one from a segment sent twice; Linux's tcp_init_transfer has the same condition).</li>
+     * </ul>
+     */
+    private void startDataPhase(final long now)
+    {
+        cc.init(sndMss, now);
+        if (retransmits > 0)
+        {
+            cc.cwnd(sndMss);
+            if (rtt.srtt() < 0 && rtt.rto() < SYN_LOSS_RTO_NANOS)
+            {
+                rtt.reinitialize(SYN_LOSS_RTO_NANOS);
+            }
         }
     }
 

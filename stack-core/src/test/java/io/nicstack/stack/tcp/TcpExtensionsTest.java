@@ -97,6 +97,56 @@ class TcpExtensionsTest
         assertEquals(2 * rto, t.conn.rtoNanos());
     }
 
+    @Test
+    void rfc6298_rfc5681_afterOurSynWasSentAgainTheRtoIsThreeSecondsAndTheInitialWindowOneSegment()
+    {
+        // RFC 6298 §5.7: the SYN timed out (RTO 1 s, backed off to 2 s) and no RTT sample could be taken: data starts
+        // with an RTO of 3 s. RFC 5681 §3.1 / RFC 6928 §2: the initial window is one segment after a lost SYN.
+        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
+        final Seg syn = t.recv().get(0);
+        t.iss = syn.r.seq;
+        t.localPort = syn.r.sourcePort;
+        t.advanceMs(1000);
+        assertEquals(syn.r.seq, t.recv().get(0).r.seq, "the SYN sent again");
+        t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 1));
+        t.recv();
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        assertEquals(3 * SECOND, t.conn.rtoNanos());
+        assertInitialWindowIsOneSegment();
+    }
+
+    @Test
+    void rfc6298_rfc5681_afterOurSynAckWasSentAgainTheRtoIsThreeSecondsAndTheInitialWindowOneSegment()
+    {
+        t.listen();
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.advanceMs(1000);
+        t.recv(t.expectedSynAck());
+        t.send(t.in());
+        t.conn = t.listener.accept();
+        t.conn.handler(t.events);
+        assertEquals(3 * SECOND, t.conn.rtoNanos());
+        assertInitialWindowIsOneSegment();
+    }
+
+    @Test
+    void rfc6928_aHandshakeWithoutLossKeepsTheTenSegmentWindowAndItsRttSample()
+    {
+        t.passiveOpen();
+        t.write(bytes(20 * 1460, 1));
+        assertEquals(10, t.recv().size());
+        assertTrue(t.conn.rtoNanos() < SECOND, "the handshake's sample set the RTO: " + t.conn.rtoNanos());
+    }
+
+    private void assertInitialWindowIsOneSegment()
+    {
+        t.write(bytes(20 * 1460, 1));
+        assertEquals(1, t.recv().size(), "one segment in the first flight");
+        t.send(t.in().ack(t.iss + 1 + 1460));
+        assertEquals(2, t.recv().size(), "then slow start");
+    }
+
     /** 100 bytes sent and, unacknowledged, sent again when {@code rto} runs out; returns the first one's TSval. */
     private int sendAndRetransmitOnce(final long rto)
     {
