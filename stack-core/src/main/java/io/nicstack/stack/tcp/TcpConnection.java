@@ -792,7 +792,12 @@ public final class TcpConnection
         if (state.isSynchronized() && sndNxt != sndUna)
         {
             // Everything after SND.UNA left in segments too big for the path: the timeout's bookkeeping, without its
-            // congestion response (a segment too big is not congestion, RFC 1191 §6.5).
+            // congestion response (a segment too big is not congestion, RFC 1191 §6.5). A loss recovery under way
+            // ends with it: its reduction stays, its window inflation goes (RFC 6582 §3.2 step 3).
+            if (inRecovery)
+            {
+                cc.onRecoveryExit(now);
+            }
             goBackToSndUna();
             rttTiming = false; // Karn: no RTT sample from what is sent again
             markDirty();
@@ -1006,8 +1011,9 @@ public final class TcpConnection
             onNewAck(seg, ack, flightBefore, now);
         }
         updateSendWindow(seg, ack);
-        // RFC 5681 §2 duplicate ACK: SEG.ACK equals SND.UNA as it was before this segment (a new ACK is not one).
-        if (ack == unaBefore && seg.payloadLength == 0 && !seg.hasFlags(TcpHeader.SYN | TcpHeader.FIN)
+        // RFC 5681 §2 duplicate ACK: SEG.ACK equals SND.UNA as it was before this segment (a new ACK is not one),
+        // no data, neither SYN nor FIN, the same window, and data outstanding.
+        if (ack == unaBefore && seg.payloadLength == 0 && (seg.flags & (TcpHeader.SYN | TcpHeader.FIN)) == 0
             && sndWnd == windowBefore && sndMax != sndUna && flightBefore > 0)
         {
             onDuplicateAck(now);

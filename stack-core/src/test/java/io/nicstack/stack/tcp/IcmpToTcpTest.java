@@ -221,6 +221,34 @@ class IcmpToTcpTest
         assertEquals(s.iss + 1 + data.length, next.get(0).r.seq, "new data continues after everything acknowledged");
     }
 
+    /**
+     * A path MTU report during NewReno recovery ends the recovery with the go-back, and with it the window inflation
+     * (RFC 6582 §3.2 step 3): cwnd falls to ssthresh instead of sending the inflated window's worth at once.
+     */
+    @Test
+    void fragmentationNeededDuringNewRenoRecoveryDeflatesTheWindow()
+    {
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        t.write(bytes(10 * 1460, 13));
+        assertEquals(10, t.recv().size());
+        // The first segment is lost: eight duplicate ACKs inflate cwnd to ssthresh + 8 segments.
+        for (int i = 0; i < 8; i++)
+        {
+            t.send(t.in());
+        }
+        t.recv();
+        final long ssthresh = t.conn.ssthresh();
+        assertTrue(t.conn.cwnd() > ssthresh, "inflated during recovery");
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 1000, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(ssthresh, t.conn.cwnd(), "deflated to ssthresh");
+        final long resent = t.recv().stream().mapToLong(g -> g.payload.length).sum();
+        assertTrue(resent <= ssthresh, "no more than the deflated window sent at once: " + resent);
+    }
+
     /** The ICMP error frame with its quote shortened by {@code cut} bytes (IPv4 length and ICMP checksum redone). */
     private byte[] truncatedIcmp(final byte[] frame, final int cut)
     {

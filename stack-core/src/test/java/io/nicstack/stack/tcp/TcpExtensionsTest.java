@@ -226,6 +226,23 @@ class TcpExtensionsTest
         assertEquals(1, big.counter(StackCounter.TCP_FAST_RETRANSMITS));
     }
 
+    @Test
+    void rfc5681_aFinIsNotADuplicateAck()
+    {
+        // RFC 5681 §2: a duplicate ACK has neither SYN nor FIN set. Two duplicate ACKs and a FIN that acknowledges
+        // nothing new do not make three: no fast retransmit, only the FIN's ACK.
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        t.write(bytes(5 * 1460, 14));
+        assertEquals(5, t.recv().size());
+        t.send(t.in());
+        t.send(t.in());
+        t.send(t.in().flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 1 + 5 * 1460).ack(t.irs + 2));
+        assertEquals(0, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+    }
+
     // ------------------------------------------------------------------------------------------
     // RFC 2018, RFC 2883, RFC 6675
     // ------------------------------------------------------------------------------------------
