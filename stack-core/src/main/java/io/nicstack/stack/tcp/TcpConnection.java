@@ -569,6 +569,13 @@ public final class TcpConnection
                     dsackStart = seg.seq;
                     dsackEnd = seg.seq + seg.payloadLength;
                 }
+                if (state == TcpState.TIME_WAIT && seg.hasFlags(TcpHeader.FIN) && seg.seq + seg.payloadLength + 1 == rcvNxt)
+                {
+                    // §3.10.7.4 "eighth", TIME-WAIT: "The only thing that can arrive in this state is a retransmission
+                    // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout." Being old, it fails the
+                    // acceptability test, so the restart is made here (as Linux's tcp_timewait_state_process does).
+                    timeWaitDeadline = now + settings.timeWaitNanos;
+                }
                 // RFC 9293: an unacceptable segment gets <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then is dropped.
                 tcp.count(StackCounter.TCP_OUT_OF_WINDOW);
                 ackNow = true;
@@ -1306,9 +1313,6 @@ public final class TcpConnection
                 break;
             case FIN_WAIT_2:
                 enterTimeWait(now);
-                break;
-            case TIME_WAIT:
-                timeWaitDeadline = now + settings.timeWaitNanos;
                 break;
             default:
                 break;
