@@ -118,6 +118,8 @@ public final class TcpConnection
     private int[] sackedEnd = NO_SCOREBOARD;
     private static final int[] NO_SCOREBOARD = new int[0];
     private int sackedCount;
+    /** RFC 6675 RescueRxt: the one rescue retransmission of this recovery was sent. */
+    private boolean rescueSent;
     private boolean dsackPending;
     private int dsackStart;
     private int dsackEnd;
@@ -1212,6 +1214,7 @@ public final class TcpConnection
         inRecovery = true;
         recoveryPoint = sndMax;
         highRxt = sndUna;
+        rescueSent = false;
         cc.onFastRetransmit(flightSize, now);
         retransmitAt(sndUna, Integer.MAX_VALUE, now);
         if (!sackEnabled)
@@ -1522,6 +1525,10 @@ public final class TcpConnection
             sent = sackRecoveryOutput(now);
         }
         sent |= sendNewData(now);
+        if (!sent && inRecovery && sackEnabled)
+        {
+            sent = rescueRetransmission(now);
+        }
         if (!sent && (ackNow || (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)))
         {
             sendSegment(TcpHeader.ACK, pureAckSeq(), 0, 0, now);
@@ -1564,6 +1571,33 @@ public final class TcpConnection
             sent = true;
         }
         return sent;
+    }
+
+    /**
+     * RFC 6675 NextSeg rule 4, once per recovery: when no hole is deemed lost and no new data may go, the segment that
+     * ends at the highest outstanding unSACKed byte is sent again (a "rescue"). A lost tail of the flight has no SACK
+     * above it to reveal it, and would otherwise wait for the retransmission timeout. HighRxt stays where it was.
+     */
+    private boolean rescueRetransmission(final long now)
+    {
+        if (rescueSent || flight() >= cc.cwnd())
+        {
+            return false;
+        }
+        final int highestSacked = sackedCount > 0 ? sackedEnd[sackedCount - 1] : sndUna;
+        final int top = Seq.gt(highestSacked, sndUna) ? highestSacked : sndUna;
+        if (!Seq.lt(top, sndMax))
+        {
+            return false;
+        }
+        final int dataEnd = finRequested && Seq.gt(sndMax, finSeq()) ? finSeq() : sndMax;
+        final int from = Seq.gt(dataEnd - segmentLimit(), top) ? dataEnd - segmentLimit() : top;
+        final int highRxtBefore = highRxt;
+        retransmitAt(from, sndMax - from, now);
+        highRxt = highRxtBefore;
+        rescueSent = true;
+        tcp.count(StackCounter.TCP_RESCUE_RETRANSMITS);
+        return true;
     }
 
     private boolean sendNewData(final long now)

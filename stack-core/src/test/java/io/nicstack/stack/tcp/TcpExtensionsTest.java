@@ -303,6 +303,35 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
     }
 
+    @Test
+    void rfc6675_rescueRetransmissionSendsALostTailOncePerRecovery()
+    {
+        // Segments 1 and 10 of 10 are lost; the peer SACKs 2-9. Recovery resends 1 (rule 1, the only hole below a
+        // SACK). Nothing can reveal 10's loss (no SACK above it) and there is no new data, so rule 4 resends the
+        // segment holding the highest unSACKed byte while cwnd - pipe allows: 10, at once, instead of after the
+        // retransmission timeout. Only once per recovery: the partial ACK for 1-9 brings no second rescue.
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(10 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.send(t.in().sack(s + mss, s + 3 * mss));
+        t.send(t.in().sack(s + mss, s + 5 * mss));
+        t.send(t.in().sack(s + mss, s + 9 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss), t.out().seq(s + 9 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        t.advanceMs(10);
+        t.send(t.in().ack(s + 9 * mss));
+        t.recvNothing();
+        t.send(t.in().ack(s + 10 * mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
     // ------------------------------------------------------------------------------------------
     // RFC 7323
     // ------------------------------------------------------------------------------------------
