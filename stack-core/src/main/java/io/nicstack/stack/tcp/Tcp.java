@@ -41,6 +41,8 @@ public final class Tcp implements IpProtocolHandler
     private static final int MAX_OOO_RANGES = 16;
     /** Half-open connections with state, stack-wide; more SYNs are answered statelessly with cookies. */
     static final int MAX_HALF_OPEN = 256;
+    /** How long a SYN cookie stays valid ({@link SynCookies#MAX_AGE_PERIODS} periods). */
+    static final long COOKIE_LIFETIME_NANOS = SynCookies.MAX_AGE_PERIODS * SynCookies.PERIOD_NANOS;
     /** Closed connections' buffers kept for reuse. */
     private static final int POOL_LIMIT = 1024;
 
@@ -496,7 +498,10 @@ public final class Tcp implements IpProtocolHandler
         }
         if (in.hasFlags(TcpHeader.ACK))
         {
-            if (!in.hasFlags(TcpHeader.SYN) && tryCookie(listener, remoteIp, buffer, nowNanos))
+            // An ACK is checked as a cookie only while cookies this listener sent may still be valid (as Linux's
+            // tcp_synq_no_recent_overflow): otherwise a forger would get one connection per 2^24 tries at any time.
+            if (!in.hasFlags(TcpHeader.SYN) && listener.sentCookiesSince(nowNanos - COOKIE_LIFETIME_NANOS)
+                && tryCookie(listener, remoteIp, buffer, nowNanos))
             {
                 return;
             }
@@ -522,13 +527,13 @@ public final class Tcp implements IpProtocolHandler
                 counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
                 return;
             }
-            sendCookie(localIp, remoteIp, nowNanos);
+            sendCookie(listener, localIp, remoteIp, nowNanos);
             return;
         }
         final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), listener.bufferProvider());
         if (c == null)
         {
-            sendCookie(localIp, remoteIp, nowNanos);
+            sendCookie(listener, localIp, remoteIp, nowNanos);
             return;
         }
         c.listener = listener;
@@ -541,8 +546,14 @@ public final class Tcp implements IpProtocolHandler
         c.acceptSyn(in, isn.isn(localIp, in.destinationPort, remoteIp, in.sourcePort, nowNanos), nowNanos);
     }
 
-    private void sendCookie(final int localIp, final int remoteIp, final long nowNanos)
+    /**
+     * A stateless SYN,ACK whose ISN is the cookie. Its window is the listener's receive buffer up to 65535 (a cookie
+     * connection has no window scaling): advertising more than the buffer the connection will get would make its
+     * right edge move left (RFC 9293 §3.8.6.2.2).
+     */
+    private void sendCookie(final TcpListener listener, final int localIp, final int remoteIp, final long nowNanos)
     {
+        listener.cookieSent(nowNanos);
         final int peerMss = in.mss > 0 ? in.mss : 536;
         final int cookie = cookies.encode(localIp, in.destinationPort, remoteIp, in.sourcePort, in.seq,
             SynCookies.mssIndexFor(Math.min(peerMss, mss)), nowNanos);
@@ -552,7 +563,7 @@ public final class Tcp implements IpProtocolHandler
         out.seq = cookie;
         out.ack = in.seq + 1;
         out.flags = TcpHeader.SYN | TcpHeader.ACK;
-        out.window = 65535;
+        out.window = Math.min(65535, listener.settings().receiveBufferBytes);
         out.mss = SynCookies.mssForIndex(SynCookies.mssIndexFor(Math.min(peerMss, mss)));
         emitRaw(localIp, remoteIp, nowNanos);
         counters.increment(StackCounter.TCP_SYN_COOKIES_SENT);

@@ -24,6 +24,8 @@ public final class TcpListener
     private boolean acceptable;
     private boolean open = true;
     private BufferProvider bufferProvider;
+    private boolean cookiesSent;
+    private long lastCookieNanos;
 
     TcpListener(final Tcp tcp, final int port, final int backlog, final TcpSettings settings, final Consumer<TcpListener> onAcceptable)
     {
@@ -33,6 +35,19 @@ public final class TcpListener
         this.settings = settings;
         this.onAcceptable = onAcceptable;
         this.acceptQueue = new ArrayDeque<>(backlog);
+    }
+
+    /** A SYN cookie went out for this listener at {@code nowNanos}. */
+    void cookieSent(final long nowNanos)
+    {
+        cookiesSent = true;
+        lastCookieNanos = nowNanos;
+    }
+
+    /** Whether this listener sent a SYN cookie at or after {@code sinceNanos}. */
+    boolean sentCookiesSince(final long sinceNanos)
+    {
+        return cookiesSent && lastCookieNanos - sinceNanos >= 0;
     }
 
     public int port()

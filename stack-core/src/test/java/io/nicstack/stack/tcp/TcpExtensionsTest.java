@@ -453,10 +453,55 @@ class TcpExtensionsTest
         t.listen(1);
         t.send(t.peerSyn());
         t.recv(t.expectedSynAck());
+        // The backlog is full: a cookie goes out, so ACKs are checked as cookies from now on. A forged one fails.
         t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        t.recv(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460));
+        t.peerPort = PEER_PORT + 2;
         t.send(t.in().ack(123_456));
         t.recv(t.out().flags(RST).seq(123_456).ack(0));
         assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_FAILED));
+    }
+
+    @Test
+    void rfc4987_anAckIsNotTakenForACookieWhenNoneWasSentLately()
+    {
+        // No cookie sent for two minutes (their lifetime): a bare ACK to the listener is not checked as one, so a
+        // forger cannot open a connection with a lucky 24-bit guess while the listener is not under a flood.
+        t.listen(1);
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.in().ack(123_456));
+        t.recv(t.out().flags(RST).seq(123_456).ack(0));
+        assertEquals(0, t.counter(StackCounter.TCP_SYN_COOKIES_FAILED), "not even tried");
+
+        // A cookie sent, then its whole lifetime passes: its ACK, valid in every other way, is refused too.
+        t.peerPort = PEER_PORT + 2;
+        t.send(t.peerSyn());
+        final Seg cookie = t.recv(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).get(0);
+        t.advance(Tcp.COOKIE_LIFETIME_NANOS + SECOND);
+        t.recv(); // the first connection's SYN,ACK, sent again meanwhile
+        t.iss = cookie.r.seq;
+        t.tsOn = false;
+        t.send(t.in());
+        t.recv(t.out().flags(RST).seq(t.iss + 1).ack(0));
+        assertEquals(0, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+    }
+
+    @Test
+    void rfc4987_aCookieSynAckOffersNoMoreThanTheListenersBuffer()
+    {
+        // A cookie connection gets the listener's receive buffer and no window scaling: its SYN,ACK advertises that
+        // buffer (here 16 KiB), not 65535, or the right edge would move left once the connection exists.
+        t.settings().receiveBufferBytes = 16 * 1024;
+        t.listen(1);
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        final Seg cookie = t.recv(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).get(0);
+        assertEquals(16 * 1024, cookie.r.window);
     }
 
     @Test
