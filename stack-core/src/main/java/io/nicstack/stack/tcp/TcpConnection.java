@@ -108,6 +108,8 @@ public final class TcpConnection
     // RFC 7323.
     boolean tsEnabled;
     int tsRecent;
+    /** When {@link #tsRecent} was last set: RFC 7323 §5.5 invalidates it after 24 days. */
+    private long tsRecentNanos;
     int lastAckSent;
     int tsOffset;
 
@@ -153,6 +155,8 @@ public final class TcpConnection
     private int persistBackoff;
     /** RFC 9293 §3.8.6.2.1: the override timeout is 0.1 to 1 s. */
     private static final long SWS_OVERRIDE_NANOS = 200_000_000L;
+    /** RFC 7323 §5.5: TS.Recent older than this is no longer compared with (24 days, under 2^31 ms). */
+    static final long PAWS_IDLE_NANOS = java.util.concurrent.TimeUnit.DAYS.toNanos(24);
     /** RFC 6298 §5.7: the RTO when data begins after a SYN timed out. */
     private static final long SYN_LOSS_RTO_NANOS = 3_000_000_000L;
     private boolean swsOverride;
@@ -491,6 +495,7 @@ public final class TcpConnection
         if (tsEnabled)
         {
             tsRecent = syn.tsVal;
+            tsRecentNanos = tcp.now();
         }
         // RFC 9293 §3.7.1: effective send MSS = min(SendMSS + 20, MMS_S) - TCP header - options carried.
         mssBase = Math.max(76, Math.min(peerMss, tcp.mss()));
@@ -546,8 +551,10 @@ public final class TcpConnection
             return;
         }
 
-        // RFC 7323 §5.3 PAWS: a timestamp older than TS.Recent marks an old duplicate.
-        if (tsEnabled && seg.timestampsPresent && !seg.hasFlags(TcpHeader.RST) && Seq.lt(seg.tsVal, tsRecent))
+        // RFC 7323 §5.3 PAWS: a timestamp older than TS.Recent marks an old duplicate, unless TS.Recent itself is
+        // more than 24 days old (§5.5): the peer's clock may have run half its cycle since, so "older" means nothing.
+        if (tsEnabled && seg.timestampsPresent && !seg.hasFlags(TcpHeader.RST) && Seq.lt(seg.tsVal, tsRecent)
+            && now - tsRecentNanos < PAWS_IDLE_NANOS)
         {
             tcp.count(StackCounter.TCP_PAWS_DROPS);
             ackNow = true;
@@ -638,7 +645,7 @@ public final class TcpConnection
             return;
         }
 
-        updateTsRecent(seg);
+        updateTsRecent(seg, now);
         if (probe)
         {
             // Its text, and a FIN after it, lie beyond the window: dropped and answered, as an unacceptable segment.
@@ -732,7 +739,7 @@ public final class TcpConnection
             onNewAck(seg, ack, flight(), now);
         }
         updateSendWindow(seg, ack);
-        updateTsRecent(seg);
+        updateTsRecent(seg, now);
         // "Seventh": segment text.
         if (length > 0)
         {
@@ -1073,11 +1080,13 @@ public final class TcpConnection
     }
 
     /** Keep TS.Recent (RFC 7323 §4.3): only from a segment that covers Last.ACK.sent and passes PAWS. */
-    private void updateTsRecent(final TcpRepr seg)
+    private void updateTsRecent(final TcpRepr seg, final long now)
     {
-        if (tsEnabled && seg.timestampsPresent && Seq.le(seg.seq, lastAckSent) && Seq.ge(seg.tsVal, tsRecent))
+        if (tsEnabled && seg.timestampsPresent && Seq.le(seg.seq, lastAckSent)
+            && (Seq.ge(seg.tsVal, tsRecent) || now - tsRecentNanos >= PAWS_IDLE_NANOS))
         {
             tsRecent = seg.tsVal;
+            tsRecentNanos = now;
         }
     }
 

@@ -409,6 +409,33 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc7323_pawsForgetsATsRecentOlderThan24Days()
+    {
+        // §5.5: after 24 idle days the peer's 1 ms clock may have run past half its cycle, so a newer TSval compares
+        // as older. TS.Recent is invalidated: the segment is taken and its TSval becomes TS.Recent. Before that
+        // (23 days) the same segment is still an old duplicate.
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.peerTsVal = 5000;
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11));
+        final int wrapped = 5000 + (1 << 31) + 1000; // "before" 5000 in sequence arithmetic
+
+        t.advance(java.util.concurrent.TimeUnit.DAYS.toNanos(23));
+        t.send(t.in().seq(t.irs + 11).flags(ACK | PSH).payload(bytes(10, 2)).ts(wrapped, t.lastStackTsVal));
+        t.recv(t.out().ack(t.irs + 11).tsEcr(5000));
+        assertEquals(1, t.counter(StackCounter.TCP_PAWS_DROPS));
+
+        t.advance(java.util.concurrent.TimeUnit.DAYS.toNanos(1) + SECOND);
+        t.send(t.in().seq(t.irs + 11).flags(ACK | PSH).payload(bytes(10, 2)).ts(wrapped, t.lastStackTsVal));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 21).tsEcr(wrapped));
+        assertEquals(1, t.counter(StackCounter.TCP_PAWS_DROPS));
+        assertEquals(20, t.conn.readable());
+    }
+
+    @Test
     void rfc7323_noTimestampsUnlessBothOffer()
     {
         t.peerWindowScale = 7;
