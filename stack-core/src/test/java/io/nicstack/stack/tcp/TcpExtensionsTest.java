@@ -395,12 +395,7 @@ class TcpExtensionsTest
     @Test
     void rfc7323_pawsDropsOldTimestampWithAck()
     {
-        t.peerOffersAll();
-        t.passiveOpen();
-        t.peerTsVal = 5000;
-        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
-        t.advanceMs(40);
-        t.recv(t.out().ack(t.irs + 11));
+        tenBytesWithTsVal5000();
         // A segment whose TSval is older than TS.Recent: an old duplicate, dropped with an ACK.
         t.send(t.in().seq(t.irs + 11).flags(ACK | PSH).payload(bytes(10, 2)).ts(4000, t.lastStackTsVal));
         t.recv(t.out().ack(t.irs + 11).tsEcr(5000));
@@ -414,12 +409,7 @@ class TcpExtensionsTest
         // §5.5: after 24 idle days the peer's 1 ms clock may have run past half its cycle, so a newer TSval compares
         // as older. TS.Recent is invalidated: the segment is taken and its TSval becomes TS.Recent. Before that
         // (23 days) the same segment is still an old duplicate.
-        t.peerOffersAll();
-        t.passiveOpen();
-        t.peerTsVal = 5000;
-        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
-        t.advanceMs(40);
-        t.recv(t.out().ack(t.irs + 11));
+        tenBytesWithTsVal5000();
         final int wrapped = 5000 + (1 << 31) + 1000; // "before" 5000 in sequence arithmetic
 
         t.advance(java.util.concurrent.TimeUnit.DAYS.toNanos(23));
@@ -433,6 +423,17 @@ class TcpExtensionsTest
         t.recv(t.out().ack(t.irs + 21).tsEcr(wrapped));
         assertEquals(1, t.counter(StackCounter.TCP_PAWS_DROPS));
         assertEquals(20, t.conn.readable());
+    }
+
+    /** An established connection with timestamps, holding 10 bytes whose segment set TS.Recent to 5000. */
+    private void tenBytesWithTsVal5000()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.peerTsVal = 5000;
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 11));
     }
 
     @Test
