@@ -41,8 +41,6 @@ public final class Tcp implements IpProtocolHandler
     private static final int MAX_OOO_RANGES = 16;
     /** Half-open connections with state, stack-wide; more SYNs are answered statelessly with cookies. */
     static final int MAX_HALF_OPEN = 256;
-    /** How long a SYN cookie stays valid ({@link SynCookies#MAX_AGE_PERIODS} periods). */
-    static final long COOKIE_LIFETIME_NANOS = SynCookies.MAX_AGE_PERIODS * SynCookies.PERIOD_NANOS;
     /** Closed connections' buffers kept for reuse. */
     private static final int POOL_LIMIT = 1024;
 
@@ -500,7 +498,7 @@ public final class Tcp implements IpProtocolHandler
         {
             // An ACK is checked as a cookie only while cookies this listener sent may still be valid (as Linux's
             // tcp_synq_no_recent_overflow): otherwise a forger would get one connection per 2^24 tries at any time.
-            if (!in.hasFlags(TcpHeader.SYN) && listener.sentCookiesSince(nowNanos - COOKIE_LIFETIME_NANOS)
+            if (!in.hasFlags(TcpHeader.SYN) && listener.sentCookiesSince(nowNanos - SynCookies.MAX_LIFETIME_NANOS)
                 && tryCookie(listener, remoteIp, buffer, nowNanos))
             {
                 return;

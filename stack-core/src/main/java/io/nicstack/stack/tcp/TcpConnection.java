@@ -440,7 +440,7 @@ public final class TcpConnection
         highRxt = iss;
         tsOffset = initialSequence * 0x9E37_79B9;
         rcvMss = tcp.mss();
-        negotiate(syn);
+        negotiate(syn, now);
         sndWnd = syn.window;
         maxSndWnd = sndWnd;
         sndWl1 = syn.seq;
@@ -477,7 +477,7 @@ public final class TcpConnection
     }
 
     /** Options from the peer's SYN (or SYN-ACK): MSS, window scale, SACK-permitted, timestamps. */
-    private void negotiate(final TcpRepr syn)
+    private void negotiate(final TcpRepr syn, final long now)
     {
         // RFC 9293 §3.7.1 (MUST-15): without an MSS option assume 536.
         final int peerMss = syn.mss > 0 ? syn.mss : 536;
@@ -495,7 +495,7 @@ public final class TcpConnection
         if (tsEnabled)
         {
             tsRecent = syn.tsVal;
-            tsRecentNanos = tcp.now();
+            tsRecentNanos = now;
         }
         // RFC 9293 §3.7.1: effective send MSS = min(SendMSS + 20, MMS_S) - TCP header - options carried.
         mssBase = Math.max(76, Math.min(peerMss, tcp.mss()));
@@ -897,7 +897,7 @@ public final class TcpConnection
         rcvNxt = irs + 1;
         // Our SYN advertised an unscaled window (RFC 7323 §2.2).
         rcvAdvertisedEdge = rcvNxt + Math.min(65535, receiveBuffer.window());
-        negotiate(seg);
+        negotiate(seg, now);
         cc.mss(sndMss);
         sndWnd = seg.window;
         maxSndWnd = sndWnd;
@@ -1141,7 +1141,11 @@ public final class TcpConnection
             else if (!sackEnabled)
             {
                 // RFC 6582 §3.2 step 4: partial ACK: retransmit the next hole, deflate by the amount acked.
-                retransmitAt(sndUna, Integer.MAX_VALUE, now);
+                final int end = retransmitAt(sndUna, Integer.MAX_VALUE, now);
+                if (Seq.gt(end, highRxt))
+                {
+                    highRxt = end;
+                }
                 cc.cwnd(Math.max(sndMss, cc.cwnd() - acked + sndMss));
                 rtoDeadline = now + rtt.rto();
             }
@@ -1222,10 +1226,10 @@ public final class TcpConnection
         final long flightSize = flight();
         inRecovery = true;
         recoveryPoint = sndMax;
-        highRxt = sndUna;
         rescueSent = false;
         cc.onFastRetransmit(flightSize, now);
-        retransmitAt(sndUna, Integer.MAX_VALUE, now);
+        // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg.
+        highRxt = retransmitAt(sndUna, Integer.MAX_VALUE, now);
         if (!sackEnabled)
         {
             cc.cwnd(cc.ssthresh() + 3L * sndMss);
@@ -1601,9 +1605,7 @@ public final class TcpConnection
         }
         final int dataEnd = finRequested && Seq.gt(sndMax, finSeq()) ? finSeq() : sndMax;
         final int from = Seq.gt(dataEnd - segmentLimit(), top) ? dataEnd - segmentLimit() : top;
-        final int highRxtBefore = highRxt;
         retransmitAt(from, sndMax - from, now);
-        highRxt = highRxtBefore;
         rescueSent = true;
         tcp.count(StackCounter.TCP_RESCUE_RETRANSMITS);
         return true;
@@ -1703,8 +1705,12 @@ public final class TcpConnection
         return sent;
     }
 
-    /** Retransmit one segment starting at {@code seq} (fast retransmit, partial ACK, SACK hole). */
-    private void retransmitAt(final int seq, final int maxLength, final long now)
+    /**
+     * Retransmit one segment starting at {@code seq} (fast retransmit, partial ACK, SACK hole, rescue).
+     *
+     * @return the sequence number after its data ({@code seq} when nothing was sent); HighRxt is the caller's.
+     */
+    private int retransmitAt(final int seq, final int maxLength, final long now)
     {
         final long offset = offsetOfSend(seq);
         // A retransmission never goes past what was sent (SND.MAX) nor past the hole it fills: bytes beyond
@@ -1719,16 +1725,12 @@ public final class TcpConnection
         }
         if (len == 0 && (flags & TcpHeader.FIN) == 0)
         {
-            return;
+            return seq;
         }
         sendSegment(flags, seq, offset, len, now);
         countRetransmission(now);
         rttTiming = false;
-        // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg.
-        if (Seq.gt(seq + len, highRxt))
-        {
-            highRxt = seq + len;
-        }
+        return seq + len;
     }
 
     private void sendSyn(final long now)

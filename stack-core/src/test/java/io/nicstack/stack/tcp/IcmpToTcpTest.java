@@ -30,11 +30,7 @@ class IcmpToTcpTest
     /** Sends the SYN of an active open and returns the connection, ISS and ephemeral port recorded. */
     private TcpConnection synSent()
     {
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final TcpTestHarness.Seg syn = t.recv().get(0);
-        assertTrue(syn.r.hasFlags(SYN));
-        t.iss = syn.r.seq;
-        t.localPort = syn.r.sourcePort;
+        t.connect();
         return t.conn;
     }
 

@@ -64,10 +64,7 @@ class Rfc9293ConnectionTest
     void rfc9293_must10_simultaneousOpen()
     {
         // Figure 7: both ends send SYN; each answers the other's SYN with SYN,ACK; each ACK completes.
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
-        t.iss = syn.r.seq;
-        t.localPort = syn.r.sourcePort;
+        t.connect();
         assertEquals(TcpState.SYN_SENT, t.conn.state());
 
         // 3. SYN-SENT <-- <SEQ=irs><CTL=SYN>: to SYN-RECEIVED, answer <SEQ=iss><ACK=irs+1><CTL=SYN,ACK>.
@@ -92,10 +89,7 @@ class Rfc9293ConnectionTest
     void rfc9293_must10_simultaneousOpenWhereTheSynAckCrossesOurAck()
     {
         // Variant: the peer's ACK (not its SYN,ACK) arrives first; the handshake still completes.
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
-        t.iss = syn.r.seq;
-        t.localPort = syn.r.sourcePort;
+        t.connect();
         t.send(t.peerSyn());
         t.recv(t.out().flags(SYN | ACK).seq(t.iss).ack(t.irs + 1).mss(1460));
         t.send(t.in());
@@ -129,10 +123,7 @@ class Rfc9293ConnectionTest
     void rfc9293_must11_synReceivedFromActiveOpenIsRefusedByReset()
     {
         // Reached SYN-RECEIVED by simultaneous open: an acceptable RST means "connection refused".
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
-        t.iss = syn.r.seq;
-        t.localPort = syn.r.sourcePort;
+        t.connect();
         t.send(t.peerSyn());
         t.recv(t.out().flags(SYN | ACK).seq(t.iss).ack(t.irs + 1).mss(1460));
         t.send(t.in().flags(RST));
@@ -289,10 +280,7 @@ class Rfc9293ConnectionTest
     @Test
     void rfc9293_synSentAnswersUnacceptableAckWithReset()
     {
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
-        t.iss = syn.r.seq;
-        t.localPort = syn.r.sourcePort;
+        t.connect();
         // SEG.ACK =< ISS or > SND.NXT: <SEQ=SEG.ACK><CTL=RST>, stay in SYN-SENT.
         t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss));
         t.recv(t.out().flags(RST).seq(t.iss).ack(0));
@@ -308,10 +296,7 @@ class Rfc9293ConnectionTest
     @Test
     void rfc9293_must12_connectionRefusedReportedToApplication()
     {
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
-        t.iss = syn.r.seq;
-        t.localPort = syn.r.sourcePort;
+        t.connect();
         t.send(t.in().flags(RST | ACK).seq(0).ack(t.iss + 1));
         assertEquals(TcpState.CLOSED, t.conn.state());
         assertEquals(TcpConnection.CLOSE_REFUSED, t.events.closedReason);

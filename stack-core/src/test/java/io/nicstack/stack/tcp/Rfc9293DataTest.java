@@ -141,8 +141,7 @@ class Rfc9293DataTest
     @Test
     void rfc9293_must22_must23_synRetransmittedForAtLeastThreeMinutes()
     {
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
+        final Seg syn = t.connect();
         final long start = t.now;
         final List<Long> sentAt = new ArrayList<>();
         while (t.conn.state() == TcpState.SYN_SENT && t.now - start < 1000 * SECOND)

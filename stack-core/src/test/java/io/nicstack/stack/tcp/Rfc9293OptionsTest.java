@@ -233,8 +233,7 @@ class Rfc9293OptionsTest
     void rfc9293_must68_must69_optionsEncodedWithLengthsAndZeroPadding()
     {
         // recv() walks the raw option bytes of every segment: each option but EOL/NOP has a valid length, padding is zero.
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
+        final Seg syn = t.connect();
         assertEquals(1460, syn.r.mss, "MSS option (MUST-4, MUST-14)");
         assertEquals(TcpConnection.windowScaleFor(t.settings().receiveBufferBytes), syn.r.windowScale);
         assertTrue(syn.r.sackPermitted);

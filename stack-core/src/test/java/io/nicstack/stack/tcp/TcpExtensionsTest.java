@@ -6,6 +6,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.tcp.isn.SynCookies;
 
 import static io.nicstack.stack.tcp.TcpTestHarness.*;
 import static io.nicstack.stack.wire.TcpHeader.*;
@@ -26,8 +27,7 @@ class TcpExtensionsTest
     @Test
     void rfc6298_initialRtoIsOneSecondAndDoubles()
     {
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
+        final Seg syn = t.connect();
         t.advanceMs(999);
         t.recvNothing();
         t.advanceMs(1);
@@ -102,10 +102,7 @@ class TcpExtensionsTest
     {
         // RFC 6298 §5.7: the SYN timed out (RTO 1 s, backed off to 2 s) and no RTT sample could be taken: data starts
         // with an RTO of 3 s. RFC 5681 §3.1 / RFC 6928 §2: the initial window is one segment after a lost SYN.
-        t.conn = t.stack.tcp().connect(PEER_IP, PEER_PORT, t.events, null);
-        final Seg syn = t.recv().get(0);
-        t.iss = syn.r.seq;
-        t.localPort = syn.r.sourcePort;
+        final Seg syn = t.connect();
         t.advanceMs(1000);
         assertEquals(syn.r.seq, t.recv().get(0).r.seq, "the SYN sent again");
         t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 1));
@@ -508,7 +505,7 @@ class TcpExtensionsTest
         t.peerPort = PEER_PORT + 2;
         t.send(t.peerSyn());
         final Seg cookie = t.recv(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).get(0);
-        t.advance(Tcp.COOKIE_LIFETIME_NANOS + SECOND);
+        t.advance(SynCookies.MAX_LIFETIME_NANOS + SECOND);
         t.recv(); // the first connection's SYN,ACK, sent again meanwhile
         t.iss = cookie.r.seq;
         t.tsOn = false;

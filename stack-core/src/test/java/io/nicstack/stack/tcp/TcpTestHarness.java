@@ -365,18 +365,24 @@ final class TcpTestHarness
         return e;
     }
 
-    /**
-     * Active open: {@code connect}, the stack's SYN (ISN and ephemeral port recorded), the peer's
-     * SYN-ACK with the configured options, the stack's ACK.
-     */
-    TcpConnection activeOpen()
+    /** {@code connect} to the peer, and the stack's SYN taken from the wire with its ISN and ephemeral port recorded. */
+    Seg connect()
     {
         conn = stack.tcp().connect(PEER_IP, PEER_PORT, events, null);
         final Seg syn = recv().get(0);
         assertTrue(syn.r.hasFlags(SYN) && !syn.r.hasFlags(ACK), "a SYN: " + describe(syn));
         iss = syn.r.seq;
         localPort = syn.r.sourcePort;
-        noteTs(syn);
+        return syn;
+    }
+
+    /**
+     * Active open: {@code connect}, the stack's SYN (ISN and ephemeral port recorded), the peer's
+     * SYN-ACK with the configured options, the stack's ACK.
+     */
+    TcpConnection activeOpen()
+    {
+        noteTs(connect());
         final Seg synAck = peerSyn().flags(SYN | ACK).ack(iss + 1);
         if (peerTimestamps)
         {

@@ -33,6 +33,8 @@ public final class SynCookies
     public static final long PERIOD_NANOS = 64_000_000_000L;
     /** Periods a cookie stays valid: the one it was issued in and the next. */
     public static final int MAX_AGE_PERIODS = 2;
+    /** The longest a cookie stays valid after it was issued: {@link #MAX_AGE_PERIODS} whole periods. */
+    public static final long MAX_LIFETIME_NANOS = MAX_AGE_PERIODS * PERIOD_NANOS;
 
     private static final int MAC_BITS = 24;
     private static final int MAC_MASK = (1 << MAC_BITS) - 1;
