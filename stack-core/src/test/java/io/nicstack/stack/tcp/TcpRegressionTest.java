@@ -111,7 +111,7 @@ class TcpRegressionTest
         final long[] received = new long[2];
         final int[] closeReason = {-1, -1};
         final TcpConnection[] server = new TcpConnection[1];
-        final TcpHandler waitsForItsAcks = new TcpHandler()
+        final TcpHandler recordsItsClose = new TcpHandler()
         {
             @Override
             public void onClosed(final TcpConnection c, final int reason)
@@ -123,7 +123,7 @@ class TcpRegressionTest
         {
             final TcpConnection c = l.accept();
             server[0] = c;
-            c.handler(waitsForItsAcks);
+            c.handler(recordsItsClose);
         });
         listener.settings().receiveBufferBytes = 16 * 1024;
         final long[] sent = new long[1];
