@@ -41,6 +41,16 @@ public interface CongestionControl
     /** Retransmission timeout: ssthresh from the flight size, cwnd = 1 MSS (RFC 5681 (4), loss window). */
     void onRetransmitTimeout(long flightSize, long nowNanos);
 
+    /**
+     * The sender is about to send new data with nothing in flight. With {@code restart} (it last sent new data more
+     * than an RTO ago, so the ACK clock is gone and cwnd says nothing about the path any more) cwnd becomes the
+     * restart window {@code min(IW, cwnd)} (RFC 5681 (4.1) SHOULD); RFC 2861 (3), as Linux's tcp_cwnd_restart does,
+     * first keeps the window's memory in ssthresh ({@code max(ssthresh, 3/4 cwnd)}) so that slow start climbs back
+     * in a few round trips. A controller with a clock of its own (CUBIC's t) stops it over the idle period in
+     * either case (RFC 9438 (5.8)).
+     */
+    void onSendAfterIdle(boolean restart, long nowNanos);
+
     /** Sender MSS changed (rare; path MTU). */
     void mss(int mss);
 

@@ -160,6 +160,8 @@ public final class TcpConnection
     /** RFC 6298 §5.7: the RTO when data begins after a SYN timed out. */
     private static final long SYN_LOSS_RTO_NANOS = 3_000_000_000L;
     private boolean swsOverride;
+    /** When new data last went out (RFC 5681 §4.1's idle period; Linux's lsndtime). */
+    private long lastDataSentNanos;
     private int keepAliveProbesSent;
     private final Timers.Handler timerHandler = this::onTimer;
 
@@ -965,6 +967,7 @@ public final class TcpConnection
     private void startDataPhase(final long now)
     {
         cc.init(sndMss, now);
+        lastDataSentNanos = now;
         if (retransmits > 0)
         {
             cc.cwnd(sndMss);
@@ -1617,6 +1620,11 @@ public final class TcpConnection
         {
             return false;
         }
+        if (sndMax == sndUna && sndWnd > 0 && sendBuffer.end() > offsetOfSend(sndNxt))
+        {
+            // Nothing in flight and new data to send: the end of an idle period (RFC 5681 §4.1).
+            cc.onSendAfterIdle(settings.slowStartAfterIdle && now - lastDataSentNanos > rtt.rto(), now);
+        }
         boolean sent = false;
         for (int guard = 0; guard < 1024; guard++)
         {
@@ -1681,11 +1689,15 @@ public final class TcpConnection
             {
                 countRetransmission(now);
             }
-            else if (!rttTiming && len > 0)
+            else if (len > 0)
             {
-                rttTiming = true;
-                rttSeq = sndNxt;
-                rttStart = now;
+                lastDataSentNanos = now;
+                if (!rttTiming)
+                {
+                    rttTiming = true;
+                    rttSeq = sndNxt;
+                    rttStart = now;
+                }
             }
             sndNxt += len + (fin ? 1 : 0);
             if (Seq.gt(sndNxt, sndMax))

@@ -29,6 +29,11 @@ public final class TcpSettings
     public long keepAliveIntervalNanos = 75_000_000_000L;
     public int keepAliveProbes = 9;
     public String congestionControl = "cubic";
+    /**
+     * RFC 5681 §4.1 (SHOULD): after sending no new data for longer than the RTO, start again from the restart window
+     * instead of bursting the old cwnd into a path it no longer knows. Linux's net.ipv4.tcp_slow_start_after_idle.
+     */
+    public boolean slowStartAfterIdle = true;
 
     public TcpSettings copy()
     {
@@ -51,6 +56,7 @@ public final class TcpSettings
         c.keepAliveIntervalNanos = keepAliveIntervalNanos;
         c.keepAliveProbes = keepAliveProbes;
         c.congestionControl = congestionControl;
+        c.slowStartAfterIdle = slowStartAfterIdle;
         return c;
     }
 }

@@ -330,6 +330,65 @@ class TcpExtensionsTest
     }
 
     // ------------------------------------------------------------------------------------------
+    // RFC 5681 §4.1 restarting after idle
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc5681_afterIdlingLongerThanTheRtoTheWindowRestartsFromTheInitialWindow()
+    {
+        final long grown = growWindowThenIdle(MS);
+        assertEquals(10, burstAfterIdle().size(), "IW = 10 segments, not the old cwnd");
+        assertTrue(t.conn.ssthresh() >= grown - grown / 4, "RFC 2861: ssthresh keeps at least 3/4 of the old cwnd");
+    }
+
+    @Test
+    void rfc5681_anIdlePeriodWithinTheRtoKeepsTheWindow()
+    {
+        final long grown = growWindowThenIdle(-MS);
+        assertEquals(grown / t.conn.sendMss(), burstAfterIdle().size(), "the whole window, at once");
+    }
+
+    @Test
+    void rfc5681_slowStartAfterIdleCanBeTurnedOff()
+    {
+        t.settings().slowStartAfterIdle = false;
+        final long grown = growWindowThenIdle(MS);
+        assertEquals(grown / t.conn.sendMss(), burstAfterIdle().size());
+    }
+
+    /**
+     * Slow start to a window of at least 40 segments, every segment acknowledged, then idle for the RTO plus {@code
+     * beyondRto}; returns the window reached.
+     */
+    private long growWindowThenIdle(final long beyondRto)
+    {
+        t.peerWindowScale = 7;
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        final int mss = t.conn.sendMss();
+        t.write(bytes(60 * mss, 3));
+        for (int round = 0; round < 10 && t.conn.sndUna != t.conn.sndMax; round++)
+        {
+            for (final Seg seg : t.recv())
+            {
+                t.send(t.in().ack(seg.r.seq + seg.payload.length).window(1024));
+            }
+        }
+        assertEquals(t.conn.sndMax, t.conn.sndUna, "all acknowledged");
+        final long grown = t.conn.cwnd();
+        assertTrue(grown >= 40L * mss, "slow start grew the window: " + grown);
+        t.advance(t.conn.rtoNanos() + beyondRto);
+        t.recvNothing();
+        return grown;
+    }
+
+    private List<Seg> burstAfterIdle()
+    {
+        t.write(bytes(100 * t.conn.sendMss(), 4));
+        return t.recv();
+    }
+
+    // ------------------------------------------------------------------------------------------
     // RFC 7323
     // ------------------------------------------------------------------------------------------
 

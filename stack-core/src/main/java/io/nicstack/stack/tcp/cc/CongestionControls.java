@@ -54,6 +54,18 @@ public final class CongestionControls
         return Math.min(10L * mss, Math.max(2L * mss, 14_600L));
     }
 
+    /** RFC 5681 (4.1): the restart window after an idle period longer than the RTO, {@code min(IW, cwnd)}. */
+    static long restartWindow(final long cwnd, final int mss)
+    {
+        return Math.min(initialWindow(mss), cwnd);
+    }
+
+    /** RFC 2861 (3): ssthresh before an idle restart lowers cwnd, {@code max(ssthresh, 3/4 cwnd)}. */
+    static long ssthreshBeforeRestart(final long ssthresh, final long cwnd)
+    {
+        return Math.max(ssthresh, cwnd - cwnd / 4);
+    }
+
     /**
      * Whether the window, not the application or the receiver, limited the sender, so that growing
      * it is justified (RFC 9438 (4.6) and (5.8): a CUBIC that reduces from cwnd "MUST use other

@@ -20,8 +20,9 @@ import io.nicstack.stack.tcp.CongestionControl;
  *     Windows do) and so cwnd only grows while the sender is cwnd limited, which the same
  *     section then requires; see {@link CongestionControls}.</li>
  * <li>RFC 9438 (5.8): the epoch is shifted forward by the time between ACKs that found the
- *     sender application limited, so that {@code t} excludes those periods. Restart after a
- *     fully idle period (RFC 5681 (4.1), RFC 7661) is the sender's.</li>
+ *     sender application limited, and by a fully idle period when sending starts again, so that
+ *     {@code t} excludes both. After an idle period longer than the RTO, cwnd restarts from the
+ *     restart window (RFC 5681 (4.1)) with ssthresh keeping 3/4 of the old window (RFC 2861).</li>
  * <li>In the Reno-friendly region cwnd is raised to {@code W_est} but never lowered to it.</li>
  * <li>Standard slow start with RFC 3465 byte counting; no HyStart++ (RFC 9438 (4.10) MAY).</li>
  * </ul>
@@ -210,6 +211,25 @@ public final class Cubic implements CongestionControl
         cwnd = mss;
         inEpoch = false;
         epochAfterTimeout = true;
+    }
+
+    /** {@inheritDoc} */
+    public void onSendAfterIdle(final boolean restart, final long nowNanos)
+    {
+        // RFC 9438 (5.8): t excludes the idle period. It is measured from the last ACK, the one that emptied the
+        // flight: the ACKs before it that found the sender application limited have already moved the epoch
+        // (onAck). Linux's bictcp_cwnd_event(CA_EVENT_TX_START) does the same from the last send.
+        final long idleSinceAck = nowNanos - lastAckNanos;
+        if (inEpoch && idleSinceAck > 0)
+        {
+            epochStartNanos += idleSinceAck;
+        }
+        lastAckNanos = nowNanos;
+        if (restart)
+        {
+            ssthresh = CongestionControls.ssthreshBeforeRestart(ssthresh, (long)cwnd);
+            cwnd = CongestionControls.restartWindow((long)cwnd, mss);
+        }
     }
 
     /** {@inheritDoc} */

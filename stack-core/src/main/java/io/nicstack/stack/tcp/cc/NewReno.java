@@ -6,7 +6,7 @@ import io.nicstack.stack.tcp.CongestionControl;
  * Reno congestion control as NewReno senders use it: RFC 5681 (3.1) slow start and congestion
  * avoidance, both with appropriate byte counting (RFC 3465, L = 2 in slow start), RFC 5681 (4)
  * ssthresh on loss, the loss window after a timeout and RFC 6582 (3.2) step 3 deflation on leaving
- * fast recovery. Partial ACKs and window inflation during recovery are the sender's.
+ * fast recovery, and the RFC 5681 (4.1) restart window after idle. Partial ACKs and window inflation during recovery are the sender's.
  *
  * <p>cwnd only grows while the sender is cwnd limited (see {@link CongestionControls}): an
  * application- or receiver-limited flow must not build up a window it never used (RFC 7661).
@@ -122,6 +122,17 @@ public final class NewReno implements CongestionControl
         // RFC 5681 (3.1): cwnd becomes the loss window, 1 full-sized segment.
         cwnd = mss;
         bytesAcked = 0;
+    }
+
+    /** {@inheritDoc} */
+    public void onSendAfterIdle(final boolean restart, final long nowNanos)
+    {
+        if (restart)
+        {
+            ssthresh = CongestionControls.ssthreshBeforeRestart(ssthresh, cwnd);
+            cwnd = CongestionControls.restartWindow(cwnd, mss);
+            bytesAcked = 0;
+        }
     }
 
     /** {@inheritDoc} */

@@ -272,6 +272,41 @@ class CubicTest
     }
 
     @Test
+    void rfc9438_anIdlePeriodDoesNotCountInT()
+    {
+        final long rtt = 100 * MS;
+        final Cubic idled = afterLossAt(1000, rtt);
+        final Cubic busy = afterLossAt(1000, rtt);
+        final AckClock idledClock = new AckClock(idled, MSS, rtt, 0);
+        final AckClock busyClock = new AckClock(busy, MSS, rtt, 0);
+        idledClock.roundTrip();
+        busyClock.roundTrip();
+
+        // Ten seconds without ACKs, then sending resumes (no restart): t goes on where it stood.
+        idledClock.nowNanos += 10 * SECOND;
+        idled.onSendAfterIdle(false, idledClock.nowNanos);
+        idled.onSendAfterIdle(false, idledClock.nowNanos);
+        idledClock.roundTrips(5);
+        busyClock.roundTrips(5);
+
+        assertEquals(busy.cwnd(), idled.cwnd(), MSS);
+        assertTrue(idled.cwnd() < 1000L * MSS, "still below W_max, not thrown past it by the idle time: " + idled.cwnd());
+    }
+
+    @Test
+    void rfc5681_restartAfterIdleTakesTheRestartWindowAndKeepsThreeQuartersInSsthresh()
+    {
+        final Cubic cc = afterLossAt(100, 100 * MS);
+        assertEquals(70 * MSS, cc.ssthresh());
+        cc.cwnd(120L * MSS);
+
+        cc.onSendAfterIdle(true, SECOND);
+
+        assertEquals(10 * MSS, cc.cwnd());
+        assertEquals(90 * MSS, cc.ssthresh());
+    }
+
+    @Test
     void rfc9438_rttIsSmoothed()
     {
         final Cubic cc = newCubic();

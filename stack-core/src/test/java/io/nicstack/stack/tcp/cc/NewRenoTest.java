@@ -173,6 +173,34 @@ class NewRenoTest
         assertTrue(cc.cwnd() >= cc.ssthresh());
     }
 
+    @Test
+    void rfc5681_restartAfterIdleTakesTheRestartWindowAndRfc2861KeepsThreeQuartersInSsthresh()
+    {
+        enterCongestionAvoidanceAt(20 * MSS);
+        cc.cwnd(40L * MSS);
+
+        cc.onSendAfterIdle(false, 1);
+        assertEquals(40 * MSS, cc.cwnd(), "no restart: the window stays");
+
+        cc.onSendAfterIdle(true, 2);
+        assertEquals(10 * MSS, cc.cwnd(), "RW = min(IW, cwnd)");
+        assertEquals(30 * MSS, cc.ssthresh(), "max(ssthresh, 3/4 cwnd)");
+
+        clock.roundTrip();
+        assertEquals(20 * MSS, cc.cwnd(), "slow start back towards ssthresh");
+    }
+
+    @Test
+    void rfc5681_restartNeverRaisesASmallWindowNorLowersSsthresh()
+    {
+        enterCongestionAvoidanceAt(4 * MSS);
+
+        cc.onSendAfterIdle(true, 1);
+
+        assertEquals(4 * MSS, cc.cwnd());
+        assertEquals(4 * MSS, cc.ssthresh());
+    }
+
     private void enterCongestionAvoidanceAt(final long cwnd)
     {
         cc.onFastRetransmit(2 * cwnd, clock.nowNanos);
