@@ -387,6 +387,10 @@ def check_badcsum(h):
     return "bad-checksum data, RST and SYN ignored; good data echoed"
 
 
+# The stack's per-connection challenge ACK interval (TcpSettings.challengeAckIntervalNanos), with a margin.
+CHALLENGE_INTERVAL = 0.6
+
+
 def expect_challenge_ack(c, what, timeout=2.0):
     p = c.h.take(c.mine, timeout)
     if p is None:
@@ -409,6 +413,9 @@ def check_challenge(h):
     c.send("R", seq=add(c.snd_nxt, 1000), ack=0, options=[])
     expect_challenge_ack(c, "in-window RST at RCV.NXT+1000")
     c.echo(b"alive after the RST")
+    # RFC 5961 §7: one challenge ACK per connection per 500 ms answers RSTs and SYNs (as Linux's
+    # tcp_invalid_ratelimit); wait that out before each further probe.
+    time.sleep(CHALLENGE_INTERVAL)
     # Same with RST|ACK (how a Linux peer would send it).
     c.send("RA", seq=add(c.snd_nxt, 1), options=[])
     expect_challenge_ack(c, "in-window RST|ACK at RCV.NXT+1")
@@ -424,6 +431,7 @@ def check_challenge(h):
            options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (c.next_tsval(), 0)), ("NOP", None), ("WScale", 7)])
     expect_challenge_ack(c, "in-window SYN at RCV.NXT+2000")
     c.echo(b"alive after the SYN")
+    time.sleep(CHALLENGE_INTERVAL)
     c.send("S", seq=c.snd_nxt, ack=0,
            options=[("MSS", 1460), ("SAckOK", b""), ("Timestamp", (c.next_tsval(), 0)), ("NOP", None), ("WScale", 7)])
     expect_challenge_ack(c, "SYN at exactly RCV.NXT")

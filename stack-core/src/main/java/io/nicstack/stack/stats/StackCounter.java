@@ -105,7 +105,7 @@ public enum StackCounter
     TCP_RTO_EXPIRIES("tcp retransmission timeouts", Kind.INFO),
     TCP_R1_REACHED("tcp connections past R1 retransmissions", Kind.INFO),
     TCP_CHALLENGE_ACKS("tcp challenge acks sent", Kind.INFO),
-    TCP_CHALLENGE_ACKS_LIMITED("tcp challenge acks suppressed by rate limit", Kind.INFO),
+    TCP_CHALLENGE_ACKS_LIMITED("tcp challenge acks suppressed by rate limit (per connection or host-wide)", Kind.INFO),
     TCP_ACK_INVALID("tcp drop: ack outside the acceptable range (rfc 5961)", Kind.INFO),
     TCP_PAWS_DROPS("tcp drop: paws (old timestamp)", Kind.INFO),
     TCP_OUT_OF_WINDOW("tcp drop: segment outside the receive window", Kind.INFO),

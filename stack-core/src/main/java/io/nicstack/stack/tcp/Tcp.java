@@ -84,10 +84,8 @@ public final class Tcp implements IpProtocolHandler
     boolean earlyDemux;
     /** Segments of this burst that {@link #onFrame} took. */
     private long earlyDemuxInBurst;
-    // RFC 5961 §7: challenge ACKs limited to a number per second for the whole stack.
-    private final int challengeAckLimit = 1000;
-    private long challengeWindowStart = Long.MIN_VALUE;
-    private int challengeAcksInWindow;
+    /** RFC 5961 §7: challenge ACKs per second for the whole stack, about 1000 on average (see the class). */
+    private final ChallengeAckBudget challengeAcks = ChallengeAckBudget.withRandomKey(1000);
 
     public Tcp(final Ipv4 ip, final StackCounters counters, final Timers timers, final TcpSettings defaults,
         final IsnGenerator isn, final SynCookies cookies)
@@ -729,20 +727,21 @@ public final class Tcp implements IpProtocolHandler
         }
     }
 
-    /** RFC 5961 §7: send a challenge ACK unless this second's budget is spent. */
-    void challengeAck(final TcpConnection c, final long nowNanos)
+    /**
+     * RFC 5961 §7: send a challenge ACK unless a limit holds it back. Per connection, one per
+     * {@link TcpSettings#challengeAckIntervalNanos} answers segments without data or with SYN (a flood of spoofed RSTs
+     * or SYNs; a data segment cannot be part of an ACK loop), as Linux's tcp_oow_rate_limited does; then the
+     * host-wide budget, which no connection can measure (CVE-2016-5696).
+     *
+     * @param noDataOrSyn the segment that asks for it carries no data, or has SYN set.
+     */
+    void challengeAck(final TcpConnection c, final boolean noDataOrSyn, final long nowNanos)
     {
-        if (challengeWindowStart == Long.MIN_VALUE || nowNanos - challengeWindowStart >= 1_000_000_000L)
-        {
-            challengeWindowStart = nowNanos;
-            challengeAcksInWindow = 0;
-        }
-        if (challengeAcksInWindow >= challengeAckLimit)
+        if ((noDataOrSyn && !c.challengeAckAllowed(nowNanos)) || !challengeAcks.tryAcquire(nowNanos))
         {
             counters.increment(StackCounter.TCP_CHALLENGE_ACKS_LIMITED);
             return;
         }
-        challengeAcksInWindow++;
         counters.increment(StackCounter.TCP_CHALLENGE_ACKS);
         c.ackNow = true;
         c.markDirty();

@@ -160,6 +160,9 @@ public final class TcpConnection
     /** RFC 6298 §5.7: the RTO when data begins after a SYN timed out. */
     private static final long SYN_LOSS_RTO_NANOS = 3_000_000_000L;
     private boolean swsOverride;
+    /** When this connection last sent a challenge ACK limited per connection ({@link #challengeAckAllowed}). */
+    private long lastChallengeAckNanos;
+    private boolean challengeAckSent;
     /** When new data last went out (RFC 5681 §4.1's idle period; Linux's lsndtime). */
     private long lastDataSentNanos;
     private int keepAliveProbesSent;
@@ -612,7 +615,7 @@ public final class TcpConnection
             }
             else
             {
-                tcp.challengeAck(this, now);
+                tcp.challengeAck(this, seg.payloadLength == 0, now);
             }
             return;
         }
@@ -620,7 +623,7 @@ public final class TcpConnection
         // Fourth: SYN in a synchronized state (RFC 5961 §4.2): challenge ACK, whatever the sequence number.
         if (seg.hasFlags(TcpHeader.SYN))
         {
-            tcp.challengeAck(this, now);
+            tcp.challengeAck(this, true, now);
             return;
         }
 
@@ -991,6 +994,18 @@ public final class TcpConnection
         }
     }
 
+    /** RFC 5961 §7, per connection: whether {@link TcpSettings#challengeAckIntervalNanos} passed since the last one. */
+    boolean challengeAckAllowed(final long now)
+    {
+        if (challengeAckSent && now - lastChallengeAckNanos < settings.challengeAckIntervalNanos)
+        {
+            return false;
+        }
+        challengeAckSent = true;
+        lastChallengeAckNanos = now;
+        return true;
+    }
+
     /** RFC 9293 §3.10.7.4 "first": the four-case acceptability test against the window we advertised. */
     private boolean acceptable(final int seq, final int segLen)
     {
@@ -1015,7 +1030,7 @@ public final class TcpConnection
         if (Seq.gt(ack, sndMax) || Seq.lt(ack, sndUna - (int)Math.min(maxSndWnd, Integer.MAX_VALUE)))
         {
             tcp.count(StackCounter.TCP_ACK_INVALID);
-            tcp.challengeAck(this, now);
+            tcp.challengeAck(this, seg.payloadLength == 0, now);
             return false;
         }
         final long flightBefore = flight();

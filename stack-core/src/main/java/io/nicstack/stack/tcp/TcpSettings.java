@@ -30,6 +30,11 @@ public final class TcpSettings
     public int keepAliveProbes = 9;
     public String congestionControl = "cubic";
     /**
+     * RFC 5961 §7: at most one challenge ACK per this interval answers RSTs and SYNs (and other segments without data)
+     * on one connection. Linux's net.ipv4.tcp_invalid_ratelimit, 500 ms.
+     */
+    public long challengeAckIntervalNanos = 500_000_000L;
+    /**
      * RFC 5681 §4.1 (SHOULD): after sending no new data for longer than the RTO, start again from the restart window
      * instead of bursting the old cwnd into a path it no longer knows. Linux's net.ipv4.tcp_slow_start_after_idle.
      */
@@ -56,6 +61,7 @@ public final class TcpSettings
         c.keepAliveIntervalNanos = keepAliveIntervalNanos;
         c.keepAliveProbes = keepAliveProbes;
         c.congestionControl = congestionControl;
+        c.challengeAckIntervalNanos = challengeAckIntervalNanos;
         c.slowStartAfterIdle = slowStartAfterIdle;
         return c;
     }

@@ -88,21 +88,49 @@ class Rfc5961Test
     }
 
     @Test
-    void rfc5961_challengeAcksRateLimited()
+    void rfc5961_oneChallengeAckPerConnectionPerIntervalForRstsAndSyns()
     {
         t.passiveOpen();
-        for (int i = 0; i < 1000; i++)
-        {
-            t.send(t.in().seq(t.irs + 1 + 10 + i).flags(RST).ack(0));
-            t.recv(t.out());
-        }
-        // §7: the 1001st within the same second is not answered.
-        t.send(t.in().seq(t.irs + 2000).flags(RST).ack(0));
-        t.recvNothing();
-        assertEquals(1, t.counter(StackCounter.TCP_CHALLENGE_ACKS_LIMITED));
-        t.advance(SECOND);
-        t.send(t.in().seq(t.irs + 2000).flags(RST).ack(0));
+        t.send(t.in().seq(t.irs + 1 + 10).flags(RST).ack(0));
         t.recv(t.out());
+        // §7: a flood of spoofed RSTs and SYNs draws one challenge per interval from this connection, not one each.
+        t.advanceMs(499);
+        t.send(t.in().seq(t.irs + 1 + 20).flags(RST).ack(0));
+        t.send(t.in().seq(t.irs + 1 + 30).flags(SYN).ack(0));
+        t.recvNothing();
+        assertEquals(2, t.counter(StackCounter.TCP_CHALLENGE_ACKS_LIMITED));
+        // A segment with data is no part of an ACK loop: its invalid ACK is still answered.
+        t.send(t.in().ack(t.iss + 1 + 1000).flags(ACK | PSH).payload(bytes(10, 2)));
+        t.recv(t.out());
+        t.advanceMs(1);
+        t.send(t.in().seq(t.irs + 1 + 40).flags(SYN).ack(0));
+        t.recv(t.out());
+        assertEquals(3, t.counter(StackCounter.TCP_CHALLENGE_ACKS));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc5961_theHostWideBudgetIsDrawnAfreshEachSecond()
+    {
+        // CVE-2016-5696: a fixed host-wide budget lets an off-path attacker count its own challenge ACKs to learn
+        // whether spoofed segments hit someone else's window. The budget is drawn from [500, 1500) each second.
+        t.settings().challengeAckIntervalNanos = 0;
+        t.passiveOpen();
+        final java.util.Set<Long> budgets = new java.util.HashSet<>();
+        for (int second = 0; second < 5; second++)
+        {
+            final long before = t.counter(StackCounter.TCP_CHALLENGE_ACKS);
+            for (int i = 0; i < 1600; i++)
+            {
+                t.send(t.in().seq(t.irs + 1 + 10 + i).flags(RST).ack(0));
+            }
+            final long answered = t.counter(StackCounter.TCP_CHALLENGE_ACKS) - before;
+            assertEquals(answered, t.recv().size());
+            assertTrue(answered >= 500 && answered < 1500, "second " + second + ": " + answered);
+            budgets.add(answered);
+            t.advance(SECOND);
+        }
+        assertTrue(budgets.size() > 1, "the same budget five seconds running: " + budgets);
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
     }
 }
