@@ -153,6 +153,8 @@ public final class TcpConnection
     private int softError;
     int retransmits;
     private int persistBackoff;
+    /** Zero-window probes sent since the peer last sent an acceptable ACK (RFC 9293 §3.8.6.1: it must answer them). */
+    private int probesUnanswered;
     /** RFC 9293 §3.8.6.2.1: the override timeout is 0.1 to 1 s. */
     private static final long SWS_OVERRIDE_NANOS = 200_000_000L;
     /** RFC 7323 §5.5: TS.Recent older than this is no longer compared with (24 days, under 2^31 ms). */
@@ -1033,6 +1035,7 @@ public final class TcpConnection
             tcp.challengeAck(this, seg.payloadLength == 0, now);
             return false;
         }
+        probesUnanswered = 0;
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
@@ -1996,7 +1999,15 @@ public final class TcpConnection
             persistDeadline = NONE;
             if (sndWnd == 0 && sendBuffer.end() > offsetOfSend(sndNxt))
             {
+                if (probesUnanswered >= settings.r2Retransmits)
+                {
+                    // The window may stay closed for ever, but only while the peer answers (RFC 9293 §3.8.6.1); one
+                    // that vanished behind a zero window is given up after R2 probes, as after R2 retransmissions.
+                    tcp.remove(this, CLOSE_TIMED_OUT);
+                    return;
+                }
                 sendProbe(now, true);
+                probesUnanswered++;
                 persistBackoff++;
                 persistDeadline = now + persistInterval();
             }
@@ -2030,6 +2041,16 @@ public final class TcpConnection
     private boolean onRetransmitTimeout(final long now)
     {
         tcp.count(StackCounter.TCP_RTO_EXPIRIES);
+        if (state.isSynchronized() && sndWnd == 0 && sndUna != sndMax)
+        {
+            // The window closed on data in flight (shrunk, or the probe byte beyond it): nothing can be retransmitted
+            // through it. Go back to SND.UNA and leave the window to the persist timer, whose probes the peer must
+            // answer; this expiry is no retry towards R2, or a peer that keeps its window closed for long, as it
+            // may, would have the connection dropped while answering every probe (as Linux's tcp_retransmit_timer).
+            cc.onRetransmitTimeout(sndMax - sndUna, now);
+            goBackToSndUna();
+            return true;
+        }
         retransmits++;
         if (retransmits == settings.r1Retransmits)
         {

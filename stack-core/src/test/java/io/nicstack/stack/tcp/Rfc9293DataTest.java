@@ -291,6 +291,31 @@ class Rfc9293DataTest
     }
 
     @Test
+    void rfc9293_must36_aPeerThatStopsAnsweringZeroWindowProbesIsGivenUpAfterR2Probes()
+    {
+        // §3.8.6.1: the connection must stay open only "as long as the receiving TCP peer continues to send
+        // acknowledgments in response to the probe segments". A peer gone behind a zero window would hold it for ever.
+        t.passiveOpen();
+        t.write(bytes(2000, 8));
+        t.recv(t.out().payloadLength(1460));
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        int probes = 0;
+        for (int step = 0; step < 7200 && t.conn.state() == TcpState.ESTABLISHED; step++)
+        {
+            t.advance(SECOND);
+            for (final Seg s : t.recv())
+            {
+                assertEquals(t.iss + 1461, s.r.seq, t.describe(s));
+                assertEquals(1, s.payload.length, "a zero-window probe");
+                probes++;
+            }
+        }
+        assertEquals(TcpState.CLOSED, t.conn.state(), "given up");
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(t.conn.settings().r2Retransmits, probes, "after R2 unanswered probes");
+    }
+
+    @Test
     void rfc9293_must34_robustAgainstShrinkingWindow()
     {
         t.passiveOpen();
@@ -318,6 +343,33 @@ class Rfc9293DataTest
         final List<Seg> resumed = t.recv();
         assertFalse(resumed.isEmpty());
         assertEquals(t.iss + 1461, resumed.get(0).r.seq);
+    }
+
+    @Test
+    void rfc9293_must34_must36_aWindowShrunkToZeroAndProbedForAnHourDoesNotTimeOut()
+    {
+        // RFC 9293 §3.8.6.1: a receiver may keep its window at zero indefinitely, and the sender MUST NOT give up while
+        // its probes are answered. When the window closed on data in flight, the retransmission timer keeps firing
+        // against a window nothing can go through: those expiries are probes too, not retries that count toward R2.
+        t.passiveOpen();
+        t.write(bytes(5 * 1460, 9));
+        assertEquals(5, t.recv().size());
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        int answered = 0;
+        for (int step = 0; step < 3600 && t.conn.state() == TcpState.ESTABLISHED; step++)
+        {
+            t.advance(SECOND);
+            for (final Seg s : t.recv())
+            {
+                assertEquals(t.iss + 1461, s.r.seq, t.describe(s));
+                t.send(t.in().ack(t.iss + 1461).window(0));
+                answered++;
+            }
+        }
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), "still open after an hour of answered probes (" + answered + ")");
+        assertTrue(answered >= 60, "probed at least once a minute: " + answered);
+        t.send(t.in().ack(t.iss + 1461).window(65535));
+        assertEquals(t.iss + 1461, t.recv().get(0).r.seq, "the window reopens: the data goes again from SND.UNA");
     }
 
     @Test
