@@ -126,6 +126,8 @@ public final class TcpConnection
     private int dsackStart;
     private int dsackEnd;
     private static final int MAX_SCOREBOARD = 32;
+    /** RFC 5681 §3.2 / RFC 6675 §2 DupThresh: duplicate ACKs (or SACKed segments) that indicate a loss. */
+    private static final int DUP_THRESH = 3;
 
     // Loss recovery.
     int dupAcks;
@@ -1039,9 +1041,12 @@ public final class TcpConnection
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
+        boolean newlySacked = false;
         if (sackEnabled && seg.sackBlockCount > 0)
         {
+            final long sackedBefore = sackedBytes();
             updateScoreboard(seg);
+            newlySacked = sackedBytes() > sackedBefore;
         }
         if (Seq.gt(ack, sndUna))
         {
@@ -1049,9 +1054,13 @@ public final class TcpConnection
         }
         updateSendWindow(seg, ack);
         // RFC 5681 §2 duplicate ACK: SEG.ACK equals SND.UNA as it was before this segment (a new ACK is not one),
-        // no data, neither SYN nor FIN, the same window, and data outstanding.
-        if (ack == unaBefore && seg.payloadLength == 0 && (seg.flags & (TcpHeader.SYN | TcpHeader.FIN)) == 0
-            && sndWnd == windowBefore && sndMax != sndUna && flightBefore > 0)
+        // no data, neither SYN nor FIN, the same window, and data outstanding. RFC 6675 §2 adds any ACK that SACKs
+        // octets not SACKed before, "even if it carries new data, changes the advertised window, or moves the
+        // cumulative acknowledgment point": with data both ways the peer's SACKs ride on its data segments.
+        final boolean duplicate = ack == unaBefore && seg.payloadLength == 0
+            && (seg.flags & (TcpHeader.SYN | TcpHeader.FIN)) == 0 && sndWnd == windowBefore && sndMax != sndUna
+            && flightBefore > 0;
+        if (duplicate || (newlySacked && sackedCount > 0))
         {
             onDuplicateAck(now);
         }
@@ -1228,12 +1237,22 @@ public final class TcpConnection
             }
             return;
         }
-        final boolean lossIndicated = dupAcks >= 3 || (sackEnabled && sackedBytes() >= 3L * sndMss);
+        final boolean lossIndicated = dupAcks >= DUP_THRESH || (sackEnabled && firstSegmentLost());
         // RFC 6582 §3.2 step 2: no new recovery until the previous recovery point is acknowledged.
         if (lossIndicated && Seq.ge(sndUna, recoveryPoint))
         {
             enterRecovery(now);
         }
+    }
+
+    /**
+     * RFC 6675 §4 IsLost(SND.UNA): DupThresh discontiguous SACKed blocks above it, or more than (DupThresh - 1) * SMSS
+     * bytes SACKed above it (segments smaller than SMSS, such as those that carry SACK blocks of their own, make the
+     * byte rule need a fourth segment if it asked for DupThresh * SMSS).
+     */
+    private boolean firstSegmentLost()
+    {
+        return sackedCount >= DUP_THRESH || sackedBytes() > (DUP_THRESH - 1L) * sndMss;
     }
 
     private void enterRecovery(final long now)
@@ -1249,8 +1268,10 @@ public final class TcpConnection
         recoveryPoint = sndMax;
         rescueSent = false;
         cc.onFastRetransmit(flightSize, now);
-        // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg.
-        highRxt = retransmitAt(sndUna, Integer.MAX_VALUE, now);
+        // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
+        // fills the first hole and no more: the bytes after it have arrived.
+        final int firstHole = sackEnabled && sackedCount > 0 ? holeEnd(sndUna) - sndUna : Integer.MAX_VALUE;
+        highRxt = retransmitAt(sndUna, firstHole, now);
         if (!sackEnabled)
         {
             cc.cwnd(cc.ssthresh() + 3L * sndMss);

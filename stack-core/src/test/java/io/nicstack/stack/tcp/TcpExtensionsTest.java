@@ -301,6 +301,68 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6675_sackOnSegmentsThatCarryDataCountsAsDuplicateAcks()
+    {
+        // RFC 6675 §2: an ACK that SACKs new data is a duplicate "even if it carries new data". With data flowing both
+        // ways the peer's ACKs ride on its data; if only pure ACKs counted, its SACKs would never start a recovery.
+        t.peerOffersAll();
+        t.passiveOpen();
+        final List<Seg> flight = sendTenSegments();
+        final int s = flight.get(0).r.seq;
+        final int len = flight.get(0).payload.length;
+        int peerSeq = t.irs + 1;
+        for (int i = 1; i <= 2; i++)
+        {
+            t.send(t.in().seq(peerSeq).flags(ACK | PSH).payload(bytes(100, i)).sack(s + len, s + (i + 1) * len));
+            peerSeq += 100;
+        }
+        assertEquals(0, t.counter(StackCounter.TCP_FAST_RETRANSMITS), "two segments SACKed: not yet");
+        t.send(t.in().seq(peerSeq).flags(ACK | PSH).payload(bytes(100, 3)).sack(s + len, s + 4 * len));
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS), "the third duplicate: recovery");
+        assertTrue(retransmitted(t.recv(), s, len), "the lost first segment is sent again at once");
+    }
+
+    @Test
+    void rfc6675_isLostCountsMoreThanTwoSegmentsOfBytesSackedAboveTheHole()
+    {
+        // IsLost: more than (DupThresh - 1) * SMSS bytes SACKed above the hole. Three small segments (an application
+        // writing 1000 bytes at a time without Nagle) SACKed by one ACK make 3000 bytes: more than 2 * 1448.
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        for (int i = 0; i < 5; i++)
+        {
+            t.write(bytes(1000, i));
+        }
+        final List<Seg> flight = t.recv();
+        assertEquals(5, flight.size());
+        final int s = flight.get(0).r.seq;
+        t.send(t.in().sack(s + 1000, s + 4000));
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        assertTrue(retransmitted(t.recv(), s, 1000));
+    }
+
+    private List<Seg> sendTenSegments()
+    {
+        t.write(bytes(10 * t.conn.sendMss(), 5));
+        final List<Seg> flight = t.recv();
+        assertTrue(flight.size() >= 10, "a full initial window: " + flight.size());
+        return flight;
+    }
+
+    private static boolean retransmitted(final List<Seg> sent, final int seq, final int length)
+    {
+        for (final Seg seg : sent)
+        {
+            if (seg.r.seq == seq && seg.payload.length == length)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Test
     void rfc6675_rescueRetransmissionSendsALostTailOncePerRecovery()
     {
         // Segments 1 and 10 of 10 are lost; the peer SACKs 2-9. Recovery resends 1 (rule 1, the only hole below a
