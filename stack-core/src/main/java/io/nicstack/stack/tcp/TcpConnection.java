@@ -1635,7 +1635,9 @@ public final class TcpConnection
      */
     private boolean rescueRetransmission(final long now)
     {
-        if (rescueSent || flight() >= cc.cwnd())
+        // RFC 6675 §5 (C): NextSeg is asked only while cwnd - pipe >= 1 SMSS. With less room, sendNewData holds a
+        // partial segment back (sender SWS avoidance), which is no reason to resend the tail.
+        if (rescueSent || cc.cwnd() - flight() < sndMss)
         {
             return false;
         }

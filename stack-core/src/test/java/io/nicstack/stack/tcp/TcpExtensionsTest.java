@@ -391,6 +391,31 @@ class TcpExtensionsTest
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
     }
 
+    @Test
+    void rfc6675_noRescueWhileCwndLeavesLessThanOneSegmentOfRoom()
+    {
+        // §5 (C): NextSeg is consulted only while cwnd - pipe >= 1 SMSS. Nine and a half segments, the first and the
+        // half lost; NewReno's ssthresh is half the flight, 4.75 segments.
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(9 * mss + mss / 2, 6));
+        assertEquals(10, t.recv().size());
+        t.send(t.in().sack(s + mss, s + 4 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        assertEquals((9 * mss + mss / 2) / 2, t.conn.cwnd());
+        // Two more SACKed: pipe is 4.5 segments, a quarter of a segment under cwnd. No rescue yet.
+        t.send(t.in().sack(s + mss, s + 6 * mss));
+        t.recvNothing();
+        // All but the half: pipe is 1.5 segments. The rescue sends the tail.
+        t.send(t.in().sack(s + mss, s + 9 * mss));
+        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss / 2));
+        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+    }
+
     // ------------------------------------------------------------------------------------------
     // RFC 5681 §4.1 restarting after idle
     // ------------------------------------------------------------------------------------------
