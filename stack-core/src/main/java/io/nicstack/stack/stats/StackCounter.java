@@ -102,6 +102,7 @@ public enum StackCounter
     TCP_FAST_RETRANSMITS("tcp fast retransmits", Kind.INFO),
     TCP_SACK_RECOVERIES("tcp sack recoveries", Kind.INFO),
     TCP_RESCUE_RETRANSMITS("tcp sack rescue retransmissions of a recovery's tail (rfc 6675 nextseg rule 4)", Kind.INFO),
+    TCP_LOST_RETRANSMISSIONS("tcp retransmissions found lost in sack recovery and sent again", Kind.INFO),
     TCP_RTO_EXPIRIES("tcp retransmission timeouts", Kind.INFO),
     TCP_R1_REACHED("tcp connections past R1 retransmissions", Kind.INFO),
     TCP_CHALLENGE_ACKS("tcp challenge acks sent", Kind.INFO),

@@ -122,6 +122,12 @@ public final class TcpConnection
     private int sackedCount;
     /** RFC 6675 RescueRxt: the one rescue retransmission of this recovery was sent. */
     private boolean rescueSent;
+    /**
+     * Lost-retransmission detection: SND.UNA's segment was retransmitted (or found already retransmitted) when SND.MAX
+     * was {@link #unaRetransmitMark}; valid while {@link #unaRetransmitSeq} is SND.UNA.
+     */
+    private int unaRetransmitSeq;
+    private int unaRetransmitMark;
     private boolean dsackPending;
     private int dsackStart;
     private int dsackEnd;
@@ -1064,6 +1070,11 @@ public final class TcpConnection
         {
             onDuplicateAck(now);
         }
+        if (newlySacked && inRecovery && unaRetransmitSeq == sndUna && Seq.gt(highRxt, sndUna)
+            && sackedAbove(unaRetransmitMark) > (DUP_THRESH - 1L) * sndMss)
+        {
+            retransmitLostRetransmission(now);
+        }
 
         switch (state)
         {
@@ -1135,6 +1146,11 @@ public final class TcpConnection
         if (Seq.lt(highRxt, sndUna))
         {
             highRxt = sndUna;
+        }
+        else if (inRecovery && Seq.gt(highRxt, sndUna))
+        {
+            // The new SND.UNA is a hole already retransmitted: watch for its loss from data sent from now on.
+            markUnaRetransmitted();
         }
         pruneScoreboard();
 
@@ -1246,6 +1262,39 @@ public final class TcpConnection
     }
 
     /**
+     * SND.UNA's retransmission was lost: more than (DupThresh - 1) * SMSS of data sent after it has been SACKed, and it
+     * has not arrived (IsLost's rule, applied in order of transmission rather than of sequence). RFC 6675 alone never
+     * sends a hole twice (NextSeg starts past HighRxt), so the cumulative ACK waited for the RTO; Linux detects this
+     * case the same way (tcp_mark_lost_retrans, before RACK). Not a new congestion event: the recovery goes on.
+     */
+    private void retransmitLostRetransmission(final long now)
+    {
+        tcp.count(StackCounter.TCP_LOST_RETRANSMISSIONS);
+        retransmitAt(sndUna, holeEnd(sndUna) - sndUna, now);
+        markUnaRetransmitted();
+    }
+
+    private void markUnaRetransmitted()
+    {
+        unaRetransmitSeq = sndUna;
+        unaRetransmitMark = sndMax;
+    }
+
+    /** SACKed bytes at or above {@code seq}. */
+    private long sackedAbove(final int seq)
+    {
+        long sum = 0;
+        for (int i = 0; i < sackedCount; i++)
+        {
+            if (Seq.gt(sackedEnd[i], seq))
+            {
+                sum += sackedEnd[i] - (Seq.gt(sackedStart[i], seq) ? sackedStart[i] : seq);
+            }
+        }
+        return sum;
+    }
+
+    /**
      * RFC 6675 §4 IsLost(SND.UNA): DupThresh discontiguous SACKed blocks above it, or more than (DupThresh - 1) * SMSS
      * bytes SACKed above it (segments smaller than SMSS, such as those that carry SACK blocks of their own, make the
      * byte rule need a fourth segment if it asked for DupThresh * SMSS).
@@ -1272,6 +1321,7 @@ public final class TcpConnection
         // fills the first hole and no more: the bytes after it have arrived.
         final int firstHole = sackEnabled && sackedCount > 0 ? holeEnd(sndUna) - sndUna : Integer.MAX_VALUE;
         highRxt = retransmitAt(sndUna, firstHole, now);
+        markUnaRetransmitted();
         if (!sackEnabled)
         {
             cc.cwnd(cc.ssthresh() + 3L * sndMss);
@@ -1623,6 +1673,10 @@ public final class TcpConnection
             }
             retransmitAt(from, len, now);
             highRxt = from + len;
+            if (from == sndUna)
+            {
+                markUnaRetransmitted();
+            }
             sent = true;
         }
         return sent;

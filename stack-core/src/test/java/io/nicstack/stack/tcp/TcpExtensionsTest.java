@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.tcp.isn.SynCookies;
+import io.nicstack.stack.wire.Seq;
 
 import static io.nicstack.stack.tcp.TcpTestHarness.*;
 import static io.nicstack.stack.wire.TcpHeader.*;
@@ -389,6 +390,47 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
         assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void aLostRetransmissionIsSentAgainOnceThreeSegmentsSentAfterItAreSacked()
+    {
+        // Segment 1 is lost, and so is its fast retransmission. Recovery goes on with new data; once more than two
+        // segments' worth sent after the retransmission is SACKed and segment 1 is still missing, it goes again,
+        // instead of the cumulative ACK waiting for the retransmission timeout.
+        t.peerOffersAll();
+        t.peerWindowScale = 7;
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(30 * mss, 7));
+        assertEquals(10, t.recv().size());
+        t.send(t.in().sack(s + mss, s + 4 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        // Segments 5-10 arrive: pipe falls and new data (11, 12, ...) goes out.
+        int newData = 0;
+        for (int end = 5; end <= 10; end++)
+        {
+            t.send(t.in().sack(s + mss, s + end * mss));
+            for (final Seg seg : t.recv())
+            {
+                assertTrue(Seq.ge(seg.r.seq, s + 10 * mss), "only new data, no second retransmission yet: " + t.describe(seg));
+                newData++;
+            }
+        }
+        assertTrue(newData >= 3, "new data in recovery: " + newData);
+        // Two of the new segments SACKed: not yet (reordering is allowed for).
+        t.send(t.in().sack(s + mss, s + 12 * mss));
+        assertFalse(retransmitted(t.recv(), s, mss));
+        // The third: the retransmission was lost.
+        t.send(t.in().sack(s + mss, s + 13 * mss));
+        assertTrue(retransmitted(t.recv(), s, mss), "segment 1 sent a second time");
+        assertEquals(1, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS), "one recovery, not a new one");
+        t.send(t.in().ack(s + 13 * mss));
+        assertEquals(s + 13 * mss, t.conn.sndUna);
     }
 
     @Test
