@@ -318,11 +318,7 @@ class Rfc9293DataTest
     @Test
     void rfc9293_must34_robustAgainstShrinkingWindow()
     {
-        t.passiveOpen();
-        t.write(bytes(5 * 1460, 9));
-        assertEquals(5, t.recv().size());
-        // The peer acknowledges one segment and shrinks the window to zero: the right edge moves left.
-        t.send(t.in().ack(t.iss + 1461).window(0));
+        shrinkTheWindowToZeroOnDataInFlight();
         t.recvNothing();
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
         // Nothing new goes beyond the window; the timers retransmit or probe at SND.UNA, never further.
@@ -351,10 +347,7 @@ class Rfc9293DataTest
         // RFC 9293 §3.8.6.1: a receiver may keep its window at zero indefinitely, and the sender MUST NOT give up while
         // its probes are answered. When the window closed on data in flight, the retransmission timer keeps firing
         // against a window nothing can go through: those expiries are probes too, not retries that count toward R2.
-        t.passiveOpen();
-        t.write(bytes(5 * 1460, 9));
-        assertEquals(5, t.recv().size());
-        t.send(t.in().ack(t.iss + 1461).window(0));
+        shrinkTheWindowToZeroOnDataInFlight();
         int answered = 0;
         for (int step = 0; step < 3600 && t.conn.state() == TcpState.ESTABLISHED; step++)
         {
@@ -370,6 +363,15 @@ class Rfc9293DataTest
         assertTrue(answered >= 60, "probed at least once a minute: " + answered);
         t.send(t.in().ack(t.iss + 1461).window(65535));
         assertEquals(t.iss + 1461, t.recv().get(0).r.seq, "the window reopens: the data goes again from SND.UNA");
+    }
+
+    /** Five segments in flight; the peer acknowledges one and shrinks the window to zero: the right edge moves left. */
+    private void shrinkTheWindowToZeroOnDataInFlight()
+    {
+        t.passiveOpen();
+        t.write(bytes(5 * 1460, 9));
+        assertEquals(5, t.recv().size());
+        t.send(t.in().ack(t.iss + 1461).window(0));
     }
 
     @Test
