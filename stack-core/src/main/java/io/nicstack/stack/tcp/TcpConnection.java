@@ -2118,12 +2118,13 @@ public final class TcpConnection
     private boolean onRetransmitTimeout(final long now)
     {
         tcp.count(StackCounter.TCP_RTO_EXPIRIES);
-        if (state.isSynchronized() && sndWnd == 0 && sndUna != sndMax)
+        if (state.isSynchronized() && sndWnd == 0 && sendBuffer.end() > offsetOfSend(sndUna))
         {
             // The window closed on data in flight (shrunk, or the probe byte beyond it): nothing can be retransmitted
             // through it. Go back to SND.UNA and leave the window to the persist timer, whose probes the peer must
             // answer; this expiry is no retry towards R2, or a peer that keeps its window closed for long, as it
             // may, would have the connection dropped while answering every probe (as Linux's tcp_retransmit_timer).
+            // Only data waits on the persist timer: a FIN alone is retransmitted, and counted, as usual.
             cc.onRetransmitTimeout(sndMax - sndUna, now);
             goBackToSndUna();
             return true;

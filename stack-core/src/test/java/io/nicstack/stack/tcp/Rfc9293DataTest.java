@@ -365,6 +365,27 @@ class Rfc9293DataTest
         assertEquals(t.iss + 1461, t.recv().get(0).r.seq, "the window reopens: the data goes again from SND.UNA");
     }
 
+    @Test
+    void rfc9293_must20_aFinUnansweredBehindAZeroWindowStillEndsAfterR2()
+    {
+        // Only data waits on the persist timer: a FIN alone, sent again and again into a closed window of a peer that
+        // no longer answers, counts its retransmissions toward R2 like any other.
+        t.passiveOpen();
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.send(t.in().ack(t.iss + 101).window(0));
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        for (int step = 0; step < 7200 && t.conn.state() != TcpState.CLOSED; step++)
+        {
+            t.advance(SECOND);
+            t.recv();
+        }
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+    }
+
     /** Five segments in flight; the peer acknowledges one and shrinks the window to zero: the right edge moves left. */
     private void shrinkTheWindowToZeroOnDataInFlight()
     {
