@@ -1043,7 +1043,6 @@ public final class TcpConnection
             tcp.challengeAck(this, seg.payloadLength == 0, now);
             return false;
         }
-        probesUnanswered = 0;
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
@@ -1106,6 +1105,8 @@ public final class TcpConnection
     /** Window update (RFC 9293: SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)). */
     private void updateSendWindow(final TcpRepr seg, final int ack)
     {
+        // Every acceptable ACK passes here, predicted or not: it answers any zero-window probe outstanding.
+        probesUnanswered = 0;
         if (Seq.lt(sndWl1, seg.seq) || (sndWl1 == seg.seq && Seq.le(sndWl2, ack)))
         {
             sndWnd = (long)seg.window << sndWscale;
@@ -2118,34 +2119,33 @@ public final class TcpConnection
     private boolean onRetransmitTimeout(final long now)
     {
         tcp.count(StackCounter.TCP_RTO_EXPIRIES);
-        if (state.isSynchronized() && sndWnd == 0 && sendBuffer.end() > offsetOfSend(sndUna))
-        {
-            // The window closed on data in flight (shrunk, or the probe byte beyond it): nothing can be retransmitted
-            // through it. Go back to SND.UNA and leave the window to the persist timer, whose probes the peer must
-            // answer; this expiry is no retry towards R2, or a peer that keeps its window closed for long, as it
-            // may, would have the connection dropped while answering every probe (as Linux's tcp_retransmit_timer).
-            // Only data waits on the persist timer: a FIN alone is retransmitted, and counted, as usual.
-            cc.onRetransmitTimeout(sndMax - sndUna, now);
-            goBackToSndUna();
-            return true;
-        }
-        retransmits++;
-        if (retransmits == settings.r1Retransmits)
-        {
-            tcp.count(StackCounter.TCP_R1_REACHED);
-        }
+        // A window closed on unacknowledged data (shrunk, or the probe byte beyond it): nothing can be retransmitted
+        // through it. The expiry still goes back to SND.UNA, but leaves the window to the persist timer, whose probes
+        // the peer must answer; it is no retry towards R2, or a peer that keeps its window closed for long, as it may,
+        // would have the connection dropped while answering every probe (as Linux's tcp_retransmit_timer). Only data
+        // waits on the persist timer: a FIN alone is retransmitted, and counted, as usual.
+        final boolean windowClosed = state.isSynchronized() && sndWnd == 0 && sendBuffer.end() > offsetOfSend(sndUna);
         final boolean opening = state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED;
-        if (retransmits > (opening ? settings.synRetransmits : settings.r2Retransmits))
+        if (!windowClosed)
         {
-            // R2 reached (RFC 9293 §3.8.3, MUST-20): give up.
-            if (state == TcpState.SYN_SENT)
+            retransmits++;
+            if (retransmits == settings.r1Retransmits)
             {
-                tcp.count(StackCounter.TCP_ATTEMPT_FAILS);
+                tcp.count(StackCounter.TCP_R1_REACHED);
             }
-            tcp.remove(this, CLOSE_TIMED_OUT);
-            return false;
+            if (retransmits > (opening ? settings.synRetransmits : settings.r2Retransmits))
+            {
+                // R2 reached (RFC 9293 §3.8.3, MUST-20): give up.
+                if (state == TcpState.SYN_SENT)
+                {
+                    tcp.count(StackCounter.TCP_ATTEMPT_FAILS);
+                }
+                tcp.remove(this, CLOSE_TIMED_OUT);
+                return false;
+            }
+            rtt.backoff();
         }
-        rtt.backoff();
+        // Karn's rule (RFC 6298 §3): whatever was being timed may now be sent again.
         rttTiming = false;
         if (opening)
         {
@@ -2159,7 +2159,10 @@ public final class TcpConnection
         }
         cc.onRetransmitTimeout(sndMax - sndUna, now);
         goBackToSndUna();
-        rtoDeadline = now + rtt.rto();
+        if (!windowClosed)
+        {
+            rtoDeadline = now + rtt.rto();
+        }
         return true;
     }
 

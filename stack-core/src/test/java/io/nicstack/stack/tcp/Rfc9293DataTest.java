@@ -386,6 +386,31 @@ class Rfc9293DataTest
         assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
     }
 
+    @Test
+    void rfc9293_must36_probeBytesThePeerTakesAreAnswersToo()
+    {
+        // A peer may take a probe's byte and still advertise a zero window: the new ACK answers the probe as much as
+        // a duplicate does, on whichever path it is processed.
+        t.passiveOpen();
+        t.write(bytes(1460, 8));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(1460));
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.write(bytes(100, 9));
+        int taken = 0;
+        for (int step = 0; step < 7200 && taken < 40 && t.conn.state() == TcpState.ESTABLISHED; step++)
+        {
+            t.advance(SECOND);
+            for (final Seg s : t.recv())
+            {
+                assertEquals(1, s.payload.length, "a zero-window probe: " + t.describe(s));
+                t.send(t.in().ack(s.r.seq + 1).window(0));
+                taken++;
+            }
+        }
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), "every probe answered (" + taken + ")");
+        assertEquals(40, taken);
+    }
+
     /** Five segments in flight; the peer acknowledges one and shrinks the window to zero: the right edge moves left. */
     private void shrinkTheWindowToZeroOnDataInFlight()
     {

@@ -129,6 +129,30 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6298_karnSegmentsSentAgainAfterAZeroWindowTimeoutAreNotTimed()
+    {
+        // The window closes on five segments in flight, one of them timed. The timeout sends nothing, but everything
+        // after it goes again once the window opens: its ACK must not be read as a 30-second round trip.
+        t.passiveOpen();
+        t.write(bytes(5 * 1460, 3));
+        assertEquals(5, t.recv().size());
+        t.send(t.in().window(0));
+        for (int i = 0; i < 30; i++)
+        {
+            t.advance(SECOND);
+            if (!t.recv().isEmpty())
+            {
+                t.send(t.in().window(0));
+            }
+        }
+        assertTrue(t.counter(StackCounter.TCP_RTO_EXPIRIES) > 0, "the timer ran out against the closed window");
+        t.send(t.in().window(65535));
+        assertFalse(t.recv().isEmpty(), "the window opens: the data goes again");
+        t.send(t.in().ack(t.iss + 1 + 5 * 1460));
+        assertTrue(t.conn.rtoNanos() < 5 * SECOND, "no sample from data sent twice: RTO " + t.conn.rtoNanos());
+    }
+
+    @Test
     void rfc6928_aHandshakeWithoutLossKeepsTheTenSegmentWindowAndItsRttSample()
     {
         t.passiveOpen();
