@@ -1046,13 +1046,7 @@ public final class TcpConnection
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
-        boolean newlySacked = false;
-        if (sackEnabled && seg.sackBlockCount > 0)
-        {
-            final long sackedBefore = sackedBytes();
-            updateScoreboard(seg);
-            newlySacked = sackedBytes() > sackedBefore;
-        }
+        final boolean newlySacked = sackEnabled && seg.sackBlockCount > 0 && updateScoreboard(seg) > 0;
         if (Seq.gt(ack, sndUna))
         {
             onNewAck(seg, ack, flightBefore, now);
@@ -1272,7 +1266,6 @@ public final class TcpConnection
     {
         tcp.count(StackCounter.TCP_LOST_RETRANSMISSIONS);
         retransmitAt(sndUna, holeEnd(sndUna) - sndUna, now);
-        markUnaRetransmitted();
     }
 
     private void markUnaRetransmitted()
@@ -1322,7 +1315,6 @@ public final class TcpConnection
         // fills the first hole and no more: the bytes after it have arrived.
         final int firstHole = sackEnabled && sackedCount > 0 ? holeEnd(sndUna) - sndUna : Integer.MAX_VALUE;
         highRxt = retransmitAt(sndUna, firstHole, now);
-        markUnaRetransmitted();
         if (!sackEnabled)
         {
             cc.cwnd(cc.ssthresh() + 3L * sndMss);
@@ -1455,8 +1447,10 @@ public final class TcpConnection
     // SACK scoreboard (sender side)
     // ------------------------------------------------------------------------------------------
 
-    private void updateScoreboard(final TcpRepr seg)
+    /** Add the segment's SACK blocks to the scoreboard; returns the bytes SACKed that were not before. */
+    private long updateScoreboard(final TcpRepr seg)
     {
+        long added = 0;
         for (int i = 0; i < seg.sackBlockCount; i++)
         {
             int left = seg.sackLeft[i];
@@ -1470,11 +1464,13 @@ public final class TcpConnection
             {
                 left = sndUna;
             }
-            addSacked(left, right);
+            added += addSacked(left, right);
         }
+        return added;
     }
 
-    private void addSacked(final int left, final int right)
+    /** Merge {@code [left, right)} into the scoreboard; returns how many of its bytes were not SACKed before. */
+    private long addSacked(final int left, final int right)
     {
         if (sackedStart == NO_SCOREBOARD)
         {
@@ -1494,21 +1490,24 @@ public final class TcpConnection
         }
         // ... and merge every block that does.
         int j = i;
+        long known = 0;
         while (j < n && Seq.le(s[j], r))
         {
             l = Seq.lt(s[j], l) ? s[j] : l;
             r = Seq.gt(e[j], r) ? e[j] : r;
+            known += e[j] - s[j];
             j++;
         }
         if (j == i && n == MAX_SCOREBOARD)
         {
-            return; // full: forgetting a block only costs a spurious retransmission
+            return 0; // full: forgetting a block only costs a spurious retransmission
         }
         System.arraycopy(s, j, s, i + 1, n - j);
         System.arraycopy(e, j, e, i + 1, n - j);
         s[i] = l;
         e[i] = r;
         sackedCount = n - (j - i) + 1;
+        return (r - l) - known;
     }
 
     private void pruneScoreboard()
@@ -1526,14 +1525,10 @@ public final class TcpConnection
         sackedCount = keep;
     }
 
+    /** Every SACKed byte: the blocks all lie above SND.UNA (clamped when added and when SND.UNA moves). */
     private long sackedBytes()
     {
-        long sum = 0;
-        for (int i = 0; i < sackedCount; i++)
-        {
-            sum += sackedEnd[i] - sackedStart[i];
-        }
-        return sum;
+        return sackedAbove(sndUna);
     }
 
     /** Bytes in flight: RFC 6675 "pipe" during SACK recovery, else SND.MAX - SND.UNA. */
@@ -1674,10 +1669,6 @@ public final class TcpConnection
             }
             retransmitAt(from, len, now);
             highRxt = from + len;
-            if (from == sndUna)
-            {
-                markUnaRetransmitted();
-            }
             sent = true;
         }
         return sent;
@@ -1816,6 +1807,8 @@ public final class TcpConnection
     /**
      * Retransmit one segment starting at {@code seq} (fast retransmit, partial ACK, SACK hole, rescue).
      *
+     * A retransmission of SND.UNA's segment is noted for the detection of its loss ({@link #markUnaRetransmitted}).
+     *
      * @return the sequence number after its data ({@code seq} when nothing was sent); HighRxt is the caller's.
      */
     private int retransmitAt(final int seq, final int maxLength, final long now)
@@ -1838,6 +1831,10 @@ public final class TcpConnection
         sendSegment(flags, seq, offset, len, now);
         countRetransmission(now);
         rttTiming = false;
+        if (seq == sndUna)
+        {
+            markUnaRetransmitted();
+        }
         return seq + len;
     }
 
