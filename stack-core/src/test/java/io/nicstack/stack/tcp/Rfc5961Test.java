@@ -1,5 +1,8 @@
 package io.nicstack.stack.tcp;
 
+import java.util.HashSet;
+import java.util.Set;
+
 import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
@@ -116,7 +119,7 @@ class Rfc5961Test
         // whether spoofed segments hit someone else's window. The budget is drawn from [500, 1500) each second.
         t.settings().challengeAckIntervalNanos = 0;
         t.passiveOpen();
-        final java.util.Set<Long> budgets = new java.util.HashSet<>();
+        final Set<Long> budgets = new HashSet<>();
         for (int second = 0; second < 5; second++)
         {
             final long before = t.counter(StackCounter.TCP_CHALLENGE_ACKS);
