@@ -141,6 +141,22 @@ public final class TcpConnection
     int recoveryPoint;
     int highRxt;
 
+    // RFC 8985 §7 tail loss probe (TLP).
+    /** When the loss probe is due (PTO), or NONE; never later than the RTO. */
+    private long ptoDeadline;
+    /** TLP.end_seq: a loss probe is outstanding, covering {@link #tlpStartSeq} to {@link #tlpEndSeq} (SND.MAX after it). */
+    private boolean tlpOutstanding;
+    private int tlpStartSeq;
+    private int tlpEndSeq;
+    /** TLP.is_retrans: the outstanding probe resent the last segment (no new data could go). */
+    private boolean tlpRetransmission;
+    /** RFC 8985 §7.3 condition 2: no further probe until an RTT sample has been taken since the last one. */
+    private boolean tlpAwaitingRttSample;
+    /** The lower bound of the PTO: max(2 * SRTT, 10 ms), as the TLP draft and Linux's first implementation had it. */
+    private static final long MIN_PTO_NANOS = 10_000_000L;
+    /** RFC 8985 §7.2 WCDelAckT: the worst-case delayed ACK a lone segment may wait for at the receiver. */
+    private static final long WORST_CASE_DELAYED_ACK_NANOS = 200_000_000L;
+
     // RTT measurement without timestamps (Karn: never on retransmitted data).
     private boolean rttTiming;
     private int rttSeq;
@@ -749,6 +765,10 @@ public final class TcpConnection
         }
 
         // §3.10.7.4 "fifth", as processAck: a new ACK, then the window update (the window itself is unchanged).
+        if (tlpOutstanding)
+        {
+            lossProbeAcked(seg, ack, now);
+        }
         if (ack != sndUna)
         {
             onNewAck(seg, ack, flight(), now);
@@ -1047,6 +1067,10 @@ public final class TcpConnection
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
         final boolean newlySacked = sackEnabled && seg.sackBlockCount > 0 && updateScoreboard(seg) > 0;
+        if (tlpOutstanding)
+        {
+            lossProbeAcked(seg, ack, now);
+        }
         if (Seq.gt(ack, sndUna))
         {
             onNewAck(seg, ack, flightBefore, now);
@@ -1167,6 +1191,7 @@ public final class TcpConnection
         if (sample >= 0)
         {
             rtt.sample(sample);
+            tlpAwaitingRttSample = false;
         }
         retransmits = 0;
 
@@ -1204,6 +1229,7 @@ public final class TcpConnection
             cc.onAck(acked, flightBefore, sample, now);
         }
         rtoDeadline = sndUna == sndMax ? NONE : now + rtt.rto();
+        schedulePto(now);
         eventWritable = true;
     }
 
@@ -1248,7 +1274,7 @@ public final class TcpConnection
             }
             return;
         }
-        final boolean lossIndicated = dupAcks >= DUP_THRESH || (sackEnabled && firstSegmentLost());
+        final boolean lossIndicated = dupAcks >= DUP_THRESH || (sackEnabled && (firstSegmentLost() || lossProbeSacked()));
         // RFC 6582 §3.2 step 2: no new recovery until the previous recovery point is acknowledged.
         if (lossIndicated && Seq.ge(sndUna, recoveryPoint))
         {
@@ -1310,6 +1336,10 @@ public final class TcpConnection
         inRecovery = true;
         recoveryPoint = sndMax;
         rescueSent = false;
+        // RFC 8985 §7.2: no probe during recovery; a probe that revealed this loss has done its work (the recovery's
+        // congestion response covers the loss it repaired, if any).
+        tlpOutstanding = false;
+        ptoDeadline = NONE;
         cc.onFastRetransmit(flightSize, now);
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
         // fills the first hole and no more: the bytes after it have arrived.
@@ -1424,6 +1454,7 @@ public final class TcpConnection
     {
         state = TcpState.TIME_WAIT;
         rtoDeadline = NONE;
+        ptoDeadline = NONE;
         persistDeadline = NONE;
         keepAliveDeadline = NONE;
         timeWaitDeadline = now + settings.timeWaitNanos;
@@ -1693,12 +1724,19 @@ public final class TcpConnection
         {
             return false;
         }
-        final int dataEnd = finRequested && Seq.gt(sndMax, finSeq()) ? finSeq() : sndMax;
-        final int from = Seq.gt(dataEnd - segmentLimit(), top) ? dataEnd - segmentLimit() : top;
-        retransmitAt(from, sndMax - from, now);
+        retransmitLastSegment(top, now);
         rescueSent = true;
         tcp.count(StackCounter.TCP_RESCUE_RETRANSMITS);
         return true;
+    }
+
+    /** Send again the segment that ends at SND.MAX (its FIN included), starting no lower than {@code floor}; returns its start. */
+    private int retransmitLastSegment(final int floor, final long now)
+    {
+        final int dataEnd = finRequested && Seq.gt(sndMax, finSeq()) ? finSeq() : sndMax;
+        final int from = Seq.gt(dataEnd - segmentLimit(), floor) ? dataEnd - segmentLimit() : floor;
+        retransmitAt(from, sndMax - from, now);
+        return from;
     }
 
     private boolean sendNewData(final long now)
@@ -1713,6 +1751,7 @@ public final class TcpConnection
             cc.onSendAfterIdle(settings.slowStartAfterIdle && now - lastDataSentNanos > rtt.rto(), now);
         }
         boolean sent = false;
+        boolean sentNew = false;
         for (int guard = 0; guard < 1024; guard++)
         {
             final long nextOffset = offsetOfSend(sndNxt);
@@ -1761,47 +1800,51 @@ public final class TcpConnection
             {
                 break;
             }
-            int flags = TcpHeader.ACK;
-            if (len > 0 && len == unsent)
-            {
-                flags |= TcpHeader.PSH;
-            }
-            if (fin)
-            {
-                flags |= TcpHeader.FIN;
-            }
-            final boolean retransmission = Seq.lt(sndNxt, sndMax);
-            sendSegment(flags, sndNxt, nextOffset, len, now);
-            if (retransmission)
-            {
-                countRetransmission(now);
-            }
-            else if (len > 0)
-            {
-                lastDataSentNanos = now;
-                if (!rttTiming)
-                {
-                    rttTiming = true;
-                    rttSeq = sndNxt;
-                    rttStart = now;
-                }
-            }
-            sndNxt += len + (fin ? 1 : 0);
-            if (Seq.gt(sndNxt, sndMax))
-            {
-                sndMax = sndNxt;
-            }
-            if (rtoDeadline == NONE)
-            {
-                rtoDeadline = now + rtt.rto();
-            }
+            sentNew |= Seq.ge(sndNxt, sndMax);
+            transmitAtSndNxt(nextOffset, len, len > 0 && len == unsent, fin, now);
             sent = true;
             if (fin)
             {
                 break;
             }
         }
+        if (sentNew)
+        {
+            // RFC 8985 §7.2: the PTO restarts after new data goes out (not a loss probe).
+            schedulePto(now);
+        }
         return sent;
+    }
+
+    /** Send {@code length} bytes (and a FIN if {@code fin}) at SND.NXT, and advance it. */
+    private void transmitAtSndNxt(final long offset, final int length, final boolean push, final boolean fin, final long now)
+    {
+        final int flags = TcpHeader.ACK | (push ? TcpHeader.PSH : 0) | (fin ? TcpHeader.FIN : 0);
+        final boolean retransmission = Seq.lt(sndNxt, sndMax);
+        sendSegment(flags, sndNxt, offset, length, now);
+        if (retransmission)
+        {
+            countRetransmission(now);
+        }
+        else if (length > 0)
+        {
+            lastDataSentNanos = now;
+            if (!rttTiming)
+            {
+                rttTiming = true;
+                rttSeq = sndNxt;
+                rttStart = now;
+            }
+        }
+        sndNxt += length + (fin ? 1 : 0);
+        if (Seq.gt(sndNxt, sndMax))
+        {
+            sndMax = sndNxt;
+        }
+        if (rtoDeadline == NONE)
+        {
+            rtoDeadline = now + rtt.rto();
+        }
     }
 
     /**
@@ -1986,6 +2029,108 @@ public final class TcpConnection
     }
 
     // ------------------------------------------------------------------------------------------
+    // Tail loss probe (RFC 8985 §7)
+    // ------------------------------------------------------------------------------------------
+
+    /**
+     * RFC 8985 §7.2: (re)start the PTO after new data went out or an ACK of new data came in, unless the connection is
+     * in fast recovery or in a timeout's recovery (SND.NXT rewound), holds SACKed data (its losses are the recovery's),
+     * has a probe outstanding, or has nothing in flight. PTO = max(2 * SRTT, 10 ms) (1 s before any RTT sample), plus
+     * the worst-case delayed ACK when a lone segment is in flight; never later than the RTO would fire.
+     */
+    private void schedulePto(final long now)
+    {
+        if (!sackEnabled || !settings.tailLossProbe || inRecovery || sackedCount > 0 || tlpOutstanding
+            || rtoDeadline == NONE || sndNxt != sndMax)
+        {
+            ptoDeadline = NONE;
+            return;
+        }
+        final long srtt = rtt.srtt();
+        long pto = srtt < 0 ? RttEstimator.INITIAL_RTO_NANOS : Math.max(2 * srtt, MIN_PTO_NANOS);
+        if (sndMax - sndUna <= sndMss)
+        {
+            pto += WORST_CASE_DELAYED_ACK_NANOS;
+        }
+        final long at = now + pto;
+        ptoDeadline = at - rtoDeadline > 0 ? rtoDeadline : at;
+    }
+
+    /**
+     * RFC 8985 §7.3: the PTO fired with no ACK since. One probe goes out, if none is outstanding and an RTT sample was
+     * taken since the last: a segment of new data when the peer's window takes it (cwnd aside: the flight may exceed
+     * it by this one segment), else the last segment sent, again. Its ACK or SACK reveals what was lost at the tail
+     * ({@link #lossProbeSacked}, {@link #lossProbeAcked}). Then the RTO is re-armed, not the PTO.
+     */
+    private void onLossProbeTimeout(final long now)
+    {
+        if (tlpOutstanding || tlpAwaitingRttSample || inRecovery || sackedCount > 0 || sndUna == sndMax || sndNxt != sndMax
+            || sndWnd == 0 || !state.isSynchronized() || state == TcpState.TIME_WAIT)
+        {
+            return;
+        }
+        final long offset = offsetOfSend(sndNxt);
+        final long unsent = sendBuffer.end() - offset;
+        final int length = (int)Math.min(unsent, segmentLimit());
+        if (unsent > 0 && sndWnd - (long)(sndMax - sndUna) >= length)
+        {
+            tlpStartSeq = sndNxt;
+            tlpRetransmission = false;
+            transmitAtSndNxt(offset, length, length == unsent, finRequested && length == unsent, now);
+        }
+        else
+        {
+            tlpStartSeq = retransmitLastSegment(sndUna, now);
+            tlpRetransmission = true;
+        }
+        tlpEndSeq = sndMax;
+        tlpOutstanding = true;
+        tlpAwaitingRttSample = true;
+        tcp.count(StackCounter.TCP_LOSS_PROBES);
+        rtoDeadline = now + rtt.rto();
+    }
+
+    /**
+     * RFC 8985 §7.4.2 TLP_process_ack, for an acceptable ACK before it moves SND.UNA. Once the ACK covers the probe: a
+     * probe of new data has simply been delivered; a resent segment reported back as a duplicate (D-SACK), or answered
+     * by a duplicate ACK without SACK, repaired nothing. An ACK beyond the resent segment without either means that
+     * it repaired a loss (of the segment, or of the ACKs for it), which congestion control answers as one loss event.
+     * An ACK of exactly the resent segment, without D-SACK, leaves the question open until a later ACK.
+     */
+    private void lossProbeAcked(final TcpRepr seg, final int ack, final long now)
+    {
+        if (Seq.lt(ack, tlpEndSeq))
+        {
+            return;
+        }
+        final boolean dsackOfProbe = seg.sackBlockCount > 0 && Seq.ge(seg.sackLeft[0], tlpStartSeq)
+            && Seq.le(seg.sackRight[0], tlpEndSeq);
+        final boolean bareDuplicate = ack == sndUna && seg.sackBlockCount == 0 && seg.payloadLength == 0;
+        if (!tlpRetransmission || dsackOfProbe || bareDuplicate)
+        {
+            tlpOutstanding = false;
+        }
+        else if (Seq.gt(ack, tlpEndSeq))
+        {
+            tlpOutstanding = false;
+            tcp.count(StackCounter.TCP_LOSS_PROBE_RECOVERIES);
+            cc.onFastRetransmit(flight(), now);
+            cc.onRecoveryExit(now);
+        }
+    }
+
+    /**
+     * The outstanding probe has been SACKed above a hole: everything unSACKed below it was sent at least a PTO before
+     * it and has not arrived within the probe's round trip. RACK would deem it lost from the send times (RFC 8985
+     * §7.4.1, the general case); without per-segment send times this is RACK's inference for the one case the probe
+     * sets up, and it starts SACK recovery (whose IsLost then takes every hole below the probe as lost).
+     */
+    private boolean lossProbeSacked()
+    {
+        return tlpOutstanding && sackedCount > 0 && Seq.gt(sackedEnd[sackedCount - 1], tlpStartSeq);
+    }
+
+    // ------------------------------------------------------------------------------------------
     // Timers
     // ------------------------------------------------------------------------------------------
 
@@ -2004,6 +2149,7 @@ public final class TcpConnection
     {
         long next = NONE;
         next = earliest(next, rtoDeadline);
+        next = earliest(next, ptoDeadline);
         next = earliest(next, delayedAckDeadline);
         next = earliest(next, persistDeadline);
         next = earliest(next, keepAliveDeadline);
@@ -2040,6 +2186,7 @@ public final class TcpConnection
     void cancelTimers()
     {
         rtoDeadline = NONE;
+        ptoDeadline = NONE;
         delayedAckDeadline = NONE;
         persistDeadline = NONE;
         keepAliveDeadline = NONE;
@@ -2060,6 +2207,11 @@ public final class TcpConnection
         {
             tcp.remove(this, CLOSE_NORMAL);
             return;
+        }
+        if (ptoDeadline != NONE && now - ptoDeadline >= 0)
+        {
+            ptoDeadline = NONE;
+            onLossProbeTimeout(now);
         }
         if (rtoDeadline != NONE && now - rtoDeadline >= 0)
         {
@@ -2144,6 +2296,9 @@ public final class TcpConnection
         }
         // Karn's rule (RFC 6298 §3): whatever was being timed may now be sent again.
         rttTiming = false;
+        // RFC 8985 §7.3: a loss probe answered by nothing is deemed lost; the timeout's retransmissions replace it.
+        tlpOutstanding = false;
+        ptoDeadline = NONE;
         if (opening)
         {
             countRetransmission(now);

@@ -39,6 +39,12 @@ public final class TcpSettings
      * instead of bursting the old cwnd into a path it no longer knows. Linux's net.ipv4.tcp_slow_start_after_idle.
      */
     public boolean slowStartAfterIdle = true;
+    /**
+     * RFC 8985 §7 tail loss probe (with SACK only): when no ACK comes for about two round trips after the last
+     * segment, send one probe (new data, or the last segment again) whose ACK reveals a lost tail, instead of waiting
+     * for the retransmission timeout. Linux's net.ipv4.tcp_early_retrans (on by default).
+     */
+    public boolean tailLossProbe = true;
 
     public TcpSettings copy()
     {
@@ -63,6 +69,7 @@ public final class TcpSettings
         c.congestionControl = congestionControl;
         c.challengeAckIntervalNanos = challengeAckIntervalNanos;
         c.slowStartAfterIdle = slowStartAfterIdle;
+        c.tailLossProbe = tailLossProbe;
         return c;
     }
 }

@@ -172,6 +172,8 @@ class TcpExtensionsTest
     /** 100 bytes sent and, unacknowledged, sent again when {@code rto} runs out; returns the first one's TSval. */
     private int sendAndRetransmitOnce(final long rto)
     {
+        // A tail loss probe would go at the RTO's time in its place (RFC 8985 §7.2), without the backoff under test.
+        t.conn.settings().tailLossProbe = false;
         t.write(bytes(100, 1));
         t.recv(t.out().flags(ACK | PSH).payloadLength(100));
         final int firstTsVal = t.lastStackTsVal;
@@ -480,6 +482,142 @@ class TcpExtensionsTest
         t.send(t.in().sack(s + mss, s + 9 * mss));
         t.recv(t.out().seq(s + 9 * mss).payloadLength(mss / 2));
         assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // RFC 8985 §7 tail loss probe
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void rfc8985_aLostTailIsProbedAfterTwoRoundTripsAndTheProbesSackStartsRecovery()
+    {
+        // Segments 9 and 10 of 10 are lost: the ACK for 1-8 is the peer's last word, and no SACK can reveal the loss.
+        // After PTO = max(2 * SRTT, 10 ms), not the 200 ms RTO, the last segment goes again (§7.3); the peer SACKs it,
+        // so segment 9, sent a PTO before it and still missing, is lost (§7.4.1): recovery resends it at once.
+        final int mss = tenSegmentsTwoLostAtTheTail();
+        final int s = t.iss + 1;
+        final long pto = Math.max(2 * t.conn.srttNanos(), 10 * MS);
+        t.advance(pto - 2 * MS);
+        t.recvNothing();
+        t.advance(3 * MS);
+        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOSS_PROBES));
+        t.send(t.in().ack(s + 8 * mss).sack(s + 9 * mss, s + 10 * mss));
+        t.recv(t.out().seq(s + 8 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+        t.send(t.in().ack(s + 10 * mss));
+        assertEquals(s + 10 * mss, t.conn.sndUna);
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
+    @Test
+    void rfc8985_oneProbeAtATimeThenTheRetransmissionTimeout()
+    {
+        // The probe is lost as well: no second probe follows (§7.3 condition 1), and the re-armed RTO takes over.
+        final int mss = tenSegmentsTwoLostAtTheTail();
+        final int s = t.iss + 1;
+        final long pto = Math.max(2 * t.conn.srttNanos(), 10 * MS);
+        t.advance(pto + MS);
+        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss));
+        t.advance(pto + MS);
+        t.recvNothing();
+        t.advance(t.conn.rtoNanos());
+        t.recv(t.out().seq(s + 8 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOSS_PROBES));
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
+    private int tenSegmentsTwoLostAtTheTail()
+    {
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        t.write(bytes(10 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.send(t.in().ack(t.iss + 1 + 8 * mss));
+        t.recvNothing();
+        return mss;
+    }
+
+    @Test
+    void rfc8985_theProbeIsNewDataWhenThePeersWindowTakesIt()
+    {
+        // A full initial window and no ACK at all: the probe is the 11th segment, new data one segment beyond cwnd
+        // (§7.3), so nothing is sent twice. Its ACK covers everything: nothing was lost, and cwnd is not reduced.
+        t.peerOffersAll();
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(20 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.advance(Math.max(2 * t.conn.srttNanos(), 10 * MS) + MS);
+        t.recv(t.out().seq(s + 10 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOSS_PROBES));
+        assertEquals(0, t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS));
+        final long ssthresh = t.conn.ssthresh();
+        t.send(t.in().ack(s + 11 * mss));
+        assertEquals(ssthresh, t.conn.ssthresh(), "no loss, no reduction");
+        assertEquals(0, t.counter(StackCounter.TCP_LOSS_PROBE_RECOVERIES));
+    }
+
+    @Test
+    void rfc8985_aProbeThatRepairedTheLastSegmentIsOneLossEventNotATimeout()
+    {
+        // The last of five segments is lost. Its ACK covers exactly the probe, without D-SACK: the question stays open
+        // (§7.4.2). The next ACK beyond the probe shows that the probe repaired a loss: one reduction, as a fast
+        // recovery's (NewReno: ssthresh = max(FlightSize / 2, 2 SMSS)), never the loss window of a timeout.
+        final int mss = probeTheLastOfFiveSegments();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + 5 * mss));
+        assertEquals(0, t.counter(StackCounter.TCP_LOSS_PROBE_RECOVERIES), "an ACK of exactly the probe: not yet known");
+        t.write(bytes(2 * mss, 6));
+        assertEquals(2, t.recv().size());
+        t.send(t.in().ack(s + 7 * mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOSS_PROBE_RECOVERIES));
+        assertEquals(2L * mss, t.conn.ssthresh());
+        assertTrue(t.conn.cwnd() >= 2L * mss, "cwnd " + t.conn.cwnd());
+    }
+
+    @Test
+    void rfc8985_aProbeReportedAsADuplicateRepairedNothing()
+    {
+        // All five segments arrived and the ACK for the last was lost. The probe duplicates it, and the peer's D-SACK
+        // says so: no loss, no reduction, however far later ACKs go.
+        final int mss = probeTheLastOfFiveSegments();
+        final int s = t.iss + 1;
+        final long ssthresh = t.conn.ssthresh();
+        t.send(t.in().ack(s + 5 * mss).sack(s + 4 * mss, s + 5 * mss));
+        t.write(bytes(2 * mss, 6));
+        assertEquals(2, t.recv().size());
+        t.send(t.in().ack(s + 7 * mss));
+        assertEquals(0, t.counter(StackCounter.TCP_LOSS_PROBE_RECOVERIES));
+        assertEquals(ssthresh, t.conn.ssthresh());
+    }
+
+    /**
+     * Five segments, the first four acknowledged; then silence. With one segment in flight the PTO adds the worst-case
+     * delayed ACK (200 ms), which puts it past the RTO: the probe goes at the RTO's time, in place of the timeout
+     * (§7.2), so the window does not collapse to one segment.
+     */
+    private int probeTheLastOfFiveSegments()
+    {
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(5 * mss, 5));
+        assertEquals(5, t.recv().size());
+        t.send(t.in().ack(s + 4 * mss));
+        t.advance(t.conn.rtoNanos() - 2 * MS);
+        t.recvNothing();
+        t.advance(3 * MS);
+        t.recv(t.out().seq(s + 4 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOSS_PROBES));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        assertTrue(t.conn.cwnd() > mss, "no loss window: " + t.conn.cwnd());
+        return mss;
     }
 
     // ------------------------------------------------------------------------------------------
