@@ -765,13 +765,14 @@ public final class TcpConnection
         }
 
         // §3.10.7.4 "fifth", as processAck: a new ACK, then the window update (the window itself is unchanged).
-        if (tlpOutstanding)
-        {
-            lossProbeAcked(seg, ack, now);
-        }
         if (ack != sndUna)
         {
-            onNewAck(seg, ack, flight(), now);
+            final long flightBefore = flight();
+            onNewAck(seg, ack, flightBefore, now);
+            if (tlpOutstanding)
+            {
+                lossProbeAcked(seg, ack, false, flightBefore, now);
+            }
         }
         updateSendWindow(seg, ack);
         updateTsRecent(seg, now);
@@ -1067,10 +1068,6 @@ public final class TcpConnection
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
         final boolean newlySacked = sackEnabled && seg.sackBlockCount > 0 && updateScoreboard(seg) > 0;
-        if (tlpOutstanding)
-        {
-            lossProbeAcked(seg, ack, now);
-        }
         if (Seq.gt(ack, sndUna))
         {
             onNewAck(seg, ack, flightBefore, now);
@@ -1083,6 +1080,10 @@ public final class TcpConnection
         final boolean duplicate = ack == unaBefore && seg.payloadLength == 0
             && (seg.flags & (TcpHeader.SYN | TcpHeader.FIN)) == 0 && sndWnd == windowBefore && sndMax != sndUna
             && flightBefore > 0;
+        if (tlpOutstanding)
+        {
+            lossProbeAcked(seg, ack, duplicate, flightBefore, now);
+        }
         if (duplicate || (newlySacked && sackedCount > 0))
         {
             onDuplicateAck(now);
@@ -2034,14 +2035,15 @@ public final class TcpConnection
 
     /**
      * RFC 8985 §7.2: (re)start the PTO after new data went out or an ACK of new data came in, unless the connection is
-     * in fast recovery or in a timeout's recovery (SND.NXT rewound), holds SACKed data (its losses are the recovery's),
-     * has a probe outstanding, or has nothing in flight. PTO = max(2 * SRTT, 10 ms) (1 s before any RTT sample), plus
-     * the worst-case delayed ACK when a lone segment is in flight; never later than the RTO would fire.
+     * in a recovery (fast recovery, a timeout's, or the one reduction a probe's repair made: SND.UNA is below the
+     * recovery point), holds SACKed data (its losses are the recovery's), has a probe outstanding, or has nothing in
+     * flight. PTO = max(2 * SRTT, 10 ms) (1 s before any RTT sample), plus the worst-case delayed ACK when a lone
+     * segment is in flight; never later than the RTO would fire.
      */
     private void schedulePto(final long now)
     {
-        if (!sackEnabled || !settings.tailLossProbe || inRecovery || sackedCount > 0 || tlpOutstanding
-            || rtoDeadline == NONE || sndNxt != sndMax)
+        if (!sackEnabled || !settings.tailLossProbe || recovering() || sackedCount > 0 || tlpOutstanding
+            || rtoDeadline == NONE)
         {
             ptoDeadline = NONE;
             return;
@@ -2064,8 +2066,8 @@ public final class TcpConnection
      */
     private void onLossProbeTimeout(final long now)
     {
-        if (tlpOutstanding || tlpAwaitingRttSample || inRecovery || sackedCount > 0 || sndUna == sndMax || sndNxt != sndMax
-            || sndWnd == 0 || !state.isSynchronized() || state == TcpState.TIME_WAIT)
+        if (tlpOutstanding || tlpAwaitingRttSample || recovering() || sackedCount > 0 || sndUna == sndMax || sndWnd == 0
+            || !state.isSynchronized() || state == TcpState.TIME_WAIT)
         {
             return;
         }
@@ -2090,14 +2092,22 @@ public final class TcpConnection
         rtoDeadline = now + rtt.rto();
     }
 
+    /** In fast recovery, or recovering from a timeout (go-back-N) or a loss a probe repaired: below the recovery point. */
+    private boolean recovering()
+    {
+        return inRecovery || Seq.lt(sndUna, recoveryPoint) || sndNxt != sndMax;
+    }
+
     /**
-     * RFC 8985 §7.4.2 TLP_process_ack, for an acceptable ACK before it moves SND.UNA. Once the ACK covers the probe: a
+     * RFC 8985 §7.4.2 TLP_process_ack, for an acceptable ACK once it has been taken. Once the ACK covers the probe: a
      * probe of new data has simply been delivered; a resent segment reported back as a duplicate (D-SACK), or answered
-     * by a duplicate ACK without SACK, repaired nothing. An ACK beyond the resent segment without either means that
-     * it repaired a loss (of the segment, or of the ACKs for it), which congestion control answers as one loss event.
-     * An ACK of exactly the resent segment, without D-SACK, leaves the question open until a later ACK.
+     * by a duplicate ACK (RFC 5681's, the window unchanged) without SACK, repaired nothing. An ACK beyond the resent
+     * segment without either means that it repaired a loss (of the segment, or of the ACKs for it): congestion control
+     * answers it as one loss event of the flight the probe ended, and the recovery point moves to SND.MAX so that
+     * another loss in that flight brings no second reduction (RFC 6582's one per window). An ACK of exactly the resent
+     * segment, without D-SACK, leaves the question open until a later ACK.
      */
-    private void lossProbeAcked(final TcpRepr seg, final int ack, final long now)
+    private void lossProbeAcked(final TcpRepr seg, final int ack, final boolean duplicate, final long flightBefore, final long now)
     {
         if (Seq.lt(ack, tlpEndSeq))
         {
@@ -2105,8 +2115,7 @@ public final class TcpConnection
         }
         final boolean dsackOfProbe = seg.sackBlockCount > 0 && Seq.ge(seg.sackLeft[0], tlpStartSeq)
             && Seq.le(seg.sackRight[0], tlpEndSeq);
-        final boolean bareDuplicate = ack == sndUna && seg.sackBlockCount == 0 && seg.payloadLength == 0;
-        if (!tlpRetransmission || dsackOfProbe || bareDuplicate)
+        if (!tlpRetransmission || dsackOfProbe || (duplicate && seg.sackBlockCount == 0))
         {
             tlpOutstanding = false;
         }
@@ -2114,8 +2123,14 @@ public final class TcpConnection
         {
             tlpOutstanding = false;
             tcp.count(StackCounter.TCP_LOSS_PROBE_RECOVERIES);
-            cc.onFastRetransmit(flight(), now);
+            cc.onFastRetransmit(flightBefore, now);
             cc.onRecoveryExit(now);
+            recoveryPoint = sndMax;
+        }
+        if (!tlpOutstanding && !duplicate)
+        {
+            // The ACK could not restart the PTO while the probe was outstanding (§7.2).
+            schedulePto(now);
         }
     }
 
@@ -2127,7 +2142,18 @@ public final class TcpConnection
      */
     private boolean lossProbeSacked()
     {
-        return tlpOutstanding && sackedCount > 0 && Seq.gt(sackedEnd[sackedCount - 1], tlpStartSeq);
+        if (!tlpOutstanding || sackedCount == 0 || !Seq.lt(sndUna, sackedStart[0]))
+        {
+            return false;
+        }
+        for (int i = 0; i < sackedCount; i++)
+        {
+            if (Seq.lt(sackedStart[i], tlpEndSeq) && Seq.gt(sackedEnd[i], tlpStartSeq))
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     // ------------------------------------------------------------------------------------------

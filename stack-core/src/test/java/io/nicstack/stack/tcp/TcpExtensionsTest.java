@@ -527,6 +527,67 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
     }
 
+    @Test
+    void rfc8985_noProbeWhileRecoveringFromATimeout()
+    {
+        // §7.2: no PTO in RTO recovery. Go-back-N catches up with SND.MAX long before SND.UNA reaches the recovery
+        // point; a probe then, and its "repair", would answer the one loss episode with a second reduction.
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(10 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.advanceMs(20);
+        t.send(t.in().ack(s + mss));
+        t.recv();
+        t.advance(3 * t.conn.rtoNanos());
+        t.recv();
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        final long probes = t.counter(StackCounter.TCP_LOSS_PROBES);
+        final int recoveryPoint = t.conn.recoveryPoint;
+        int una = t.conn.sndUna;
+        for (int i = 0; i < 8 && t.conn.sndNxt != t.conn.sndMax; i++)
+        {
+            t.advanceMs(5);
+            una += mss;
+            t.send(t.in().ack(una));
+            t.recv();
+        }
+        assertEquals(t.conn.sndMax, t.conn.sndNxt, "go-back-N has caught up");
+        // One more ACK of new data: outside recovery it would arm the PTO.
+        t.advanceMs(5);
+        una += mss;
+        t.send(t.in().ack(una));
+        t.recvNothing();
+        assertTrue(Seq.lt(t.conn.sndUna, recoveryPoint), "but the timeout's recovery is not over");
+        t.advanceMs(100);
+        t.recv();
+        assertEquals(probes, t.counter(StackCounter.TCP_LOSS_PROBES));
+    }
+
+    @Test
+    void rfc8985_aSackAboveTheProbeThatLeavesTheProbeUnsackedStartsNoRecovery()
+    {
+        // The probe (new data, segment 11) is overtaken by segment 12 sent after it. A SACK of 12 alone is one
+        // duplicate ACK whose hole is the probe itself, sent moments before: reordering, not a loss the probe revealed.
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(40 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.advance(Math.max(2 * t.conn.srttNanos(), 10 * MS) + MS);
+        t.recv(t.out().seq(s + 10 * mss).payloadLength(mss));
+        t.advanceMs(1);
+        t.send(t.in().ack(s + 10 * mss));
+        assertFalse(t.recv().isEmpty(), "the window opened: segments 12 and on");
+        t.send(t.in().ack(s + 10 * mss).sack(s + 11 * mss, s + 12 * mss));
+        assertEquals(0, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+    }
+
     private int tenSegmentsTwoLostAtTheTail()
     {
         t.peerOffersAll();
