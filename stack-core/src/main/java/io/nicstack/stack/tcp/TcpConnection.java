@@ -2036,13 +2036,19 @@ public final class TcpConnection
     /**
      * RFC 8985 §7.2: (re)start the PTO after new data went out or an ACK of new data came in, unless the connection is
      * in a recovery (fast recovery, a timeout's, or the one reduction a probe's repair made: SND.UNA is below the
-     * recovery point), holds SACKed data (its losses are the recovery's), has a probe outstanding, or has nothing in
-     * flight. PTO = max(2 * SRTT, 10 ms) (1 s before any RTT sample), plus the worst-case delayed ACK when a lone
-     * segment is in flight; never later than the RTO would fire.
+     * recovery point), has a probe outstanding, or has nothing in flight. PTO = max(2 * SRTT, 10 ms) (1 s before any
+     * RTT sample), plus the worst-case delayed ACK when a lone segment is in flight; never later than the RTO would
+     * fire.
+     *
+     * <p>§7.2 also leaves out a connection holding SACKed data below DupThresh, because RACK's reordering timer marks
+     * its holes lost. Without RACK nothing would until the RTO: a small flight (cwnd of two or three segments after a
+     * reduction) with one segment lost and one SACKed can raise neither DupThresh duplicate ACKs nor, cwnd-limited,
+     * more data. The probe does it here: once it is SACKed, what lies unSACKed below it was sent at least a PTO
+     * before it and is lost ({@link #lossProbeSacked}), RACK's own inference, a PTO later than its timer would.
      */
     private void schedulePto(final long now)
     {
-        if (!sackEnabled || !settings.tailLossProbe || recovering() || sackedCount > 0 || tlpOutstanding
+        if (!sackEnabled || !settings.tailLossProbe || recovering() || tlpOutstanding
             || rtoDeadline == NONE)
         {
             ptoDeadline = NONE;
@@ -2066,7 +2072,7 @@ public final class TcpConnection
      */
     private void onLossProbeTimeout(final long now)
     {
-        if (tlpOutstanding || tlpAwaitingRttSample || recovering() || sackedCount > 0 || sndUna == sndMax || sndWnd == 0
+        if (tlpOutstanding || tlpAwaitingRttSample || recovering() || sndUna == sndMax || sndWnd == 0
             || !state.isSynchronized() || state == TcpState.TIME_WAIT)
         {
             return;

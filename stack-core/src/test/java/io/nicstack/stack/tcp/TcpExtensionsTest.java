@@ -588,6 +588,32 @@ class TcpExtensionsTest
         assertEquals(0, t.counter(StackCounter.TCP_SACK_RECOVERIES));
     }
 
+    @Test
+    void rfc8985_aSackBelowDupThreshIsFollowedByAProbeWhoseSackStartsRecovery()
+    {
+        // Five segments, of which only the second arrives: one SACK, below DupThresh, and nothing more can come. RACK's
+        // reordering timer would mark the first lost; without RACK the probe does: the last segment goes again at the
+        // PTO, the peer SACKs it, and everything unSACKed below it is lost. Recovery, no timeout.
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(5 * mss, 5));
+        assertEquals(5, t.recv().size());
+        t.send(t.in().sack(s + mss, s + 2 * mss));
+        t.recvNothing();
+        t.advance(Math.max(2 * t.conn.srttNanos(), 10 * MS) + MS);
+        t.recv(t.out().seq(s + 4 * mss).payloadLength(mss));
+        t.send(t.in().sack(s + 4 * mss, s + 5 * mss).sack(s + mss, s + 2 * mss));
+        final List<Seg> resent = t.recv();
+        assertTrue(retransmitted(resent, s, mss), "segment 1 sent again");
+        assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+        t.send(t.in().ack(s + 5 * mss));
+        assertEquals(s + 5 * mss, t.conn.sndUna);
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
     private int tenSegmentsTwoLostAtTheTail()
     {
         t.peerOffersAll();
