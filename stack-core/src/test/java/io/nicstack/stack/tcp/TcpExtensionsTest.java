@@ -532,13 +532,8 @@ class TcpExtensionsTest
     {
         // §7.2: no PTO in RTO recovery. Go-back-N catches up with SND.MAX long before SND.UNA reaches the recovery
         // point; a probe then, and its "repair", would answer the one loss episode with a second reduction.
-        t.peerOffersAll();
-        t.settings().congestionControl = "newreno";
-        t.passiveOpen();
-        final int mss = t.conn.sendMss();
+        final int mss = newRenoSending(10, 10);
         final int s = t.iss + 1;
-        t.write(bytes(10 * mss, 5));
-        assertEquals(10, t.recv().size());
         t.advanceMs(20);
         t.send(t.in().ack(s + mss));
         t.recv();
@@ -572,13 +567,8 @@ class TcpExtensionsTest
     {
         // The probe (new data, segment 11) is overtaken by segment 12 sent after it. A SACK of 12 alone is one
         // duplicate ACK whose hole is the probe itself, sent moments before: reordering, not a loss the probe revealed.
-        t.peerOffersAll();
-        t.settings().congestionControl = "newreno";
-        t.passiveOpen();
-        final int mss = t.conn.sendMss();
+        final int mss = newRenoSending(40, 10);
         final int s = t.iss + 1;
-        t.write(bytes(40 * mss, 5));
-        assertEquals(10, t.recv().size());
         t.advance(Math.max(2 * t.conn.srttNanos(), 10 * MS) + MS);
         t.recv(t.out().seq(s + 10 * mss).payloadLength(mss));
         t.advanceMs(1);
@@ -594,13 +584,8 @@ class TcpExtensionsTest
         // Five segments, of which only the second arrives: one SACK, below DupThresh, and nothing more can come. RACK's
         // reordering timer would mark the first lost; without RACK the probe does: the last segment goes again at the
         // PTO, the peer SACKs it, and everything unSACKed below it is lost. Recovery, no timeout.
-        t.peerOffersAll();
-        t.settings().congestionControl = "newreno";
-        t.passiveOpen();
-        final int mss = t.conn.sendMss();
+        final int mss = newRenoSending(5, 5);
         final int s = t.iss + 1;
-        t.write(bytes(5 * mss, 5));
-        assertEquals(5, t.recv().size());
         t.send(t.in().sack(s + mss, s + 2 * mss));
         t.recvNothing();
         t.advance(Math.max(2 * t.conn.srttNanos(), 10 * MS) + MS);
@@ -616,12 +601,7 @@ class TcpExtensionsTest
 
     private int tenSegmentsTwoLostAtTheTail()
     {
-        t.peerOffersAll();
-        t.settings().congestionControl = "newreno";
-        t.passiveOpen();
-        final int mss = t.conn.sendMss();
-        t.write(bytes(10 * mss, 5));
-        assertEquals(10, t.recv().size());
+        final int mss = newRenoSending(10, 10);
         t.send(t.in().ack(t.iss + 1 + 8 * mss));
         t.recvNothing();
         return mss;
@@ -689,13 +669,8 @@ class TcpExtensionsTest
      */
     private int probeTheLastOfFiveSegments()
     {
-        t.peerOffersAll();
-        t.settings().congestionControl = "newreno";
-        t.passiveOpen();
-        final int mss = t.conn.sendMss();
+        final int mss = newRenoSending(5, 5);
         final int s = t.iss + 1;
-        t.write(bytes(5 * mss, 5));
-        assertEquals(5, t.recv().size());
         t.send(t.in().ack(s + 4 * mss));
         t.advance(t.conn.rtoNanos() - 2 * MS);
         t.recvNothing();
@@ -704,6 +679,18 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_LOSS_PROBES));
         assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         assertTrue(t.conn.cwnd() > mss, "no loss window: " + t.conn.cwnd());
+        return mss;
+    }
+
+    /** A NewReno connection with SACK and timestamps that has written {@code segments} full segments and sent {@code sent}. */
+    private int newRenoSending(final int segments, final int sent)
+    {
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        t.write(bytes(segments * mss, 5));
+        assertEquals(sent, t.recv().size());
         return mss;
     }
 
