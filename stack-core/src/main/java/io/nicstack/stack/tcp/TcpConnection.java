@@ -128,6 +128,9 @@ public final class TcpConnection
      */
     private int unaRetransmitSeq;
     private int unaRetransmitMark;
+    /** When SND.UNA's segment was (last known to be) retransmitted; and when, unanswered, it counts as lost again. */
+    private long unaRetransmitNanos;
+    private long lostRetransmitDeadline;
     private boolean dsackPending;
     private int dsackStart;
     private int dsackEnd;
@@ -1088,10 +1091,9 @@ public final class TcpConnection
         {
             onDuplicateAck(now);
         }
-        if (newlySacked && inRecovery && unaRetransmitSeq == sndUna && Seq.gt(highRxt, sndUna)
-            && sackedAbove(unaRetransmitMark) > (DUP_THRESH - 1L) * sndMss)
+        if (newlySacked && inRecovery && unaRetransmitSeq == sndUna && Seq.gt(highRxt, sndUna))
         {
-            retransmitLostRetransmission(now);
+            checkUnaRetransmission(now);
         }
 
         switch (state)
@@ -1170,7 +1172,7 @@ public final class TcpConnection
         else if (inRecovery && Seq.gt(highRxt, sndUna))
         {
             // The new SND.UNA is a hole already retransmitted: watch for its loss from data sent from now on.
-            markUnaRetransmitted();
+            markUnaRetransmitted(now);
         }
         pruneScoreboard();
 
@@ -1295,10 +1297,43 @@ public final class TcpConnection
         retransmitAt(sndUna, holeEnd(sndUna) - sndUna, now);
     }
 
-    private void markUnaRetransmitted()
+    private void markUnaRetransmitted(final long now)
     {
         unaRetransmitSeq = sndUna;
         unaRetransmitMark = sndMax;
+        unaRetransmitNanos = now;
+        lostRetransmitDeadline = NONE;
+    }
+
+    /**
+     * SND.UNA's retransmission, and data sent after it SACKed: is the retransmission lost? By IsLost's byte rule at
+     * once, as before. By time, as RACK does (RFC 8985 §6.2): data sent after it has arrived, so once a round trip and
+     * a reordering window (SRTT / 4, at least the clock granularity) have passed since it went out, it would have
+     * arrived too. A small recovery flight sends too little after the retransmission for the byte rule ever to hold,
+     * and its loss otherwise waited for the RTO. Until the time has come, a timer waits for it.
+     */
+    private void checkUnaRetransmission(final long now)
+    {
+        final long sentAfter = sackedAbove(unaRetransmitMark);
+        if (sentAfter > (DUP_THRESH - 1L) * sndMss)
+        {
+            retransmitLostRetransmission(now);
+            return;
+        }
+        if (sentAfter == 0)
+        {
+            return;
+        }
+        final long srtt = Math.max(0, rtt.srtt());
+        final long due = unaRetransmitNanos + srtt + Math.max(srtt / 4, RttEstimator.GRANULARITY_NANOS);
+        if (now - due >= 0)
+        {
+            retransmitLostRetransmission(now);
+        }
+        else
+        {
+            lostRetransmitDeadline = due;
+        }
     }
 
     /** SACKed bytes at or above {@code seq}. */
@@ -1877,7 +1912,7 @@ public final class TcpConnection
         rttTiming = false;
         if (seq == sndUna)
         {
-            markUnaRetransmitted();
+            markUnaRetransmitted(now);
         }
         return seq + len;
     }
@@ -2182,6 +2217,7 @@ public final class TcpConnection
         long next = NONE;
         next = earliest(next, rtoDeadline);
         next = earliest(next, ptoDeadline);
+        next = earliest(next, lostRetransmitDeadline);
         next = earliest(next, delayedAckDeadline);
         next = earliest(next, persistDeadline);
         next = earliest(next, keepAliveDeadline);
@@ -2219,6 +2255,7 @@ public final class TcpConnection
     {
         rtoDeadline = NONE;
         ptoDeadline = NONE;
+        lostRetransmitDeadline = NONE;
         delayedAckDeadline = NONE;
         persistDeadline = NONE;
         keepAliveDeadline = NONE;
@@ -2244,6 +2281,14 @@ public final class TcpConnection
         {
             ptoDeadline = NONE;
             onLossProbeTimeout(now);
+        }
+        if (lostRetransmitDeadline != NONE && now - lostRetransmitDeadline >= 0)
+        {
+            lostRetransmitDeadline = NONE;
+            if (inRecovery && unaRetransmitSeq == sndUna && Seq.gt(highRxt, sndUna))
+            {
+                checkUnaRetransmission(now);
+            }
         }
         if (rtoDeadline != NONE && now - rtoDeadline >= 0)
         {

@@ -460,6 +460,30 @@ class TcpExtensionsTest
     }
 
     @Test
+    void aLostRetransmissionIsSentAgainARoundTripAfterItOnceDataSentAfterItIsSacked()
+    {
+        // A small recovery: segment 1 of 10 is lost, and so is its fast retransmission. Only two segments of new data
+        // are left to go out after it: the byte rule (more than two segments' worth SACKed) can never hold. Once data
+        // sent after the retransmission is SACKed and a round trip plus a reordering window (SRTT / 4, at least 1 ms)
+        // has passed since it went out, it would have arrived: segment 1 goes again (RACK's time rule), by a timer
+        // when the SACK comes sooner. Before, this waited for the retransmission timeout.
+        final int mss = newRenoSending(12, 10);
+        final int s = t.iss + 1;
+        t.send(t.in().sack(s + mss, s + 4 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        t.send(t.in().sack(s + mss, s + 10 * mss));
+        assertEquals(2, t.recv().size(), "the last two segments of new data");
+        t.send(t.in().sack(s + mss, s + 11 * mss));
+        assertFalse(retransmitted(t.recv(), s, mss), "not yet: no time has passed since the retransmission");
+        t.advanceMs(2);
+        t.recv(t.out().seq(s).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        t.send(t.in().ack(s + 12 * mss));
+        assertEquals(s + 12 * mss, t.conn.sndUna);
+    }
+
+    @Test
     void rfc6675_noRescueWhileCwndLeavesLessThanOneSegmentOfRoom()
     {
         // §5 (C): NextSeg is consulted only while cwnd - pipe >= 1 SMSS. Nine and a half segments, the first and the
