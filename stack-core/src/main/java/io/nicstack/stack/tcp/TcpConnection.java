@@ -1091,7 +1091,7 @@ public final class TcpConnection
         {
             onDuplicateAck(now);
         }
-        if (newlySacked && inRecovery && unaRetransmitSeq == sndUna && Seq.gt(highRxt, sndUna))
+        if (newlySacked)
         {
             checkUnaRetransmission(now);
         }
@@ -1294,7 +1294,13 @@ public final class TcpConnection
     private void retransmitLostRetransmission(final long now)
     {
         tcp.count(StackCounter.TCP_LOST_RETRANSMISSIONS);
-        retransmitAt(sndUna, holeEnd(sndUna) - sndUna, now);
+        retransmitAt(sndUna, unaHoleLength(), now);
+    }
+
+    /** Bytes from SND.UNA to the first SACKed block above it (to SND.MAX when none is). */
+    private int unaHoleLength()
+    {
+        return holeEnd(sndUna) - sndUna;
     }
 
     private void markUnaRetransmitted(final long now)
@@ -1310,10 +1316,15 @@ public final class TcpConnection
      * once, as before. By time, as RACK does (RFC 8985 §6.2): data sent after it has arrived, so once a round trip and
      * a reordering window (SRTT / 4, at least the clock granularity) have passed since it went out, it would have
      * arrived too. A small recovery flight sends too little after the retransmission for the byte rule ever to hold,
-     * and its loss otherwise waited for the RTO. Until the time has come, a timer waits for it.
+     * and its loss otherwise waited for the RTO. Until the time has come, a timer waits for it. Only in recovery, while
+     * SND.UNA is the segment retransmitted (and not yet sent again by a timeout).
      */
     private void checkUnaRetransmission(final long now)
     {
+        if (!inRecovery || unaRetransmitSeq != sndUna || !Seq.gt(highRxt, sndUna))
+        {
+            return;
+        }
         final long sentAfter = sackedAbove(unaRetransmitMark);
         if (sentAfter > (DUP_THRESH - 1L) * sndMss)
         {
@@ -1379,8 +1390,7 @@ public final class TcpConnection
         cc.onFastRetransmit(flightSize, now);
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
         // fills the first hole and no more: the bytes after it have arrived.
-        final int firstHole = sackEnabled && sackedCount > 0 ? holeEnd(sndUna) - sndUna : Integer.MAX_VALUE;
-        highRxt = retransmitAt(sndUna, firstHole, now);
+        highRxt = retransmitAt(sndUna, unaHoleLength(), now);
         if (!sackEnabled)
         {
             cc.cwnd(cc.ssthresh() + 3L * sndMss);
@@ -2285,10 +2295,7 @@ public final class TcpConnection
         if (lostRetransmitDeadline != NONE && now - lostRetransmitDeadline >= 0)
         {
             lostRetransmitDeadline = NONE;
-            if (inRecovery && unaRetransmitSeq == sndUna && Seq.gt(highRxt, sndUna))
-            {
-                checkUnaRetransmission(now);
-            }
+            checkUnaRetransmission(now);
         }
         if (rtoDeadline != NONE && now - rtoDeadline >= 0)
         {

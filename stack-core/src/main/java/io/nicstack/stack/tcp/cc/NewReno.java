@@ -6,7 +6,8 @@ import io.nicstack.stack.tcp.CongestionControl;
  * Reno congestion control as NewReno senders use it: RFC 5681 (3.1) slow start and congestion
  * avoidance, both with appropriate byte counting (RFC 3465, L = 2 in slow start), RFC 5681 (4)
  * ssthresh on loss, the loss window after a timeout and RFC 6582 (3.2) step 3 deflation on leaving
- * fast recovery, and the RFC 5681 (4.1) restart window after idle. Partial ACKs and window inflation during recovery are the sender's.
+ * fast recovery, and the RFC 5681 (4.1) restart window after idle. Partial ACKs and window
+ * inflation during recovery are the sender's.
  *
  * <p>cwnd only grows while the sender is cwnd limited (see {@link CongestionControls}): an
  * application- or receiver-limited flow must not build up a window it never used (RFC 7661).
