@@ -123,11 +123,13 @@ public final class TcpConnection
     /** RFC 6675 RescueRxt: the one rescue retransmission of this recovery was sent. */
     private boolean rescueSent;
     /**
-     * Lost-retransmission detection: SND.UNA's segment was retransmitted (or found already retransmitted) when SND.MAX
-     * was {@link #unaRetransmitMark}; valid while {@link #unaRetransmitSeq} is SND.UNA.
+     * Lost-retransmission detection: SND.UNA's segment was retransmitted (or found already retransmitted) when SND.NXT
+     * was {@link #unaRetransmitMark}, with {@link #unaRetransmitSackedAbove} bytes above it SACKed then; valid while
+     * {@link #unaRetransmitSeq} is SND.UNA. Bytes SACKed above the mark since were sent after the retransmission.
      */
     private int unaRetransmitSeq;
     private int unaRetransmitMark;
+    private long unaRetransmitSackedAbove;
     /** When SND.UNA's segment was (last known to be) retransmitted; and when, unanswered, it counts as lost again. */
     private long unaRetransmitNanos;
     private long lostRetransmitDeadline;
@@ -143,6 +145,11 @@ public final class TcpConnection
     boolean inRecovery;
     int recoveryPoint;
     int highRxt;
+    /**
+     * A timeout (or a smaller path MTU) rewound SND.NXT to SND.UNA: until the recovery point is acknowledged, what was
+     * sent is sent again in order from SND.NXT, past what the peer has SACKed (RFC 6675 §5.1).
+     */
+    boolean goingBack;
 
     // RFC 8985 §7 tail loss probe (TLP).
     /** When the loss probe is due (PTO), or NONE; never later than the RTO. */
@@ -869,13 +876,16 @@ public final class TcpConnection
 
     /**
      * Send again from SND.UNA (after a timeout, or a path MTU reduction): no fast retransmit until what was sent
-     * before is acknowledged (RFC 6582 §3.2 step 1), and the SACK scoreboard, which describes segments that no longer
-     * exist, is not trusted (RFC 2018 §8).
+     * before is acknowledged (RFC 6582 §3.2 step 1, RFC 6675 §5.1). The SACK scoreboard is forgotten, as the receiver
+     * may have reneged (RFC 2018 §8); what the peer SACKs from now on is used in choosing what to send again
+     * ({@link #skipSacked}, RFC 6675 §5.1). Keeping the scoreboard across the timeout instead, with a test for
+     * reneging as Linux has, did worse in the two-stack loss runs (BENCHMARKS.md).
      */
     private void goBackToSndUna()
     {
         recoveryPoint = sndMax;
         inRecovery = false;
+        goingBack = true;
         dupAcks = 0;
         sackedCount = 0;
         highRxt = sndUna;
@@ -1169,7 +1179,7 @@ public final class TcpConnection
         {
             highRxt = sndUna;
         }
-        else if (inRecovery && Seq.gt(highRxt, sndUna))
+        if (unaResent())
         {
             // The new SND.UNA is a hole already retransmitted: watch for its loss from data sent from now on.
             markUnaRetransmitted(now);
@@ -1228,6 +1238,10 @@ public final class TcpConnection
             if (Seq.gt(sndUna, recoveryPoint))
             {
                 recoveryPoint = sndUna;
+            }
+            if (!Seq.lt(sndUna, recoveryPoint))
+            {
+                goingBack = false;
             }
             cc.onAck(acked, flightBefore, sample, now);
         }
@@ -1305,8 +1319,10 @@ public final class TcpConnection
 
     private void markUnaRetransmitted(final long now)
     {
+        // In SACK recovery SND.NXT is SND.MAX: new data is what is sent next. Going back, it is the next hole.
         unaRetransmitSeq = sndUna;
-        unaRetransmitMark = sndMax;
+        unaRetransmitMark = sndNxt;
+        unaRetransmitSackedAbove = sackedAbove(sndNxt);
         unaRetransmitNanos = now;
         lostRetransmitDeadline = NONE;
     }
@@ -1316,16 +1332,19 @@ public final class TcpConnection
      * once, as before. By time, as RACK does (RFC 8985 §6.2): data sent after it has arrived, so once a round trip and
      * a reordering window (SRTT / 4, at least the clock granularity) have passed since it went out, it would have
      * arrived too. A small recovery flight sends too little after the retransmission for the byte rule ever to hold,
-     * and its loss otherwise waited for the RTO. Until the time has come, a timer waits for it. Only in recovery, while
-     * SND.UNA is the segment retransmitted (and not yet sent again by a timeout).
+     * and its loss otherwise waited for the RTO. Until the time has come, a timer waits for it. Only while SND.UNA's
+     * segment is a retransmission: of SACK recovery, or of the data a timeout sends again (in order, so what is
+     * SACKed above the mark was sent after it). There, before, every such loss waited for another, doubled, timeout:
+     * RFC 6675 §5.1 forbids a new recovery until the recovery point is acknowledged, and this is not one (no new
+     * congestion response; the data sent again is the same loss event).
      */
     private void checkUnaRetransmission(final long now)
     {
-        if (!inRecovery || unaRetransmitSeq != sndUna || !Seq.gt(highRxt, sndUna))
+        if (!unaResent() || unaRetransmitSeq != sndUna)
         {
             return;
         }
-        final long sentAfter = sackedAbove(unaRetransmitMark);
+        final long sentAfter = sackedAbove(unaRetransmitMark) - unaRetransmitSackedAbove;
         if (sentAfter > (DUP_THRESH - 1L) * sndMss)
         {
             retransmitLostRetransmission(now);
@@ -1345,6 +1364,12 @@ public final class TcpConnection
         {
             lostRetransmitDeadline = due;
         }
+    }
+
+    /** SND.UNA's segment has been sent again: in SACK recovery (below HighRxt), or going back (below SND.NXT). */
+    private boolean unaResent()
+    {
+        return inRecovery ? Seq.gt(highRxt, sndUna) : goingBack && Seq.gt(sndNxt, sndUna);
     }
 
     /** SACKed bytes at or above {@code seq}. */
@@ -1608,10 +1633,17 @@ public final class TcpConnection
         return sackedAbove(sndUna);
     }
 
-    /** Bytes in flight: RFC 6675 "pipe" during SACK recovery, else SND.MAX - SND.UNA. */
+    /**
+     * Bytes in flight: RFC 6675 "pipe" during SACK recovery; going back after a timeout, what has been sent again
+     * and not SACKed (SND.NXT - SND.UNA, less the SACKed bytes it skipped); else SND.NXT - SND.UNA.
+     */
     private long flight()
     {
         final long outstanding = sndMax - sndUna;
+        if (goingBack && sackedCount > 0)
+        {
+            return Math.max(0, (long)(sndNxt - sndUna) - (sackedBytes() - sackedAbove(sndNxt)));
+        }
         if (!inRecovery || !sackEnabled || sackedCount == 0)
         {
             return Math.max(0, (long)(sndNxt - sndUna));
@@ -1800,6 +1832,9 @@ public final class TcpConnection
         boolean sentNew = false;
         for (int guard = 0; guard < 1024; guard++)
         {
+            // Going back after a timeout: what the peer has SACKed is not sent again (RFC 6675 §5.1), and a segment
+            // sent again ends where the next SACKed block starts.
+            final int holeLimit = goingBack ? skipSacked() : Integer.MAX_VALUE;
             final long nextOffset = offsetOfSend(sndNxt);
             final long unsent = sendBuffer.end() - nextOffset;
             final boolean finDue = finRequested && !Seq.gt(sndNxt, finSeq());
@@ -1810,9 +1845,14 @@ public final class TcpConnection
             // RFC 3042 limited transmit: each of the first two duplicate ACKs lets one new segment out.
             final long limited = inRecovery ? 0 : Math.min(dupAcks, 2) * (long)sndMss;
             final long window = Math.min(sndWnd, cc.cwnd() + limited);
-            final long inFlight = inRecovery && sackEnabled ? flight() : (long)(sndNxt - sndUna);
+            final long inFlight = flight();
             final long usable = Math.min(window - inFlight, sndWnd - (long)(sndNxt - sndUna));
             int len = (int)Math.min(Math.min(unsent, segmentLimit()), Math.max(0, usable));
+            if (len >= holeLimit)
+            {
+                // A hole smaller than a segment is sent whole: it is not a small segment by choice (no SWS wait).
+                len = holeLimit;
+            }
             if (unsent > 0 && len <= 0)
             {
                 if (sndWnd == 0 && sndNxt == sndUna && persistDeadline == NONE)
@@ -1822,7 +1862,7 @@ public final class TcpConnection
                 }
                 break;
             }
-            if (len > 0 && len < segmentLimit())
+            if (len > 0 && len < segmentLimit() && len != holeLimit)
             {
                 final boolean allQueued = len == unsent;
                 if (!allQueued && len < maxSndWnd / 2 && !swsOverride)
@@ -1862,17 +1902,35 @@ public final class TcpConnection
         return sent;
     }
 
+    /**
+     * Going back after a timeout: move SND.NXT past the SACKed blocks it stands in (never at SND.UNA, which RFC 2018
+     * §8 has sent again whatever a SACK may say); returns the bytes from it to the next SACKed block, or
+     * {@link Integer#MAX_VALUE} when none lies ahead.
+     */
+    private int skipSacked()
+    {
+        for (int i = 0; i < sackedCount; i++)
+        {
+            if (Seq.gt(sndNxt, sndUna) && Seq.le(sackedStart[i], sndNxt) && Seq.lt(sndNxt, sackedEnd[i]))
+            {
+                sndNxt = sackedEnd[i];
+            }
+            else if (Seq.gt(sackedStart[i], sndNxt))
+            {
+                return sackedStart[i] - sndNxt;
+            }
+        }
+        return Integer.MAX_VALUE;
+    }
+
     /** Send {@code length} bytes (and a FIN if {@code fin}) at SND.NXT, and advance it. */
     private void transmitAtSndNxt(final long offset, final int length, final boolean push, final boolean fin, final long now)
     {
         final int flags = TcpHeader.ACK | (push ? TcpHeader.PSH : 0) | (fin ? TcpHeader.FIN : 0);
         final boolean retransmission = Seq.lt(sndNxt, sndMax);
-        sendSegment(flags, sndNxt, offset, length, now);
-        if (retransmission)
-        {
-            countRetransmission(now);
-        }
-        else if (length > 0)
+        final int seq = sndNxt;
+        sendSegment(flags, seq, offset, length, now);
+        if (!retransmission && length > 0)
         {
             lastDataSentNanos = now;
             if (!rttTiming)
@@ -1886,6 +1944,14 @@ public final class TcpConnection
         if (Seq.gt(sndNxt, sndMax))
         {
             sndMax = sndNxt;
+        }
+        if (retransmission)
+        {
+            countRetransmission(now);
+            if (seq == sndUna)
+            {
+                markUnaRetransmitted(now); // after SND.NXT moved: what is SACKed from there on was sent later
+            }
         }
         if (rtoDeadline == NONE)
         {

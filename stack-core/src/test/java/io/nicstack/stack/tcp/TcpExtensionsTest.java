@@ -508,6 +508,97 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
     }
 
+    @Test
+    void rfc6675_afterATimeoutTheDataSentAgainSkipsWhatThePeerSacked()
+    {
+        // §5.1: after an RTO the sender "SHOULD use this SACK information when determining what data should be sent".
+        // Segments 0-9 (of 12); the peer holds 1-3 and 5-7, and recovery's retransmissions are lost too. The timeout
+        // forgets the scoreboard (RFC 2018 §8: the peer may have reneged) and sends segment 0 again; the peer's ACK of
+        // 0-3 SACKs 5-7 afresh, and lets cwnd grow from one segment to three (RFC 3465, L = 2). The segments sent are
+        // 4, 8 and 9: 5-7 are not sent a second time, nor counted in flight. Then 10, new data: the ACK's new SACK
+        // counts as a duplicate ACK (RFC 6675 §2), which lets one segment beyond cwnd go (RFC 3042).
+        final int mss = sackRecoveryThenTimeout();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
+        assertEquals(3 * mss, t.conn.cwnd());
+        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        // The rest is new data (11).
+        t.send(t.in().ack(s + 10 * mss));
+        for (final Seg seg : t.recv())
+        {
+            assertTrue(Seq.ge(seg.r.seq, s + 10 * mss), "nothing below the ACK: " + t.describe(seg));
+        }
+        t.send(t.in().ack(s + 12 * mss));
+        assertEquals(s + 12 * mss, t.conn.sndUna);
+    }
+
+    @Test
+    void rfc6675_aLostRetransmissionAfterATimeoutIsSentAgainWithoutAnotherTimeout()
+    {
+        // The timeout's resend of segment 4 is lost; segment 8, sent after it, is SACKed. RFC 6675 §5.1 forbids a new
+        // recovery until the recovery point is acknowledged, so segment 4 used to wait for a second, doubled,
+        // timeout. Data sent after it has arrived: a round trip and a reordering window later, it goes again.
+        final int mss = sackRecoveryThenTimeout();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
+        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
+        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 9 * mss));
+        assertFalse(retransmitted(t.recv(), s + 4 * mss, mss), "not yet: no time has passed since 4 went out");
+        t.advanceMs(2);
+        t.recv(t.out().seq(s + 4 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES), "no second timeout");
+        t.send(t.in().ack(s + 10 * mss));
+        assertEquals(s + 10 * mss, t.conn.sndUna);
+    }
+
+    @Test
+    void rfc6675_aRetransmissionAfterATimeoutThatTheAckReachesIsWatchedFromThen()
+    {
+        // The ACK of 4-8 makes 9, already sent again with 10, SND.UNA: its loss is watched from then on. 10's SACK
+        // does not count (sent before that ACK came), 11's does: 9 goes again, without a second timeout.
+        final int mss = sackRecoveryThenTimeout();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
+        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
+        t.send(t.in().ack(s + 9 * mss));
+        assertEquals(List.of(11), segmentNumbers(t.recv(), s, mss), "the last segment, new data");
+        t.send(t.in().ack(s + 9 * mss).sack(s + 10 * mss, s + 11 * mss));
+        t.advanceMs(2);
+        assertFalse(retransmitted(t.recv(), s + 9 * mss, mss), "10 was sent before 9 became SND.UNA");
+        t.send(t.in().ack(s + 9 * mss).sack(s + 10 * mss, s + 12 * mss));
+        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        t.send(t.in().ack(s + 12 * mss));
+        assertEquals(s + 12 * mss, t.conn.sndUna);
+    }
+
+    /** The sent segments' numbers, {@code (SEG.SEQ - s) / mss}. */
+    private static List<Integer> segmentNumbers(final List<Seg> sent, final int s, final int mss)
+    {
+        return sent.stream().map(seg -> (seg.r.seq - s) / mss).toList();
+    }
+
+    /**
+     * Twelve segments queued, 0-9 sent; the peer SACKs 1-3 and 5-7 and nothing more arrives (recovery's resends of 0
+     * and 4 are lost): the retransmission timeout sends segment 0 again, and only it (cwnd is one segment).
+     */
+    private int sackRecoveryThenTimeout()
+    {
+        final int mss = newRenoSending(12, 10);
+        final int s = t.iss + 1;
+        t.send(t.in().sack(s + mss, s + 4 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        t.send(t.in().sack(s + 5 * mss, s + 8 * mss).sack(s + mss, s + 4 * mss));
+        t.recv();
+        t.advance(t.conn.rtoNanos() + MS);
+        t.recv(t.out().seq(s).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        return mss;
+    }
+
     // ------------------------------------------------------------------------------------------
     // RFC 8985 §7 tail loss probe
     // ------------------------------------------------------------------------------------------
