@@ -517,11 +517,9 @@ class TcpExtensionsTest
         // 0-3 SACKs 5-7 afresh, and lets cwnd grow from one segment to three (RFC 3465, L = 2). The segments sent are
         // 4, 8 and 9: 5-7 are not sent a second time, nor counted in flight. Then 10, new data: the ACK's new SACK
         // counts as a duplicate ACK (RFC 6675 §2), which lets one segment beyond cwnd go (RFC 3042).
-        final int mss = sackRecoveryThenTimeout();
+        final int mss = goneBackPastTheSackedSegments();
         final int s = t.iss + 1;
-        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
         assertEquals(3 * mss, t.conn.cwnd());
-        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         // The rest is new data (11).
         t.send(t.in().ack(s + 10 * mss));
@@ -539,10 +537,8 @@ class TcpExtensionsTest
         // The timeout's resend of segment 4 is lost; segment 8, sent after it, is SACKed. RFC 6675 §5.1 forbids a new
         // recovery until the recovery point is acknowledged, so segment 4 used to wait for a second, doubled,
         // timeout. Data sent after it has arrived: a round trip and a reordering window later, it goes again.
-        final int mss = sackRecoveryThenTimeout();
+        final int mss = goneBackPastTheSackedSegments();
         final int s = t.iss + 1;
-        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
-        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
         t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 9 * mss));
         assertFalse(retransmitted(t.recv(), s + 4 * mss, mss), "not yet: no time has passed since 4 went out");
         t.advanceMs(2);
@@ -558,10 +554,8 @@ class TcpExtensionsTest
     {
         // The ACK of 4-8 makes 9, already sent again with 10, SND.UNA: its loss is watched from then on. 10's SACK
         // does not count (sent before that ACK came), 11's does: 9 goes again, without a second timeout.
-        final int mss = sackRecoveryThenTimeout();
+        final int mss = goneBackPastTheSackedSegments();
         final int s = t.iss + 1;
-        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
-        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
         t.send(t.in().ack(s + 9 * mss));
         assertEquals(List.of(11), segmentNumbers(t.recv(), s, mss), "the last segment, new data");
         t.send(t.in().ack(s + 9 * mss).sack(s + 10 * mss, s + 11 * mss));
@@ -573,6 +567,16 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         t.send(t.in().ack(s + 12 * mss));
         assertEquals(s + 12 * mss, t.conn.sndUna);
+    }
+
+    /** {@link #sackRecoveryThenTimeout}, then the peer's ACK of 0-3 SACKs 5-7: the go-back sends 4, 8, 9 and 10. */
+    private int goneBackPastTheSackedSegments()
+    {
+        final int mss = sackRecoveryThenTimeout();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
+        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
+        return mss;
     }
 
     /** The sent segments' numbers, {@code (SEG.SEQ - s) / mss}. */
