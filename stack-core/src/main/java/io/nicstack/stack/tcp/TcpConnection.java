@@ -124,12 +124,14 @@ public final class TcpConnection
     private boolean rescueSent;
     /**
      * Lost-retransmission detection: SND.UNA's segment was retransmitted (or found already retransmitted) when SND.NXT
-     * was {@link #unaRetransmitMark}, with {@link #unaRetransmitSackedAbove} bytes above it SACKed then; valid while
-     * {@link #unaRetransmitSeq} is SND.UNA. Bytes SACKed above the mark since were sent after the retransmission.
+     * was {@link #unaRetransmitMark}; valid while {@link #unaRetransmitSeq} is SND.UNA. Since then
+     * {@link #unaRetransmitSackedAfter} bytes sent after it have been SACKed: newly SACKed bytes from the mark up to
+     * SND.NXT as it stood when their ACK came, all sent after the mark (a block above SND.NXT, or one SACKed before,
+     * was not: SACK options carry only 3-4 blocks, so some arrive late).
      */
     private int unaRetransmitSeq;
     private int unaRetransmitMark;
-    private long unaRetransmitSackedAbove;
+    private long unaRetransmitSackedAfter;
     /** When SND.UNA's segment was (last known to be) retransmitted; and when, unanswered, it counts as lost again. */
     private long unaRetransmitNanos;
     private long lostRetransmitDeadline;
@@ -1080,7 +1082,13 @@ public final class TcpConnection
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
+        final boolean watching = seg.sackBlockCount > 0 && unaResent() && unaRetransmitSeq == sndUna;
+        final long watchedBefore = watching ? sackedAfterMark() : 0;
         final boolean newlySacked = sackEnabled && seg.sackBlockCount > 0 && updateScoreboard(seg) > 0;
+        if (watching && newlySacked)
+        {
+            unaRetransmitSackedAfter += sackedAfterMark() - watchedBefore;
+        }
         if (Seq.gt(ack, sndUna))
         {
             onNewAck(seg, ack, flightBefore, now);
@@ -1322,7 +1330,7 @@ public final class TcpConnection
         // In SACK recovery SND.NXT is SND.MAX: new data is what is sent next. Going back, it is the next hole.
         unaRetransmitSeq = sndUna;
         unaRetransmitMark = sndNxt;
-        unaRetransmitSackedAbove = sackedAbove(sndNxt);
+        unaRetransmitSackedAfter = 0;
         unaRetransmitNanos = now;
         lostRetransmitDeadline = NONE;
     }
@@ -1334,7 +1342,7 @@ public final class TcpConnection
      * arrived too. A small recovery flight sends too little after the retransmission for the byte rule ever to hold,
      * and its loss otherwise waited for the RTO. Until the time has come, a timer waits for it. Only while SND.UNA's
      * segment is a retransmission: of SACK recovery, or of the data a timeout sends again (in order, so what is
-     * SACKed above the mark was sent after it). There, before, every such loss waited for another, doubled, timeout:
+     * newly SACKed between the mark and SND.NXT was sent after it). There, before, every such loss waited for another, doubled, timeout:
      * RFC 6675 §5.1 forbids a new recovery until the recovery point is acknowledged, and this is not one (no new
      * congestion response; the data sent again is the same loss event).
      */
@@ -1344,7 +1352,7 @@ public final class TcpConnection
         {
             return;
         }
-        final long sentAfter = sackedAbove(unaRetransmitMark) - unaRetransmitSackedAbove;
+        final long sentAfter = unaRetransmitSackedAfter;
         if (sentAfter > (DUP_THRESH - 1L) * sndMss)
         {
             retransmitLostRetransmission(now);
@@ -1370,6 +1378,12 @@ public final class TcpConnection
     private boolean unaResent()
     {
         return inRecovery ? Seq.gt(highRxt, sndUna) : goingBack && Seq.gt(sndNxt, sndUna);
+    }
+
+    /** SACKed bytes from the lost-retransmission mark up to SND.NXT. */
+    private long sackedAfterMark()
+    {
+        return Seq.gt(sndNxt, unaRetransmitMark) ? sackedAbove(unaRetransmitMark) - sackedAbove(sndNxt) : 0;
     }
 
     /** SACKed bytes at or above {@code seq}. */

@@ -569,6 +569,58 @@ class TcpExtensionsTest
         assertEquals(s + 12 * mss, t.conn.sndUna);
     }
 
+    @Test
+    void aLateAckFromBeforeTheTimeoutIsNoSignThatTheTimeoutsResendIsLost()
+    {
+        // The peer's ACK of the original 8 and 9 (ack 0, SACK 5-9 and 1-3), sent before the timeout, arrives just
+        // after it (delayed, or duplicated). Everything it SACKs was sent before segment 0's resend: neither the byte
+        // rule at once nor, for a single segment SACKed, the time rule later may count it as sent after the resend.
+        final int mss = sackRecoveryThenTimeout();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s).sack(s + 5 * mss, s + 10 * mss).sack(s + mss, s + 4 * mss));
+        assertFalse(retransmitted(t.recv(), s, mss), "segment 0 sent a third time at once");
+        t.send(t.in().ack(s).sack(s + 9 * mss, s + 10 * mss));
+        t.advanceMs(2);
+        assertFalse(retransmitted(t.recv(), s, mss), "segment 0 sent a third time by the time rule");
+        assertEquals(0, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
+    }
+
+    @Test
+    void aBlockLearntLateDoesNotMakeOneReorderedResendALostRetransmission()
+    {
+        // Segments 10-29 in flight; the peer holds 11, 13, 15, 17-20 and 22-24, and recovery's resends are lost: a
+        // timeout. The ACK of 10's resend has room for three blocks of the four (timestamps on): 22-24 is not among
+        // them, and the go-back sends 12, 14, 16 and 21. 14's resend overtakes 12's; the peer's next SACK reports
+        // 13-15 and, at last, 22-24. Only 14 was sent after 12: one segment of reordering, not the byte rule's three,
+        // and 22-24 above SND.NXT was sent before the timeout.
+        final int mss = newRenoSending(60, 10);
+        final int s = t.iss + 1;
+        t.settings().tailLossProbe = false;
+        for (int i = 1; i <= 10; i++)
+        {
+            t.send(t.in().ack(s + i * mss));
+        }
+        assertEquals(30, segmentNumbers(t.recv(), s, mss).get(19) + 1, "10-29 in flight");
+        t.send(t.in().ack(s + 10 * mss).sack(s + 11 * mss, s + 12 * mss));
+        t.send(t.in().ack(s + 10 * mss).sack(s + 13 * mss, s + 14 * mss).sack(s + 11 * mss, s + 12 * mss));
+        t.send(t.in().ack(s + 10 * mss).sack(s + 15 * mss, s + 16 * mss).sack(s + 13 * mss, s + 14 * mss)
+            .sack(s + 11 * mss, s + 12 * mss));
+        t.send(t.in().ack(s + 10 * mss).sack(s + 17 * mss, s + 21 * mss).sack(s + 15 * mss, s + 16 * mss)
+            .sack(s + 13 * mss, s + 14 * mss));
+        t.send(t.in().ack(s + 10 * mss).sack(s + 22 * mss, s + 25 * mss).sack(s + 17 * mss, s + 21 * mss)
+            .sack(s + 15 * mss, s + 16 * mss));
+        t.recv();
+        t.advance(t.conn.rtoNanos() + MS);
+        t.recv(t.out().seq(s + 10 * mss).payloadLength(mss));
+        t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 14 * mss).sack(s + 15 * mss, s + 16 * mss)
+            .sack(s + 17 * mss, s + 21 * mss));
+        assertEquals(List.of(12, 14, 16, 21), segmentNumbers(t.recv(), s, mss));
+        t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 16 * mss).sack(s + 22 * mss, s + 25 * mss)
+            .sack(s + 17 * mss, s + 21 * mss));
+        assertFalse(retransmitted(t.recv(), s + 12 * mss, mss), "12 sent again after one reordered segment");
+        assertEquals(0, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
+    }
+
     /** {@link #sackRecoveryThenTimeout}, then the peer's ACK of 0-3 SACKs 5-7: the go-back sends 4, 8, 9 and 10. */
     private int goneBackPastTheSackedSegments()
     {
