@@ -1082,13 +1082,7 @@ public final class TcpConnection
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
-        final boolean watching = seg.sackBlockCount > 0 && unaResent() && unaRetransmitSeq == sndUna;
-        final long watchedBefore = watching ? sackedAfterMark() : 0;
-        final boolean newlySacked = sackEnabled && seg.sackBlockCount > 0 && updateScoreboard(seg) > 0;
-        if (watching && newlySacked)
-        {
-            unaRetransmitSackedAfter += sackedAfterMark() - watchedBefore;
-        }
+        final boolean newlySacked = sackEnabled && seg.sackBlockCount > 0 && takeSackBlocks(seg);
         if (Seq.gt(ack, sndUna))
         {
             onNewAck(seg, ack, flightBefore, now);
@@ -1562,6 +1556,25 @@ public final class TcpConnection
     // ------------------------------------------------------------------------------------------
     // SACK scoreboard (sender side)
     // ------------------------------------------------------------------------------------------
+
+    /**
+     * Add the segment's SACK blocks to the scoreboard, and count those sent after SND.UNA's retransmission (see
+     * {@link #unaRetransmitSackedAfter}); whether any byte was SACKed that was not before.
+     */
+    private boolean takeSackBlocks(final TcpRepr seg)
+    {
+        final boolean watching = unaResent() && unaRetransmitSeq == sndUna;
+        final long watchedBefore = watching ? sackedAfterMark() : 0;
+        if (updateScoreboard(seg) == 0)
+        {
+            return false;
+        }
+        if (watching)
+        {
+            unaRetransmitSackedAfter += sackedAfterMark() - watchedBefore;
+        }
+        return true;
+    }
 
     /** Add the segment's SACK blocks to the scoreboard; returns the bytes SACKed that were not before. */
     private long updateScoreboard(final TcpRepr seg)
