@@ -1335,10 +1335,10 @@ public final class TcpConnection
      * a reordering window (SRTT / 4, at least the clock granularity) have passed since it went out, it would have
      * arrived too. A small recovery flight sends too little after the retransmission for the byte rule ever to hold,
      * and its loss otherwise waited for the RTO. Until the time has come, a timer waits for it. Only while SND.UNA's
-     * segment is a retransmission: of SACK recovery, or of the data a timeout sends again (in order, so what is
-     * newly SACKed between the mark and SND.NXT was sent after it). There, before, every such loss waited for another, doubled, timeout:
-     * RFC 6675 §5.1 forbids a new recovery until the recovery point is acknowledged, and this is not one (no new
-     * congestion response; the data sent again is the same loss event).
+     * segment is a retransmission: of SACK recovery, or of the data a timeout sends again (in order, so what is newly
+     * SACKed between the mark and SND.NXT was sent after it). There, before, every such loss waited for another,
+     * doubled, timeout: RFC 6675 §5.1 forbids a new recovery until the recovery point is acknowledged, and this is not
+     * one (no new congestion response; the data sent again is the same loss event).
      */
     private void checkUnaRetransmission(final long now)
     {
