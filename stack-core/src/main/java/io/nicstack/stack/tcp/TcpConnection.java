@@ -1374,21 +1374,17 @@ public final class TcpConnection
         return inRecovery ? Seq.gt(highRxt, sndUna) : goingBack && Seq.gt(sndNxt, sndUna);
     }
 
-    /** SACKed bytes from the lost-retransmission mark up to SND.NXT. */
-    private long sackedAfterMark()
-    {
-        return Seq.gt(sndNxt, unaRetransmitMark) ? sackedAbove(unaRetransmitMark) - sackedAbove(sndNxt) : 0;
-    }
-
-    /** SACKed bytes at or above {@code seq}. */
-    private long sackedAbove(final int seq)
+    /** SACKed bytes in {@code [from, to)}; none when {@code to} is not after {@code from}. */
+    private long sackedBetween(final int from, final int to)
     {
         long sum = 0;
         for (int i = 0; i < sackedCount; i++)
         {
-            if (Seq.gt(sackedEnd[i], seq))
+            final int left = Seq.gt(sackedStart[i], from) ? sackedStart[i] : from;
+            final int right = Seq.lt(sackedEnd[i], to) ? sackedEnd[i] : to;
+            if (Seq.lt(left, right))
             {
-                sum += sackedEnd[i] - (Seq.gt(sackedStart[i], seq) ? sackedStart[i] : seq);
+                sum += right - left;
             }
         }
         return sum;
@@ -1564,14 +1560,14 @@ public final class TcpConnection
     private boolean takeSackBlocks(final TcpRepr seg)
     {
         final boolean watching = unaResent() && unaRetransmitSeq == sndUna;
-        final long watchedBefore = watching ? sackedAfterMark() : 0;
+        final long watchedBefore = watching ? sackedBetween(unaRetransmitMark, sndNxt) : 0;
         if (updateScoreboard(seg) == 0)
         {
             return false;
         }
         if (watching)
         {
-            unaRetransmitSackedAfter += sackedAfterMark() - watchedBefore;
+            unaRetransmitSackedAfter += sackedBetween(unaRetransmitMark, sndNxt) - watchedBefore;
         }
         return true;
     }
@@ -1654,10 +1650,10 @@ public final class TcpConnection
         sackedCount = keep;
     }
 
-    /** Every SACKed byte: the blocks all lie above SND.UNA (clamped when added and when SND.UNA moves). */
+    /** Every SACKed byte: the blocks all lie in [SND.UNA, SND.MAX) (clamped when added and when SND.UNA moves). */
     private long sackedBytes()
     {
-        return sackedAbove(sndUna);
+        return sackedBetween(sndUna, sndMax);
     }
 
     /**
@@ -1669,7 +1665,7 @@ public final class TcpConnection
         final long outstanding = sndMax - sndUna;
         if (goingBack && sackedCount > 0)
         {
-            return Math.max(0, (long)(sndNxt - sndUna) - (sackedBytes() - sackedAbove(sndNxt)));
+            return Math.max(0, (long)(sndNxt - sndUna) - sackedBetween(sndUna, sndNxt));
         }
         if (!inRecovery || !sackEnabled || sackedCount == 0)
         {
