@@ -833,6 +833,31 @@ class TcpExtensionsTest
         assertEquals(ssthresh, t.conn.ssthresh());
     }
 
+    @Test
+    void rfc8985_aProbeOutstandingWhenThePathMtuShrinksRepairedNoCongestionLoss()
+    {
+        // The probe and the segment it repeats were too big for the path (RFC 1191): "fragmentation needed" sends
+        // everything from SND.UNA again in smaller segments. Those resends, not the probe, bring the ACKs beyond the
+        // probe, and a segment too big is no sign of congestion: no loss event, no reduction.
+        final int mss = probeTheLastOfFiveSegments();
+        final int s = t.iss + 1;
+        final long ssthresh = t.conn.ssthresh();
+        t.device.inject(t.icmpError(3, 4, 1000, t.ourSegment(s + 4 * mss)));
+        t.poll();
+        assertEquals(1, t.counter(StackCounter.TCP_PATH_MTU_REDUCTIONS));
+        final Seg first = t.recv().get(0);
+        assertEquals(s + 4 * mss, first.r.seq);
+        assertTrue(first.payload.length < mss, "sent again in a segment that fits: " + first.payload.length);
+        t.send(t.in().ack(s + 4 * mss + first.payload.length));
+        t.recv(t.out().flags(ACK | PSH).seq(s + 4 * mss + first.payload.length).payloadLength(mss - first.payload.length));
+        t.send(t.in().ack(s + 5 * mss));
+        t.write(bytes(2 * mss, 6));
+        assertFalse(t.recv().isEmpty());
+        t.send(t.in().ack(t.conn.sndMax));
+        assertEquals(0, t.counter(StackCounter.TCP_LOSS_PROBE_RECOVERIES));
+        assertEquals(ssthresh, t.conn.ssthresh());
+    }
+
     /**
      * Five segments, the first four acknowledged; then silence. With one segment in flight the PTO adds the worst-case
      * delayed ACK (200 ms), which puts it past the RTO: the probe goes at the RTO's time, in place of the timeout
