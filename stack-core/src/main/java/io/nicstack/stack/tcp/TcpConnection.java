@@ -1869,8 +1869,9 @@ public final class TcpConnection
             {
                 break;
             }
-            // RFC 3042 limited transmit: each of the first two duplicate ACKs lets one new segment out.
-            final long limited = inRecovery ? 0 : Math.min(dupAcks, 2) * (long)sndMss;
+            // RFC 3042 limited transmit: each of the first two duplicate ACKs lets one segment of "previously unsent
+            // data" out, never a resend of the go-back.
+            final long limited = inRecovery || Seq.lt(sndNxt, sndMax) ? 0 : Math.min(dupAcks, 2) * (long)sndMss;
             final long window = Math.min(sndWnd, cc.cwnd() + limited);
             final long inFlight = flight();
             final long usable = Math.min(window - inFlight, sndWnd - (long)(sndNxt - sndUna));

@@ -515,13 +515,12 @@ class TcpExtensionsTest
         // Segments 0-9 (of 12); the peer holds 1-3 and 5-7, and recovery's retransmissions are lost too. The timeout
         // forgets the scoreboard (RFC 2018 §8: the peer may have reneged) and sends segment 0 again; the peer's ACK of
         // 0-3 SACKs 5-7 afresh, and lets cwnd grow from one segment to three (RFC 3465, L = 2). The segments sent are
-        // 4, 8 and 9: 5-7 are not sent a second time, nor counted in flight. Then 10, new data: the ACK's new SACK
-        // counts as a duplicate ACK (RFC 6675 §2), which lets one segment beyond cwnd go (RFC 3042).
+        // 4, 8 and 9: 5-7 are not sent a second time, nor counted in flight.
         final int mss = goneBackPastTheSackedSegments();
         final int s = t.iss + 1;
         assertEquals(3 * mss, t.conn.cwnd());
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
-        // The rest is new data (11).
+        // The rest is 10, which recovery sent, and 11, new data.
         t.send(t.in().ack(s + 10 * mss));
         for (final Seg seg : t.recv())
         {
@@ -552,17 +551,17 @@ class TcpExtensionsTest
     @Test
     void rfc6675_aRetransmissionAfterATimeoutThatTheAckReachesIsWatchedFromThen()
     {
-        // The ACK of 4-8 makes 9, already sent again with 10, SND.UNA: its loss is watched from then on. 10's SACK
-        // does not count (sent before that ACK came), 11's does: 9 goes again, without a second timeout.
+        // The ACK of 4-7 makes 8, already sent again with 9, SND.UNA: its loss is watched from then on. 9's SACK
+        // does not count (sent before that ACK came), 10's does: 8 goes again, without a second timeout.
         final int mss = goneBackPastTheSackedSegments();
         final int s = t.iss + 1;
-        t.send(t.in().ack(s + 9 * mss));
-        assertEquals(List.of(11), segmentNumbers(t.recv(), s, mss), "the last segment, new data");
-        t.send(t.in().ack(s + 9 * mss).sack(s + 10 * mss, s + 11 * mss));
+        t.send(t.in().ack(s + 8 * mss));
+        assertEquals(List.of(10, 11), segmentNumbers(t.recv(), s, mss), "10 again, and 11, new data");
+        t.send(t.in().ack(s + 8 * mss).sack(s + 9 * mss, s + 10 * mss));
         t.advanceMs(2);
-        assertFalse(retransmitted(t.recv(), s + 9 * mss, mss), "10 was sent before 9 became SND.UNA");
-        t.send(t.in().ack(s + 9 * mss).sack(s + 10 * mss, s + 12 * mss));
-        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss));
+        assertFalse(retransmitted(t.recv(), s + 8 * mss, mss), "9 was sent before 8 became SND.UNA");
+        t.send(t.in().ack(s + 8 * mss).sack(s + 9 * mss, s + 11 * mss));
+        t.recv(t.out().seq(s + 8 * mss).payloadLength(mss));
         assertEquals(1, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         t.send(t.in().ack(s + 12 * mss));
@@ -586,11 +585,45 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc3042_theFirstTwoDuplicateAcksEachLetOneNewSegmentOut()
+    {
+        // A full window of ten segments, ten more queued. Each of the first two duplicate ACKs sends one segment of new
+        // data beyond cwnd, and cwnd does not change for them (RFC 5681 §3.2); the third starts recovery with segment 0.
+        final int mss = newRenoSending(20, 10);
+        final int s = t.iss + 1;
+        final long cwnd = t.conn.cwnd();
+        t.send(t.in().ack(s).sack(s + mss, s + 2 * mss));
+        assertEquals(List.of(10), segmentNumbers(t.recv(), s, mss));
+        t.send(t.in().ack(s).sack(s + mss, s + 3 * mss));
+        assertEquals(List.of(11), segmentNumbers(t.recv(), s, mss));
+        assertEquals(cwnd, t.conn.cwnd());
+        assertEquals(0, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        t.send(t.in().ack(s).sack(s + mss, s + 4 * mss));
+        assertEquals(0, segmentNumbers(t.recv(), s, mss).get(0));
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+    }
+
+    @Test
+    void rfc3042_goingBackLimitedTransmitSendsNoDataSentBefore()
+    {
+        // After the timeout cwnd is one segment, which segment 0's resend fills. A late ACK from before the timeout
+        // (ack 0, SACK 5-9 and 1-3) is a duplicate ACK. RFC 3042 lets each of the first two duplicates send one
+        // segment beyond cwnd, but only of "previously unsent data", which none of the go-back's resends is: segment 4
+        // waits for the ACK of 0, and then goes with 10 and 11, new data, as cwnd allows (1 + 2 segments, RFC 3465).
+        final int mss = sackRecoveryThenTimeout();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s).sack(s + 5 * mss, s + 10 * mss).sack(s + mss, s + 4 * mss));
+        t.recvNothing();
+        t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 10 * mss));
+        assertEquals(List.of(4, 10, 11), segmentNumbers(t.recv(), s, mss));
+    }
+
+    @Test
     void aBlockLearntLateDoesNotMakeOneReorderedResendALostRetransmission()
     {
         // Segments 10-29 in flight; the peer holds 11, 13, 15, 17-20 and 22-24, and recovery's resends are lost: a
         // timeout. The ACK of 10's resend has room for three blocks of the four (timestamps on): 22-24 is not among
-        // them, and the go-back sends 12, 14, 16 and 21. 14's resend overtakes 12's; the peer's next SACK reports
+        // them, and the go-back sends 12, 14 and 16 (cwnd 3). 14's resend overtakes 12's; the peer's next SACK reports
         // 13-15 and, at last, 22-24. Only 14 was sent after 12: one segment of reordering, not the byte rule's three,
         // and 22-24 above SND.NXT was sent before the timeout.
         final int mss = newRenoSending(60, 10);
@@ -614,20 +647,20 @@ class TcpExtensionsTest
         t.recv(t.out().seq(s + 10 * mss).payloadLength(mss));
         t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 14 * mss).sack(s + 15 * mss, s + 16 * mss)
             .sack(s + 17 * mss, s + 21 * mss));
-        assertEquals(List.of(12, 14, 16, 21), segmentNumbers(t.recv(), s, mss));
+        assertEquals(List.of(12, 14, 16), segmentNumbers(t.recv(), s, mss));
         t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 16 * mss).sack(s + 22 * mss, s + 25 * mss)
             .sack(s + 17 * mss, s + 21 * mss));
         assertFalse(retransmitted(t.recv(), s + 12 * mss, mss), "12 sent again after one reordered segment");
         assertEquals(0, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
     }
 
-    /** {@link #sackRecoveryThenTimeout}, then the peer's ACK of 0-3 SACKs 5-7: the go-back sends 4, 8, 9 and 10. */
+    /** {@link #sackRecoveryThenTimeout}, then the peer's ACK of 0-3 SACKs 5-7: the go-back sends 4, 8 and 9 (cwnd 3). */
     private int goneBackPastTheSackedSegments()
     {
         final int mss = sackRecoveryThenTimeout();
         final int s = t.iss + 1;
         t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
-        assertEquals(List.of(4, 8, 9, 10), segmentNumbers(t.recv(), s, mss));
+        assertEquals(List.of(4, 8, 9), segmentNumbers(t.recv(), s, mss));
         return mss;
     }
 
