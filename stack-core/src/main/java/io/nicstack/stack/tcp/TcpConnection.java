@@ -864,7 +864,7 @@ public final class TcpConnection
             }
             goBackToSndUna();
             rttTiming = false; // Karn: no RTT sample from what is sent again
-            // A loss probe outstanding was too big as well. The ACKs beyond it will answer the resends, so they
+            // A loss probe outstanding was too big as well. The ACKs that cover it will answer the resends, so they
             // cannot say that the probe repaired a loss (RFC 8985 §7.4.2), and no congestion caused this one.
             tlpOutstanding = false;
             ptoDeadline = NONE;

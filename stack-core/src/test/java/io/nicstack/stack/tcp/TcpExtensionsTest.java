@@ -512,7 +512,7 @@ class TcpExtensionsTest
     void rfc6675_afterATimeoutTheDataSentAgainSkipsWhatThePeerSacked()
     {
         // §5.1: after an RTO the sender "SHOULD use this SACK information when determining what data should be sent".
-        // Segments 0-9 (of 12); the peer holds 1-3 and 5-7, and recovery's retransmissions are lost too. The timeout
+        // Segments 0-10 (of 12); the peer holds 1-3 and 5-7, and what recovery sent is lost too. The timeout
         // forgets the scoreboard (RFC 2018 §8: the peer may have reneged) and sends segment 0 again; the peer's ACK of
         // 0-3 SACKs 5-7 afresh, and lets cwnd grow from one segment to three (RFC 3465, L = 2). The segments sent are
         // 4, 8 and 9: 5-7 are not sent a second time, nor counted in flight.
@@ -522,10 +522,7 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         // The rest is 10, which recovery sent, and 11, new data.
         t.send(t.in().ack(s + 10 * mss));
-        for (final Seg seg : t.recv())
-        {
-            assertTrue(Seq.ge(seg.r.seq, s + 10 * mss), "nothing below the ACK: " + t.describe(seg));
-        }
+        assertEquals(List.of(10, 11), segmentNumbers(t.recv(), s, mss));
         t.send(t.in().ack(s + 12 * mss));
         assertEquals(s + 12 * mss, t.conn.sndUna);
     }
@@ -609,7 +606,8 @@ class TcpExtensionsTest
         // After the timeout cwnd is one segment, which segment 0's resend fills. A late ACK from before the timeout
         // (ack 0, SACK 5-9 and 1-3) is a duplicate ACK. RFC 3042 lets each of the first two duplicates send one
         // segment beyond cwnd, but only of "previously unsent data", which none of the go-back's resends is: segment 4
-        // waits for the ACK of 0, and then goes with 10 and 11, new data, as cwnd allows (1 + 2 segments, RFC 3465).
+        // waits for the ACK of 0-3, and then goes with 10 (recovery sent it) and 11 (new data), as cwnd allows (1 + 2
+        // segments, RFC 3465).
         final int mss = sackRecoveryThenTimeout();
         final int s = t.iss + 1;
         t.send(t.in().ack(s).sack(s + 5 * mss, s + 10 * mss).sack(s + mss, s + 4 * mss));
@@ -621,11 +619,11 @@ class TcpExtensionsTest
     @Test
     void aBlockLearntLateDoesNotMakeOneReorderedResendALostRetransmission()
     {
-        // Segments 10-29 in flight; the peer holds 11, 13, 15, 17-20 and 22-24, and recovery's resends are lost: a
-        // timeout. The ACK of 10's resend has room for three blocks of the four (timestamps on): 22-24 is not among
-        // them, and the go-back sends 12, 14 and 16 (cwnd 3). 14's resend overtakes 12's; the peer's next SACK reports
-        // 13-15 and, at last, 22-24. Only 14 was sent after 12: one segment of reordering, not the byte rule's three,
-        // and 22-24 above SND.NXT was sent before the timeout.
+        // Segments 10-29 in flight; the peer holds 11, 13, 15, 17-19 and 21-23, and recovery's resends are lost: a
+        // timeout. The ACK of 10's resend has room for three blocks of the four (timestamps on): 17-19 is not among
+        // them, and the go-back sends 12, 14 and 16 (cwnd 3), which leaves SND.NXT at 17. 14's resend overtakes 12's;
+        // the peer's next SACK reports 13-15 and, at last, 17-19. Only 14 was sent after 12: one segment of
+        // reordering, not the byte rule's three; 17-19, from SND.NXT on, was sent before the timeout.
         final int mss = newRenoSending(60, 10);
         final int s = t.iss + 1;
         t.settings().tailLossProbe = false;
@@ -638,18 +636,19 @@ class TcpExtensionsTest
         t.send(t.in().ack(s + 10 * mss).sack(s + 13 * mss, s + 14 * mss).sack(s + 11 * mss, s + 12 * mss));
         t.send(t.in().ack(s + 10 * mss).sack(s + 15 * mss, s + 16 * mss).sack(s + 13 * mss, s + 14 * mss)
             .sack(s + 11 * mss, s + 12 * mss));
-        t.send(t.in().ack(s + 10 * mss).sack(s + 17 * mss, s + 21 * mss).sack(s + 15 * mss, s + 16 * mss)
+        t.send(t.in().ack(s + 10 * mss).sack(s + 17 * mss, s + 20 * mss).sack(s + 15 * mss, s + 16 * mss)
             .sack(s + 13 * mss, s + 14 * mss));
-        t.send(t.in().ack(s + 10 * mss).sack(s + 22 * mss, s + 25 * mss).sack(s + 17 * mss, s + 21 * mss)
+        t.send(t.in().ack(s + 10 * mss).sack(s + 21 * mss, s + 24 * mss).sack(s + 17 * mss, s + 20 * mss)
             .sack(s + 15 * mss, s + 16 * mss));
         t.recv();
         t.advance(t.conn.rtoNanos() + MS);
         t.recv(t.out().seq(s + 10 * mss).payloadLength(mss));
         t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 14 * mss).sack(s + 15 * mss, s + 16 * mss)
-            .sack(s + 17 * mss, s + 21 * mss));
+            .sack(s + 21 * mss, s + 24 * mss));
         assertEquals(List.of(12, 14, 16), segmentNumbers(t.recv(), s, mss));
-        t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 16 * mss).sack(s + 22 * mss, s + 25 * mss)
-            .sack(s + 17 * mss, s + 21 * mss));
+        assertEquals(s + 17 * mss, t.conn.sndNxt);
+        t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 16 * mss).sack(s + 17 * mss, s + 20 * mss)
+            .sack(s + 21 * mss, s + 24 * mss));
         assertFalse(retransmitted(t.recv(), s + 12 * mss, mss), "12 sent again after one reordered segment");
         assertEquals(0, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
     }
@@ -672,7 +671,8 @@ class TcpExtensionsTest
 
     /**
      * Twelve segments queued, 0-9 sent; the peer SACKs 1-3 and 5-7 and nothing more arrives (recovery's resends of 0
-     * and 4 are lost): the retransmission timeout sends segment 0 again, and only it (cwnd is one segment).
+     * and 4, and its new segment 10, are lost): the retransmission timeout sends segment 0 again, and only it (cwnd
+     * is one segment).
      */
     private int sackRecoveryThenTimeout()
     {
@@ -870,8 +870,9 @@ class TcpExtensionsTest
     void rfc8985_aProbeOutstandingWhenThePathMtuShrinksRepairedNoCongestionLoss()
     {
         // The probe and the segment it repeats were too big for the path (RFC 1191): "fragmentation needed" sends
-        // everything from SND.UNA again in smaller segments. Those resends, not the probe, bring the ACKs beyond the
-        // probe, and a segment too big is no sign of congestion: no loss event, no reduction.
+        // everything from SND.UNA again in smaller segments. Those resends, not the probe, bring the ACK up to the
+        // probe's end, and new data then takes it beyond. A segment too big is no sign of congestion: no loss event,
+        // no reduction.
         final int mss = probeTheLastOfFiveSegments();
         final int s = t.iss + 1;
         final long ssthresh = t.conn.ssthresh();
