@@ -346,7 +346,7 @@ public final class Tcp implements IpProtocolHandler
         }
         final TcpConnection c = connection(key(f.source, f.ports >>> 16, f.ports & 0xFFFF));
         if (c == null || in.parse(buffer, f.tcpOffset, f.tcpLength) != TcpRepr.OK
-            || !checksumAccepted(checksumTrusted, buffer, f.tcpOffset, f.tcpLength, f.source, f.destination))
+            || !checksumAccepted(checksumTrusted, buffer, f.tcpOffset, f.tcpLength, f.source, localAddress))
         {
             return false;
         }

@@ -24,8 +24,6 @@ public final class TcpFrameShape
 
     /** IPv4 source address of the frame last accepted. */
     public int source;
-    /** IPv4 destination address of the frame last accepted (the {@code address} it was decoded for). */
-    public int destination;
     /** The TCP header's first word, source port in the high half, destination port in the low. */
     public int ports;
     /** Index of the TCP header in the buffer. */
@@ -77,7 +75,6 @@ public final class TcpFrameShape
             return false;
         }
         source = src;
-        destination = dst;
         ports = Raw.i32(buffer, offset + TCP_AT);
         tcpOffset = offset + TCP_AT;
         tcpLength = totalLength - Ipv4Header.MIN_HEADER_LENGTH;

@@ -53,7 +53,6 @@ class TcpFrameShapeTest
         final TcpFrameShape f = new TcpFrameShape();
         assertTrue(f.decode(new UnsafeBuffer(padded), 0, padded.length, MAC, ADDRESS));
         assertEquals(PEER, f.source);
-        assertEquals(ADDRESS, f.destination);
         assertEquals(40_000 << 16 | 80, f.ports);
         assertEquals(34, f.tcpOffset);
         assertEquals(120, f.tcpLength, "the IPv4 total length counts, not the Ethernet padding");
