@@ -127,6 +127,12 @@ public interface NetDevice extends AutoCloseable
         return 0;
     }
 
+    /** Superframes the medium refused, whose frames then went one by one (no more superframes follow); 0 for none. */
+    default long transmitSuperframesRefused()
+    {
+        return 0;
+    }
+
     @Override
     void close();
 }

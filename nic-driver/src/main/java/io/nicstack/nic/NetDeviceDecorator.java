@@ -111,6 +111,12 @@ public abstract class NetDeviceDecorator implements NetDevice
     }
 
     @Override
+    public long transmitSuperframesRefused()
+    {
+        return inner.transmitSuperframesRefused();
+    }
+
+    @Override
     public void close()
     {
         inner.close();

@@ -42,7 +42,7 @@ public final class NetStack implements FrameHandler
     private final Ipv4Header quoted = new Ipv4Header();
     private long now;
     /** The device's drops, then superframes and their frames received and sent, at the last round's end. */
-    private final long[] lastDeviceCounts = new long[5];
+    private final long[] lastDeviceCounts = new long[6];
     /** True inside {@link #poll}'s receive burst: per-frame counts wait for {@link #flushCounts()} at its end. */
     private boolean inBurst;
     private long framesInBurst;
@@ -127,6 +127,7 @@ public final class NetStack implements FrameHandler
         syncDeviceCount(StackCounter.RX_SUPERFRAME_SEGMENTS, 2, device.receiveSuperframeSegments());
         syncDeviceCount(StackCounter.TX_SUPERFRAMES, 3, device.transmitSuperframes());
         syncDeviceCount(StackCounter.TX_SUPERFRAME_SEGMENTS, 4, device.transmitSuperframeSegments());
+        syncDeviceCount(StackCounter.TX_SUPERFRAMES_REFUSED, 5, device.transmitSuperframesRefused());
         return work;
     }
 

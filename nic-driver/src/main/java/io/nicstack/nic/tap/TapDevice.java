@@ -114,6 +114,11 @@ public final class TapDevice implements NetDevice
     private final UnsafeBuffer iovecs;
     private long txSuperframes;
     private long txSuperframeSegments;
+    private long txSuperframesRefused;
+    /** Whether flush joins frames into superframes: with checksum offload, until the kernel refuses one. */
+    private boolean joining;
+    /** The GSO type a superframe's header says; a test sets one the kernel refuses, nothing else changes it. */
+    int superframeGsoType = VirtioNetHeader.GSO_TCPV4;
     private final UnsafeBuffer pollFd;
 
     private int txQueued;
@@ -131,6 +136,7 @@ public final class TapDevice implements NetDevice
         this.created = created;
         this.maxFrameLength = mtu + ETHERNET_HEADER_LENGTH;
         this.checksumOffload = checksumOffload;
+        this.joining = checksumOffload;
         this.vnetHeaderLength = checksumOffload ? VirtioNetHeader.LENGTH : 0;
 
         rxBuffer = new UnsafeBuffer(BufferUtil.allocateDirectAligned(RX_BUFFER_LENGTH, TX_SLOT_ALIGNMENT));
@@ -508,7 +514,7 @@ public final class TapDevice implements NetDevice
         int i = 0;
         while (i < queued)
         {
-            final int frames = checksumOffload ? joiner.join(txSlots, txLengths, txNeedsChecksum, i, queued) : 1;
+            final int frames = joining ? joiner.join(txSlots, txLengths, txNeedsChecksum, i, queued) : 1;
             final long written = frames == 1 ?
                 LIBC.write(fd, txAddresses[i], vnetHeaderLength + txLengths[i]) : writeSuperframe(i, frames);
             if (written >= 0)
@@ -518,6 +524,17 @@ public final class TapDevice implements NetDevice
             else
             {
                 final int errno = Linux.errno();
+                if (frames > 1 && errno == EINVAL)
+                {
+                    // The kernel refused the superframe (virtio_net_hdr_to_skb): its frames go one by one as they
+                    // were committed, and none is joined on this device again. Dropping them would leave the flow
+                    // to a retransmission timeout per segment if every superframe were refused.
+                    joiner.restore(txSlots[i]);
+                    txHeader.wrap(txMemory, i * txSlotLength).needsChecksum(txSlots[i], 0, txLengths[i]);
+                    joining = false;
+                    txSuperframesRefused++;
+                    continue;
+                }
                 switch (errno)
                 {
                     // Queue full, link down, or a frame the kernel refuses (shorter than a header): drop, never spin.
@@ -539,7 +556,7 @@ public final class TapDevice implements NetDevice
     {
         final int headerLength = joiner.headerLength();
         txHeader.wrap(txMemory, first * txSlotLength)
-            .gsoType(VirtioNetHeader.GSO_TCPV4)
+            .gsoType(superframeGsoType)
             .gsoSize(joiner.gsoSize())
             .headerLength(headerLength);
         final UnsafeBuffer iov = iovecs;
@@ -616,6 +633,13 @@ public final class TapDevice implements NetDevice
     public long transmitSuperframeSegments()
     {
         return txSuperframeSegments;
+    }
+
+    /** Superframes the kernel refused (EINVAL); their frames were sent one by one, and joining stopped at the first. */
+    @Override
+    public long transmitSuperframesRefused()
+    {
+        return txSuperframesRefused;
     }
 
     /** Close the fd; a tap this device created disappears with it unless it was made persistent. */

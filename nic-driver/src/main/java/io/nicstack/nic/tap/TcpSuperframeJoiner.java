@@ -40,6 +40,12 @@ final class TcpSuperframeJoiner
 
     private int headerLength;
     private int gsoSize;
+    // The first frame's fields as they were before the last join rewrote them, for restore.
+    private int headTcp;
+    private short headTotalLength;
+    private short headIpChecksum;
+    private byte headFlags;
+    private short headTcpChecksum;
 
     /**
      * Join as many frames from {@code first} (before {@code end}) as the rules in the class comment allow.
@@ -104,6 +110,11 @@ final class TcpSuperframeJoiner
             return 1;
         }
 
+        headTcp = tcp;
+        headTotalLength = head.getShort(ETH + 2);
+        headIpChecksum = head.getShort(ETH + 10);
+        headFlags = head.getByte(tcp + 13);
+        headTcpChecksum = head.getShort(tcp + 16);
         head.putShort(ETH + 2, (short)total, ByteOrder.BIG_ENDIAN);
         head.putShort(ETH + 10, (short)0);
         head.putShort(ETH + 10, (short)TcpIpv4Frames.ipv4HeaderChecksum(head, ETH, ipLength), ByteOrder.BIG_ENDIAN);
@@ -113,6 +124,18 @@ final class TcpSuperframeJoiner
         headerLength = headers;
         gsoSize = segment;
         return n;
+    }
+
+    /**
+     * Put the first frame of the last superframe {@link #join} made back as it was given, so that its frames can go
+     * one by one after all; only the first frame was changed.
+     */
+    void restore(final MutableDirectBuffer head)
+    {
+        head.putShort(ETH + 2, headTotalLength);
+        head.putShort(ETH + 10, headIpChecksum);
+        head.putByte(headTcp + 13, headFlags);
+        head.putShort(headTcp + 16, headTcpChecksum);
     }
 
     /** Ethernet, IPv4 and TCP header bytes of the last superframe {@link #join} made; its frames' payload follows. */

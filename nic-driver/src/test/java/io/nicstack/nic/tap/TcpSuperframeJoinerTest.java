@@ -174,6 +174,14 @@ class TcpSuperframeJoinerTest
                 where + ": the pseudo-header sum over the superframe's TCP length");
 
             assertCutBackExactly(burst, count, joiner, (k) -> false, where);
+
+            // Refused by the kernel: the first frame is put back as it was committed, and the others were never changed.
+            joiner.restore(burst.frames[0]);
+            for (int i = 0; i < count; i++)
+            {
+                assertArrayEquals(burst.originals[i], Arrays.copyOf(burst.frames[i].byteArray(), burst.lengths[i]),
+                    where + ": frame " + i + " as committed after restore");
+            }
         }
     }
 

@@ -22,6 +22,7 @@ public enum StackCounter
     RX_SUPERFRAME_SEGMENTS("frames cut from tcp superframes from the device (counted in frames in)", Kind.INFO),
     TX_SUPERFRAMES("tcp superframes to the device (segmentation offload), joined from frames", Kind.INFO),
     TX_SUPERFRAME_SEGMENTS("frames joined into tcp superframes to the device (counted in frames out)", Kind.INFO),
+    TX_SUPERFRAMES_REFUSED("tcp superframes the device refused, then sent frame by frame (no more joined)", Kind.INFO),
     INTERNAL_ERRORS("drop: internal error while processing (a bug; first ones logged)", Kind.DROP),
 
     ETH_DROP_TRUNCATED("eth drop: truncated frame", Kind.DROP),
