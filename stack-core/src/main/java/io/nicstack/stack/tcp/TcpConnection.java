@@ -866,8 +866,7 @@ public final class TcpConnection
             rttTiming = false; // Karn: no RTT sample from what is sent again
             // A loss probe outstanding was too big as well. The ACKs that cover it will answer the resends, so they
             // cannot say that the probe repaired a loss (RFC 8985 §7.4.2), and no congestion caused this one.
-            tlpOutstanding = false;
-            ptoDeadline = NONE;
+            dropLossProbe();
             markDirty();
         }
     }
@@ -1418,8 +1417,7 @@ public final class TcpConnection
         rescueSent = false;
         // RFC 8985 §7.2: no probe during recovery; a probe that revealed this loss has done its work (the recovery's
         // congestion response covers the loss it repaired, if any).
-        tlpOutstanding = false;
-        ptoDeadline = NONE;
+        dropLossProbe();
         cc.onFastRetransmit(flightSize, now);
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
         // fills the first hole and no more: the bytes after it have arrived.
@@ -2237,6 +2235,16 @@ public final class TcpConnection
         rtoDeadline = now + rtt.rto();
     }
 
+    /**
+     * No loss probe outstanding and none due: a recovery or a go-back has taken over from it, and no ACK may still be
+     * read as the probe's answer ({@link #lossProbeAcked}).
+     */
+    private void dropLossProbe()
+    {
+        tlpOutstanding = false;
+        ptoDeadline = NONE;
+    }
+
     /** In fast recovery, or recovering from a timeout (go-back-N) or a loss a probe repaired: below the recovery point. */
     private boolean recovering()
     {
@@ -2475,8 +2483,7 @@ public final class TcpConnection
         // Karn's rule (RFC 6298 §3): whatever was being timed may now be sent again.
         rttTiming = false;
         // RFC 8985 §7.3: a loss probe answered by nothing is deemed lost; the timeout's retransmissions replace it.
-        tlpOutstanding = false;
-        ptoDeadline = NONE;
+        dropLossProbe();
         if (opening)
         {
             countRetransmission(now);
