@@ -421,13 +421,14 @@ public final class TcpConnection
     }
 
     /**
-     * Close: like {@link #shutdownOutput()}, and the application reads no more. Unread or later
-     * data makes it a reset (as Linux does, so a peer learns its data was not consumed).
+     * Close: like {@link #shutdownOutput()}, and the application reads no more. Unread or later new data makes it a
+     * reset (RFC 1122 4.2.2.13, as Linux does, so a peer learns its data was not consumed), except in TIME-WAIT, where
+     * both ends are done and the connection keeps its 2*MSL (MUST-13; RFC 9293 §3.10.4: "connection closing").
      */
     public void close()
     {
         closedByApplication = true;
-        if (receiveBuffer.readable() > 0 && state.isSynchronized())
+        if (receiveBuffer.readable() > 0 && state.isSynchronized() && state != TcpState.TIME_WAIT)
         {
             abort();
             return;
@@ -435,16 +436,19 @@ public final class TcpConnection
         shutdownOutput();
     }
 
-    /** Send RST and drop the connection (RFC 9293 ABORT). */
+    /**
+     * Send RST and drop the connection (RFC 9293 §3.10.5 ABORT). In TIME-WAIT the peer has everything and has
+     * acknowledged our FIN, so the connection is dropped without a reset (as the RFC says, and Linux).
+     */
     public void abort()
     {
         if (state == TcpState.CLOSED)
         {
             return;
         }
-        if (state.isSynchronized() || state == TcpState.SYN_RECEIVED)
+        if (state == TcpState.SYN_RECEIVED || (state.isSynchronized() && state != TcpState.TIME_WAIT))
         {
-            tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndMax, 0, false, tcp.now());
+            tcp.sendReset(localIp, localPort, remoteIp, remotePort, seqWithoutText(), 0, false, tcp.now());
         }
         tcp.remove(this, CLOSE_ABORTED);
     }
@@ -554,8 +558,9 @@ public final class TcpConnection
     void onSegment(final TcpRepr seg, final DirectBuffer buffer, final long now)
     {
         lastActivity = now;
-        if (settings.keepAlive && state.isSynchronized())
+        if (settings.keepAlive && state.isSynchronized() && state != TcpState.TIME_WAIT)
         {
+            // Not in TIME-WAIT (a peer's retransmitted FIN): probes there would end it before 2*MSL (MUST-13).
             keepAliveProbesSent = 0;
             keepAliveDeadline = now + settings.keepAliveIdleNanos;
         }
@@ -705,10 +710,11 @@ public final class TcpConnection
             {
                 receive(seg, buffer, now);
             }
-            else if (closedByApplication && state.receivesData())
+            else if (closedByApplication && state.receivesData() && Seq.gt(seg.seq + seg.payloadLength, rcvNxt))
             {
-                // Data for an application that closed: reset (RFC 2525 §2.17, as Linux).
-                tcp.sendReset(localIp, localPort, remoteIp, remotePort, sndMax, 0, false, now);
+                // New data for an application that closed: reset (RFC 2525 §2.17, as Linux). Only new data: a peer
+                // that resends text we already took, with its FIN joined on, is closing as we are.
+                tcp.sendReset(localIp, localPort, remoteIp, remotePort, seqWithoutText(), 0, false, now);
                 tcp.remove(this, CLOSE_ABORTED);
                 return;
             }
@@ -1766,20 +1772,20 @@ public final class TcpConnection
         }
         if (!sent && (ackNow || (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)))
         {
-            sendSegment(TcpHeader.ACK, pureAckSeq(), 0, 0, now);
+            sendSegment(TcpHeader.ACK, seqWithoutText(), 0, 0, now);
         }
         rearm();
     }
 
     /**
-     * SEG.SEQ of a segment without text: {@code <SEQ=SND.NXT>} in RFC 9293's model, where SND.NXT is never rewound, so
-     * here {@link #sndMax}. After a timeout rewinds sndNxt, an ACK carrying it would fall below the peer's RCV.NXT, be
-     * found unacceptable with its ACK field unread, and both ends could stall answering each other. But when what we
-     * sent reaches past the peer's window (a zero-window probe's byte, or a window the peer shrank), SND.MAX lies
-     * beyond what a peer with a zero window accepts (only SEG.SEQ = RCV.NXT): the window's right edge is used instead,
-     * as Linux's tcp_acceptable_seq does.
+     * SEG.SEQ of a segment without text (a pure ACK, and the RST of an abort): {@code <SEQ=SND.NXT>} in RFC 9293's
+     * model, where SND.NXT is never rewound, so here {@link #sndMax}. After a timeout rewinds sndNxt, an ACK carrying it
+     * would fall below the peer's RCV.NXT, be found unacceptable with its ACK field unread, and both ends could stall
+     * answering each other. But when what we sent reaches past the peer's window (a zero-window probe's byte, or a
+     * window the peer shrank), SND.MAX lies beyond what a peer with a zero window accepts (only SEG.SEQ = RCV.NXT, and
+     * for a RST only that, RFC 5961 §3.2): the window's right edge is used instead, as Linux's tcp_acceptable_seq does.
      */
-    private int pureAckSeq()
+    private int seqWithoutText()
     {
         final int edge = sndUna + (int)Math.min(sndWnd, Integer.MAX_VALUE);
         return Seq.gt(sndMax, edge) ? edge : sndMax;

@@ -440,4 +440,71 @@ class Rfc9293ConnectionTest
         t.recv(t.out().flags(RST).ack(0));
         assertEquals(TcpState.CLOSED, t.conn.state());
     }
+
+    @Test
+    void rfc9293_shld3_newDataAfterCloseIsAnsweredWithReset()
+    {
+        t.passiveOpen();
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2).flags(ACK | PSH).payload(bytes(10, 14)));
+        t.recv(t.out().seq(t.iss + 2).flags(RST).ack(0));
+        assertEquals(TcpConnection.CLOSE_ABORTED, t.events.closedReason);
+    }
+
+    @Test
+    void rfc9293_shld3_textAlreadyTakenResentWithTheFinAfterCloseIsAClose()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(100, 15)));
+        assertArrayEquals(bytes(100, 15), t.read());
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().ack(t.irs + 101).flags(ACK | FIN));
+        // The peer did not get our ACK of its 100 octets and resends them with its FIN joined on (as Linux does):
+        // nothing new for an application that closed, so no reset; the FIN takes us to TIME-WAIT.
+        t.send(t.in().ack(t.iss + 2).flags(ACK | PSH | FIN).payload(bytes(100, 15)));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 102));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+    }
+
+    @Test
+    void rfc9293_must13_closeInTimeWaitWithUnreadDataKeepsTimeWait()
+    {
+        t.passiveOpen();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2).flags(ACK | PSH | FIN).payload(bytes(10, 16)));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 12));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        // Both ends are done: a reset would tell the peer nothing, and dropping the connection would end TIME-WAIT
+        // early. §3.10.4: CLOSE in TIME-WAIT is "connection closing".
+        t.conn.close();
+        t.poll();
+        t.recvNothing();
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        t.advance(t.settings().timeWaitNanos);
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_NORMAL, t.events.closedReason);
+    }
+
+    @Test
+    void rfc9293_abortInTimeWaitDropsTheConnectionWithoutReset()
+    {
+        t.passiveOpen();
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        // §3.10.5: ABORT in TIME-WAIT deletes the TCB, and sends nothing.
+        t.conn.abort();
+        t.poll();
+        t.recvNothing();
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
 }

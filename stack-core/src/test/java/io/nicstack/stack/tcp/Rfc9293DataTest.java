@@ -254,6 +254,31 @@ class Rfc9293DataTest
         assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
     }
 
+    @Test
+    void rfc9293_must13_aFinRetransmittedIntoTimeWaitDoesNotStartKeepAlives()
+    {
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = 2 * SECOND;
+        t.settings().keepAliveProbes = 3;
+        t.passiveOpen();
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        // The peer's FIN again (our ACK was lost): acknowledged, and nothing else until 2*MSL ends TIME-WAIT.
+        t.advance(SECOND);
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        t.advance(t.settings().timeWaitNanos - MS);
+        t.recvNothing();
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        t.advance(2 * MS);
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_NORMAL, t.events.closedReason);
+    }
+
     // ------------------------------------------------------------------------------------------
     // Window management (§3.8.6)
     // ------------------------------------------------------------------------------------------
@@ -288,6 +313,24 @@ class Rfc9293DataTest
         // The window opens: the rest goes.
         t.send(t.in().ack(t.iss + 1461).window(65535));
         t.recv(t.out().seq(t.iss + 1461).flags(ACK | PSH).payloadLength(540));
+    }
+
+    @Test
+    void rfc5961_anAbortAfterAZeroWindowProbeResetsAtThePeersRcvNxt()
+    {
+        t.passiveOpen();
+        t.write(bytes(2000, 8));
+        t.recv(t.out().payloadLength(1460));
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.advance(t.conn.rtoNanos());
+        t.recv(t.out().seq(t.iss + 1461).payloadLength(1));
+        // The probe's octet was not taken: the peer's RCV.NXT is iss + 1461 and its window zero. A reset at SND.MAX
+        // (iss + 1462) would be outside it and dropped (RFC 5961 §3.2 takes only SEG.SEQ = RCV.NXT then).
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.conn.abort();
+        t.poll();
+        t.recv(t.out().seq(t.iss + 1461).flags(RST).ack(0));
+        assertEquals(TcpState.CLOSED, t.conn.state());
     }
 
     @Test
