@@ -42,6 +42,14 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
      * cache is some 100 µs): an app with many files in flight cannot stall the loop the other apps share.
      */
     private static final int FILL_BUDGET = 1024 * 1024;
+    /**
+     * How long the connections of an app that detached may go without an octet acknowledged before what is left of
+     * them is reset (as Linux bounds orphaned sockets: tcp_fin_timeout, tcp_orphan_retries). A peer that keeps a zero
+     * window or never sends its FIN cannot keep the app's memory mapped for ever.
+     */
+    static final long DRAIN_STALL_NANOS = 60_000_000_000L;
+    /** Control messages taken at most when an app detaches: more than its ring can hold. */
+    private static final int DETACH_CONTROL_LIMIT = 1 << 20;
 
     final Path path;
     final Object fileKey;
@@ -74,6 +82,10 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     private int backlogTail;
     private boolean closing;
     private boolean broken;
+    /** The app detached in order; its closed connections are finishing from its pipes ({@link #beginDrain}). */
+    private boolean draining;
+    private long drainDeadline;
+    private long drainAcked;
 
     AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles.Owner owner, final MappedByteBuffer mapped,
         final int ringCapacity, final int pipeCapacity, final int maxConnections, final long pid)
@@ -138,6 +150,10 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     /** Events owed, control messages, accepts, doorbells and notifications; returns work done. */
     int doWork()
     {
+        if (draining)
+        {
+            return 0; // the app is gone; TCP alone reads its closed connections' pipes
+        }
         fillBudget = FILL_BUDGET;
         int work = drainBacklog();
         final int read = control.read(this, CONTROL_BURST);
@@ -847,6 +863,94 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     }
 
     /**
+     * The app detached in order (the client library's close(): CLOSE for each connection, then DETACHED). What it
+     * wrote to the control ring before (those CLOSEs) is taken first; then its listeners close and what it left open
+     * is reset. The connections it closed go on sending what it committed, and then their FIN, as a kernel does after
+     * close(2): their pipes stay mapped here after the app unmapped and deleted its file. {@link #drained} says when
+     * they are done.
+     *
+     * @return connections reset (left open by the app).
+     */
+    int beginDrain(final long nowNanos)
+    {
+        for (int taken = 0; taken < DETACH_CONTROL_LIMIT; )
+        {
+            final int read = control.read(this, CONTROL_BURST);
+            if (read == ControlRingReader.CORRUPT)
+            {
+                broken = true;
+                return 0;
+            }
+            if (read == 0)
+            {
+                break;
+            }
+            taken += read;
+        }
+        closing = true;
+        draining = true;
+        for (final TcpListener l : listeners.values())
+        {
+            l.close();
+        }
+        listeners.clear();
+        int reset = 0;
+        for (final PipeSlot s : slots)
+        {
+            if (s.allocated && !s.tcpGone && !s.appClosed && s.connection != null)
+            {
+                s.connection.abort();
+                reset++;
+            }
+        }
+        drainAcked = ackedByDrainingConnections();
+        drainDeadline = nowNanos + DRAIN_STALL_NANOS;
+        return reset;
+    }
+
+    boolean draining()
+    {
+        return draining;
+    }
+
+    /**
+     * A detached app's connections are done with its pipes (ended, or in TIME-WAIT, which keeps no pipes), or sent
+     * nothing the peer acknowledged for {@link #DRAIN_STALL_NANOS}: {@link #teardown} resets what is left.
+     */
+    boolean drained(final long nowNanos)
+    {
+        boolean live = false;
+        for (final PipeSlot s : slots)
+        {
+            live |= s.allocated && !s.tcpGone;
+        }
+        if (!live)
+        {
+            return true;
+        }
+        final long acked = ackedByDrainingConnections();
+        if (acked != drainAcked)
+        {
+            drainAcked = acked;
+            drainDeadline = nowNanos + DRAIN_STALL_NANOS;
+        }
+        return nowNanos - drainDeadline >= 0;
+    }
+
+    private long ackedByDrainingConnections()
+    {
+        long acked = 0;
+        for (final PipeSlot s : slots)
+        {
+            if (s.allocated && !s.tcpGone && s.connection != null)
+            {
+                acked += s.connection.bytesAcked();
+            }
+        }
+        return acked;
+    }
+
+    /**
      * The app is gone (dead, detached or broken): reset every connection in its slots, close its
      * listeners, and unmap its memory. No connection references the memory afterwards.
      *
@@ -863,7 +967,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         final List<TcpConnection> mine = new ArrayList<>();
         tcp.forEachConnection(c ->
         {
-            if (c.buffers() instanceof PipeSlot && ((PipeSlot)c.buffers()).session == this)
+            // Not TIME-WAIT: it gave its pipes back on entry (Tcp.timeWaitEntered) and keeps its 2*MSL (MUST-13).
+            if (c.buffers() instanceof PipeSlot && ((PipeSlot)c.buffers()).session == this && c.state() != TcpState.TIME_WAIT)
             {
                 mine.add(c);
             }

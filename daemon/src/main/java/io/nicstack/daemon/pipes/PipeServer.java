@@ -7,6 +7,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -233,14 +234,31 @@ public final class PipeServer implements LoopTask, AutoCloseable
                 reap(s, PipeCounter.APPS_REAPED_BROKEN, 0, 0);
                 i--;
             }
+            else if (s.draining())
+            {
+                // Detached in order: its process may be gone by now; the connections it closed finish first.
+                if (s.drained(nanoClock.nanoTime()))
+                {
+                    reap(s, PipeCounter.APPS_DETACHED, 0, 0);
+                    i--;
+                }
+            }
             else if (!scanTick)
             {
                 continue;
             }
             else if (state == AppFileDescriptor.STATE_DETACHED)
             {
-                reap(s, PipeCounter.APPS_DETACHED, 0, 0);
-                i--;
+                final int reset = s.beginDrain(nanoClock.nanoTime());
+                counters.add(PipeCounter.CONNECTIONS_RESET_APP_GONE, reset);
+                // The name is free for the app to attach again while the connections drain.
+                byPath.remove(s.path, s);
+                deleteFile(s);
+                if (s.broken() || s.drained(nanoClock.nanoTime()))
+                {
+                    reap(s, s.broken() ? PipeCounter.APPS_REAPED_BROKEN : PipeCounter.APPS_DETACHED, 0, 0);
+                    i--;
+                }
             }
             else if (!ProcessHandle.of(s.pid).map(ProcessHandle::isAlive).orElse(false))
             {
@@ -258,7 +276,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
     private void reap(final AppSession s, final PipeCounter why, final int finalState, final int reason)
     {
         sessions.remove(s);
-        byPath.remove(s.path);
+        byPath.remove(s.path, s);
         int reset = 0;
         try
         {
@@ -273,16 +291,33 @@ public final class PipeServer implements LoopTask, AutoCloseable
             counters.increment(PipeCounter.CONNECTIONS_RESET_APP_GONE);
         }
         counters.increment(why);
+        deleteFile(s);
+        log.println("nicstack pipes: app " + s.path.getFileName() + " " + why.label().substring("pipes: apps ".length())
+            + ", " + reset + " connections reset");
+    }
+
+    /**
+     * Delete the app's file, if its name still holds that file: an app that detached deletes it itself, and may have
+     * attached again under the same name since.
+     */
+    private void deleteFile(final AppSession s)
+    {
         try
         {
-            Files.deleteIfExists(s.path);
+            final Object key = Files.readAttributes(s.path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey();
+            if (key != null && key.equals(s.fileKey))
+            {
+                Files.deleteIfExists(s.path);
+            }
+        }
+        catch (final NoSuchFileException gone)
+        {
+            // Deleted already.
         }
         catch (final IOException e)
         {
             log.println("nicstack pipes: cannot delete " + s.path + ": " + e.getMessage());
         }
-        log.println("nicstack pipes: app " + s.path.getFileName() + " " + why.label().substring("pipes: apps ".length())
-            + ", " + reset + " connections reset");
     }
 
     private void scan()

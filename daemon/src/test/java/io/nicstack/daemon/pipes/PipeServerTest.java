@@ -1097,6 +1097,93 @@ class PipeServerTest
         length.close();
     }
 
+    /**
+     * The client library's close(): CLOSE each connection, then DETACHED, unmap, delete the file. What the app
+     * committed before its CLOSE all reaches the peer, and then the FIN, as after close(2) on a kernel socket; a
+     * connection the app left open is reset. The name is free to attach again while the closed connection drains.
+     */
+    @Test
+    void anAppThatDetachesInOrderHasWhatItCommittedSentAndThenAFin() throws IOException
+    {
+        final int pipe = 1 << 20;
+        final TestApp app = new TestApp(server.appsDirectory(), "detach", self, RING, pipe, 2).attach();
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        listen(app, PORT);
+        final Peer slow = new Peer();
+        final TcpConnection remote = b.tcp().connect(A_IP, PORT, slow, null);
+        final long id = await(app, Protocol.ACCEPTED).longAt(0);
+        final Peer leftOpen = new Peer();
+        final TcpConnection other = b.tcp().connect(A_IP, PORT, leftOpen, null);
+        await(app, Protocol.ACCEPTED);
+
+        final byte[] data = randomBytes(61, pipe);
+        assertEquals(pipe, app.write(Protocol.slotOf(id), data, 0, pipe));
+        app.send(Protocol.CLOSE, id, 0, 0);
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        app.close();
+        Files.delete(app.path);
+
+        // The peer reads 4 KiB a millisecond: most of the megabyte is still in the pipe when the app is gone.
+        final long end = now + 60_000_000_000L;
+        long nextRead = now;
+        while (!(slow.peerClosed && remote.readable() == 0 && leftOpen.closedReason >= 0) && now - end < 0)
+        {
+            step();
+            if (now - nextRead < 0)
+            {
+                continue;
+            }
+            nextRead = now + 1_000_000L;
+            final int n = remote.read(slow.buffer, 0, 4096);
+            if (n > 0)
+            {
+                slow.digest.update(slow.buffer.byteArray(), 0, n);
+                slow.read += n;
+            }
+        }
+        assertEquals(pipe, slow.read, "every committed byte arrived");
+        assertArrayEquals(sha256().digest(data), slow.digest.digest());
+        assertTrue(slow.peerClosed, "then the FIN");
+        remote.close();
+        runUntil(() -> slow.closedReason >= 0, 1_000_000_000L, "closed");
+        assertEquals(TcpConnection.CLOSE_NORMAL, slow.closedReason);
+        assertEquals(TcpConnection.CLOSE_RESET, leftOpen.closedReason, "the connection it did not close is reset");
+        assertEquals(TcpState.CLOSED, other.state());
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "drained and gone");
+        assertEquals(1, counters.get(PipeCounter.APPS_DETACHED));
+        assertEquals(1, counters.get(PipeCounter.CONNECTIONS_RESET_APP_GONE));
+
+        final TestApp again = attach("detach", self, 1);
+        listen(again, PORT);
+        again.close();
+    }
+
+    /** A peer that never opens its window cannot keep a detached app's pipes for ever: the rest is reset. */
+    @Test
+    void aDetachedAppsConnectionThatStallsIsResetAfterTheDrainLimit() throws IOException
+    {
+        final int pipe = 1 << 20; // more than B's receive buffer
+        final TestApp app = new TestApp(server.appsDirectory(), "stalled", self, RING, pipe, 1).attach();
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        listen(app, PORT);
+        final Peer sleeper = new Peer();
+        final TcpConnection remote = b.tcp().connect(A_IP, PORT, sleeper, null);
+        final long id = await(app, Protocol.ACCEPTED).longAt(0);
+        assertEquals(pipe, app.write(Protocol.slotOf(id), randomBytes(62, pipe), 0, pipe));
+        app.send(Protocol.CLOSE, id, 0, 0);
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+
+        // B never reads: its window closes with part of the pipe unsent, and stays closed (probes are answered).
+        final long detached = now;
+        runUntil(() -> sleeper.closedReason >= 0, 2 * AppSession.DRAIN_STALL_NANOS, "reset after the drain limit");
+        assertEquals(TcpConnection.CLOSE_RESET, sleeper.closedReason);
+        assertTrue(now - detached >= AppSession.DRAIN_STALL_NANOS, "not before the limit");
+        assertTrue(remote.readable() < pipe, "it stalled with bytes unsent");
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "gone");
+        assertEquals(1, counters.get(PipeCounter.CONNECTIONS_RESET_APP_GONE));
+        app.close();
+    }
+
     @Test
     void aDeadAppIsReapedItsConnectionsResetAndItsFileDeleted() throws Exception
     {

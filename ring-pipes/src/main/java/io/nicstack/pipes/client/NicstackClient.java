@@ -315,7 +315,8 @@ public final class NicstackClient implements AutoCloseable
 
     /**
      * CLOSE every connection, UNLISTEN every listener, write DETACHED, stop the heartbeat thread, unmap and delete the
-     * app file. Idempotent; nothing of this client may be used afterwards.
+     * app file. Idempotent; nothing of this client may be used afterwards. As after close(2), the daemon still sends
+     * what each connection had committed, then its FIN, from the memory it keeps mapped.
      */
     @Override
     public void close()
