@@ -381,13 +381,16 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     {
                         return;
                     }
-                    final int reason = validate(header, size);
+                    // Each header field is read once: the app may rewrite them at any time, also between a check
+                    // and a use (a size that passed the checks and then grew would size the daemon's arrays).
+                    final Geometry geometry = Geometry.of(header);
+                    final int reason = validate(header, geometry, size);
                     if (reason != Reason.NONE)
                     {
                         reject(path, header, reason);
                         return;
                     }
-                    attach(path, attributes.fileKey(), AppFiles.Owner.of(path), channel, header);
+                    attach(path, attributes.fileKey(), AppFiles.Owner.of(path), channel, geometry);
                 }
                 finally
                 {
@@ -402,7 +405,24 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
     }
 
-    private int validate(final UnsafeBuffer header, final long size)
+    /** The sizes and pid an app's header asks for, each read once. */
+    private record Geometry(int maxConnections, int pipeCapacity, int ringCapacity, long appPid)
+    {
+        static Geometry of(final UnsafeBuffer header)
+        {
+            return new Geometry(header.getIntVolatile(AppFileDescriptor.MAX_CONNECTIONS_OFFSET),
+                header.getIntVolatile(AppFileDescriptor.PIPE_CAPACITY_OFFSET),
+                header.getIntVolatile(AppFileDescriptor.RING_CAPACITY_OFFSET),
+                header.getLongVolatile(AppFileDescriptor.APP_PID_OFFSET));
+        }
+
+        long fileLength()
+        {
+            return AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections);
+        }
+    }
+
+    private int validate(final UnsafeBuffer header, final Geometry g, final long size)
     {
         if (header.getLong(AppFileDescriptor.MAGIC_OFFSET) != AppFileDescriptor.MAGIC)
         {
@@ -412,17 +432,14 @@ public final class PipeServer implements LoopTask, AutoCloseable
         {
             return Reason.VERSION_MISMATCH;
         }
-        final int maxConnections = header.getInt(AppFileDescriptor.MAX_CONNECTIONS_OFFSET);
-        final int pipeCapacity = header.getInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET);
-        final int ringCapacity = header.getInt(AppFileDescriptor.RING_CAPACITY_OFFSET);
-        if (maxConnections < 1 || maxConnections > MAX_CONNECTIONS
-            || pipeCapacity < MIN_PIPE_CAPACITY || pipeCapacity > MAX_PIPE_CAPACITY || !BitUtil.isPowerOfTwo(pipeCapacity)
-            || ringCapacity < MIN_RING_CAPACITY || ringCapacity > MAX_RING_CAPACITY || !BitUtil.isPowerOfTwo(ringCapacity)
-            || header.getLong(AppFileDescriptor.APP_PID_OFFSET) <= 0)
+        if (g.maxConnections < 1 || g.maxConnections > MAX_CONNECTIONS
+            || g.pipeCapacity < MIN_PIPE_CAPACITY || g.pipeCapacity > MAX_PIPE_CAPACITY || !BitUtil.isPowerOfTwo(g.pipeCapacity)
+            || g.ringCapacity < MIN_RING_CAPACITY || g.ringCapacity > MAX_RING_CAPACITY || !BitUtil.isPowerOfTwo(g.ringCapacity)
+            || g.appPid <= 0)
         {
             return Reason.BAD_ARGUMENT;
         }
-        final long length = AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections);
+        final long length = g.fileLength();
         if (length > maxFileBytes || length > Integer.MAX_VALUE)
         {
             return Reason.LIMIT_MEMORY;
@@ -442,14 +459,14 @@ public final class PipeServer implements LoopTask, AutoCloseable
     }
 
     private void attach(final Path path, final Object fileKey, final AppFiles.Owner owner, final FileChannel channel,
-        final UnsafeBuffer header) throws IOException
+        final Geometry g) throws IOException
     {
-        final int maxConnections = header.getInt(AppFileDescriptor.MAX_CONNECTIONS_OFFSET);
-        final int pipeCapacity = header.getInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET);
-        final int ringCapacity = header.getInt(AppFileDescriptor.RING_CAPACITY_OFFSET);
-        final long appPid = header.getLong(AppFileDescriptor.APP_PID_OFFSET);
-        final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size());
-        final AppSession s = new AppSession(this, path, fileKey, owner, mapped, ringCapacity, pipeCapacity, maxConnections,
+        final int maxConnections = g.maxConnections;
+        final int pipeCapacity = g.pipeCapacity;
+        final long appPid = g.appPid;
+        // The length the checked sizes give, not the file's size now (the app may have changed it since).
+        final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, g.fileLength());
+        final AppSession s = new AppSession(this, path, fileKey, owner, mapped, g.ringCapacity, pipeCapacity, maxConnections,
             appPid);
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
         s.file.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);

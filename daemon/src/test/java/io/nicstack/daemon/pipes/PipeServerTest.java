@@ -50,6 +50,7 @@ class PipeServerTest
     private static final int PORT = 8080;
     private static final int RING = 1 << 16;
     private static final int PIPE = 1 << 16;
+    private static final int MIN_RING = 1024;
 
     @TempDir
     Path shm;
@@ -1060,6 +1061,50 @@ class PipeServerTest
         runUntil(() -> peer.closedReason == TcpConnection.CLOSE_RESET, 1_000_000_000L, "RST at the remote");
         assertFalse(Files.exists(app.path));
         app.close();
+    }
+
+    /**
+     * An app that rewrites its header's sizes while the daemon attaches it gets attached with the sizes that were
+     * checked, or rejected; a size read again after the checks once made the daemon size its arrays by it and die of
+     * OutOfMemoryError. A race: the rounds are bounded, and before the fix it was lost within a few dozen of them.
+     */
+    @Test
+    void sizesRewrittenDuringTheAttachAreReadOnce() throws Exception
+    {
+        for (int round = 0; round < 200; round++)
+        {
+            final TestApp app = new TestApp(server.appsDirectory(), "flip" + round, self, MIN_RING, 4096, 1).attach();
+            final UnsafeBuffer header = app.file;
+            final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            final Thread flipper = new Thread(() ->
+            {
+                while (!stop.get())
+                {
+                    header.putIntVolatile(AppFileDescriptor.MAX_CONNECTIONS_OFFSET, 1);
+                    header.putIntVolatile(AppFileDescriptor.MAX_CONNECTIONS_OFFSET, Integer.MAX_VALUE);
+                }
+            });
+            flipper.start();
+            try
+            {
+                server.tryAttach(app.path);
+            }
+            finally
+            {
+                stop.set(true);
+                flipper.join();
+            }
+            final AppSession session = server.session(app.path);
+            if (session != null)
+            {
+                assertEquals(1, session.maxConnections, "attached with the sizes checked");
+            }
+            else
+            {
+                assertEquals(AppFileDescriptor.STATE_REJECTED, app.state());
+            }
+            app.close();
+        }
     }
 
     @Test
