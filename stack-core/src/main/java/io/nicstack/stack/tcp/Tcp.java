@@ -76,7 +76,8 @@ public final class Tcp implements IpProtocolHandler
     private int dirtyCount;
     /** A listener has connections to announce after this burst. */
     boolean listenerPending;
-    private int nextEphemeral;
+    /** Picks the next ephemeral port; unsigned, it wraps at 2^32. Package-private so a test can start it near the wrap. */
+    int nextEphemeral;
     private long now;
     /** Header prediction for ESTABLISHED connections ({@code TcpConnection.predicted}); off only to test it. */
     boolean headerPrediction = true;
@@ -157,7 +158,8 @@ public final class Tcp implements IpProtocolHandler
         int localPort = -1;
         for (int i = 0; i < EPHEMERAL_COUNT; i++)
         {
-            final int candidate = EPHEMERAL_FIRST + (nextEphemeral++ % EPHEMERAL_COUNT);
+            // Unsigned: past 2^31 increments a signed remainder turns negative, a port below the dynamic range.
+            final int candidate = EPHEMERAL_FIRST + Integer.remainderUnsigned(nextEphemeral++, EPHEMERAL_COUNT);
             if (!listeners.containsKey(candidate) && !connections.containsKey(key(remoteIp, remotePort, candidate)))
             {
                 localPort = candidate;
@@ -289,7 +291,7 @@ public final class Tcp implements IpProtocolHandler
         int n = 0;
         for (final TcpListener l : listeners.values())
         {
-            n += l.synReceived;
+            n += l.synReceived();
         }
         return n;
     }
@@ -535,8 +537,7 @@ public final class Tcp implements IpProtocolHandler
         c.listener = listener;
         listener.live++;
         c.countedInListener = true;
-        c.inSynBacklog = true;
-        listener.synReceived++;
+        listener.addHalfOpen(c);
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_PASSIVE_OPENS);
         c.acceptSyn(in, isn.isn(localIp, in.destinationPort, remoteIp, in.sourcePort, nowNanos), nowNanos);
@@ -610,11 +611,7 @@ public final class Tcp implements IpProtocolHandler
         {
             return;
         }
-        if (c.inSynBacklog)
-        {
-            c.inSynBacklog = false;
-            listener.synReceived--;
-        }
+        listener.removeHalfOpen(c);
         if (!listener.enqueue(c))
         {
             counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);

@@ -679,7 +679,19 @@ public final class TcpConnection
         {
             if (Seq.lt(sndUna, seg.ack) && Seq.le(seg.ack, sndMax))
             {
+                if (listener != null && listener.acceptQueueFull())
+                {
+                    // No room to queue it for accept (connections from SYN cookies may have filled the queue while this
+                    // one was half-open): the ACK is dropped and the connection stays SYN-RECEIVED, as Linux does with
+                    // tcp_abort_on_overflow off. The SYN,ACK's retransmission, or the peer's next segment, tries again.
+                    tcp.count(StackCounter.TCP_LISTEN_OVERFLOWS);
+                    return;
+                }
                 establish(seg, now);
+                if (state == TcpState.CLOSED)
+                {
+                    return; // its listener could not take it (Tcp.established) and reset it
+                }
                 startDataPhase(now);
             }
             else

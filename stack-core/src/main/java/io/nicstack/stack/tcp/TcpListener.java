@@ -1,6 +1,7 @@
 package io.nicstack.stack.tcp;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.function.Consumer;
 
 import io.nicstack.stack.storage.BufferProvider;
@@ -17,7 +18,11 @@ public final class TcpListener
     private final TcpSettings settings;
     private final Consumer<TcpListener> onAcceptable;
     private final ArrayDeque<TcpConnection> acceptQueue;
-    int synReceived;
+    /**
+     * Connections in SYN-RECEIVED, for {@link #close} to end. A list, not links in each connection: it holds at most the
+     * backlog, and {@link Tcp#MAX_HALF_OPEN} over all listeners, while connections may number 100,000s.
+     */
+    private final ArrayList<TcpConnection> halfOpen = new ArrayList<>();
     /** Connections that came through this listener and are not closed yet (half-open, queued, accepted). */
     int live;
     private int maxConnections = 65_536;
@@ -96,10 +101,10 @@ public final class TcpListener
     /** Half-open connections. */
     public int synReceived()
     {
-        return synReceived;
+        return halfOpen.size();
     }
 
-    /** Stop listening; established connections already accepted live on, queued ones are reset. */
+    /** Stop listening; established connections already accepted live on, queued and half-open ones are reset. */
     public void close()
     {
         if (!open)
@@ -112,6 +117,13 @@ public final class TcpListener
         while ((c = acceptQueue.poll()) != null)
         {
             c.abort();
+        }
+        // RFC 9293 §3.10.5: ABORT in SYN-RECEIVED sends <SEQ=SND.NXT><CTL=RST>. Left alone, a half-open connection would
+        // resend its SYN,ACK for a port no longer listening, outside the stack-wide half-open bound. Each abort takes the
+        // last one out of the list (forget).
+        for (int i = halfOpen.size() - 1; i >= 0; i--)
+        {
+            halfOpen.get(i).abort();
         }
     }
 
@@ -137,7 +149,7 @@ public final class TcpListener
 
     boolean full()
     {
-        return synReceived + acceptQueue.size() >= backlog;
+        return halfOpen.size() + acceptQueue.size() >= backlog;
     }
 
     boolean acceptQueueFull()
@@ -157,6 +169,23 @@ public final class TcpListener
         return true;
     }
 
+    /** {@code c} entered SYN-RECEIVED through this listener: it holds a backlog slot until established or gone. */
+    void addHalfOpen(final TcpConnection c)
+    {
+        c.inSynBacklog = true;
+        halfOpen.add(c);
+    }
+
+    /** {@code c} left SYN-RECEIVED (established or gone): the backlog slot it held is free. */
+    void removeHalfOpen(final TcpConnection c)
+    {
+        if (c.inSynBacklog)
+        {
+            c.inSynBacklog = false;
+            halfOpen.remove(c);
+        }
+    }
+
     /** {@code c} stops counting against {@link #maxConnections} (when it ends, or enters TIME-WAIT without buffers). */
     void uncount(final TcpConnection c)
     {
@@ -170,11 +199,7 @@ public final class TcpListener
     void forget(final TcpConnection c, final TcpState was)
     {
         uncount(c);
-        if (c.inSynBacklog)
-        {
-            c.inSynBacklog = false;
-            synReceived--;
-        }
+        removeHalfOpen(c);
         acceptQueue.remove(c);
     }
 

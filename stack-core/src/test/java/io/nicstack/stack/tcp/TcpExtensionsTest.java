@@ -1184,6 +1184,63 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc4987_aHalfOpenConnectionWhoseAckFindsTheAcceptQueueFullIsNotReset()
+    {
+        // Backlog 1: A's SYN takes the one slot (SYN-RECEIVED), so B's SYN gets a cookie, and B's cookie ACK fills the
+        // accept queue (a real client behind a flood of spoofed SYNs must get in). A's own ACK then finds no room: it
+        // is dropped and A stays half-open, as in Linux, rather than reset for a handshake the listener admitted.
+        t.listen(1);
+        t.send(t.peerSyn());
+        final int issA = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).get(0).r.seq;
+        t.tsOn = false;
+        t.send(t.in());
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+        assertEquals(1, t.listener.pending());
+
+        t.peerPort = PEER_PORT;
+        t.iss = issA;
+        t.tsOn = true;
+        t.send(t.in());
+        t.recvNothing();
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(1, t.listener.synReceived(), "A is still half-open");
+
+        // The application takes B; A's SYN,ACK goes again at its timeout, and A's answer completes A.
+        assertNotNull(t.listener.accept());
+        t.advanceMs(1000);
+        t.recv(t.expectedSynAck().seq(issA));
+        t.send(t.in());
+        final TcpConnection a = t.listener.accept();
+        assertNotNull(a, "A's handshake completed once there was room");
+        assertEquals(TcpState.ESTABLISHED, a.state());
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+    }
+
+    @Test
+    void rfc9293_closingAListenerResetsItsHalfOpenConnections()
+    {
+        // §3.10.5 ABORT in SYN-RECEIVED: <SEQ=SND.NXT><CTL=RST>. A closed listener's half-open connections end with
+        // it, as its queued ones do; left alone they would go on sending SYN,ACKs for a port no longer listening.
+        t.listen();
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.listener.close();
+        t.recv(t.out().flags(RST).seq(t.iss + 1));
+        assertEquals(0, t.listener.synReceived());
+        assertEquals(0, t.stack.tcp().connectionCount());
+        t.advanceMs(10_000); // past the SYN,ACK's retransmission timeouts (1, 2 and 4 s)
+        t.recvNothing();
+
+        // §3.10.7.1: the peer's late ACK finds the port CLOSED: <SEQ=SEG.ACK><CTL=RST>.
+        t.send(t.in());
+        t.recv(t.out().flags(RST).seq(t.iss + 1));
+        assertEquals(1, t.counter(StackCounter.TCP_NO_CONNECTION));
+    }
+
+    @Test
     void listenerBacklogBoundsTheAcceptQueue()
     {
         t.listen(2);

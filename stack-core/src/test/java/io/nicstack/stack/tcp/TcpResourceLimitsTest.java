@@ -8,7 +8,10 @@ import static io.nicstack.stack.wire.TcpHeader.ACK;
 import static io.nicstack.stack.wire.TcpHeader.SYN;
 import static org.junit.jupiter.api.Assertions.*;
 
-/** RFC 4987: half-open state and buffer memory are bounded; beyond the bounds SYNs get cookies, never the heap. */
+/**
+ * RFC 4987: half-open state and buffer memory are bounded; beyond the bounds SYNs get cookies, never the heap. RFC 6335:
+ * active opens take their ports from the dynamic range only.
+ */
 class TcpResourceLimitsTest
 {
     @Test
@@ -62,5 +65,20 @@ class TcpResourceLimitsTest
         assertEquals(1, sent.stream().filter(seg -> (seg.r.flags & io.nicstack.stack.wire.TcpHeader.RST) != 0).count());
         assertEquals(2, t.listener.liveConnections());
         assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+    }
+
+    @Test
+    void rfc6335_ephemeralPortsStayInTheDynamicRangeWhenTheirCounterWraps()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final Tcp tcp = t.stack.tcp();
+        tcp.nextEphemeral = Integer.MAX_VALUE - 1;
+        final int[] ports = new int[4];
+        for (int i = 0; i < ports.length; i++)
+        {
+            ports[i] = tcp.connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null).localPort();
+        }
+        // 2^31 - 2 and 2^31 - 1, then the counter turns negative: still in order, still within 49152-65535.
+        assertArrayEquals(new int[] {65534, 65535, 49152, 49153}, ports);
     }
 }
