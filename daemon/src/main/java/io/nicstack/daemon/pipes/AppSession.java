@@ -324,7 +324,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
 
     private void onListen(final long requestId, final int port, final int backlog)
     {
-        if (port < 1 || port > 65535 || backlog < 1)
+        // Port 0: the stack picks an unused one (the answer names it); backlog 0: the least queue, as listen(2).
+        if (port < 0 || port > 65535 || backlog < 0)
         {
             error(requestId, Reason.BAD_ARGUMENT);
             return;
@@ -341,9 +342,9 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         }
         l.bufferProvider(this);
         l.maxConnections(maxConnections);
-        listeners.put(port, l);
+        listeners.put(l.port(), l);
         event().putLong(0, requestId);
-        scratch.putInt(8, port);
+        scratch.putInt(8, l.port());
         post(Protocol.LISTENING);
     }
 

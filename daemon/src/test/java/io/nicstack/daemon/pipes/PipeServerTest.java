@@ -893,6 +893,23 @@ class PipeServerTest
         return found[0];
     }
 
+    /** LISTEN on port 0 gets a port the stack picked (as bind(2) to 0), named in LISTENING; backlog 0 is the least queue. */
+    @Test
+    void listenOnPortZeroWithBacklogZeroGetsAPickedPort() throws IOException
+    {
+        final TestApp app = attach("zero", self, 1);
+        app.send(Protocol.LISTEN, 9, 0, 0);
+        final TestApp.Event listening = await(app, Protocol.LISTENING);
+        assertEquals(9, listening.longAt(0));
+        final int port = listening.intAt(8);
+        assertTrue(port >= 49152 && port <= 65535, "a port of the dynamic range: " + port);
+        b.tcp().connect(A_IP, port, new Peer(), null);
+        assertNotNull(await(app, Protocol.ACCEPTED));
+        app.send(Protocol.LISTEN, 10, -1, 8);
+        assertEquals(Reason.BAD_ARGUMENT, await(app, Protocol.ERROR).intAt(8));
+        app.close();
+    }
+
     @Test
     void closeFreesTheSlotForTheNextConnection() throws IOException
     {
@@ -1015,7 +1032,7 @@ class PipeServerTest
         app.send(Protocol.CLOSE, 0x1234_5678_9L, 0, 0);
         app.send(Protocol.SET_OPTION, Protocol.CONTROL_LENGTH, Protocol.connectionId(1, 7), Protocol.OPTION_NO_DELAY, 0, 1);
         app.send(Protocol.CLOSE, Protocol.connectionId(60_000, 1), 0, 0);
-        app.send(Protocol.LISTEN, 13, 0, 8);
+        app.send(Protocol.LISTEN, 13, 70_000, 8);
         app.send(Protocol.TLS_INSTALL, 14, 0, 0);
 
         final int[][] expected = {

@@ -117,17 +117,40 @@ public final class Tcp implements IpProtocolHandler
         return defaults;
     }
 
-    /** Listen on {@code port}; at most {@code backlog} connections wait in SYN-RECEIVED or for accept. */
+    /**
+     * Listen on {@code port} (0: an unused port of the dynamic range, as bind(2) to port 0; {@link TcpListener#port()}
+     * says which); at most {@code backlog} connections (at least 1) wait in SYN-RECEIVED or for accept.
+     *
+     * @throws IllegalStateException when the port is taken (or, for 0, every port of the dynamic range).
+     */
     public TcpListener listen(final int port, final int backlog, final Consumer<TcpListener> onAcceptable)
     {
-        checkPort(port);
-        if (listeners.containsKey(port))
+        final int local = port == 0 ? unusedPort() : port;
+        checkPort(local);
+        if (listeners.containsKey(local))
         {
-            throw new IllegalStateException("tcp port in use: " + port);
+            throw new IllegalStateException("tcp port in use: " + local);
         }
-        final TcpListener listener = new TcpListener(this, port, Math.max(1, backlog), defaults.copy(), onAcceptable);
-        listeners.put(port, listener);
+        final TcpListener listener = new TcpListener(this, local, Math.max(1, backlog), defaults.copy(), onAcceptable);
+        listeners.put(local, listener);
         return listener;
+    }
+
+    /**
+     * A port of the dynamic range no listener holds, from the counter active opens use, so it is unlikely to be the
+     * local port of a connection too (which only shares the table if the peer's address and port are also the same).
+     */
+    private int unusedPort()
+    {
+        for (int i = 0; i < EPHEMERAL_COUNT; i++)
+        {
+            final int candidate = EPHEMERAL_FIRST + Integer.remainderUnsigned(nextEphemeral++, EPHEMERAL_COUNT);
+            if (!listeners.containsKey(candidate))
+            {
+                return candidate;
+            }
+        }
+        throw new IllegalStateException("tcp: every port of the dynamic range is in use");
     }
 
     void unlisten(final TcpListener listener)

@@ -68,6 +68,26 @@ class TcpResourceLimitsTest
     }
 
     @Test
+    void rfc6335_listenOnPortZeroTakesAnUnusedPortOfTheDynamicRange()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final Tcp tcp = t.stack.tcp();
+        tcp.nextEphemeral = 0;
+        tcp.listen(49152, 1, null);
+        final TcpListener picked = tcp.listen(0, 0, null);
+        assertEquals(49153, picked.port(), "49152 is taken");
+        final TcpListener next = tcp.listen(0, 1, null);
+        assertNotEquals(picked.port(), next.port());
+        assertTrue(next.port() >= 49152 && next.port() <= 65535);
+
+        // The picked port serves connections like any other.
+        t.listener = picked;
+        t.localPort = picked.port();
+        t.send(t.peerSyn());
+        assertEquals(1, picked.synReceived());
+    }
+
+    @Test
     void rfc6335_ephemeralPortsStayInTheDynamicRangeWhenTheirCounterWraps()
     {
         final TcpTestHarness t = new TcpTestHarness();
