@@ -142,7 +142,7 @@ public final class Protocol
                 case RESET: return "connection reset by peer";
                 case TIMED_OUT: return "connection timed out";
                 case LIMIT_CONNECTIONS: return "connection limit of this app reached";
-                case LIMIT_MEMORY: return "shared memory limit of this app reached";
+                case LIMIT_MEMORY: return "memory limit reached (this app's shared memory, or the daemon's for attached apps)";
                 case BAD_MESSAGE: return "malformed control message";
                 case UNKNOWN_CONNECTION: return "unknown or stale connection id";
                 case VERSION_MISMATCH: return "layout version mismatch between app and daemon";

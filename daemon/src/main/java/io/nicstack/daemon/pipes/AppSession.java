@@ -35,6 +35,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     /** Control messages taken from one app per round, so one app cannot starve the loop. */
     private static final int CONTROL_BURST = 64;
     private static final int EVENT_RECORD = 4 + Protocol.EVENT_LENGTH;
+    /** Daemon heap per slot, rounded up: a review measured 400-730 bytes (PipeSlot, its pipes and views, the slot arrays). */
+    private static final int SLOT_HEAP_BYTES = 1024;
     /** File bytes read into one TX pipe per round at most, so one large file cannot hold up the loop. */
     private static final int FILL_BURST = 256 * 1024;
     /**
@@ -61,6 +63,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     final UnsafeBuffer file;
     final int maxConnections;
     final int pipeCapacity;
+    final int ringCapacity;
     private final AppFiles appFiles;
     private boolean refusalLogged;
     /** What is left of {@link #FILL_BUDGET} this round. */
@@ -100,6 +103,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         this.pid = pid;
         this.maxConnections = maxConnections;
         this.pipeCapacity = pipeCapacity;
+        this.ringCapacity = ringCapacity;
         this.appFiles = new AppFiles(path, pid, owner);
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new ControlRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
@@ -113,8 +117,25 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             slots[i] = new PipeSlot(this, file, ringCapacity, pipeCapacity, i, PipeServer.MAX_OUT_OF_ORDER_RANGES);
             freeSlots[freeCount++] = i;
         }
-        // Each slot yields at most three events (opened, peer closed, closed) plus an answer per request.
-        backlogLimit = (3 * maxConnections + 4 * ringCapacity / Protocol.EVENT_LENGTH + 1024) * EVENT_RECORD;
+        backlogLimit = backlogLimit(maxConnections, ringCapacity);
+    }
+
+    /**
+     * Bytes of events owed an app at most before it is reaped: each slot yields at most three (opened, peer closed,
+     * closed), plus an answer per request.
+     */
+    private static int backlogLimit(final int maxConnections, final int ringCapacity)
+    {
+        return (3 * maxConnections + 4 * ringCapacity / Protocol.EVENT_LENGTH + 1024) * EVENT_RECORD;
+    }
+
+    /**
+     * The daemon heap an app of this geometry may come to hold: its slots (a {@link PipeSlot} with its pipes' views and
+     * out-of-order ranges, under 1 KiB each) and a full event backlog. The pipes themselves are the app's memory.
+     */
+    static long heapBytes(final int maxConnections, final int ringCapacity)
+    {
+        return maxConnections * (long)SLOT_HEAP_BYTES + backlogLimit(maxConnections, ringCapacity);
     }
 
     int freeSlots()

@@ -63,6 +63,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
     private final PrintStream log;
     private boolean sendFileAllowed = true;
     private final long maxFileBytes;
+    /** Daemon heap the attached apps may come to hold in all ({@link AppSession#heapBytes}); more apps are refused. */
+    private long heapBudget = Runtime.getRuntime().maxMemory() / 4;
+    private long heapPromised;
     private final List<AppSession> sessions = new ArrayList<>();
     private final Map<Path, AppSession> byPath = new HashMap<>();
     /** Files refused once; skipped until they disappear. */
@@ -88,6 +91,17 @@ public final class PipeServer implements LoopTask, AutoCloseable
         this.maxFileBytes = maxFileBytes;
         this.log = log;
         this.nextHousekeeping = nanoClock.nanoTime();
+    }
+
+    /**
+     * Bound the daemon heap that attached apps may come to hold together (default: a quarter of the JVM's maximum
+     * heap): an app whose slots and event backlog would pass it is refused with LIMIT_MEMORY, so many or large apps
+     * cannot exhaust the heap the stack runs in.
+     */
+    public PipeServer heapBudget(final long bytes)
+    {
+        this.heapBudget = bytes;
+        return this;
     }
 
     /** {@code false} ({@code --no-send-file}): every SEND_FILE is refused, and apps copy their files themselves. */
@@ -277,6 +291,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
     {
         sessions.remove(s);
         byPath.remove(s.path, s);
+        heapPromised -= AppSession.heapBytes(s.maxConnections, s.ringCapacity);
         int reset = 0;
         try
         {
@@ -440,7 +455,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
             return Reason.BAD_ARGUMENT;
         }
         final long length = g.fileLength();
-        if (length > maxFileBytes || length > Integer.MAX_VALUE)
+        if (length > maxFileBytes || length > Integer.MAX_VALUE
+            || heapPromised + AppSession.heapBytes(g.maxConnections, g.ringCapacity) > heapBudget)
         {
             return Reason.LIMIT_MEMORY;
         }
@@ -475,6 +491,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         s.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHED);
         sessions.add(s);
         byPath.put(path, s);
+        heapPromised += AppSession.heapBytes(maxConnections, g.ringCapacity);
         counters.increment(PipeCounter.APPS_ATTACHED);
         log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + appPid + ", " + maxConnections
             + " connections of " + pipeCapacity + "-byte pipes)");

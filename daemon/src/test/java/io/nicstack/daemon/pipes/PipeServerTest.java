@@ -1124,6 +1124,30 @@ class PipeServerTest
         }
     }
 
+    /**
+     * Apps cannot exhaust the daemon's heap: each is admitted against a budget for the heap its slots and event
+     * backlog may come to hold (a review attached 41 sparse files of 65536 slots, 172 KB on disk, and the daemon died
+     * of OutOfMemoryError). Beyond it an app is refused with LIMIT_MEMORY; the budget frees when an app goes.
+     */
+    @Test
+    void appsBeyondTheDaemonsHeapBudgetAreRefused() throws IOException
+    {
+        final long oneApp = AppSession.heapBytes(16, RING);
+        server.heapBudget(oneApp + oneApp / 2);
+        final TestApp first = attach("first", self, 16);
+        final TestApp second = new TestApp(server.appsDirectory(), "second", self, RING, PIPE, 16).attach();
+        runUntil(() -> second.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+        assertEquals(AppFileDescriptor.STATE_REJECTED, second.state());
+        assertEquals(Reason.LIMIT_MEMORY, second.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        second.close();
+
+        first.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "first gone");
+        first.close();
+        final TestApp third = attach("third", self, 16);
+        third.close();
+    }
+
     @Test
     void badFilesAreRejectedWithAReason() throws IOException
     {
