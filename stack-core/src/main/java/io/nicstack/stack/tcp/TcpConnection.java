@@ -1173,6 +1173,14 @@ public final class TcpConnection
                 persistBackoff = 0;
             }
         }
+        if (sndWnd == 0 && finRequested && sndUna == finSeq() && sndMax != sndUna)
+        {
+            // Only our FIN outstanding, behind a closed window: a receiver with RCV.WND = 0 drops it (a segment of
+            // length 1) and ACKs, so the FIN is in effect a zero-window probe and this ACK its answer. The connection
+            // stays open while the peer answers (RFC 9293 §3.8.6.1, MUST-36, MUST-37; RFC 1122 4.2.2.17): the retries
+            // toward R2 start again (as a probe answer clears Linux's icsk_probes_out); the RTO keeps its backoff.
+            retransmits = 0;
+        }
     }
 
     /** Keep TS.Recent (RFC 7323 §4.3): only from a segment that covers Last.ACK.sent and passes PAWS. */
@@ -2476,7 +2484,8 @@ public final class TcpConnection
         // through it. The expiry still goes back to SND.UNA, but leaves the window to the persist timer, whose probes
         // the peer must answer; it is no retry towards R2, or a peer that keeps its window closed for long, as it may,
         // would have the connection dropped while answering every probe (as Linux's tcp_retransmit_timer). Only data
-        // waits on the persist timer: a FIN alone is retransmitted, and counted, as usual.
+        // waits on the persist timer: a FIN alone is retransmitted, and counted, as usual, until the peer answers it
+        // (updateSendWindow: an answer behind a closed window clears the count, as a probe's answer would).
         final boolean windowClosed = state.isSynchronized() && sndWnd == 0 && sendBuffer.end() > offsetOfSend(sndUna);
         final boolean opening = state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED;
         if (!windowClosed)

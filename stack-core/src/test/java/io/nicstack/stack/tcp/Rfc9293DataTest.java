@@ -430,6 +430,39 @@ class Rfc9293DataTest
     }
 
     @Test
+    void rfc9293_must36_aFinBehindAZeroWindowLivesWhileThePeerAnswers()
+    {
+        // §3.8.6.1 (MUST-36, MUST-37), RFC 1122 4.2.2.17: a FIN sent into a closed window probes it. A receiver with
+        // RCV.WND = 0 drops the FIN (a segment of length 1) and answers with its ACK: the connection stays open for as
+        // long as it does, well past R2 retransmissions.
+        t.passiveOpen();
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.send(t.in().ack(t.iss + 101).window(0));
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 101).window(0));
+        int answered = 0;
+        for (int step = 0; step < 3600 && t.conn.state() == TcpState.FIN_WAIT_1; step++)
+        {
+            t.advance(SECOND);
+            for (final Seg s : t.recv())
+            {
+                assertEquals(t.iss + 101, s.r.seq, t.describe(s));
+                assertTrue(s.r.hasFlags(FIN), "the FIN sent again: " + t.describe(s));
+                t.send(t.in().ack(t.iss + 101).window(0));
+                answered++;
+            }
+        }
+        assertEquals(TcpState.FIN_WAIT_1, t.conn.state(), "still open after an hour of answered FINs (" + answered + ")");
+        assertTrue(answered > t.conn.settings().r2Retransmits, "more answered than R2: " + answered);
+        // The window opens and the peer takes the FIN: the close goes on as usual.
+        t.send(t.in().ack(t.iss + 102));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+    }
+
+    @Test
     void rfc9293_must36_probeBytesThePeerTakesAreAnswersToo()
     {
         // A peer may take a probe's byte and still advertise a zero window: the new ACK answers the probe as much as
