@@ -159,9 +159,9 @@ public final class Ipv4
             counters.increment(StackCounter.IPV4_DROP_TTL);
             return;
         }
-        if (isBroadcastOrMulticast(h.source))
+        if (invalidSource(h.source))
         {
-            // RFC 1122 3.2.1.3: silently discard datagrams whose source is broadcast or multicast.
+            // RFC 1122 3.2.1.3: silently discard a datagram from an invalid source, before any layer can answer it.
             counters.increment(StackCounter.IPV4_DROP_BAD_SOURCE);
             return;
         }
@@ -266,9 +266,19 @@ public final class Ipv4
         return true;
     }
 
-    private static boolean isBroadcastOrMulticast(final int address)
+    /**
+     * True when no single host may send from {@code address} (RFC 1122 3.2.1.3; the martian sources of RFC 1812 5.3.7).
+     *
+     * <p>0/8 is a source only while a host learns its address (BOOTP/DHCP clients, talking to a server: this stack runs
+     * neither). 127/8 must never appear outside a host. 224/4 (multicast), 240/4 (reserved, class E) and
+     * 255.255.255.255 are not one host, nor is our subnet's broadcast address (a /31 has none, RFC 3021: its other
+     * address is the peer). Our own address from the wire is spoofed (LAND): we never receive what we send.
+     */
+    private boolean invalidSource(final int address)
     {
-        return address == 0xFFFF_FFFF || (address >>> 28) == 0xE;
+        final int firstOctet = address >>> 24;
+        return firstOctet == 0 || firstOctet == 127 || firstOctet >= 224 || address == config.address()
+            || (address == config.subnetBroadcast() && config.prefixLength() <= 30);
     }
 
     /** True when {@code address} is the limited broadcast address or our subnet's broadcast address. */

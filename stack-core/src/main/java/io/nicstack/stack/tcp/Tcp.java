@@ -438,8 +438,8 @@ public final class Tcp implements IpProtocolHandler
         // for no connection is checked here.
         if (c == null && invalidUnicast(src))
         {
-            // RFC 9293 §3.9.2 (MUST-63): a SYN (or anything else) from a broadcast/multicast source is ignored;
-            // the IP layer drops 255.255.255.255 and 224/4 but not our subnet's broadcast address.
+            // RFC 9293 §3.9.2 (MUST-63): a SYN (or anything else) from a broadcast/multicast source is ignored. The
+            // IP layer drops such sources first (Ipv4.invalidSource); this holds for TCP whatever delivers to it.
             counters.increment(StackCounter.TCP_DROP_BROADCAST);
             return;
         }
