@@ -149,7 +149,12 @@ class PipeServerTest
 
     private TestApp attach(final String name, final long pid, final int maxConnections) throws IOException
     {
-        final TestApp app = new TestApp(server.appsDirectory(), name, pid, RING, PIPE, maxConnections).attach();
+        return attach(name, pid, maxConnections, PIPE);
+    }
+
+    private TestApp attach(final String name, final long pid, final int maxConnections, final int pipeCapacity) throws IOException
+    {
+        final TestApp app = new TestApp(server.appsDirectory(), name, pid, RING, pipeCapacity, maxConnections).attach();
         runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
         assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
         return app;
@@ -1192,8 +1197,7 @@ class PipeServerTest
     void anAppThatDetachesInOrderHasWhatItCommittedSentAndThenAFin() throws IOException
     {
         final int pipe = 1 << 20;
-        final TestApp app = new TestApp(server.appsDirectory(), "detach", self, RING, pipe, 2).attach();
-        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        final TestApp app = attach("detach", self, 2, pipe);
         listen(app, PORT);
         final Peer slow = new Peer();
         final TcpConnection remote = b.tcp().connect(A_IP, PORT, slow, null);
@@ -1249,8 +1253,7 @@ class PipeServerTest
     void aDetachedAppsConnectionThatStallsIsResetAfterTheDrainLimit() throws IOException
     {
         final int pipe = 1 << 20; // more than B's receive buffer
-        final TestApp app = new TestApp(server.appsDirectory(), "stalled", self, RING, pipe, 1).attach();
-        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        final TestApp app = attach("stalled", self, 1, pipe);
         listen(app, PORT);
         final Peer sleeper = new Peer();
         final TcpConnection remote = b.tcp().connect(A_IP, PORT, sleeper, null);

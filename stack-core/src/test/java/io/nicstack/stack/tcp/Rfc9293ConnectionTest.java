@@ -404,12 +404,7 @@ class Rfc9293ConnectionTest
         final long twoMsl = t.settings().timeWaitNanos;
         assertTrue(twoMsl >= 60 * SECOND, "2*MSL with MSL = 30 s (Linux); RFC 9293 suggests MSL = 2 min");
         t.passiveOpen();
-        t.conn.close();
-        t.poll();
-        t.recv(t.out().flags(ACK | FIN));
-        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
-        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
-        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        t.closeIntoTimeWait();
 
         // An old duplicate ACK is answered.
         t.advance(twoMsl / 4);
@@ -494,12 +489,7 @@ class Rfc9293ConnectionTest
     void rfc9293_abortInTimeWaitDropsTheConnectionWithoutReset()
     {
         t.passiveOpen();
-        t.conn.close();
-        t.poll();
-        t.recv(t.out().flags(ACK | FIN));
-        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
-        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
-        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        t.closeIntoTimeWait();
         // §3.10.5: ABORT in TIME-WAIT deletes the TCB, and sends nothing.
         t.conn.abort();
         t.poll();

@@ -262,11 +262,7 @@ class Rfc9293DataTest
         t.settings().keepAliveIntervalNanos = 2 * SECOND;
         t.settings().keepAliveProbes = 3;
         t.passiveOpen();
-        t.conn.close();
-        t.poll();
-        t.recv(t.out().flags(ACK | FIN));
-        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
-        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        t.closeIntoTimeWait();
         // The peer's FIN again (our ACK was lost): acknowledged, and nothing else until 2*MSL ends TIME-WAIT.
         t.advance(SECOND);
         t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
@@ -315,8 +311,8 @@ class Rfc9293DataTest
         t.recv(t.out().seq(t.iss + 1461).flags(ACK | PSH).payloadLength(540));
     }
 
-    @Test
-    void rfc5961_anAbortAfterAZeroWindowProbeResetsAtThePeersRcvNxt()
+    /** 1460 of 2000 octets sent and acknowledged with the window closed; one RTO later the probe's octet goes. */
+    private void sendAZeroWindowProbe()
     {
         t.passiveOpen();
         t.write(bytes(2000, 8));
@@ -324,6 +320,12 @@ class Rfc9293DataTest
         t.send(t.in().ack(t.iss + 1461).window(0));
         t.advance(t.conn.rtoNanos());
         t.recv(t.out().seq(t.iss + 1461).payloadLength(1));
+    }
+
+    @Test
+    void rfc5961_anAbortAfterAZeroWindowProbeResetsAtThePeersRcvNxt()
+    {
+        sendAZeroWindowProbe();
         // The probe's octet was not taken: the peer's RCV.NXT is iss + 1461 and its window zero. A reset at SND.MAX
         // (iss + 1462) would be outside it and dropped (RFC 5961 §3.2 takes only SEG.SEQ = RCV.NXT then).
         t.send(t.in().ack(t.iss + 1461).window(0));
@@ -408,11 +410,9 @@ class Rfc9293DataTest
         assertEquals(t.iss + 1461, t.recv().get(0).r.seq, "the window reopens: the data goes again from SND.UNA");
     }
 
-    @Test
-    void rfc9293_must20_aFinUnansweredBehindAZeroWindowStillEndsAfterR2()
+    /** 100 octets sent and acknowledged with the window closed, then close(): the FIN goes out into the zero window. */
+    private void closeBehindAZeroWindow()
     {
-        // Only data waits on the persist timer: a FIN alone, sent again and again into a closed window of a peer that
-        // no longer answers, counts its retransmissions toward R2 like any other.
         t.passiveOpen();
         t.write(bytes(100, 1));
         t.recv(t.out().flags(ACK | PSH).payloadLength(100));
@@ -420,6 +420,14 @@ class Rfc9293DataTest
         t.conn.close();
         t.poll();
         t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+    }
+
+    @Test
+    void rfc9293_must20_aFinUnansweredBehindAZeroWindowStillEndsAfterR2()
+    {
+        // Only data waits on the persist timer: a FIN alone, sent again and again into a closed window of a peer that
+        // no longer answers, counts its retransmissions toward R2 like any other.
+        closeBehindAZeroWindow();
         for (int step = 0; step < 7200 && t.conn.state() != TcpState.CLOSED; step++)
         {
             t.advance(SECOND);
@@ -435,13 +443,7 @@ class Rfc9293DataTest
         // §3.8.6.1 (MUST-36, MUST-37), RFC 1122 4.2.2.17: a FIN sent into a closed window probes it. A receiver with
         // RCV.WND = 0 drops the FIN (a segment of length 1) and answers with its ACK: the connection stays open for as
         // long as it does, well past R2 retransmissions.
-        t.passiveOpen();
-        t.write(bytes(100, 1));
-        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        t.send(t.in().ack(t.iss + 101).window(0));
-        t.conn.close();
-        t.poll();
-        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        closeBehindAZeroWindow();
         t.send(t.in().ack(t.iss + 101).window(0));
         int answered = 0;
         for (int step = 0; step < 3600 && t.conn.state() == TcpState.FIN_WAIT_1; step++)
@@ -615,12 +617,7 @@ class Rfc9293DataTest
         // Our probe's octet lies beyond the peer's zero window, so SND.MAX is one past the only sequence number the
         // peer accepts (RCV.NXT). A pure ACK (here, for data the peer sends while its own window is closed) carries
         // the window's right edge instead, or the peer would drop it with its ACK field unread.
-        t.passiveOpen();
-        t.write(bytes(2000, 8));
-        t.recv(t.out().payloadLength(1460));
-        t.send(t.in().ack(t.iss + 1461).window(0));
-        t.advance(t.conn.rtoNanos());
-        t.recv(t.out().seq(t.iss + 1461).payloadLength(1));
+        sendAZeroWindowProbe();
         t.send(t.in().ack(t.iss + 1461).window(0).payload(bytes(100, 3)));
         t.advanceMs(200);
         t.recv(t.out().seq(t.iss + 1461).ack(t.irs + 101));

@@ -322,6 +322,17 @@ final class TcpTestHarness
         return listener;
     }
 
+    /** From ESTABLISHED with nothing outstanding: close, our FIN, the peer's FIN with its ACK, our ACK: TIME-WAIT. */
+    void closeIntoTimeWait()
+    {
+        conn.close();
+        poll();
+        recv(out().flags(TcpHeader.ACK | TcpHeader.FIN));
+        send(in().ack(iss + 2).flags(TcpHeader.ACK | TcpHeader.FIN));
+        recv(out().seq(iss + 2).ack(irs + 2));
+        assertEquals(TcpState.TIME_WAIT, conn.state());
+    }
+
     /**
      * Passive open: the peer's SYN (with the configured options), the stack's SYN-ACK (its ISN is
      * recorded in {@link #iss}), the peer's ACK; the accepted connection gets {@link #events}.
