@@ -144,13 +144,20 @@ public final class Tcp implements IpProtocolHandler
     {
         for (int i = 0; i < EPHEMERAL_COUNT; i++)
         {
-            final int candidate = EPHEMERAL_FIRST + Integer.remainderUnsigned(nextEphemeral++, EPHEMERAL_COUNT);
+            final int candidate = nextEphemeralPort();
             if (!listeners.containsKey(candidate))
             {
                 return candidate;
             }
         }
         throw new IllegalStateException("tcp: every port of the dynamic range is in use");
+    }
+
+    /** The next port of the dynamic range (RFC 6335) to try, for an active open or a listen on port 0. */
+    private int nextEphemeralPort()
+    {
+        // Unsigned: past 2^31 increments a signed remainder turns negative, a port below the dynamic range.
+        return EPHEMERAL_FIRST + Integer.remainderUnsigned(nextEphemeral++, EPHEMERAL_COUNT);
     }
 
     void unlisten(final TcpListener listener)
@@ -181,8 +188,7 @@ public final class Tcp implements IpProtocolHandler
         int localPort = -1;
         for (int i = 0; i < EPHEMERAL_COUNT; i++)
         {
-            // Unsigned: past 2^31 increments a signed remainder turns negative, a port below the dynamic range.
-            final int candidate = EPHEMERAL_FIRST + Integer.remainderUnsigned(nextEphemeral++, EPHEMERAL_COUNT);
+            final int candidate = nextEphemeralPort();
             if (!listeners.containsKey(candidate) && !connections.containsKey(key(remoteIp, remotePort, candidate)))
             {
                 localPort = candidate;

@@ -428,7 +428,7 @@ public final class TcpConnection
     public void close()
     {
         closedByApplication = true;
-        if (receiveBuffer.readable() > 0 && state.isSynchronized() && state != TcpState.TIME_WAIT)
+        if (receiveBuffer.readable() > 0 && state.isSynchronizedBeforeTimeWait())
         {
             abort();
             return;
@@ -446,7 +446,7 @@ public final class TcpConnection
         {
             return;
         }
-        if (state == TcpState.SYN_RECEIVED || (state.isSynchronized() && state != TcpState.TIME_WAIT))
+        if (state == TcpState.SYN_RECEIVED || state.isSynchronizedBeforeTimeWait())
         {
             tcp.sendReset(localIp, localPort, remoteIp, remotePort, seqWithoutText(), 0, false, tcp.now());
         }
@@ -558,7 +558,7 @@ public final class TcpConnection
     void onSegment(final TcpRepr seg, final DirectBuffer buffer, final long now)
     {
         lastActivity = now;
-        if (settings.keepAlive && state.isSynchronized() && state != TcpState.TIME_WAIT)
+        if (settings.keepAlive && state.isSynchronizedBeforeTimeWait())
         {
             // Not in TIME-WAIT (a peer's retransmitted FIN): probes there would end it before 2*MSL (MUST-13).
             keepAliveProbesSent = 0;
@@ -2236,7 +2236,7 @@ public final class TcpConnection
     private void onLossProbeTimeout(final long now)
     {
         if (tlpOutstanding || tlpAwaitingRttSample || recovering() || sndUna == sndMax || sndWnd == 0
-            || !state.isSynchronized() || state == TcpState.TIME_WAIT)
+            || !state.isSynchronizedBeforeTimeWait())
         {
             return;
         }

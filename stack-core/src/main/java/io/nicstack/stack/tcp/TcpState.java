@@ -21,6 +21,15 @@ public enum TcpState
         return ordinal() >= ESTABLISHED.ordinal();
     }
 
+    /**
+     * Synchronized and not yet in TIME-WAIT: the peer may still need a segment from us. In TIME-WAIT both ends are
+     * done, and only the 2*MSL wait is left (no reset, no keep-alive, no probe).
+     */
+    public boolean isSynchronizedBeforeTimeWait()
+    {
+        return isSynchronized() && this != TIME_WAIT;
+    }
+
     /** States in which received payload is delivered to the application. */
     public boolean receivesData()
     {
