@@ -925,7 +925,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
                 reset++;
             }
         }
-        drainAcked = ackedByDrainingConnections();
+        drainAcked = drainProgress();
         drainDeadline = nowNanos + DRAIN_STALL_NANOS;
         return reset;
     }
@@ -941,16 +941,11 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
      */
     boolean drained(final long nowNanos)
     {
-        boolean live = false;
-        for (final PipeSlot s : slots)
-        {
-            live |= s.allocated && !s.tcpGone;
-        }
-        if (!live)
+        final long acked = drainProgress();
+        if (acked < 0)
         {
             return true;
         }
-        final long acked = ackedByDrainingConnections();
         if (acked != drainAcked)
         {
             drainAcked = acked;
@@ -959,17 +954,20 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         return nowNanos - drainDeadline >= 0;
     }
 
-    private long ackedByDrainingConnections()
+    /** Octets acknowledged so far on the connections that still hold a slot; -1 when none does. */
+    private long drainProgress()
     {
+        boolean live = false;
         long acked = 0;
         for (final PipeSlot s : slots)
         {
-            if (s.allocated && !s.tcpGone && s.connection != null)
+            if (s.allocated && !s.tcpGone)
             {
-                acked += s.connection.bytesAcked();
+                live = true;
+                acked += s.connection != null ? s.connection.bytesAcked() : 0;
             }
         }
-        return acked;
+        return live ? acked : -1;
     }
 
     /**

@@ -187,7 +187,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         if (now - nextHousekeeping >= 0)
         {
             nextHousekeeping = now + HOUSEKEEPING_NANOS;
-            housekeeping();
+            housekeeping(now);
             work++;
         }
         for (int i = 0; i < sessions.size(); i++)
@@ -224,7 +224,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         stack.flush();
     }
 
-    private void housekeeping()
+    private void housekeeping(final long nowNanos)
     {
         final long epochMillis = epochClock.time();
         scanTick = !scanTick;
@@ -251,7 +251,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
             else if (s.draining())
             {
                 // Detached in order: its process may be gone by now; the connections it closed finish first.
-                if (s.drained(nanoClock.nanoTime()))
+                if (s.drained(nowNanos))
                 {
                     reap(s, PipeCounter.APPS_DETACHED, 0, 0);
                     i--;
@@ -263,12 +263,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
             }
             else if (state == AppFileDescriptor.STATE_DETACHED)
             {
-                final int reset = s.beginDrain(nanoClock.nanoTime());
+                final int reset = s.beginDrain(nowNanos);
                 counters.add(PipeCounter.CONNECTIONS_RESET_APP_GONE, reset);
                 // The name is free for the app to attach again while the connections drain.
                 byPath.remove(s.path, s);
                 deleteFile(s);
-                if (s.broken() || s.drained(nanoClock.nanoTime()))
+                if (s.broken() || s.drained(nowNanos))
                 {
                     reap(s, s.broken() ? PipeCounter.APPS_REAPED_BROKEN : PipeCounter.APPS_DETACHED, 0, 0);
                     i--;
@@ -477,13 +477,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
     private void attach(final Path path, final Object fileKey, final AppFiles.Owner owner, final FileChannel channel,
         final Geometry g) throws IOException
     {
-        final int maxConnections = g.maxConnections;
-        final int pipeCapacity = g.pipeCapacity;
-        final long appPid = g.appPid;
         // The length the checked sizes give, not the file's size now (the app may have changed it since).
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, g.fileLength());
-        final AppSession s = new AppSession(this, path, fileKey, owner, mapped, g.ringCapacity, pipeCapacity, maxConnections,
-            appPid);
+        final AppSession s = new AppSession(this, path, fileKey, owner, mapped, g.ringCapacity, g.pipeCapacity,
+            g.maxConnections, g.appPid);
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
         s.file.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
         s.file.putInt(AppFileDescriptor.REASON_OFFSET, Reason.NONE);
@@ -491,10 +488,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
         s.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHED);
         sessions.add(s);
         byPath.put(path, s);
-        heapPromised += AppSession.heapBytes(maxConnections, g.ringCapacity);
+        heapPromised += AppSession.heapBytes(g.maxConnections, g.ringCapacity);
         counters.increment(PipeCounter.APPS_ATTACHED);
-        log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + appPid + ", " + maxConnections
-            + " connections of " + pipeCapacity + "-byte pipes)");
+        log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + g.appPid + ", " + g.maxConnections
+            + " connections of " + g.pipeCapacity + "-byte pipes)");
     }
 
     /** Daemon shutdown: every attached app learns the daemon is gone. */
