@@ -159,7 +159,7 @@ public final class Ipv4
             counters.increment(StackCounter.IPV4_DROP_TTL);
             return;
         }
-        if (invalidSource(h.source))
+        if (isMartian(h.source))
         {
             // RFC 1122 3.2.1.3: silently discard a datagram from an invalid source, before any layer can answer it.
             counters.increment(StackCounter.IPV4_DROP_BAD_SOURCE);
@@ -267,18 +267,20 @@ public final class Ipv4
     }
 
     /**
-     * True when no single host may send from {@code address} (RFC 1122 3.2.1.3; the martian sources of RFC 1812 5.3.7).
+     * True when no single peer of ours can hold {@code address}: we drop datagrams from it (RFC 1122 3.2.1.3; the
+     * martian sources of RFC 1812 5.3.7) and refuse to open connections to it.
      *
      * <p>0/8 is a source only while a host learns its address (BOOTP/DHCP clients, talking to a server: this stack runs
-     * neither). 127/8 must never appear outside a host. 224/4 (multicast), 240/4 (reserved, class E) and
-     * 255.255.255.255 are not one host, nor is our subnet's broadcast address (a /31 has none, RFC 3021: its other
-     * address is the peer). Our own address from the wire is spoofed (LAND): we never receive what we send.
+     * neither). 127/8 must never appear outside a host, and this stack has no loopback. 224/4 (multicast), 240/4
+     * (reserved, class E) and 255.255.255.255 are not one host, nor is our subnet's broadcast address (StackConfig
+     * allows prefixes up to /30, so there always is one). Our own address from the wire is spoofed (LAND), and to it a
+     * SYN would leave on the wire and never come back.
      */
-    private boolean invalidSource(final int address)
+    public boolean isMartian(final int address)
     {
         final int firstOctet = address >>> 24;
         return firstOctet == 0 || firstOctet == 127 || firstOctet >= 224 || address == config.address()
-            || (address == config.subnetBroadcast() && config.prefixLength() <= 30);
+            || address == config.subnetBroadcast();
     }
 
     /** True when {@code address} is the limited broadcast address or our subnet's broadcast address. */

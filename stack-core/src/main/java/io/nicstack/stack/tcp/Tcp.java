@@ -180,8 +180,9 @@ public final class Tcp implements IpProtocolHandler
         final int remoteIp, final int remotePort, final TcpHandler handler, final TcpSettings settings, final BufferProvider provider)
     {
         checkPort(remotePort);
-        // RFC 9293 §3.9.2 (MUST-46): an OPEN to a broadcast, multicast or unspecified address is an error.
-        if (invalidUnicast(remoteIp))
+        // RFC 9293 §3.9.2 (MUST-46): an OPEN to a broadcast, multicast or unspecified address is an error; so is one
+        // to an address no peer can hold (loopback, class E, our own).
+        if (ip.isMartian(remoteIp))
         {
             throw new IllegalArgumentException("tcp cannot connect to " + io.nicstack.stack.wire.Ipv4Address.format(remoteIp));
         }
@@ -325,12 +326,6 @@ public final class Tcp implements IpProtocolHandler
         return n;
     }
 
-    /** 0.0.0.0, 255.255.255.255, our subnet broadcast or a multicast (224/4) address: never a TCP peer. */
-    private boolean invalidUnicast(final int address)
-    {
-        return address == 0 || (address >>> 28) == 0xE || ip.isBroadcast(address);
-    }
-
     private static void checkPort(final int port)
     {
         if (port < 1 || port > 65535)
@@ -442,10 +437,10 @@ public final class Tcp implements IpProtocolHandler
         final TcpConnection c = connection(key(src, in.sourcePort, in.destinationPort));
         // A connection's remote address was vetted when it was made (connect, onListenerSegment), so only a segment
         // for no connection is checked here.
-        if (c == null && invalidUnicast(src))
+        if (c == null && ip.isMartian(src))
         {
             // RFC 9293 §3.9.2 (MUST-63): a SYN (or anything else) from a broadcast/multicast source is ignored. The
-            // IP layer drops such sources first (Ipv4.invalidSource); this holds for TCP whatever delivers to it.
+            // IP layer drops such sources first (Ipv4.isMartian); this holds for TCP whatever delivers to it.
             counters.increment(StackCounter.TCP_DROP_BROADCAST);
             return;
         }

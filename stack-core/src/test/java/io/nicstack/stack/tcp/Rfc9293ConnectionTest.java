@@ -199,7 +199,10 @@ class Rfc9293ConnectionTest
     @Test
     void rfc9293_must46_openToBroadcastOrMulticastRejected()
     {
-        for (final int bad : new int[] {SUBNET_BROADCAST, 0xFFFF_FFFF, 0xE000_0001, 0xEFFF_FFFA, 0})
+        // Broadcast, multicast and unspecified (MUST-46), and the other addresses no peer can hold: 0/8, loopback
+        // (this stack has none), class E, and our own address (the SYN would leave on the wire and never come back).
+        for (final int bad : new int[] {SUBNET_BROADCAST, 0xFFFF_FFFF, 0xE000_0001, 0xEFFF_FFFA, 0, 0x0001_0203,
+            0x7F00_0001, 0xF000_0001, STACK_IP})
         {
             assertThrows(IllegalArgumentException.class, () -> t.stack.tcp().connect(bad, 80, t.events, null),
                 "OPEN to " + Integer.toHexString(bad));
