@@ -369,6 +369,37 @@ class TcpExtensionsTest
         assertTrue(retransmitted(t.recv(), s, 1000));
     }
 
+    @Test
+    void rfc8985_inRecoveryAHoleWithOneSegmentSackedAboveItIsSentBeforeNewData()
+    {
+        // Segments 0 and 8 of 10 are missing; the peer SACKs 1-7 and 9. RFC 6675's IsLost(8) would not hold yet (one
+        // segment SACKed above it), and new data would go first. In recovery this stack deems every hole below a SACK
+        // lost, as RFC 8985 does (reordering window 0 in recovery when no reordering has been seen): 8 goes at once,
+        // right after 0, then new data while cwnd allows. Measured against strict IsLost in BENCHMARKS.md.
+        t.peerOffersAll();
+        t.peerWindowScale = 7;
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(20 * mss, 4));
+        assertEquals(10, t.recv().size());
+        t.send(t.in().sack(s + 9 * mss, s + 10 * mss).sack(s + mss, s + 8 * mss));
+        final List<Seg> recovery = t.recv();
+        assertEquals(s, recovery.get(0).r.seq, "segment 0 first");
+        assertEquals(s + 8 * mss, recovery.get(1).r.seq, "then segment 8, before any new data");
+        // cwnd 5 segments (half the flight), pipe 2 once both are sent: three segments of new data.
+        assertEquals(5, recovery.size());
+        for (int i = 2; i < recovery.size(); i++)
+        {
+            assertEquals(s + (8 + i) * mss, recovery.get(i).r.seq, "new data");
+        }
+        t.send(t.in().ack(s + 10 * mss).sack(s + 10 * mss, s + 11 * mss));
+        assertEquals(s + 10 * mss, t.conn.sndUna);
+        assertEquals(0, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
     private List<Seg> sendTenSegments()
     {
         t.write(bytes(10 * t.conn.sendMss(), 5));
