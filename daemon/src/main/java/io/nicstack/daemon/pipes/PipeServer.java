@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -13,7 +12,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -21,6 +19,7 @@ import java.util.Set;
 import org.agrona.BitUtil;
 import org.agrona.concurrent.EpochClock;
 import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.pipes.AppFileDescriptor;
@@ -34,8 +33,9 @@ import io.nicstack.stack.tcp.Tcp;
  * The daemon end of the shared-memory pipes: finds app files under {@code <shm>/apps}, attaches them,
  * and every event-loop round serves each attached app (control ring, events, accepts, doorbells,
  * paced notifications; see {@link AppSession}). Every {@link #HOUSEKEEPING_NANOS} it writes each app's
- * daemon heartbeat and, every other time, rescans the directory and reaps apps whose process died
- * or that detached: their connections are reset, their listeners closed, their file unmapped and deleted.
+ * daemon heartbeat and, every other time, asks for a directory scan ({@link AppDirectoryScanner}, on a thread of its
+ * own) and reaps apps whose process died or that detached: their connections are reset, their listeners closed,
+ * their file unmapped and deleted. Files the scan found are attached, a few per housekeeping.
  *
  * <p>Nothing an app writes can throw out of {@link #run()}: bad files are rejected, bad messages get
  * ERROR events and counters, a broken ring gets the app reaped. Event loop thread only.
@@ -54,6 +54,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
     static final int MAX_OUT_OF_ORDER_RANGES = 16;
     /** Heartbeats at least this often; scan and liveness every second tick (~100 ms). */
     static final long HOUSEKEEPING_NANOS = 50_000_000L;
+    /** Files the scanner found that one housekeeping tries to attach at most; the rest wait for the next. */
+    static final int ATTACHES_PER_HOUSEKEEPING = 16;
 
     private final NetStack stack;
     private final Path appsDirectory;
@@ -68,8 +70,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
     private long heapPromised;
     private final List<AppSession> sessions = new ArrayList<>();
     private final Map<Path, AppSession> byPath = new HashMap<>();
-    /** Files refused once; skipped until they disappear. */
-    private final Set<Path> refused = new HashSet<>();
+    /** Made by {@link #start()}. */
+    private AppDirectoryScanner scanner;
+    private boolean scanInline;
     private final long pid = ProcessHandle.current().pid();
     private long nextHousekeeping;
     private boolean scanTick;
@@ -91,6 +94,18 @@ public final class PipeServer implements LoopTask, AutoCloseable
         this.maxFileBytes = maxFileBytes;
         this.log = log;
         this.nextHousekeeping = nanoClock.nanoTime();
+    }
+
+    /** Tests: scan on the event loop's thread and clock, deterministically, instead of on a thread of its own. */
+    PipeServer scanInline()
+    {
+        this.scanInline = true;
+        return this;
+    }
+
+    AppDirectoryScanner scanner()
+    {
+        return scanner;
     }
 
     /**
@@ -134,6 +149,14 @@ public final class PipeServer implements LoopTask, AutoCloseable
         {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while creating " + appsDirectory, e);
+        }
+        if (scanInline)
+        {
+            scanner = new AppDirectoryScanner(appsDirectory, SUFFIX, nanoClock, log);
+        }
+        else
+        {
+            scanner = new AppDirectoryScanner(appsDirectory, SUFFIX, SystemNanoClock.INSTANCE, log).startThread();
         }
         return this;
     }
@@ -280,9 +303,25 @@ public final class PipeServer implements LoopTask, AutoCloseable
                 i--;
             }
         }
+        if (scanner == null)
+        {
+            return;
+        }
         if (scanTick)
         {
-            scan();
+            scanner.request();
+        }
+        for (int i = 0; i < ATTACHES_PER_HOUSEKEEPING; i++)
+        {
+            final Path path = scanner.poll();
+            if (path == null)
+            {
+                break;
+            }
+            if (!byPath.containsKey(path))
+            {
+                tryAttach(path);
+            }
         }
     }
 
@@ -335,29 +374,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
     }
 
-    private void scan()
-    {
-        final Set<Path> seen = new HashSet<>();
-        try (DirectoryStream<Path> dir = Files.newDirectoryStream(appsDirectory, "*" + SUFFIX))
-        {
-            for (final Path path : dir)
-            {
-                seen.add(path);
-                if (!byPath.containsKey(path) && !refused.contains(path))
-                {
-                    tryAttach(path);
-                }
-            }
-        }
-        catch (final IOException | RuntimeException e)
-        {
-            // The directory vanished or is unreadable: try again next time.
-            return;
-        }
-        refused.retainAll(seen);
-    }
-
-    /** Validate and attach one file; a file not ready yet (state still 0) is looked at again next scan. */
+    /** Validate and attach one file the scanner found in state ATTACHING (it hands it over again while it stays so). */
     void tryAttach(final Path path)
     {
         try
@@ -367,7 +384,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
             final BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
             if (!attributes.isRegularFile() || ((Number)Files.getAttribute(path, "unix:nlink", LinkOption.NOFOLLOW_LINKS)).intValue() != 1)
             {
-                refused.add(path);
                 counters.increment(PipeCounter.APPS_REJECTED);
                 return;
             }
@@ -375,7 +391,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
             {
                 if (attributes.fileKey() != null && attributes.fileKey().equals(s.fileKey))
                 {
-                    refused.add(path);
                     counters.increment(PipeCounter.APPS_REJECTED);
                     return;
                 }
@@ -416,7 +431,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
         catch (final IOException | RuntimeException e)
         {
             // Vanished between listing and opening, or not ours to open: not an error of the daemon.
-            refused.add(path);
         }
     }
 
@@ -469,7 +483,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
         header.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
         header.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
         header.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_REJECTED);
-        refused.add(path);
         counters.increment(PipeCounter.APPS_REJECTED);
         log.println("nicstack pipes: rejected " + path.getFileName() + ": " + Reason.describe(reason));
     }
@@ -503,6 +516,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
             return;
         }
         closed = true;
+        if (scanner != null)
+        {
+            scanner.close();
+        }
         for (final AppSession s : sessions)
         {
             try

@@ -106,7 +106,7 @@ class PipeServerTest
         b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
         counters = PipeCounters.inMemory();
         server = new PipeServer(a, shm, counters, () -> now, () -> now / 1_000_000L, 1L << 30,
-            new PrintStream(OutputStream.nullOutputStream())).start();
+            new PrintStream(OutputStream.nullOutputStream())).scanInline().start();
     }
 
     @AfterEach
@@ -1186,6 +1186,76 @@ class PipeServerTest
         version.close();
         sizes.close();
         length.close();
+    }
+
+    /**
+     * Anyone may create files in the apps directory. A file that never becomes ready is read at a growing interval
+     * (100 ms, doubling, up to 30 s), where before every scan (each 100 ms) opened and mapped every one on the event
+     * loop's thread; a file shorter than the header is not even opened; what is not a regular file is refused once.
+     * An app still attaches among them.
+     */
+    @Test
+    void junkInTheAppsDirectoryIsLookedAtLessAndLessOften() throws IOException
+    {
+        final Path apps = server.appsDirectory();
+        final int junk = 40;
+        for (int i = 0; i < junk; i++)
+        {
+            Files.write(apps.resolve("junk" + i + ".app"), new byte[AppFileDescriptor.HEADER_LENGTH]);
+            Files.createFile(apps.resolve("empty" + i + ".app"));
+        }
+        for (int i = 0; i < 3; i++)
+        {
+            Files.createDirectory(apps.resolve("dir" + i + ".app"));
+        }
+        final long end = now + 60_000_000_000L;
+        while (now - end < 0)
+        {
+            step();
+        }
+        // In 60 s: at 0, 0.1, 0.3, 0.7, 1.5, 3.1, 6.3, 12.7, 25.5 and 55.5 s, ten reads of each, not 600.
+        final long reads = server.scanner().examinations();
+        assertTrue(reads >= 9L * junk && reads <= 11L * junk, "reads of files that never became ready: " + reads);
+        assertEquals(3, counters.get(PipeCounter.APPS_REJECTED), "each directory refused once");
+        final TestApp app = attach("amid-junk", self, 1);
+        app.close();
+    }
+
+    /** A file that was refused does not bar its name: the app may create a good file under it at once. */
+    @Test
+    void aNameRefusedOnceAttachesItsNextFile() throws IOException
+    {
+        final TestApp old = new TestApp(server.appsDirectory(), "retry", self, RING, PIPE, 1);
+        old.file.putInt(AppFileDescriptor.VERSION_OFFSET, AppFileDescriptor.VERSION + 1);
+        old.attach();
+        runUntil(() -> old.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "rejection");
+        assertEquals(AppFileDescriptor.STATE_REJECTED, old.state());
+        old.close();
+        Files.delete(old.path);
+        // Before any scan has seen the name gone.
+        final TestApp app = attach("retry", self, 1);
+        app.close();
+    }
+
+    /** The daemon's own set-up: the directory is scanned on a thread of its own, and the loop attaches what it finds. */
+    @Test
+    void theScanThreadFindsApps() throws IOException
+    {
+        server.close();
+        server = new PipeServer(a, shm, counters, () -> now, () -> now / 1_000_000L, 1L << 30,
+            new PrintStream(OutputStream.nullOutputStream())).start();
+        for (int round = 0; round < 3; round++)
+        {
+            final TestApp app = new TestApp(server.appsDirectory(), "threaded" + round, self, RING, PIPE, 1).attach();
+            final long deadline = System.nanoTime() + 10_000_000_000L;
+            while (app.state() == AppFileDescriptor.STATE_ATTACHING && System.nanoTime() - deadline < 0)
+            {
+                step();
+            }
+            assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
+            app.close();
+        }
+        assertEquals(3, server.attached());
     }
 
     /**

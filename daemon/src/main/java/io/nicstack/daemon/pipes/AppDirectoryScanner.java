@@ -1,0 +1,258 @@
+package io.nicstack.daemon.pipes;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.locks.LockSupport;
+
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.OneToOneConcurrentArrayQueue;
+
+import io.nicstack.pipes.AppFileDescriptor;
+
+/**
+ * Finds the files in {@code <shm>/apps} that the event loop should try to attach, so that the loop never lists the
+ * directory or opens a file that is not ready. Anyone may create files there; before, every scan re-opened and mapped
+ * each file that was not attached, on the loop thread (110-730 ms per scan at 5,000-20,000 junk files).
+ *
+ * <p>A file is looked at when it appears (a new inode or modification time under its name), then again after 100 ms,
+ * and after twice as long each time, up to 30 s: an app that writes its file in place is seen once it is ready, a
+ * file that never becomes ready costs less and less. It is handed to the loop ({@link #poll}) when its state is
+ * ATTACHING (the loop checks everything again, and skips a name it has attached), or, once, when it is not a regular
+ * file (the loop refuses it and counts that). The state is read with one {@code pread}, not a mapping: a file
+ * truncated under the scanner cannot fault it.
+ *
+ * <p>Run by a thread of its own ({@link #startThread}) that scans when the loop asks ({@link #request}, every ~100 ms)
+ * and then rests nine times as long as the scan took, so a huge directory costs it at most a tenth of a core; or, in
+ * tests, inline on the caller's thread with the caller's clock.
+ */
+final class AppDirectoryScanner implements AutoCloseable
+{
+    static final long FIRST_RELOOK_NANOS = 100_000_000L;
+    static final long MAX_RELOOK_NANOS = 30_000_000_000L;
+    /** The scan thread rests this many times as long as its last scan took. */
+    static final int REST_PER_SCAN = 9;
+    /** Files found and not yet taken by the loop; more wait for a later scan. */
+    static final int QUEUE_CAPACITY = 1024;
+
+    private final Path directory;
+    private final String suffix;
+    private final NanoClock clock;
+    private final PrintStream log;
+    private final OneToOneConcurrentArrayQueue<Path> found = new OneToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
+    private final ByteBuffer state = ByteBuffer.allocate(Integer.BYTES).order(ByteOrder.nativeOrder());
+    /** Scanning thread only. */
+    private final Map<Path, Look> looks = new HashMap<>();
+    private final Set<Path> listed = new HashSet<>();
+    private volatile long examinations;
+    private volatile boolean requested;
+    private volatile boolean closed;
+    private Thread thread;
+
+    /** What the scanner knows of one name: the file it last saw there, and when to look at it again. */
+    private static final class Look
+    {
+        final Object fileKey;
+        final FileTime modified;
+        boolean refusedOnce;
+        long nextLook;
+        long relook = FIRST_RELOOK_NANOS;
+
+        Look(final BasicFileAttributes attributes)
+        {
+            this.fileKey = attributes.fileKey();
+            this.modified = attributes.lastModifiedTime();
+        }
+
+        /** Inode numbers are reused; with the modification time as well, another file is all but never taken for this one. */
+        boolean sameFile(final BasicFileAttributes attributes)
+        {
+            return Objects.equals(fileKey, attributes.fileKey()) && modified.equals(attributes.lastModifiedTime());
+        }
+    }
+
+    AppDirectoryScanner(final Path directory, final String suffix, final NanoClock clock, final PrintStream log)
+    {
+        this.directory = directory;
+        this.suffix = suffix;
+        this.clock = clock;
+        this.log = log;
+    }
+
+    /** Scan on a daemon thread of its own from now on, each time {@link #request} asks. */
+    AppDirectoryScanner startThread()
+    {
+        thread = new Thread(this::run, "nicstack-app-scan");
+        thread.setDaemon(true);
+        thread.start();
+        return this;
+    }
+
+    /** Event loop: a scan is due. Inline, it happens now; with a thread, when the thread is rested. */
+    void request()
+    {
+        if (thread == null)
+        {
+            scan();
+            return;
+        }
+        requested = true;
+        LockSupport.unpark(thread);
+    }
+
+    /** Event loop: the next file to try to attach, or null. */
+    Path poll()
+    {
+        return found.poll();
+    }
+
+    /** Files opened to read their state so far (for tests). */
+    long examinations()
+    {
+        return examinations;
+    }
+
+    private void run()
+    {
+        while (!closed)
+        {
+            if (!requested)
+            {
+                LockSupport.park(this);
+                continue;
+            }
+            requested = false;
+            final long start = System.nanoTime();
+            try
+            {
+                scan();
+            }
+            catch (final RuntimeException | Error e)
+            {
+                log.println("nicstack pipes: scanning " + directory + ": " + e);
+            }
+            final long rest = (System.nanoTime() - start) * REST_PER_SCAN;
+            final long restUntil = System.nanoTime() + rest;
+            for (long left = rest; left > 0 && !closed; left = restUntil - System.nanoTime())
+            {
+                LockSupport.parkNanos(this, left);
+            }
+        }
+    }
+
+    /** One pass over the directory. */
+    void scan()
+    {
+        final long now = clock.nanoTime();
+        listed.clear();
+        try (DirectoryStream<Path> dir = Files.newDirectoryStream(directory, "*" + suffix))
+        {
+            for (final Path path : dir)
+            {
+                listed.add(path);
+                look(path, now);
+            }
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            // The directory vanished or is unreadable: try again next time.
+            return;
+        }
+        looks.keySet().retainAll(listed);
+    }
+
+    private void look(final Path path, final long now)
+    {
+        final BasicFileAttributes attributes;
+        try
+        {
+            attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            looks.remove(path);
+            return;
+        }
+        Look look = looks.get(path);
+        if (look == null || !look.sameFile(attributes))
+        {
+            // A new file under this name, or one changed: look at it now.
+            look = new Look(attributes);
+            looks.put(path, look);
+        }
+        else if (now - look.nextLook < 0)
+        {
+            return;
+        }
+        look.nextLook = now + look.relook;
+        look.relook = Math.min(look.relook * 2, MAX_RELOOK_NANOS);
+        if (!attributes.isRegularFile())
+        {
+            // The loop refuses it and counts that, once.
+            if (!look.refusedOnce)
+            {
+                look.refusedOnce = found.offer(path);
+            }
+        }
+        else if (attributes.size() >= AppFileDescriptor.HEADER_LENGTH && attaching(path) && !found.offer(path))
+        {
+            // The loop has a backlog: again at the next scan.
+            look.nextLook = now;
+        }
+    }
+
+    /** The file's state is ATTACHING. Opened read-write as the loop does: a FIFO put in its place cannot block us. */
+    private boolean attaching(final Path path)
+    {
+        examinations++;
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS))
+        {
+            state.clear();
+            while (state.hasRemaining())
+            {
+                if (channel.read(state, AppFileDescriptor.STATE_OFFSET + state.position()) < 0)
+                {
+                    return false;
+                }
+            }
+            return state.getInt(0) == AppFileDescriptor.STATE_ATTACHING;
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return false;
+        }
+    }
+
+    @Override
+    public void close()
+    {
+        closed = true;
+        if (thread != null)
+        {
+            LockSupport.unpark(thread);
+            try
+            {
+                thread.join(1_000);
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
