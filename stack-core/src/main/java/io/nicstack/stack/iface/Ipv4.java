@@ -355,6 +355,14 @@ public final class Ipv4
      */
     public MutableDirectBuffer claimDatagram(final int destination, final int protocol, final int l4Length, final long now)
     {
+        // DF: these datagrams fit the MTU by construction (TCP sizes its segments to it).
+        return claimDatagram(destination, protocol, l4Length, true, now);
+    }
+
+    /** {@link #claimDatagram(int, int, int, long)} with the DF flag as given (false: a router may fragment it). */
+    public MutableDirectBuffer claimDatagram(
+        final int destination, final int protocol, final int l4Length, final boolean dontFragment, final long now)
+    {
         if (l4Length > mtu - Ipv4Header.MIN_HEADER_LENGTH || !config.onLink(destination) && config.gateway() == 0)
         {
             return null;
@@ -368,8 +376,7 @@ public final class Ipv4
         counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
         final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
-        // DF: these datagrams fit the MTU by construction (TCP sizes its segments to it).
-        writeHeader(frame, totalLength, destination, protocol, nextId++ & 0xFFFF, true, false, 0);
+        writeHeader(frame, totalLength, destination, protocol, nextId++ & 0xFFFF, dontFragment, false, 0);
         claimedFrame = frame;
         claimedLength = EthernetFrame.HEADER_LENGTH + totalLength;
         return frame;

@@ -652,7 +652,7 @@ public final class Tcp implements IpProtocolHandler
         final int headerLength = r.headerLength();
         final int total = headerLength + length;
         // The one copy of the TX path: send buffer -> frame, with the segment built in place.
-        final MutableDirectBuffer frame = ip.claimDatagram(c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, nowNanos);
+        final MutableDirectBuffer frame = ip.claimDatagram(c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, c.dontFragment(), nowNanos);
         if (frame != null)
         {
             final boolean offload = ip.transmitChecksumOffload();

@@ -91,6 +91,8 @@ public final class TcpConnection
     private int mssBaseNegotiated;
     /** When a lowered path MTU is to be tried at its old size again; NONE when it was not lowered. */
     private long pathMtuRaiseAt = NONE;
+    /** A link on the path is smaller than {@link #MIN_PATH_MTU}: segments cut to it go without DF, to be fragmented. */
+    private boolean pathMtuLocked;
     int sndWscale;
     boolean finRequested;
 
@@ -833,7 +835,8 @@ public final class TcpConnection
      *     smaller link on the path drops it and says so. The send MSS shrinks to the reported next-hop MTU (at least
      *     {@link #MIN_PATH_MTU}, as Linux's min_pmtu, so a forged error cannot make segments tiny; 576 when the
      *     router does not report one) and what is in flight is sent again in smaller segments at once, without a
-     *     congestion response (RFC 1191 §6.5: a segment too big is not congestion).</li>
+     *     congestion response (RFC 1191 §6.5: a segment too big is not congestion). A report below the floor also
+     *     clears DF on what is sent from then on, so the router with the small link fragments it.</li>
      * </ul>
      */
     void onIcmpError(final int type, final int code, final int nextHopMtu, final int seq, final long now)
@@ -864,6 +867,13 @@ public final class TcpConnection
     private void pathMtuReduced(final int mtu, final long now)
     {
         final int base = Math.max(MIN_PATH_MTU, mtu) - 40; // IPv4 and TCP headers without options
+        if (mtu < MIN_PATH_MTU && !pathMtuLocked)
+        {
+            // Below the floor the segments cannot fit; without DF the router with the small link fragments them
+            // (Linux locks such a path MTU at min_pmtu and clears DF). What is sent from here on goes so.
+            pathMtuLocked = true;
+            pathMtuRaiseAt = now + PATH_MTU_RAISE_NANOS;
+        }
         if (base >= mssBase)
         {
             return; // not smaller than what we already send (a stale or repeated report)
@@ -923,6 +933,7 @@ public final class TcpConnection
     private void raisePathMtu()
     {
         pathMtuRaiseAt = NONE;
+        pathMtuLocked = false;
         if (mssBase < mssBaseNegotiated)
         {
             tcp.count(StackCounter.TCP_PATH_MTU_RAISES);
@@ -2641,6 +2652,12 @@ public final class TcpConnection
     public long retransmittedSegments()
     {
         return retransmittedSegments;
+    }
+
+    /** False once a link on the path proved smaller than {@link #MIN_PATH_MTU}, until the path MTU is tried again. */
+    boolean dontFragment()
+    {
+        return !pathMtuLocked;
     }
 
     public int sendMss()

@@ -7,6 +7,7 @@ import static io.nicstack.stack.wire.TcpHeader.ACK;
 import static io.nicstack.stack.wire.TcpHeader.PSH;
 import static io.nicstack.stack.wire.TcpHeader.SYN;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
@@ -143,6 +144,45 @@ class IcmpToTcpTest
         t.poll();
         assertEquals(TcpConnection.MIN_PATH_MTU - 40, t.conn.sendMss(), "floor against forged tiny MTUs");
         t.send(t.in().ack(t.iss + 3001));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    /**
+     * A link on the path smaller than the floor (552): the segments are cut to the floor and sent without DF, so the
+     * router that has the small link fragments them instead of dropping them (Linux: a path MTU below min_pmtu is
+     * locked at it, and its datagrams go without DF). Before any report, and after one at or above the floor, DF is set.
+     */
+    @Test
+    void aPathMtuBelowTheFloorSendsWithoutDontFragment()
+    {
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        final byte[] data = bytes(3000, 5);
+        t.write(data);
+        final java.util.List<TcpTestHarness.Seg> first = t.recv();
+        assertTrue(first.stream().allMatch(seg -> seg.ipDontFragment), "DF on every segment (RFC 1191)");
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 600, t.ourSegment(t.iss + 1)));
+        t.poll();
+        final java.util.List<TcpTestHarness.Seg> at600 = t.recv();
+        assertEquals(560, t.conn.sendMss());
+        assertTrue(at600.stream().allMatch(seg -> seg.ipDontFragment), "600 is above the floor: still DF");
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 296, t.ourSegment(t.iss + 1)));
+        t.poll();
+        final java.util.List<TcpTestHarness.Seg> below = t.recv();
+        assertEquals(TcpConnection.MIN_PATH_MTU - 40, t.conn.sendMss());
+        assertResentInSegmentsThatFit(below, t.iss + 1, TcpConnection.MIN_PATH_MTU - 40, data, "sent again at the floor");
+        assertTrue(below.stream().noneMatch(seg -> seg.ipDontFragment), "below the floor: no DF");
+
+        // Another report below the floor, already at it: still no DF for new data.
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 296, t.ourSegment(t.iss + 1)));
+        t.poll();
+        t.recv();
+        t.send(t.in().ack(t.iss + 3001));
+        t.write(bytes(100, 6));
+        final TcpTestHarness.Seg next = t.recv().get(0);
+        assertFalse(next.ipDontFragment, "the path stays locked at the floor");
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
     }
 

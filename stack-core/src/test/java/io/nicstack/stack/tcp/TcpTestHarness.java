@@ -515,6 +515,7 @@ final class TcpTestHarness
         /** Parsed from the stack's output: the checksum fields as sent. */
         int ipTtl;
         int ipSource;
+        boolean ipDontFragment;
 
         Seg seq(final int seq)
         {
@@ -790,6 +791,7 @@ final class TcpTestHarness
         b.getBytes(s.r.payloadOffset, s.payload);
         s.ipTtl = ip.ttl();
         s.ipSource = ip.source();
+        s.ipDontFragment = ip.dontFragment();
         if (s.r.timestampsPresent)
         {
             lastStackTsVal = s.r.tsVal;
