@@ -21,6 +21,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.TestInstance;
 
 import io.nicstack.nic.linux.NetNamespace;
@@ -333,20 +335,23 @@ class KernelTcpTest
     }
 
     /**
-     * RFC 1191 against the kernel: the daemon sends to a kernel client behind a router namespace whose next link has MTU
-     * 1000 (the client's own MTU is 1500, so it offers MSS 1460). The daemon's full-sized DF segments are dropped there
-     * and the router answers with ICMP fragmentation needed; the daemon lowers its MSS and chargen's 3 MB arrive exact.
+     * RFC 1191 against the kernel: the daemon sends to a kernel client behind a router namespace whose next link has a
+     * smaller MTU (the client's own MTU is 1500, so it offers MSS 1460). The daemon's full-sized DF segments are dropped
+     * there and the router answers with ICMP fragmentation needed; the daemon lowers its MSS and chargen's 3 MB arrive
+     * exact. At 1000 the segments then fit. At 400, below the 552 floor, they cannot: the daemon sends them without DF,
+     * as Linux does for a path MTU locked at min_pmtu, and the router fragments them.
      */
-    @Test
-    void pathMtuDiscoveryThroughARouterWithASmallerLink() throws Exception
+    @ParameterizedTest(name = "link mtu {0}")
+    @ValueSource(ints = {1000, 400})
+    void pathMtuDiscoveryThroughARouterWithASmallerLink(final int linkMtu) throws Exception
     {
         try (Netns router = new Netns(); Netns client = new Netns();
-            DaemonProcess pmtu = new DaemonProcess(router, work.resolve("shm-pmtu"), "--device", "tap:nstap5",
+            DaemonProcess pmtu = new DaemonProcess(router, work.resolve("shm-pmtu-" + linkMtu), "--device", "tap:nstap5",
                 "--ip", DAEMON_IP + "/24", "--host-ip", "198.18.0.1/24", "--gateway", "198.18.0.1", "--services", "chargen"))
         {
             pmtu.awaitReady();
-            router.exec(5, "ip", "link", "add", "nstpm0", "mtu", "1000", "type", "veth", "peer", "name", "nstpm1", "netns", client.name)
-                .assertOk("veth");
+            router.exec(5, "ip", "link", "add", "nstpm0", "mtu", Integer.toString(linkMtu), "type", "veth", "peer", "name",
+                "nstpm1", "netns", client.name).assertOk("veth");
             router.exec(5, "ip", "addr", "add", "198.18.1.1/24", "dev", "nstpm0").assertOk("router addr");
             router.exec(5, "ip", "link", "set", "nstpm0", "up").assertOk("router link");
             router.exec(5, "sysctl", "-w", "net.ipv4.ip_forward=1").assertOk("forwarding");
@@ -360,10 +365,34 @@ class KernelTcpTest
             assertTrue(r.output().contains("pattern exact"), r.output());
             final Map<StackCounter, Long> c = DaemonCounters.read(pmtu.shm);
             assertTrue(c.get(StackCounter.TCP_PATH_MTU_REDUCTIONS) >= 1, "path MTU lowered: " + c);
-            System.out.println("[kernel tcp] path mtu: " + r.output().trim() + ", reductions "
-                + c.get(StackCounter.TCP_PATH_MTU_REDUCTIONS));
+            final long fragmented = snmpIp(router, "FragOKs");
+            if (linkMtu < 552)
+            {
+                assertTrue(fragmented > 1000, "the router fragmented the daemon's segments: " + fragmented);
+            }
+            else
+            {
+                assertEquals(0, fragmented, "the segments fit the link");
+            }
+            System.out.println("[kernel tcp] path mtu " + linkMtu + ": " + r.output().trim() + ", reductions "
+                + c.get(StackCounter.TCP_PATH_MTU_REDUCTIONS) + ", datagrams the router fragmented " + fragmented);
             assertEquals(0, pmtu.stop());
         }
+    }
+
+    /** One field of the "Ip:" lines of /proc/net/snmp in {@code ns}. */
+    private static long snmpIp(final Netns ns, final String field) throws Exception
+    {
+        final String[] lines = ns.exec(5, "cat", "/proc/net/snmp").assertOk("snmp").output().split("\n");
+        for (int i = 0; i + 1 < lines.length; i++)
+        {
+            if (lines[i].startsWith("Ip:") && lines[i + 1].startsWith("Ip:"))
+            {
+                final java.util.List<String> names = java.util.Arrays.asList(lines[i].trim().split("\\s+"));
+                return Long.parseLong(lines[i + 1].trim().split("\\s+")[names.indexOf(field)]);
+            }
+        }
+        throw new AssertionError("no Ip: lines in /proc/net/snmp");
     }
 
     /** The stack side of the client test: connects, sends the stream with salt 1, checks the stream with salt 2. */
