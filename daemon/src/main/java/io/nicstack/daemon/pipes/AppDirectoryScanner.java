@@ -3,13 +3,10 @@ package io.nicstack.daemon.pipes;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.util.HashMap;
@@ -21,7 +18,9 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.OneToOneConcurrentArrayQueue;
+import org.agrona.concurrent.UnsafeBuffer;
 
+import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.AppFileDescriptor;
 
 /**
@@ -33,19 +32,22 @@ import io.nicstack.pipes.AppFileDescriptor;
  * and after twice as long each time, up to 30 s: an app that writes its file in place is seen once it is ready, a
  * file that never becomes ready costs less and less. It is handed to the loop ({@link #poll}) when its state is
  * ATTACHING (the loop checks everything again, and skips a name it has attached), or, once, when it is not a regular
- * file (the loop refuses it and counts that). The state is read with one {@code pread}, not a mapping: a file
- * truncated under the scanner cannot fault it.
+ * file or has more than one name (the loop refuses it and counts that). The state is read with one {@code pread},
+ * not a mapping: a file truncated under the scanner cannot fault it.
  *
  * <p>Run by a thread of its own ({@link #startThread}) that scans when the loop asks ({@link #request}, every ~100 ms)
- * and then rests nine times as long as the scan took, so a huge directory costs it at most a tenth of a core; or, in
- * tests, inline on the caller's thread with the caller's clock.
+ * and then rests nine times as long as the scan took, up to 1 s, so a large directory costs it about a tenth of a
+ * core and a new app is still found within a scan and a second; or, in tests, inline on the caller's thread with the
+ * caller's clock.
  */
 final class AppDirectoryScanner implements AutoCloseable
 {
     static final long FIRST_RELOOK_NANOS = 100_000_000L;
     static final long MAX_RELOOK_NANOS = 30_000_000_000L;
-    /** The scan thread rests this many times as long as its last scan took. */
+    /** The scan thread rests this many times as long as its last scan took, up to {@link #MAX_REST_NANOS}. */
     static final int REST_PER_SCAN = 9;
+    /** However large the directory, a new app is found within a scan and this. */
+    static final long MAX_REST_NANOS = 1_000_000_000L;
     /** Files found and not yet taken by the loop; more wait for a later scan. */
     static final int QUEUE_CAPACITY = 1024;
 
@@ -54,7 +56,7 @@ final class AppDirectoryScanner implements AutoCloseable
     private final NanoClock clock;
     private final PrintStream log;
     private final OneToOneConcurrentArrayQueue<Path> found = new OneToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
-    private final ByteBuffer state = ByteBuffer.allocate(Integer.BYTES).order(ByteOrder.nativeOrder());
+    private final UnsafeBuffer state = new UnsafeBuffer(ByteBuffer.allocateDirect(Integer.BYTES));
     /** Scanning thread only. */
     private final Map<Path, Look> looks = new HashMap<>();
     private final Set<Path> listed = new HashSet<>();
@@ -145,7 +147,7 @@ final class AppDirectoryScanner implements AutoCloseable
             {
                 log.println("nicstack pipes: scanning " + directory + ": " + e);
             }
-            final long rest = (System.nanoTime() - start) * REST_PER_SCAN;
+            final long rest = Math.min((System.nanoTime() - start) * REST_PER_SCAN, MAX_REST_NANOS);
             final long restUntil = System.nanoTime() + rest;
             for (long left = rest; left > 0 && !closed; left = restUntil - System.nanoTime())
             {
@@ -163,6 +165,10 @@ final class AppDirectoryScanner implements AutoCloseable
         {
             for (final Path path : dir)
             {
+                if (closed)
+                {
+                    return;
+                }
                 listed.add(path);
                 look(path, now);
             }
@@ -200,42 +206,67 @@ final class AppDirectoryScanner implements AutoCloseable
         }
         look.nextLook = now + look.relook;
         look.relook = Math.min(look.relook * 2, MAX_RELOOK_NANOS);
-        if (!attributes.isRegularFile())
+        if (!attributes.isRegularFile() || attributes.size() >= AppFileDescriptor.HEADER_LENGTH && linkCount(path) != 1)
         {
-            // The loop refuses it and counts that, once.
+            // Not a file an app made (a directory, a link, a second name of a file): the loop refuses it and counts
+            // that, once. Offered again and again, a thousand hard links to one file would crowd out the real apps.
             if (!look.refusedOnce)
             {
                 look.refusedOnce = found.offer(path);
             }
         }
-        else if (attributes.size() >= AppFileDescriptor.HEADER_LENGTH && attaching(path) && !found.offer(path))
+        else if (attributes.size() >= AppFileDescriptor.HEADER_LENGTH && attaching(path))
         {
-            // The loop has a backlog: again at the next scan.
-            look.nextLook = now;
+            // A full queue: offered again when its next look comes.
+            found.offer(path);
         }
     }
 
-    /** The file's state is ATTACHING. Opened read-write as the loop does: a FIFO put in its place cannot block us. */
-    private boolean attaching(final Path path)
+    private static int linkCount(final Path path)
     {
-        examinations++;
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
-            LinkOption.NOFOLLOW_LINKS))
+        try
         {
-            state.clear();
-            while (state.hasRemaining())
-            {
-                if (channel.read(state, AppFileDescriptor.STATE_OFFSET + state.position()) < 0)
-                {
-                    return false;
-                }
-            }
-            return state.getInt(0) == AppFileDescriptor.STATE_ATTACHING;
+            return ((Number)Files.getAttribute(path, "unix:nlink", LinkOption.NOFOLLOW_LINKS)).intValue();
         }
         catch (final IOException | RuntimeException e)
         {
+            return 0;
+        }
+    }
+
+    /**
+     * The file's state is ATTACHING. Opened without waiting ({@link #openWithoutWaiting}): neither a FIFO put in its
+     * place nor a lease its owner holds can block the scanner.
+     */
+    private boolean attaching(final Path path)
+    {
+        examinations++;
+        final int fd = openWithoutWaiting(path);
+        if (fd < 0)
+        {
             return false;
         }
+        try
+        {
+            return Linux.LIBC.pread(fd, state.addressOffset(), Integer.BYTES, AppFileDescriptor.STATE_OFFSET) == Integer.BYTES
+                && state.getIntVolatile(0) == AppFileDescriptor.STATE_ATTACHING;
+        }
+        finally
+        {
+            Linux.closeQuietly(fd);
+        }
+    }
+
+    /**
+     * Open an app file read-write without following a link and without waiting: a FIFO opened read-write does not
+     * wait for a peer, and where the file's owner holds a lease on it (fcntl F_SETLEASE) O_NONBLOCK makes the open fail
+     * at once (EWOULDBLOCK) instead of waiting up to lease-break-time (45 s). While the descriptor is open no new lease
+     * can be taken. Returns the descriptor, or -1.
+     */
+    static int openWithoutWaiting(final Path path)
+    {
+        final int fd = Linux.LIBC.open(path.toString(), Linux.O_RDWR | Linux.O_NOFOLLOW | Linux.O_NONBLOCK | Linux.O_CLOEXEC);
+        return fd < 0 ? -1 : fd;
     }
 
     @Override

@@ -22,6 +22,7 @@ import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Protocol.Reason;
 import io.nicstack.stack.NetStack;
@@ -395,6 +396,13 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     return;
                 }
             }
+            // A lease on the file would make FileChannel.open wait up to 45 s on the loop's thread: first a descriptor
+            // opened without waiting (failing while a lease is held), kept open so that no lease can be taken now.
+            final int guard = AppDirectoryScanner.openWithoutWaiting(path);
+            if (guard < 0)
+            {
+                return; // held, or gone: the scanner offers it again at its next look while it stays ATTACHING
+            }
             try (FileChannel channel = FileChannel.open(path, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
                 LinkOption.NOFOLLOW_LINKS)))
             {
@@ -426,6 +434,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
                 {
                     org.agrona.IoUtil.unmap(headerMap);
                 }
+            }
+            finally
+            {
+                Linux.closeQuietly(guard);
             }
         }
         catch (final IOException | RuntimeException e)

@@ -1221,6 +1221,68 @@ class PipeServerTest
         app.close();
     }
 
+    /**
+     * A file with many names (hard links), in state ATTACHING, is refused once per name, not at every look: offered
+     * again and again, a few thousand links kept the loop's queue full and real apps out.
+     */
+    @Test
+    void hardLinksAreRefusedOncePerName() throws IOException
+    {
+        final Path apps = server.appsDirectory();
+        final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
+        new UnsafeBuffer(header).putInt(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING);
+        final Path original = Files.write(apps.resolve("linked.app"), header);
+        final int links = 100;
+        for (int i = 0; i < links; i++)
+        {
+            Files.createLink(apps.resolve("link" + i + ".app"), original);
+        }
+        final long end = now + 20_000_000_000L;
+        while (now - end < 0)
+        {
+            step();
+        }
+        assertEquals(links + 1, counters.get(PipeCounter.APPS_REJECTED), "each name refused once");
+        final TestApp app = attach("among-links", self, 1);
+        app.close();
+    }
+
+    /**
+     * The owner of a junk file can hold a lease on it (fcntl F_SETLEASE), which makes a plain open wait up to
+     * lease-break-time (45 s) for the holder. The scanner and the loop open without waiting, so a real app attaches
+     * at once while the lease is held.
+     */
+    @Test
+    void aLeaseOnAJunkFileBlocksNothing() throws Exception
+    {
+        final Path apps = server.appsDirectory();
+        final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
+        new UnsafeBuffer(header).putInt(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING);
+        final Path leased = Files.write(apps.resolve("leased.app"), header);
+        // F_SETLEASE is 1024, F_RDLCK 0; SIGIO (the lease break's notice) ignored, so the lease is held to the end.
+        final Process holder = new ProcessBuilder("python3", "-c", "import fcntl, os, signal, sys, time\n"
+            + "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"
+            + "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            + "fcntl.fcntl(fd, 1024, 0)\n"
+            + "print('leased', flush=True)\n"
+            + "time.sleep(60)\n", leased.toString()).redirectErrorStream(true).start();
+        try
+        {
+            final String said = new String(holder.getInputStream().readNBytes(7), java.nio.charset.StandardCharsets.UTF_8);
+            assumeTrue("leased".equals(said.trim()), "this file system grants leases: " + said);
+            final long start = System.nanoTime();
+            final TestApp app = attach("beside-a-lease", self, 1);
+            final long tookMillis = (System.nanoTime() - start) / 1_000_000L;
+            assertTrue(tookMillis < 10_000, "attached without waiting for the lease: " + tookMillis + " ms");
+            app.close();
+        }
+        finally
+        {
+            holder.destroyForcibly();
+            holder.waitFor();
+        }
+    }
+
     /** A file that was refused does not bar its name: the app may create a good file under it at once. */
     @Test
     void aNameRefusedOnceAttachesItsNextFile() throws IOException

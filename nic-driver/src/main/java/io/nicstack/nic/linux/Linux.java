@@ -5,7 +5,7 @@ import jnr.ffi.LastError;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Runtime;
 
-/** The loaded libc binding, errno access and the Linux ABI constants (x86_64 and aarch64 agree on all of them). */
+/** The loaded libc binding, errno access and the Linux ABI constants (x86_64 and aarch64 agree on all but O_NOFOLLOW). */
 public final class Linux
 {
     /** The bound libc. */
@@ -21,6 +21,8 @@ public final class Linux
     public static final int O_WRONLY = 1;
     public static final int O_ACCMODE = 3;
     public static final int O_PATH = 0x200000;
+    /** The one open(2) flag here where the two differ: aarch64 (arch/arm64) moved it, x86_64 keeps asm-generic's. */
+    public static final int O_NOFOLLOW = "aarch64".equals(System.getProperty("os.arch")) ? 0x8000 : 0x20000;
 
     // fcntl(2)
     public static final int F_GETFL = 3;
