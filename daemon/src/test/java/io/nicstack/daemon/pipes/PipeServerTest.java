@@ -1188,6 +1188,24 @@ class PipeServerTest
         length.close();
     }
 
+    /** A header-sized file in the apps directory saying ATTACHING, and nothing else right. */
+    private Path junkAttaching(final String name) throws IOException
+    {
+        final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
+        new UnsafeBuffer(header).putInt(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING);
+        return Files.write(server.appsDirectory().resolve(name), header);
+    }
+
+    /** Run the loop through {@code nanos} of simulated time. */
+    private void idle(final long nanos)
+    {
+        final long end = now + nanos;
+        while (now - end < 0)
+        {
+            step();
+        }
+    }
+
     /**
      * Anyone may create files in the apps directory. A file that never becomes ready is read at a growing interval
      * (100 ms, doubling, up to 30 s), where before every scan (each 100 ms) opened and mapped every one on the event
@@ -1208,11 +1226,7 @@ class PipeServerTest
         {
             Files.createDirectory(apps.resolve("dir" + i + ".app"));
         }
-        final long end = now + 60_000_000_000L;
-        while (now - end < 0)
-        {
-            step();
-        }
+        idle(60_000_000_000L);
         // In 60 s: at 0, 0.1, 0.3, 0.7, 1.5, 3.1, 6.3, 12.7, 25.5 and 55.5 s, ten reads of each, not 600.
         final long reads = server.scanner().examinations();
         assertTrue(reads >= 9L * junk && reads <= 11L * junk, "reads of files that never became ready: " + reads);
@@ -1229,19 +1243,13 @@ class PipeServerTest
     void hardLinksAreRefusedOncePerName() throws IOException
     {
         final Path apps = server.appsDirectory();
-        final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
-        new UnsafeBuffer(header).putInt(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING);
-        final Path original = Files.write(apps.resolve("linked.app"), header);
+        final Path original = junkAttaching("linked.app");
         final int links = 100;
         for (int i = 0; i < links; i++)
         {
             Files.createLink(apps.resolve("link" + i + ".app"), original);
         }
-        final long end = now + 20_000_000_000L;
-        while (now - end < 0)
-        {
-            step();
-        }
+        idle(20_000_000_000L);
         assertEquals(links + 1, counters.get(PipeCounter.APPS_REJECTED), "each name refused once");
         final TestApp app = attach("among-links", self, 1);
         app.close();
@@ -1255,10 +1263,7 @@ class PipeServerTest
     @Test
     void aLeaseOnAJunkFileBlocksNothing() throws Exception
     {
-        final Path apps = server.appsDirectory();
-        final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
-        new UnsafeBuffer(header).putInt(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING);
-        final Path leased = Files.write(apps.resolve("leased.app"), header);
+        final Path leased = junkAttaching("leased.app");
         // F_SETLEASE is 1024, F_RDLCK 0; SIGIO (the lease break's notice) ignored, so the lease is held to the end.
         final Process holder = new ProcessBuilder("python3", "-c", "import fcntl, os, signal, sys, time\n"
             + "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"

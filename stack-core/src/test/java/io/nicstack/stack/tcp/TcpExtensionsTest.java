@@ -376,14 +376,8 @@ class TcpExtensionsTest
         // segment SACKed above it), and new data would go first. In recovery this stack deems every hole below a SACK
         // lost, as RFC 8985 does (reordering window 0 in recovery when no reordering has been seen): 8 goes at once,
         // right after 0, then new data while cwnd allows. Measured against strict IsLost in BENCHMARKS.md.
-        t.peerOffersAll();
-        t.peerWindowScale = 7;
-        t.settings().congestionControl = "newreno";
-        t.passiveOpen();
-        final int mss = t.conn.sendMss();
+        final int mss = newRenoSending(20, 10);
         final int s = t.iss + 1;
-        t.write(bytes(20 * mss, 4));
-        assertEquals(10, t.recv().size());
         t.send(t.in().sack(s + 9 * mss, s + 10 * mss).sack(s + mss, s + 8 * mss));
         final List<Seg> recovery = t.recv();
         assertEquals(s, recovery.get(0).r.seq, "segment 0 first");
