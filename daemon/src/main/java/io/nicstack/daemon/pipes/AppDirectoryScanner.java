@@ -206,7 +206,12 @@ final class AppDirectoryScanner implements AutoCloseable
         }
         look.nextLook = now + look.relook;
         look.relook = Math.min(look.relook * 2, MAX_RELOOK_NANOS);
-        if (!attributes.isRegularFile() || attributes.size() >= AppFileDescriptor.HEADER_LENGTH && linkCount(path) != 1)
+        final boolean regular = attributes.isRegularFile();
+        if (regular && attributes.size() < AppFileDescriptor.HEADER_LENGTH)
+        {
+            return; // no header to read yet
+        }
+        if (!regular || linkCount(path) != 1)
         {
             // Not a file an app made (a directory, a link, a second name of a file): the loop refuses it and counts
             // that, once. Offered again and again, a thousand hard links to one file would crowd out the real apps.
@@ -215,7 +220,7 @@ final class AppDirectoryScanner implements AutoCloseable
                 look.refusedOnce = found.offer(path);
             }
         }
-        else if (attributes.size() >= AppFileDescriptor.HEADER_LENGTH && attaching(path))
+        else if (attaching(path))
         {
             // A full queue: offered again when its next look comes.
             found.offer(path);
