@@ -7,13 +7,17 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
 
 import static io.nicstack.pipes.AppFileDescriptor.APP_HEARTBEAT_OFFSET;
 import static io.nicstack.pipes.AppFileDescriptor.APP_PID_OFFSET;
@@ -25,6 +29,8 @@ import static io.nicstack.pipes.AppFileDescriptor.MAGIC;
 import static io.nicstack.pipes.AppFileDescriptor.MAGIC_OFFSET;
 import static io.nicstack.pipes.AppFileDescriptor.MAX_CONNECTIONS_OFFSET;
 import static io.nicstack.pipes.AppFileDescriptor.MAX_NAME_LENGTH;
+import static io.nicstack.pipes.AppFileDescriptor.MEMORY_FD_OFFSET;
+import static io.nicstack.pipes.AppFileDescriptor.MEMORY_INODE_OFFSET;
 import static io.nicstack.pipes.AppFileDescriptor.NAME_OFFSET;
 import static io.nicstack.pipes.AppFileDescriptor.PIPE_CAPACITY_OFFSET;
 import static io.nicstack.pipes.AppFileDescriptor.REASON_OFFSET;
@@ -42,17 +48,19 @@ import static io.nicstack.pipes.AppFileDescriptor.VERSION;
 import static io.nicstack.pipes.AppFileDescriptor.VERSION_OFFSET;
 
 /**
- * One mapped app file ({@link AppFileDescriptor}): the app {@link #create creates} it, the daemon {@link #open opens}
- * and validates it. Gives the three rings, the per-slot pipes and the header fields.
+ * One app's memory and app file ({@link AppFileDescriptor}): the app {@link #create creates} both, a daemon
+ * {@link #open opens} the app file and maps the memory it names. Gives the three rings, the per-slot pipes and the
+ * header fields of the memory.
  *
  * <p>Who writes what: the app writes the header, {@code APP_HEARTBEAT}, the control ring and the TX pipes' tails and
  * data; the daemon writes {@code DAEMON_PID}, {@code DAEMON_VERSION}, {@code DAEMON_HEARTBEAT}, the slot headers,
  * the event and notification rings and the RX pipes' tails and data. {@code STATE} is written by both, in turns
  * (ATTACHING and DETACHED by the app, ATTACHED, REJECTED and DAEMON_GONE by the daemon), always with a release store
- * after the fields it publishes.
+ * after the fields it publishes. A rejection is written in the app file; the app's {@link #state()} copies it into its
+ * memory.
  *
  * <p>{@link #open} reads the sizes once and never again, so an app rewriting its header cannot make the daemon
- * index outside the mapping.
+ * index outside the mapping; and the memory is sealed against shrinking, so it cannot fault the daemon's accesses.
  */
 public final class AppFile implements AutoCloseable
 {
@@ -62,8 +70,14 @@ public final class AppFile implements AutoCloseable
     public static final int MIN_RING_CAPACITY = 1024;
     public static final int MIN_PIPE_CAPACITY = 4096;
     public static final int MAX_CONNECTIONS = 1 << 16;
+    /** The seals the app puts on its memory: its size is fixed, and so are the seals. */
+    public static final int MEMORY_SEALS = Libc.F_SEAL_SHRINK | Libc.F_SEAL_GROW | Libc.F_SEAL_SEAL;
 
     private final Path path;
+    /** The app file, read and written at offsets (pread/pwrite), never mapped. */
+    private final FileChannel appFile;
+    /** App side: the memfd it names in the app file, open until {@link #close()}; -1 on the daemon side. */
+    private final int memoryFd;
     private final MappedByteBuffer mapped;
     private final UnsafeBuffer buffer;
     private final int ringCapacity;
@@ -76,12 +90,16 @@ public final class AppFile implements AutoCloseable
 
     private AppFile(
         final Path path,
+        final FileChannel appFile,
+        final int memoryFd,
         final MappedByteBuffer mapped,
         final int ringCapacity,
         final int pipeCapacity,
         final int maxConnections)
     {
         this.path = path;
+        this.appFile = appFile;
+        this.memoryFd = memoryFd;
         this.mapped = mapped;
         this.buffer = new UnsafeBuffer(mapped);
         this.ringCapacity = ringCapacity;
@@ -103,9 +121,10 @@ public final class AppFile implements AutoCloseable
     }
 
     /**
-     * App side: create {@code <dir>/apps/<name>-<pid>.app} with mode 0600 (and {@code <dir>/apps} if missing), size
-     * it, map it and write the header, the app heartbeat and then {@code STATE_ATTACHING} (release), all under a hidden
-     * temporary name that is then renamed atomically to the final one.
+     * App side: create the memory (a memfd sized and {@link #MEMORY_SEALS sealed}), map it and write the header, the
+     * app heartbeat and {@code STATE_ATTACHING} (release); then the app file {@code <dir>/apps/<name>-<pid>.app} of
+     * this process's pid (and {@code <dir>/apps} if missing), mode 0600, a copy of that header naming the memfd, built
+     * under a hidden temporary name and renamed atomically to the final one.
      *
      * @throws java.nio.file.NoSuchFileException if {@code dir} itself does not exist.
      * @throws IllegalArgumentException          for a bad name or sizes.
@@ -113,7 +132,6 @@ public final class AppFile implements AutoCloseable
     public static AppFile create(
         final Path dir,
         final String name,
-        final long pid,
         final int ringCapacity,
         final int pipeCapacity,
         final int maxConnections,
@@ -133,30 +151,35 @@ public final class AppFile implements AutoCloseable
         {
             throw new java.nio.file.NoSuchFileException(dir.toString(), null, "shared-memory directory missing");
         }
+        final long pid = ProcessHandle.current().pid();
         final Path apps = dir.resolve(APPS_DIRECTORY);
         Files.createDirectories(apps);
         final Path file = appFilePath(dir, name, pid);
-        // Built under a hidden name and renamed when complete, so a scanning daemon never maps a half-made file.
+        // Built under a hidden name and renamed when complete, so a scanning daemon never reads a half-made file.
         final Path building = apps.resolve("." + name + "-" + pid + SUFFIX + ".tmp");
-        // Same name and pid: leftovers of a dead process that had our pid.
-        Files.deleteIfExists(file);
-        Files.deleteIfExists(building);
-        Files.createFile(building, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-
         final long length = AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections);
+
+        final Libc.Calls libc = Libc.calls();
+        final int fd = libc.memfd_create("nicstack-app-" + name, Libc.MFD_CLOEXEC | Libc.MFD_ALLOW_SEALING);
+        if (fd < 0)
+        {
+            throw new IOException("memfd_create for the app's memory: " + Libc.lastError());
+        }
         MappedByteBuffer mapped = null;
+        FileChannel appFile = null;
         try
         {
-            try (FileChannel channel = FileChannel.open(building, StandardOpenOption.READ, StandardOpenOption.WRITE))
+            // Pages are only backed once touched.
+            if (libc.ftruncate(fd, length) != 0 || libc.fcntl(fd, Libc.F_ADD_SEALS, MEMORY_SEALS) != 0)
             {
-                // A sparse file: pages are only backed once touched.
-                channel.position(length - 1);
-                channel.write(java.nio.ByteBuffer.wrap(new byte[1]));
+                throw new IOException("sizing and sealing the app's memory: " + Libc.lastError());
+            }
+            final Path memory = Path.of("/proc/self/fd/" + fd);
+            try (FileChannel channel = FileChannel.open(memory, StandardOpenOption.READ, StandardOpenOption.WRITE))
+            {
                 mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
             }
-
-            final AppFile appFile = new AppFile(file, mapped, ringCapacity, pipeCapacity, maxConnections);
-            final UnsafeBuffer header = appFile.buffer;
+            final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_LENGTH);
             header.putLong(MAGIC_OFFSET, MAGIC);
             header.putInt(VERSION_OFFSET, VERSION);
             header.putInt(REASON_OFFSET, Protocol.Reason.NONE);
@@ -164,11 +187,22 @@ public final class AppFile implements AutoCloseable
             header.putInt(PIPE_CAPACITY_OFFSET, pipeCapacity);
             header.putInt(RING_CAPACITY_OFFSET, ringCapacity);
             header.putLong(APP_PID_OFFSET, pid);
+            header.putInt(MEMORY_FD_OFFSET, fd);
+            header.putLong(MEMORY_INODE_OFFSET, (Long)Files.getAttribute(memory, "unix:ino"));
             header.putStringAscii(NAME_OFFSET, name);
             header.putLongRelease(APP_HEARTBEAT_OFFSET, nowMillis);
             header.putIntRelease(STATE_OFFSET, STATE_ATTACHING);
+
+            // Same name and pid: leftovers of a dead process that had our pid.
+            Files.deleteIfExists(file);
+            Files.deleteIfExists(building);
+            Files.createFile(building, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            appFile = FileChannel.open(building, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            final byte[] copy = new byte[HEADER_LENGTH];
+            header.getBytes(0, copy);
+            writeFully(appFile, ByteBuffer.wrap(copy), 0);
             Files.move(building, file, StandardCopyOption.ATOMIC_MOVE);
-            return appFile;
+            return new AppFile(file, appFile, fd, mapped, ringCapacity, pipeCapacity, maxConnections);
         }
         catch (final IOException | RuntimeException ex)
         {
@@ -176,110 +210,198 @@ public final class AppFile implements AutoCloseable
             {
                 IoUtil.unmap(mapped);
             }
+            if (appFile != null)
+            {
+                appFile.close();
+            }
             Files.deleteIfExists(building);
+            libc.close(fd);
             throw ex;
         }
     }
 
     /**
-     * Daemon side: map {@code file} and validate its header. Scan for names ending in {@link #SUFFIX} only: files are
-     * built under a hidden {@code .tmp} name and appear under their final name complete, in state ATTACHING.
+     * Daemon side, for tools and tests: read the app file {@code file}, map the memory it names and validate its
+     * header. The memory is reopened through {@code /proc/<pid>/fd/<n>}, which needs the privilege to ptrace the app;
+     * the daemon itself takes it with {@code pidfd_getfd(2)} after checking the app file's owner may reach that
+     * process. Scan for names ending in {@link #SUFFIX} only: app files are built under a hidden {@code .tmp} name and
+     * appear under their final name complete, in state ATTACHING.
      *
-     * @throws AppFileException for a wrong magic, another VERSION, a truncated file or bad sizes or name.
+     * @throws AppFileException for a wrong magic, another VERSION, a truncated file, bad sizes or name, or a
+     *                          descriptor that is not the app's sealed memory.
      */
     public static AppFile open(final Path file) throws IOException
     {
-        final MappedByteBuffer mapped;
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
-        {
-            final long size = channel.size();
-            if (size < HEADER_LENGTH)
-            {
-                throw new AppFileException(
-                    AppFileException.Kind.TRUNCATED, file + ": " + size + " bytes, less than the header");
-            }
-            if (size > Integer.MAX_VALUE)
-            {
-                throw new AppFileException(AppFileException.Kind.BAD_SIZES, file + ": " + size + " bytes is too large");
-            }
-            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, size);
-        }
-
+        final FileChannel appFile = FileChannel.open(file, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS));
         try
         {
-            final UnsafeBuffer header = new UnsafeBuffer(mapped);
-            final long magic = header.getLongVolatile(MAGIC_OFFSET);
-            if (magic != MAGIC)
+            final ByteBuffer read = ByteBuffer.allocate(HEADER_LENGTH);
+            while (read.hasRemaining() && appFile.read(read, read.position()) > 0)
+            {
+                // until the header is read or the file ends
+            }
+            if (read.hasRemaining())
             {
                 throw new AppFileException(
-                    AppFileException.Kind.BAD_MAGIC, file + ": magic 0x" + Long.toHexString(magic));
+                    AppFileException.Kind.TRUNCATED, file + ": " + read.position() + " bytes, less than the header");
             }
-            final int version = header.getInt(VERSION_OFFSET);
-            if (version != VERSION)
+            final UnsafeBuffer named = new UnsafeBuffer(read.array());
+            checkMagicAndVersion(file, named);
+            final MappedByteBuffer mapped = mapMemory(file, named.getLong(APP_PID_OFFSET),
+                named.getInt(MEMORY_FD_OFFSET), named.getLong(MEMORY_INODE_OFFSET));
+            try
             {
-                throw new AppFileException(
-                    AppFileException.Kind.VERSION_MISMATCH, file + ": version " + version + ", expected " + VERSION);
+                final UnsafeBuffer header = new UnsafeBuffer(mapped);
+                checkMagicAndVersion(file, header);
+                final int ringCapacity = header.getInt(RING_CAPACITY_OFFSET);
+                final int pipeCapacity = header.getInt(PIPE_CAPACITY_OFFSET);
+                final int maxConnections = header.getInt(MAX_CONNECTIONS_OFFSET);
+                final String sizeProblem = checkSizes(ringCapacity, pipeCapacity, maxConnections);
+                if (sizeProblem != null)
+                {
+                    throw new AppFileException(AppFileException.Kind.BAD_SIZES, file + ": " + sizeProblem);
+                }
+                final long expected = AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections);
+                if (mapped.capacity() < expected)
+                {
+                    throw new AppFileException(
+                        AppFileException.Kind.TRUNCATED,
+                        file + ": memory of " + mapped.capacity() + " bytes, the layout needs " + expected);
+                }
+                final int nameLength = header.getInt(NAME_OFFSET);
+                if (nameLength < 1 || nameLength > MAX_NAME_LENGTH)
+                {
+                    throw new AppFileException(AppFileException.Kind.BAD_NAME, file + ": name length " + nameLength);
+                }
+                final String nameProblem = checkName(header.getStringAscii(NAME_OFFSET));
+                if (nameProblem != null)
+                {
+                    throw new AppFileException(AppFileException.Kind.BAD_NAME, file + ": " + nameProblem);
+                }
+                return new AppFile(file, appFile, -1, mapped, ringCapacity, pipeCapacity, maxConnections);
             }
-            final int ringCapacity = header.getInt(RING_CAPACITY_OFFSET);
-            final int pipeCapacity = header.getInt(PIPE_CAPACITY_OFFSET);
-            final int maxConnections = header.getInt(MAX_CONNECTIONS_OFFSET);
-            final String sizeProblem = checkSizes(ringCapacity, pipeCapacity, maxConnections);
-            if (sizeProblem != null)
+            catch (final IOException | RuntimeException ex)
             {
-                throw new AppFileException(AppFileException.Kind.BAD_SIZES, file + ": " + sizeProblem);
+                IoUtil.unmap(mapped);
+                throw ex;
             }
-            final long expected = AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections);
-            if (mapped.capacity() < expected)
-            {
-                throw new AppFileException(
-                    AppFileException.Kind.TRUNCATED,
-                    file + ": " + mapped.capacity() + " bytes, the layout needs " + expected);
-            }
-            final int nameLength = header.getInt(NAME_OFFSET);
-            if (nameLength < 1 || nameLength > MAX_NAME_LENGTH)
-            {
-                throw new AppFileException(AppFileException.Kind.BAD_NAME, file + ": name length " + nameLength);
-            }
-            final String nameProblem = checkName(header.getStringAscii(NAME_OFFSET));
-            if (nameProblem != null)
-            {
-                throw new AppFileException(AppFileException.Kind.BAD_NAME, file + ": " + nameProblem);
-            }
-            return new AppFile(file, mapped, ringCapacity, pipeCapacity, maxConnections);
         }
         catch (final IOException | RuntimeException ex)
         {
-            IoUtil.unmap(mapped);
+            appFile.close();
             throw ex;
         }
     }
 
+    private static void checkMagicAndVersion(final Path file, final UnsafeBuffer header) throws AppFileException
+    {
+        final long magic = header.getLongVolatile(MAGIC_OFFSET);
+        if (magic != MAGIC)
+        {
+            throw new AppFileException(AppFileException.Kind.BAD_MAGIC, file + ": magic 0x" + Long.toHexString(magic));
+        }
+        final int version = header.getInt(VERSION_OFFSET);
+        if (version != VERSION)
+        {
+            throw new AppFileException(
+                AppFileException.Kind.VERSION_MISMATCH, file + ": version " + version + ", expected " + VERSION);
+        }
+    }
+
+    /** Map the memory the app file names: descriptor {@code fd} of {@code pid}, inode {@code inode}, sealed. */
+    private static MappedByteBuffer mapMemory(final Path file, final long pid, final int fd, final long inode)
+        throws IOException
+    {
+        final Libc.Calls libc = Libc.calls();
+        final int memory = pid > 0 && fd >= 0 ? libc.open("/proc/" + pid + "/fd/" + fd, Libc.O_RDWR | Libc.O_CLOEXEC) : -1;
+        if (memory < 0)
+        {
+            throw new AppFileException(AppFileException.Kind.BAD_MEMORY,
+                file + ": cannot open descriptor " + fd + " of pid " + pid + ": " + Libc.lastError());
+        }
+        try
+        {
+            final Path self = Path.of("/proc/self/fd/" + memory);
+            final String problem = memoryProblem(libc.fcntl(memory, Libc.F_GET_SEALS, 0),
+                (Long)Files.getAttribute(self, "unix:ino"), inode);
+            if (problem != null)
+            {
+                throw new AppFileException(AppFileException.Kind.BAD_MEMORY, file + ": descriptor " + fd + " of pid "
+                    + pid + " " + problem);
+            }
+            try (FileChannel channel = FileChannel.open(self, StandardOpenOption.READ, StandardOpenOption.WRITE))
+            {
+                final long size = channel.size();
+                if (size < HEADER_LENGTH || size > Integer.MAX_VALUE)
+                {
+                    throw new AppFileException(AppFileException.Kind.TRUNCATED, file + ": memory of " + size + " bytes");
+                }
+                return channel.map(FileChannel.MapMode.READ_WRITE, 0, size);
+            }
+        }
+        finally
+        {
+            libc.close(memory);
+        }
+    }
+
     /**
-     * Daemon side: answer a file that {@link #open} refused with {@code REJECTED} and {@code reason}, touching only
-     * the first header fields, which every layout version keeps in place.
+     * Null if a descriptor with {@code seals} (F_GET_SEALS, -1 if it failed) and inode {@code inode} is memory the
+     * daemon may map for an app file naming inode {@code named}; else what is wrong, after "descriptor N of pid P".
+     */
+    public static String memoryProblem(final int seals, final long inode, final long named)
+    {
+        if (inode != named)
+        {
+            return "is inode " + inode + ", not the memory the app file names (inode " + named + ")";
+        }
+        if (seals < 0)
+        {
+            return "is not a memfd made with MFD_ALLOW_SEALING";
+        }
+        if ((seals & Libc.F_SEAL_SHRINK) == 0)
+        {
+            return "is not sealed against shrinking (F_SEAL_SHRINK)";
+        }
+        if ((seals & (Libc.F_SEAL_WRITE | Libc.F_SEAL_FUTURE_WRITE)) != 0)
+        {
+            return "is sealed against writing";
+        }
+        return null;
+    }
+
+    /**
+     * Daemon side: answer an app file that {@link #open} refused with {@code REJECTED} and {@code reason}, touching
+     * only the first header fields, which every layout version keeps in place.
      *
      * @return false if the file is too short to hold them.
      */
     public static boolean reject(final Path file, final int reason) throws IOException
     {
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        try (FileChannel channel = FileChannel.open(file, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS)))
         {
             if (channel.size() < REASON_OFFSET + 4)
             {
                 return false;
             }
-            final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, REASON_OFFSET + 4);
-            try
-            {
-                final UnsafeBuffer header = new UnsafeBuffer(mapped);
-                header.putIntRelease(REASON_OFFSET, reason);
-                header.putIntRelease(STATE_OFFSET, STATE_REJECTED);
-            }
-            finally
-            {
-                IoUtil.unmap(mapped);
-            }
+            writeInt(channel, REASON_OFFSET, reason);
+            writeInt(channel, STATE_OFFSET, STATE_REJECTED);
             return true;
+        }
+    }
+
+    private static void writeInt(final FileChannel channel, final int offset, final int value) throws IOException
+    {
+        writeFully(channel, ByteBuffer.allocate(Integer.BYTES).order(ByteOrder.nativeOrder()).putInt(0, value), offset);
+    }
+
+    private static void writeFully(final FileChannel channel, final ByteBuffer bytes, final long offset) throws IOException
+    {
+        while (bytes.hasRemaining())
+        {
+            channel.write(bytes, offset + bytes.position());
         }
     }
 
@@ -469,9 +591,43 @@ public final class AppFile implements AutoCloseable
         return buffer.getInt(VERSION_OFFSET);
     }
 
+    /**
+     * The state in the memory. On the app side, while it says ATTACHING, a REJECTED in the app file (where the daemon
+     * answers an app whose memory it could not take) is first copied into the memory, with its reason and the
+     * daemon's pid and version.
+     */
     public int state()
     {
-        return buffer.getIntVolatile(STATE_OFFSET);
+        final int state = buffer.getIntVolatile(STATE_OFFSET);
+        if (state == STATE_ATTACHING && memoryFd >= 0)
+        {
+            copyRejection();
+            return buffer.getIntVolatile(STATE_OFFSET);
+        }
+        return state;
+    }
+
+    private void copyRejection()
+    {
+        final ByteBuffer read = ByteBuffer.allocate(DAEMON_VERSION_OFFSET + Integer.BYTES).order(ByteOrder.nativeOrder());
+        try
+        {
+            while (read.hasRemaining() && appFile.read(read, read.position()) > 0)
+            {
+                // until the fields are read or the file ends
+            }
+        }
+        catch (final IOException e)
+        {
+            return; // no answer to read: still attaching as far as the app can tell
+        }
+        if (!read.hasRemaining() && read.getInt(STATE_OFFSET) == STATE_REJECTED)
+        {
+            buffer.putLong(DAEMON_PID_OFFSET, read.getLong(DAEMON_PID_OFFSET));
+            buffer.putInt(DAEMON_VERSION_OFFSET, read.getInt(DAEMON_VERSION_OFFSET));
+            buffer.putInt(REASON_OFFSET, read.getInt(REASON_OFFSET));
+            buffer.putIntRelease(STATE_OFFSET, STATE_REJECTED);
+        }
     }
 
     /** A release store: everything written before it is visible to the other side once it sees the state. */
@@ -534,22 +690,27 @@ public final class AppFile implements AutoCloseable
         return length < 0 || length > MAX_NAME_LENGTH ? "" : buffer.getStringAscii(NAME_OFFSET);
     }
 
-    /** Daemon: accept the app — daemon pid and version, a first heartbeat, then {@code STATE_ATTACHED} (release). */
-    public void markAttached(final long daemonPid, final long nowMillis)
+    /**
+     * Daemon: accept the app — daemon pid and version, a first heartbeat, then {@code STATE_ATTACHED} (release) in the
+     * memory; then ATTACHED in the app file too, so that a scan passes it over.
+     */
+    public void markAttached(final long daemonPid, final long nowMillis) throws IOException
     {
         buffer.putLong(DAEMON_PID_OFFSET, daemonPid);
         buffer.putInt(DAEMON_VERSION_OFFSET, VERSION);
         buffer.putLongRelease(DAEMON_HEARTBEAT_OFFSET, nowMillis);
         buffer.putIntRelease(STATE_OFFSET, STATE_ATTACHED);
+        writeInt(appFile, STATE_OFFSET, STATE_ATTACHED);
     }
 
-    /** Daemon: refuse the app with a {@link Protocol.Reason}. */
-    public void markRejected(final long daemonPid, final int reason)
+    /** Daemon: refuse the app with a {@link Protocol.Reason}, in the app file (where the app looks for it). */
+    public void markRejected(final long daemonPid, final int reason) throws IOException
     {
-        buffer.putLong(DAEMON_PID_OFFSET, daemonPid);
-        buffer.putInt(DAEMON_VERSION_OFFSET, VERSION);
-        buffer.putInt(REASON_OFFSET, reason);
-        buffer.putIntRelease(STATE_OFFSET, STATE_REJECTED);
+        writeFully(appFile, ByteBuffer.allocate(Long.BYTES).order(ByteOrder.nativeOrder()).putLong(0, daemonPid),
+            DAEMON_PID_OFFSET);
+        writeInt(appFile, DAEMON_VERSION_OFFSET, VERSION);
+        writeInt(appFile, REASON_OFFSET, reason);
+        writeInt(appFile, STATE_OFFSET, STATE_REJECTED);
     }
 
     public boolean isClosed()
@@ -557,7 +718,10 @@ public final class AppFile implements AutoCloseable
         return closed;
     }
 
-    /** Unmap. Nothing may touch {@link #buffer()}, the rings or the pipes afterwards. */
+    /**
+     * Unmap the memory and close the app file (and, app side, the memfd). Nothing may touch {@link #buffer()}, the
+     * rings or the pipes afterwards.
+     */
     @Override
     public void close()
     {
@@ -565,10 +729,22 @@ public final class AppFile implements AutoCloseable
         {
             closed = true;
             IoUtil.unmap(mapped);
+            try
+            {
+                appFile.close();
+            }
+            catch (final IOException ignored)
+            {
+                // Nothing left to do with it.
+            }
+            if (memoryFd >= 0)
+            {
+                Libc.calls().close(memoryFd);
+            }
         }
     }
 
-    /** Remove the file (the mapping, if still open, stays valid until {@link #close()}). */
+    /** Remove the app file (the mapping, if still open, stays valid until {@link #close()}). */
     public void delete() throws IOException
     {
         Files.deleteIfExists(path);

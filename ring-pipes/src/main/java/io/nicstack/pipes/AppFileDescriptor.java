@@ -6,8 +6,18 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
 
 /**
- * Layout of one attached application's file {@code <shm>/apps/<name>-<pid>.app} (mode 0600, created
- * and sized by the app; the daemon finds it by scanning the directory and maps it).
+ * Layout of one attached application's memory, and of its app file {@code <shm>/apps/<name>-<pid>.app}.
+ *
+ * <p><b>The memory</b> is a memfd the app creates ({@code MFD_ALLOW_SEALING}), sizes to {@link #fileLength} and seals
+ * against shrinking and growing ({@code F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL}) before anyone maps it: no process
+ * can truncate it under the daemon's mapping, so no access of the daemon's can fault (a truncated mapped file raises
+ * SIGBUS, which the JVM turns into an InternalError at some later, unrelated point of the thread).
+ *
+ * <p><b>The app file</b> (mode 0600) is the rendezvous: {@link #HEADER_LENGTH} bytes, a copy of the memory's header
+ * at ATTACHING plus {@link #MEMORY_FD_OFFSET} (the memfd's number in the app's process) and {@link #MEMORY_INODE_OFFSET}
+ * (its inode). The daemon finds it by scanning the directory, reads and writes it with pread/pwrite only (never
+ * mapped), takes the memfd from the app's process with {@code pidfd_getfd(2)}, checks it is that inode and sealed,
+ * and maps it.
  *
  * <pre>
  *  +-------------------------------------------------------------+ 0
@@ -27,16 +37,21 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *  +-------------------------------------------------------------+ fileLength()
  * </pre>
  *
- * State: the app writes ATTACHING after filling the header; the daemon answers ATTACHED (or
- * REJECTED with a reason); the app writes DETACHED when it closes; the daemon writes DAEMON_GONE on
- * its way out. The app checks {@link #VERSION} of the file it made against what the daemon wrote in
- * {@link #DAEMON_VERSION_OFFSET}; the daemon refuses a file of another version.
+ * State: the app writes ATTACHING after filling the header (in the memory, then in the app file); the daemon answers
+ * ATTACHED in the memory (and the app file), or REJECTED with a reason in the app file (it may not have the memory);
+ * the app writes DETACHED in the memory when it closes; the daemon writes DAEMON_GONE there on its way out. The app
+ * checks {@link #VERSION} of the file it made against what the daemon wrote in {@link #DAEMON_VERSION_OFFSET}; the
+ * daemon refuses a file of another version. The fields up to {@link #DAEMON_VERSION_OFFSET} keep their places in every
+ * version, so a daemon can answer an app of another version with REJECTED and VERSION_MISMATCH.
  */
 public final class AppFileDescriptor
 {
     public static final long MAGIC = 0x3150_5041_4349_4E4EL; // "NNICAPP1" little endian
-    /** 2: SEND_FILE / FILE_SENT, ABORT, and CLOSED's ICMP error; a daemon of version 1 would answer SEND_FILE with an error. */
-    public static final int VERSION = 2;
+    /**
+     * 3: the memory is a sealed memfd named by the app file (version 2 mapped the app file itself, which its app could
+     * truncate under the daemon). 2: SEND_FILE / FILE_SENT, ABORT, and CLOSED's ICMP error.
+     */
+    public static final int VERSION = 3;
 
     public static final int STATE_ATTACHING = 1;
     public static final int STATE_ATTACHED = 2;
@@ -54,6 +69,10 @@ public final class AppFileDescriptor
     public static final int APP_PID_OFFSET = 32;
     public static final int DAEMON_PID_OFFSET = 40;
     public static final int DAEMON_VERSION_OFFSET = 48;
+    /** The memfd's descriptor number in the app's process (int). */
+    public static final int MEMORY_FD_OFFSET = 52;
+    /** The memfd's inode number (long): the daemon checks the descriptor it takes is this memory. */
+    public static final int MEMORY_INODE_OFFSET = 56;
     public static final int APP_HEARTBEAT_OFFSET = 2 * CACHE_LINE_LENGTH;
     public static final int DAEMON_HEARTBEAT_OFFSET = 4 * CACHE_LINE_LENGTH;
     public static final int NAME_OFFSET = 6 * CACHE_LINE_LENGTH;

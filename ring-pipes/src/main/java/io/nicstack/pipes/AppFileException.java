@@ -19,7 +19,12 @@ public final class AppFileException extends IOException
         /** Ring or pipe capacity not a power of two in range, connections out of range, or the file too large. */
         BAD_SIZES(Protocol.Reason.BAD_ARGUMENT),
         /** The app name is empty, too long or not printable ASCII of {@code [A-Za-z0-9._-]}. */
-        BAD_NAME(Protocol.Reason.BAD_ARGUMENT);
+        BAD_NAME(Protocol.Reason.BAD_ARGUMENT),
+        /**
+         * The descriptor the app file names is not the app's memory: gone, another file than the inode named, not a
+         * memfd, or not sealed against shrinking (a file that can shrink under a mapping faults its reader).
+         */
+        BAD_MEMORY(Protocol.Reason.BAD_ARGUMENT);
 
         private final int reason;
 

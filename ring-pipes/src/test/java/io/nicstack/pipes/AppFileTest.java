@@ -6,6 +6,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -29,18 +31,18 @@ class AppFileTest
     @Test
     void createThenOpenSeesTheSameHeaderRingsAndPipes() throws IOException
     {
-        try (AppFile app = AppFile.create(dir, "echo-server", 4242, RING, PIPE, SLOTS, 1_700_000_000_000L))
+        try (AppFile app = AppFile.create(dir, "echo-server", RING, PIPE, SLOTS, 1_700_000_000_000L))
         {
-            final Path file = dir.resolve("apps").resolve("echo-server-4242.app");
+            final Path file = dir.resolve("apps").resolve("echo-server-" + PID + ".app");
             assertEquals(file, app.path());
-            assertEquals(AppFileDescriptor.fileLength(RING, PIPE, SLOTS), Files.size(file));
+            assertEquals(AppFileDescriptor.HEADER_LENGTH, Files.size(file), "the app file is the header only");
             assertEquals(AppFileDescriptor.STATE_ATTACHING, app.state());
 
             try (AppFile daemon = AppFile.open(file))
             {
                 assertEquals(AppFileDescriptor.VERSION, daemon.version());
                 assertEquals("echo-server", daemon.name());
-                assertEquals(4242, daemon.appPid());
+                assertEquals(PID, daemon.appPid());
                 assertEquals(1_700_000_000_000L, daemon.appHeartbeat());
                 assertEquals(RING, daemon.ringCapacity());
                 assertEquals(PIPE, daemon.pipeCapacity());
@@ -52,8 +54,9 @@ class AppFileTest
                 assertEquals(777, app.daemonPid());
                 assertEquals(AppFileDescriptor.VERSION, app.daemonVersion());
                 assertEquals(1_700_000_000_050L, app.daemonHeartbeat());
+                assertEquals(AppFileDescriptor.STATE_ATTACHED, stateInTheAppFile(file), "a scan passes it over");
 
-                // Control ring: app -> daemon over two mappings of one file.
+                // Control ring: app -> daemon over two mappings of one memory.
                 final UnsafeBuffer message = new UnsafeBuffer(new byte[Protocol.CONTROL_LENGTH]);
                 message.putLong(0, -5L);
                 message.putInt(8, 8080);
@@ -88,7 +91,7 @@ class AppFileTest
     @Test
     void fileIsOwnerReadWriteOnly() throws IOException
     {
-        try (AppFile app = AppFile.create(dir, "secret", 1, RING, PIPE, SLOTS, 0))
+        try (AppFile app = AppFile.create(dir, "secret", RING, PIPE, SLOTS, 0))
         {
             assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(app.path())));
             app.delete();
@@ -99,8 +102,8 @@ class AppFileTest
     @Test
     void createNeedsTheSharedMemoryDirectoryButMakesApps() throws IOException
     {
-        assertThrows(NoSuchFileException.class, () -> AppFile.create(dir.resolve("nope"), "a", 1, RING, PIPE, 1, 0));
-        try (AppFile app = AppFile.create(dir, "a", 1, RING, PIPE, 1, 0))
+        assertThrows(NoSuchFileException.class, () -> AppFile.create(dir.resolve("nope"), "a", RING, PIPE, 1, 0));
+        try (AppFile app = AppFile.create(dir, "a", RING, PIPE, 1, 0))
         {
             assertEquals(dir.resolve("apps"), app.path().getParent());
             assertTrue(Files.isDirectory(dir.resolve("apps")));
@@ -109,15 +112,15 @@ class AppFileTest
                 assertEquals(1, files.count(), "no temporary file is left behind");
             }
         }
-        assertThrows(IllegalArgumentException.class, () -> AppFile.create(dir, "../evil", 1, RING, PIPE, 1, 0));
-        assertThrows(IllegalArgumentException.class, () -> AppFile.create(dir, "a", 1, 3000, PIPE, 1, 0));
+        assertThrows(IllegalArgumentException.class, () -> AppFile.create(dir, "../evil", RING, PIPE, 1, 0));
+        assertThrows(IllegalArgumentException.class, () -> AppFile.create(dir, "a", 3000, PIPE, 1, 0));
     }
 
     @Test
     void versionMismatchIsRefusedAndCanBeRejected() throws IOException
     {
         final Path file;
-        try (AppFile app = AppFile.create(dir, "old", 2, RING, PIPE, SLOTS, 0))
+        try (AppFile app = AppFile.create(dir, "old", RING, PIPE, SLOTS, 0))
         {
             file = app.path();
             app.buffer().putInt(AppFileDescriptor.VERSION_OFFSET, AppFileDescriptor.VERSION + 1);
@@ -133,29 +136,139 @@ class AppFileTest
     }
 
     @Test
-    void truncatedFilesAreRefused() throws IOException
+    void aTruncatedAppFileIsRefused() throws IOException
     {
-        final Path file;
-        try (AppFile app = AppFile.create(dir, "cut", 3, RING, PIPE, SLOTS, 0))
+        try (AppFile app = AppFile.create(dir, "cut", RING, PIPE, SLOTS, 0))
         {
-            file = app.path();
+            try (RandomAccessFile raf = new RandomAccessFile(app.path().toFile(), "rw"))
+            {
+                raf.setLength(AppFileDescriptor.HEADER_LENGTH - 1);
+            }
+            assertEquals(AppFileException.Kind.TRUNCATED,
+                assertThrows(AppFileException.class, () -> AppFile.open(app.path())).kind());
         }
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw"))
+    }
+
+    /**
+     * The memory cannot shrink or grow, not even by the app that made it and holds it read-write: the daemon's mapping
+     * of it can never fault.
+     */
+    @Test
+    void theMemoryIsSealedAgainstEveryChangeOfSize() throws IOException
+    {
+        try (AppFile app = AppFile.create(dir, "sealed", RING, PIPE, SLOTS, 0))
         {
-            raf.setLength(AppFileDescriptor.fileLength(RING, PIPE, SLOTS) - 1);
+            final Libc.Calls libc = Libc.calls();
+            final int fd = memoryFd(app);
+            assertEquals(AppFile.MEMORY_SEALS, libc.fcntl(fd, Libc.F_GET_SEALS, 0));
+            assertEquals(-1, libc.ftruncate(fd, 0), "shrink");
+            assertEquals(1, Libc.errno(), "EPERM");
+            assertEquals(-1, libc.ftruncate(fd, AppFileDescriptor.fileLength(RING, PIPE, SLOTS) + 4096), "grow");
+            assertEquals(-1, libc.fcntl(fd, Libc.F_ADD_SEALS, Libc.F_SEAL_WRITE), "no more seals");
+            try (FileChannel reopened = FileChannel.open(Path.of("/proc/self/fd/" + fd), StandardOpenOption.WRITE))
+            {
+                assertThrows(IOException.class, () -> reopened.truncate(0), "nor through another open file");
+            }
+            assertEquals(AppFileDescriptor.fileLength(RING, PIPE, SLOTS), Files.size(Path.of("/proc/self/fd/" + fd)));
         }
-        assertEquals(AppFileException.Kind.TRUNCATED, assertThrows(AppFileException.class, () -> AppFile.open(file)).kind());
-        try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw"))
+    }
+
+    /**
+     * An app file naming a descriptor that is not its sealed memory is refused: another inode, a memfd without the
+     * shrink seal, a regular file, a descriptor that is not open.
+     */
+    @Test
+    void anAppFileNamingAnythingButItsSealedMemoryIsRefused() throws IOException
+    {
+        try (AppFile app = AppFile.create(dir, "named", RING, PIPE, SLOTS, 0))
         {
-            raf.setLength(100);
+            final Path file = app.path();
+            final int sealed = memoryFd(app);
+            final long inode = app.buffer().getLong(AppFileDescriptor.MEMORY_INODE_OFFSET);
+            final Libc.Calls libc = Libc.calls();
+            final int unsealed = libc.memfd_create("unsealed", Libc.MFD_CLOEXEC | Libc.MFD_ALLOW_SEALING);
+            assertTrue(unsealed >= 0);
+            final Path regular = Files.write(dir.resolve("regular"), new byte[(int)AppFileDescriptor.fileLength(RING, PIPE, SLOTS)]);
+            final int plain = libc.open(regular.toString(), Libc.O_RDWR | Libc.O_CLOEXEC);
+            try
+            {
+                assertEquals(0, libc.ftruncate(unsealed, AppFileDescriptor.fileLength(RING, PIPE, SLOTS)));
+                name(file, unsealed, inode);
+                assertTrue(refusal(file).contains("is inode"), "another inode than the app file names");
+                name(file, unsealed, inodeOf(unsealed));
+                assertTrue(refusal(file).contains("not sealed against shrinking"), "a memfd that can shrink");
+                name(file, plain, inodeOf(plain));
+                final String regularRefusal = refusal(file);
+                // On disk F_GET_SEALS fails; a tmpfs file answers F_SEAL_SEAL alone.
+                assertTrue(regularRefusal.contains("not a memfd") || regularRefusal.contains("not sealed against shrinking"),
+                    regularRefusal);
+                name(file, 1_000_000, inode);
+                assertTrue(refusal(file).contains("cannot open descriptor"), "no such descriptor");
+                name(file, sealed, inode);
+                try (AppFile daemon = AppFile.open(file))
+                {
+                    assertEquals(SLOTS, daemon.maxConnections());
+                }
+            }
+            finally
+            {
+                libc.close(unsealed);
+                libc.close(plain);
+            }
         }
-        assertEquals(AppFileException.Kind.TRUNCATED, assertThrows(AppFileException.class, () -> AppFile.open(file)).kind());
+    }
+
+    /** A rejection is written in the app file, and the app sees it as its state, with the reason. */
+    @Test
+    void aRejectionInTheAppFileIsTheAppsState() throws IOException
+    {
+        try (AppFile app = AppFile.create(dir, "refused", RING, PIPE, SLOTS, 0))
+        {
+            assertEquals(AppFileDescriptor.STATE_ATTACHING, app.state());
+            assertTrue(AppFile.reject(app.path(), Protocol.Reason.LIMIT_MEMORY));
+            assertEquals(AppFileDescriptor.STATE_REJECTED, app.state());
+            assertEquals(Protocol.Reason.LIMIT_MEMORY, app.reason());
+        }
+    }
+
+    private static final long PID = ProcessHandle.current().pid();
+
+    private static int memoryFd(final AppFile app)
+    {
+        return app.buffer().getInt(AppFileDescriptor.MEMORY_FD_OFFSET);
+    }
+
+    private static long inodeOf(final int fd) throws IOException
+    {
+        return (Long)Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:ino");
+    }
+
+    /** Rewrite the app file to name descriptor {@code fd} and inode {@code inode}. */
+    private static void name(final Path file, final int fd, final long inode) throws IOException
+    {
+        final byte[] header = Files.readAllBytes(file);
+        final UnsafeBuffer b = new UnsafeBuffer(header);
+        b.putInt(AppFileDescriptor.MEMORY_FD_OFFSET, fd);
+        b.putLong(AppFileDescriptor.MEMORY_INODE_OFFSET, inode);
+        Files.write(file, header);
+    }
+
+    private static String refusal(final Path file)
+    {
+        final AppFileException e = assertThrows(AppFileException.class, () -> AppFile.open(file));
+        assertEquals(AppFileException.Kind.BAD_MEMORY, e.kind(), e.getMessage());
+        return e.getMessage();
+    }
+
+    private static int stateInTheAppFile(final Path file) throws IOException
+    {
+        return new UnsafeBuffer(Files.readAllBytes(file)).getInt(AppFileDescriptor.STATE_OFFSET);
     }
 
     @Test
     void badMagicSizesAndNameAreRefused() throws IOException
     {
-        try (AppFile app = AppFile.create(dir, "bad", 4, RING, PIPE, SLOTS, 0))
+        try (AppFile app = AppFile.create(dir, "bad", RING, PIPE, SLOTS, 0))
         {
             final Path file = app.path();
             app.buffer().putInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET, PIPE + 1);

@@ -8,26 +8,29 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.stream.Stream;
 
 import org.agrona.BufferUtil;
 import org.agrona.collections.Int2IntHashMap;
 
 import io.nicstack.nic.linux.Linux;
+import io.nicstack.pipes.AppFile;
+import io.nicstack.pipes.Libc;
 
 import static io.nicstack.nic.linux.Linux.LIBC;
 
 /**
- * The files one attached app hands the daemon to send (SEND_FILE): the app names a file descriptor it
- * holds, and the daemon takes a duplicate of that very open file description with {@code pidfd_getfd(2)},
- * as a NIC that reads the host's page cache itself instead of being handed copies of it.
+ * The descriptors the daemon takes from one app's process with {@code pidfd_getfd(2)}: first its memory (the sealed
+ * memfd its app file names, {@link #takeMemory}), then the files it hands the daemon to send (SEND_FILE), each a
+ * duplicate of that very open file description, as a NIC that reads the host's page cache itself instead of being
+ * handed copies of it.
  *
  * <p>The daemon runs as root, so every check the kernel would make if the app took the descriptor from
  * another process of its own is made here:
  * <ul>
- * <li><b>Whose process.</b> The pid is what the app wrote into its app file. Before the first descriptor
- *     the daemon checks that this process has the attached app file mapped (by device and inode): it is the
- *     app, not a process that pid names in another namespace.</li>
+ * <li><b>Whose process.</b> The pid is what the app wrote into its app file. The first descriptor taken is
+ *     the memory, and only the memfd of the inode the app file names is accepted: the process holds the app's
+ *     memory, so it is the app, not a process that pid names in another namespace. Later SEND_FILEs take from
+ *     the same pidfd.</li>
  * <li><b>Could the owner have taken it?</b> After every {@code pidfd_getfd} the process must be one the app
  *     file's owner could ptrace: all four uids the owner's, all four gids the app file's group, dumpable (the
  *     files under {@code /proc/<pid>} belong to root otherwise), and still alive behind the pidfd (not a reused
@@ -52,6 +55,8 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  */
 final class AppFiles implements AutoCloseable
 {
+    /** statfs f_type of tmpfs, and so of a memfd not made with MFD_HUGETLB (linux/magic.h). */
+    private static final long TMPFS_MAGIC = 0x01021994L;
     /** statfs f_type values of the filesystems whose regular files the daemon reads (linux/magic.h). */
     private static final long[] ALLOWED_FILESYSTEMS = {
         0xEF53L,      // ext2, ext3, ext4
@@ -59,16 +64,14 @@ final class AppFiles implements AutoCloseable
         0x9123683EL,  // btrfs
         0xF2F52010L,  // f2fs
         0x2FC12FC1L,  // zfs
-        0x01021994L,  // tmpfs
+        TMPFS_MAGIC,
     };
     private static final int STATFS_LENGTH = 128;
     /** Descriptors kept for reuse per app at most (each keeps its file open in the daemon). */
     private static final int MAX_KEPT = 256;
 
-    private final Path appFile;
     private final long pid;
     private final Owner owner;
-    private final Path procDirectory;
     private final Path procStatus;
     private final ByteBuffer statfs = BufferUtil.allocateDirectAligned(STATFS_LENGTH, 8).order(ByteOrder.nativeOrder());
     private final long statfsAddress = BufferUtil.address(statfs);
@@ -88,30 +91,85 @@ final class AppFiles implements AutoCloseable
     private String lastRefusal;
 
     /**
-     * @param appFile  the app's file, as the daemon mapped it.
-     * @param pid      the pid the app wrote into it.
-     * @param owner    the app file's owner, group and identity when it attached (not followed through links).
+     * @param pid      the pid the app wrote into its app file.
+     * @param owner    the app file's owner and group when it attached (not followed through links).
      */
-    AppFiles(final Path appFile, final long pid, final Owner owner)
+    AppFiles(final long pid, final Owner owner)
     {
-        this.appFile = appFile;
         this.pid = pid;
         this.owner = owner;
-        this.procDirectory = Path.of("/proc/" + pid);
-        this.procStatus = procDirectory.resolve("status");
+        this.procStatus = Path.of("/proc/" + pid + "/status");
     }
 
-    /** Who owned the app file at attach, and which file it was (st_dev, st_ino). */
-    record Owner(int uid, int gid, long device, long inode)
+    /** Who owned the app file at attach. */
+    record Owner(int uid, int gid)
     {
         static Owner of(final Path file) throws IOException
         {
             return new Owner(
                 (Integer)Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS),
-                (Integer)Files.getAttribute(file, "unix:gid", LinkOption.NOFOLLOW_LINKS),
-                (Long)Files.getAttribute(file, "unix:dev", LinkOption.NOFOLLOW_LINKS),
-                (Long)Files.getAttribute(file, "unix:ino", LinkOption.NOFOLLOW_LINKS));
+                (Integer)Files.getAttribute(file, "unix:gid", LinkOption.NOFOLLOW_LINKS));
         }
+    }
+
+    /**
+     * The app's memory: a descriptor of the daemon's own for the app's {@code appFd}, the memfd of inode {@code inode}
+     * sealed against shrinking ({@link AppFile#memoryProblem}) and open for reading and writing, taken from a process
+     * the app file's owner could ptrace; or -1 with {@link #lastRefusal()} saying why. Opens the pidfd later SEND_FILEs
+     * take from.
+     */
+    int takeMemory(final int appFd, final long inode)
+    {
+        if (pidfd >= 0 || appFd < 0)
+        {
+            return refuse(pidfd >= 0 ? "the memory was taken already" : "descriptor " + appFd + " is negative");
+        }
+        openProcess();
+        if (unusable != null)
+        {
+            return refuse(unusable);
+        }
+        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
+        if (fd < 0)
+        {
+            return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
+        }
+        String why = reachableByOwner();
+        if (why == null)
+        {
+            final int flags = LIBC.fcntl(fd, Linux.F_GETFL, 0);
+            try
+            {
+                if ((flags & Linux.O_ACCMODE) != Linux.O_RDWR)
+                {
+                    why = "is not open for reading and writing";
+                }
+                else if (LIBC.fstatfs(fd, statfsAddress) != 0 || (statfs.getLong(0) & 0xFFFF_FFFFL) != TMPFS_MAGIC)
+                {
+                    // A hugetlbfs memfd seals too, but its pages may fail to fault (SIGBUS) when the pool runs dry.
+                    why = "is not memory of tmpfs (f_type 0x" + Long.toHexString(statfs.getLong(0) & 0xFFFF_FFFFL) + ")";
+                }
+                else
+                {
+                    why = AppFile.memoryProblem(LIBC.fcntl(fd, Libc.F_GET_SEALS, 0),
+                        (Long)Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:ino"), inode);
+                }
+            }
+            catch (final IOException | RuntimeException e)
+            {
+                why = "cannot be examined: " + e;
+            }
+            if (why != null)
+            {
+                why = "descriptor " + appFd + " of pid " + pid + " " + why;
+            }
+        }
+        if (why != null)
+        {
+            Linux.closeQuietly(fd);
+            return refuse(why);
+        }
+        return fd;
     }
 
     /**
@@ -124,13 +182,9 @@ final class AppFiles implements AutoCloseable
         {
             return refuse("descriptor " + appFd + " is negative");
         }
-        if (pidfd < 0 && unusable == null)
+        if (pidfd < 0)
         {
-            openProcess();
-        }
-        if (unusable != null)
-        {
-            return refuse(unusable);
+            return refuse(unusable != null ? unusable : "the app's memory was not taken from its process");
         }
         lastTakeReused = false;
         final int reused = reuse(appFd);
@@ -300,8 +354,8 @@ final class AppFiles implements AutoCloseable
     }
 
     /**
-     * pidfd_open first, then the checks, so the process checked is the one the pidfd refers to from then on: it runs
-     * as the owner of the app file, and it has the app file mapped.
+     * pidfd_open first, then the check, so the process checked is the one the pidfd refers to from then on: it runs
+     * as the owner of the app file.
      */
     private void openProcess()
     {
@@ -312,43 +366,11 @@ final class AppFiles implements AutoCloseable
             return;
         }
         pidfd = fd;
-        String why = reachableByOwner();
-        try
-        {
-            if (why == null && !mapsAppFile())
-            {
-                why = "pid " + pid + " does not have " + appFile.getFileName() + " mapped: not the app that attached it";
-            }
-        }
-        catch (final IOException | RuntimeException e)
-        {
-            why = "cannot check pid " + pid + ": " + e;
-        }
+        final String why = reachableByOwner();
         if (why != null)
         {
             close();
             unusable = why;
-        }
-    }
-
-    /**
-     * Whether the process has the attached app file mapped: a line of {@code /proc/<pid>/maps} with its device and
-     * inode (not its path, which the app could have replaced since the attach).
-     */
-    private boolean mapsAppFile() throws IOException
-    {
-        // st_dev as glibc encodes it; maps prints major:minor in hex.
-        final long major = ((owner.device() >>> 8) & 0xFFF) | ((owner.device() >>> 32) & ~0xFFFL);
-        final long minor = (owner.device() & 0xFF) | ((owner.device() >>> 12) & ~0xFFL);
-        final String device = String.format("%02x:%02x", major, minor);
-        final String inode = Long.toString(owner.inode());
-        try (Stream<String> lines = Files.lines(procDirectory.resolve("maps"), StandardCharsets.ISO_8859_1))
-        {
-            return lines.anyMatch(l ->
-            {
-                final String[] f = l.trim().split("\\s+", 7);
-                return f.length >= 5 && f[3].equals(device) && f[4].equals(inode);
-            });
         }
     }
 

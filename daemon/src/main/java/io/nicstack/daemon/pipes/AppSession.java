@@ -55,6 +55,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
 
     final Path path;
     final Object fileKey;
+    /** The inode of the app's memory (its memfd): one memory is attached once. */
+    final long memoryInode;
     final long pid;
     private final PipeServer server;
     private final Tcp tcp;
@@ -90,8 +92,9 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     private long drainDeadline;
     private long drainAcked;
 
-    AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles.Owner owner, final MappedByteBuffer mapped,
-        final int ringCapacity, final int pipeCapacity, final int maxConnections, final long pid)
+    AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles appFiles,
+        final long memoryInode, final MappedByteBuffer mapped, final int ringCapacity, final int pipeCapacity,
+        final int maxConnections, final long pid)
     {
         this.server = server;
         this.tcp = server.tcp();
@@ -104,7 +107,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         this.maxConnections = maxConnections;
         this.pipeCapacity = pipeCapacity;
         this.ringCapacity = ringCapacity;
-        this.appFiles = new AppFiles(path, pid, owner);
+        this.appFiles = appFiles;
+        this.memoryInode = memoryInode;
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new ControlRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
         events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));

@@ -14,7 +14,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import org.agrona.BitUtil;
 import org.agrona.concurrent.EpochClock;
@@ -75,6 +74,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
     private AppDirectoryScanner scanner;
     private boolean scanInline;
     private final long pid = ProcessHandle.current().pid();
+    /** An app file's header as the loop read it (pread), and the fields it writes back (pwrite). */
+    private final UnsafeBuffer appFileHeader = new UnsafeBuffer(
+        org.agrona.BufferUtil.allocateDirectAligned(AppFileDescriptor.HEADER_LENGTH, 64));
     private long nextHousekeeping;
     private boolean scanTick;
     private boolean closed;
@@ -221,10 +223,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
             {
                 work += s.doWork();
             }
-            catch (final RuntimeException | InternalError e)
+            catch (final RuntimeException e)
             {
-                // A bug, or the app truncated its file under us (an access fault surfaces as InternalError):
-                // this app is done for, the daemon is not.
+                // A bug: this app is done for, the daemon is not. (Not a fault: the memory is sealed against
+                // shrinking, so no access to it can fault.)
                 log.println("nicstack pipes: app " + s.path.getFileName() + " failed: " + e);
                 s.markBroken();
             }
@@ -261,9 +263,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
                 s.heartbeat(epochMillis);
                 state = s.state();
             }
-            catch (final RuntimeException | InternalError e)
+            catch (final RuntimeException e)
             {
-                // The app truncated its file under us.
+                // A bug, as in doWork.
                 s.markBroken();
                 state = -1;
             }
@@ -337,7 +339,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         {
             reset = s.teardown(finalState, reason);
         }
-        catch (final RuntimeException | InternalError e)
+        catch (final RuntimeException e)
         {
             log.println("nicstack pipes: tearing down " + s.path.getFileName() + ": " + e);
         }
@@ -375,13 +377,18 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
     }
 
-    /** Validate and attach one file the scanner found in state ATTACHING (it hands it over again while it stays so). */
+    /**
+     * Validate and attach one app file the scanner found in state ATTACHING (it hands it over again while it stays so).
+     * The app file is read and answered with pread/pwrite and never mapped; the memory it names is taken from the app's
+     * process, checked to be that sealed memfd, and only then mapped (a file that can shrink under a mapping faults
+     * its reader, and the JVM raises that fault at some later, unrelated point of the loop).
+     */
     void tryAttach(final Path path)
     {
         try
         {
             // Apps of any user create files here: never follow a link (a root daemon would write through it),
-            // and never attach a second name of a file (a hard link to another app's memory).
+            // and never attach a second name of a file.
             final BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
             if (!attributes.isRegularFile() || ((Number)Files.getAttribute(path, "unix:nlink", LinkOption.NOFOLLOW_LINKS)).intValue() != 1)
             {
@@ -396,39 +403,103 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     return;
                 }
             }
-            // A lease on the file would make FileChannel.open wait up to 45 s on the loop's thread: first a descriptor
-            // opened without waiting (failing while a lease is held), kept open so that no lease can be taken now.
-            final int guard = AppDirectoryScanner.openWithoutWaiting(path);
-            if (guard < 0)
+            // Opened without waiting for a lease (it fails while one is held) and kept open, so that no lease can be
+            // taken now; every read and write of the app file goes through it.
+            final int fd = AppDirectoryScanner.openWithoutWaiting(path);
+            if (fd < 0)
             {
                 return; // held, or gone: the scanner offers it again at its next look while it stays ATTACHING
             }
-            try (FileChannel channel = FileChannel.open(path, Set.of(StandardOpenOption.READ, StandardOpenOption.WRITE,
-                LinkOption.NOFOLLOW_LINKS)))
+            try
             {
-                final long size = channel.size();
-                if (size < AppFileDescriptor.HEADER_LENGTH)
+                if (Linux.LIBC.pread(fd, appFileHeader.addressOffset(), AppFileDescriptor.HEADER_LENGTH, 0) != AppFileDescriptor.HEADER_LENGTH
+                    || appFileHeader.getInt(AppFileDescriptor.STATE_OFFSET) != AppFileDescriptor.STATE_ATTACHING)
                 {
                     return;
                 }
+                final int reason = validateAppFile(appFileHeader);
+                if (reason != Reason.NONE)
+                {
+                    reject(path, fd, reason, null);
+                    return;
+                }
+                attachMemory(path, fd, attributes.fileKey(), AppFiles.Owner.of(path));
+            }
+            finally
+            {
+                Linux.closeQuietly(fd);
+            }
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            // Vanished between listing and opening, or not ours to open: not an error of the daemon.
+        }
+    }
+
+    /** The app file's own fields: magic and version (where every version keeps them), a pid and a descriptor. */
+    private static int validateAppFile(final UnsafeBuffer appFile)
+    {
+        if (appFile.getLong(AppFileDescriptor.MAGIC_OFFSET) != AppFileDescriptor.MAGIC)
+        {
+            return Reason.BAD_ARGUMENT;
+        }
+        if (appFile.getInt(AppFileDescriptor.VERSION_OFFSET) != AppFileDescriptor.VERSION)
+        {
+            return Reason.VERSION_MISMATCH;
+        }
+        final long pid = appFile.getLong(AppFileDescriptor.APP_PID_OFFSET);
+        return pid <= 0 || pid > Integer.MAX_VALUE || appFile.getInt(AppFileDescriptor.MEMORY_FD_OFFSET) < 0
+            ? Reason.BAD_ARGUMENT : Reason.NONE;
+    }
+
+    /** Take the memory the app file (read into {@link #appFileHeader}, open as {@code fd}) names, validate and attach it. */
+    private void attachMemory(final Path path, final int fd, final Object fileKey, final AppFiles.Owner owner)
+        throws IOException
+    {
+        final long appPid = appFileHeader.getLong(AppFileDescriptor.APP_PID_OFFSET);
+        final long inode = appFileHeader.getLong(AppFileDescriptor.MEMORY_INODE_OFFSET);
+        final AppFiles files = new AppFiles(appPid, owner);
+        boolean attached = false;
+        try
+        {
+            final int memory = files.takeMemory(appFileHeader.getInt(AppFileDescriptor.MEMORY_FD_OFFSET), inode);
+            if (memory < 0)
+            {
+                reject(path, fd, Reason.BAD_ARGUMENT, files.lastRefusal());
+                return;
+            }
+            try (FileChannel channel = FileChannel.open(Path.of("/proc/self/fd/" + memory), StandardOpenOption.READ,
+                StandardOpenOption.WRITE))
+            {
+                for (final AppSession s : sessions)
+                {
+                    if (s.memoryInode == inode)
+                    {
+                        reject(path, fd, Reason.BAD_ARGUMENT, "its memory is attached already, as " + s.path.getFileName());
+                        return;
+                    }
+                }
+                final long size = channel.size();
+                if (size < AppFileDescriptor.HEADER_LENGTH)
+                {
+                    reject(path, fd, Reason.BAD_ARGUMENT, "its memory is " + size + " bytes, less than a header");
+                    return;
+                }
                 final MappedByteBuffer headerMap = channel.map(FileChannel.MapMode.READ_WRITE, 0, AppFileDescriptor.HEADER_LENGTH);
-                final UnsafeBuffer header = new UnsafeBuffer(headerMap);
                 try
                 {
-                    if (header.getIntVolatile(AppFileDescriptor.STATE_OFFSET) != AppFileDescriptor.STATE_ATTACHING)
-                    {
-                        return;
-                    }
                     // Each header field is read once: the app may rewrite them at any time, also between a check
                     // and a use (a size that passed the checks and then grew would size the daemon's arrays).
+                    final UnsafeBuffer header = new UnsafeBuffer(headerMap);
                     final Geometry geometry = Geometry.of(header);
-                    final int reason = validate(header, geometry, size);
+                    final int reason = geometry.appPid == appPid ? validate(header, geometry, size) : Reason.BAD_ARGUMENT;
                     if (reason != Reason.NONE)
                     {
-                        reject(path, header, reason);
+                        reject(path, fd, reason, null);
                         return;
                     }
-                    attach(path, attributes.fileKey(), AppFiles.Owner.of(path), channel, geometry);
+                    attach(path, fileKey, files, inode, channel, geometry);
+                    attached = true;
                 }
                 finally
                 {
@@ -437,12 +508,17 @@ public final class PipeServer implements LoopTask, AutoCloseable
             }
             finally
             {
-                Linux.closeQuietly(guard);
+                Linux.closeQuietly(memory);
             }
+            // So that the scanner passes it over (the app itself looks at its memory).
+            writeState(fd, AppFileDescriptor.STATE_ATTACHED);
         }
-        catch (final IOException | RuntimeException e)
+        finally
         {
-            // Vanished between listing and opening, or not ours to open: not an error of the daemon.
+            if (!attached)
+            {
+                files.close();
+            }
         }
     }
 
@@ -489,23 +565,38 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return size == length ? Reason.NONE : Reason.BAD_ARGUMENT;
     }
 
-    private void reject(final Path path, final UnsafeBuffer header, final int reason)
+    /**
+     * Answer REJECTED with {@code reason} in the app file (open as {@code fd}; the app copies it into its memory): the
+     * reason and the daemon's pid and version first, the state last. {@code why} goes to the log if not null.
+     */
+    private void reject(final Path path, final int fd, final int reason, final String why)
     {
-        header.putInt(AppFileDescriptor.REASON_OFFSET, reason);
-        header.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
-        header.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
-        header.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_REJECTED);
+        appFileHeader.putInt(AppFileDescriptor.REASON_OFFSET, reason);
+        appFileHeader.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
+        appFileHeader.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
+        final int fields = AppFileDescriptor.DAEMON_VERSION_OFFSET + Integer.BYTES - AppFileDescriptor.REASON_OFFSET;
+        Linux.LIBC.pwrite(fd, appFileHeader.addressOffset() + AppFileDescriptor.REASON_OFFSET, fields,
+            AppFileDescriptor.REASON_OFFSET);
+        writeState(fd, AppFileDescriptor.STATE_REJECTED);
         counters.increment(PipeCounter.APPS_REJECTED);
-        log.println("nicstack pipes: rejected " + path.getFileName() + ": " + Reason.describe(reason));
+        log.println("nicstack pipes: rejected " + path.getFileName() + ": " + Reason.describe(reason)
+            + (why != null ? " (" + why + ")" : ""));
     }
 
-    private void attach(final Path path, final Object fileKey, final AppFiles.Owner owner, final FileChannel channel,
-        final Geometry g) throws IOException
+    private void writeState(final int fd, final int state)
     {
-        // The length the checked sizes give, not the file's size now (the app may have changed it since).
+        appFileHeader.putInt(AppFileDescriptor.STATE_OFFSET, state);
+        Linux.LIBC.pwrite(fd, appFileHeader.addressOffset() + AppFileDescriptor.STATE_OFFSET, Integer.BYTES,
+            AppFileDescriptor.STATE_OFFSET);
+    }
+
+    private void attach(final Path path, final Object fileKey, final AppFiles files, final long memoryInode,
+        final FileChannel channel, final Geometry g) throws IOException
+    {
+        // The length the checked sizes give, not the memory's size now.
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, g.fileLength());
-        final AppSession s = new AppSession(this, path, fileKey, owner, mapped, g.ringCapacity, g.pipeCapacity,
-            g.maxConnections, g.appPid);
+        final AppSession s = new AppSession(this, path, fileKey, files, memoryInode, mapped, g.ringCapacity,
+            g.pipeCapacity, g.maxConnections, g.appPid);
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
         s.file.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
         s.file.putInt(AppFileDescriptor.REASON_OFFSET, Reason.NONE);
@@ -538,9 +629,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
             {
                 s.daemonGone();
             }
-            catch (final RuntimeException | InternalError ignored)
+            catch (final RuntimeException ignored)
             {
-                // Its file was truncated: nothing to tell it.
+                // A bug: nothing more to tell it.
             }
         }
     }

@@ -29,6 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
 import io.nicstack.nic.linux.Linux;
 import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.Libc;
 import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.Protocol.Reason;
@@ -56,7 +57,6 @@ class PipeServerTest
     Path shm;
 
     private long now = 1_000_000_000L;
-    private boolean fineSteps;
     /** Stack B is not polled: the test plays the network on B's side of the wire by hand. */
     private boolean bSilent;
     private MemoryWire wire;
@@ -118,7 +118,7 @@ class PipeServerTest
     private int step()
     {
         final int work = server.doWork() + a.poll(now) + (bSilent ? 0 : b.poll(now));
-        now += work > 0 || fineSteps ? 20_000L : 1_000_000L;
+        now += work > 0 ? 20_000L : 1_000_000L;
         return work;
     }
 
@@ -470,12 +470,13 @@ class PipeServerTest
     }
 
     /**
-     * The pid in an app file must be a process of the user that owned the file when it attached, and the process
-     * must have that file mapped; otherwise no descriptor is taken from it. A chown after the attach changes
-     * nothing (the owner is recorded at attach, not followed through a later link).
+     * The memory is taken only from a process the app file's owner could ptrace, and only the memfd the app file names:
+     * an app file of another user naming this (root's) process, or one naming a process that does not hold the memory,
+     * is rejected and nothing is mapped. A chown after the attach changes nothing: the owner is recorded at attach, and
+     * SEND_FILE goes on working.
      */
     @Test
-    void sendFileIsRefusedUnlessThePidIsTheAppOfTheFilesOwner() throws Exception
+    void theMemoryIsTakenOnlyFromAProcessOfTheAppFilesOwnerThatHoldsIt() throws Exception
     {
         assumeTrue("root".equals(System.getProperty("user.name")), "chown needs root");
         final Path body = Files.write(shm.resolve("body.bin"), randomBytes(8, 1000));
@@ -486,16 +487,18 @@ class PipeServerTest
             // 1. Owned by another user than the one this (root's) process runs as.
             final TestApp foreign = new TestApp(server.appsDirectory(), "foreign", self, RING, PIPE, 2);
             Files.setAttribute(foreign.path, "unix:uid", 4242);
-            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(foreign.attach(), fd), "another user's app file");
+            foreign.attach();
+            // 2. The right user, but a pid that does not hold the memory (its descriptor of that number is another file,
+            //    or none).
+            final TestApp stranger = new TestApp(server.appsDirectory(), "stranger", other.pid(), RING, PIPE, 2).attach();
+            runUntil(() -> foreign.state() != AppFileDescriptor.STATE_ATTACHING
+                && stranger.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answers");
+            assertEquals(AppFileDescriptor.STATE_REJECTED, foreign.state(), "another user's app file");
+            assertEquals(Reason.BAD_ARGUMENT, foreign.reason());
+            assertEquals(AppFileDescriptor.STATE_REJECTED, stranger.state(), "a pid that is not the app");
+            assertEquals(Reason.BAD_ARGUMENT, stranger.reason());
+            assertEquals(0, server.attached());
             foreign.close();
-            // 2. The right user, but a pid that is not the app (it does not map the file), even when the app file's
-            //    name is replaced after the attach by a link to a file that process does map.
-            final TestApp stranger = new TestApp(server.appsDirectory(), "stranger", other.pid(), RING, PIPE, 2);
-            stranger.attach();
-            runUntil(() -> stranger.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
-            Files.delete(stranger.path);
-            Files.createSymbolicLink(stranger.path, Files.readSymbolicLink(Path.of("/proc/" + other.pid() + "/exe")));
-            assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(stranger, fd), "a pid that is not the app");
             stranger.close();
             // 3. Recorded at attach: a later chown does not take SEND_FILE away from the app, nor give it.
             final TestApp mine = new TestApp(server.appsDirectory(), "mine", self, RING, PIPE, 2);
@@ -514,25 +517,10 @@ class PipeServerTest
     }
 
     /**
-     * The app's process as another user (nobody): maps its app file, names itself in bytes that are not UTF-8, opens
-     * the body, and when told turns non-dumpable and opens it again.
-     */
-    private static final String NOBODY_APP = String.join("\n",
-        "import ctypes, mmap, os, sys",
-        "path, body = sys.stdin.readline().split()",
-        "f = open(path, 'r+b')",
-        "m = mmap.mmap(f.fileno(), 4096)",
-        "ctypes.CDLL(None).prctl(15, b'app\\xff\\xfe', 0, 0, 0)  # PR_SET_NAME: not UTF-8, in /proc status",
-        "print(os.open(body, os.O_RDONLY), flush=True)",
-        "sys.stdin.readline()",
-        "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0",
-        "print(os.open(body, os.O_RDONLY), flush=True)  # opened after, as a setuid program would open its secret",
-        "sys.stdin.readline()");
-
-    /**
-     * A process of an ordinary user hands over its descriptor while its user could ptrace it; once it is not dumpable
-     * (as after the exec of a setuid or setgid program) the daemon refuses what it opens, as the kernel would refuse
-     * its user. (The descriptor taken before may be named again: it is the open file the daemon took then.)
+     * A process of an ordinary user (nobody, named in bytes that are not UTF-8) holds its memory and hands over its
+     * descriptor while its user could ptrace it; once it is not dumpable (as after the exec of a setuid or setgid
+     * program) the daemon refuses what it opens, as the kernel would refuse its user. (The descriptor taken before may
+     * be named again: it is the open file the daemon took then.)
      */
     @Test
     void sendFileIsRefusedOnceTheAppsProcessIsNoLongerDumpable() throws Exception
@@ -541,27 +529,20 @@ class PipeServerTest
         Files.setPosixFilePermissions(shm, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
         final Path body = Files.write(shm.resolve("public.bin"), randomBytes(14, 1000));
         Files.setPosixFilePermissions(body, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
-        final Process nobody = new ProcessBuilder("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-            "/usr/bin/python3", "-c", NOBODY_APP).redirectErrorStream(true).start();
-        try (var toApp = new java.io.PrintStream(nobody.getOutputStream(), true);
-             var fromApp = new java.io.BufferedReader(new java.io.InputStreamReader(nobody.getInputStream())))
+        try (TestApp.Holder nobody = new TestApp.Holder(RING, PIPE, 2,
+            "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"))
         {
-            final TestApp app = new TestApp(server.appsDirectory(), "nobody", nobody.pid(), RING, PIPE, 2);
+            assertEquals("0", nobody.command("name"));
+            final TestApp app = new TestApp(server.appsDirectory(), "nobody", nobody, RING, PIPE, 2);
             Files.setAttribute(app.path, "unix:uid", 65534);
             Files.setAttribute(app.path, "unix:gid", 65534);
-            toApp.println(app.path + " " + body);
-            final int fd = Integer.parseInt(fromApp.readLine().strip());
+            final int fd = Integer.parseInt(nobody.command("open " + body));
             assertEquals(Reason.NONE, sendFileAnswer(app.attach(), fd), "nobody's own readable file");
-            toApp.println();
-            final int openedAfter = Integer.parseInt(fromApp.readLine().strip());
+            assertEquals("0", nobody.command("undump"));
+            final int openedAfter = Integer.parseInt(nobody.command("open " + body));
             assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(app, openedAfter), "a process its user could not ptrace");
             assertEquals(1000, counters.get(PipeCounter.FILE_BYTES));
-            toApp.println();
             app.close();
-        }
-        finally
-        {
-            nobody.destroy();
         }
     }
 
@@ -1143,7 +1124,7 @@ class PipeServerTest
         final TestApp second = new TestApp(server.appsDirectory(), "second", self, RING, PIPE, 16).attach();
         runUntil(() -> second.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
         assertEquals(AppFileDescriptor.STATE_REJECTED, second.state());
-        assertEquals(Reason.LIMIT_MEMORY, second.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        assertEquals(Reason.LIMIT_MEMORY, second.reason());
         second.close();
 
         first.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
@@ -1168,11 +1149,11 @@ class PipeServerTest
         runUntil(() -> version.state() != AppFileDescriptor.STATE_ATTACHING && sizes.state() != AppFileDescriptor.STATE_ATTACHING
             && length.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "rejections");
         assertEquals(AppFileDescriptor.STATE_REJECTED, version.state());
-        assertEquals(Reason.VERSION_MISMATCH, version.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        assertEquals(Reason.VERSION_MISMATCH, version.reason());
         assertEquals(AppFileDescriptor.STATE_REJECTED, sizes.state());
-        assertEquals(Reason.BAD_ARGUMENT, sizes.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        assertEquals(Reason.BAD_ARGUMENT, sizes.reason());
         assertEquals(AppFileDescriptor.STATE_REJECTED, length.state());
-        assertEquals(Reason.BAD_ARGUMENT, length.file.getInt(AppFileDescriptor.REASON_OFFSET));
+        assertEquals(Reason.BAD_ARGUMENT, length.reason());
         assertEquals(3, counters.get(PipeCounter.APPS_REJECTED));
         assertEquals(0, server.attached());
 
@@ -1186,6 +1167,121 @@ class PipeServerTest
         version.close();
         sizes.close();
         length.close();
+    }
+
+    /**
+     * Only memory sealed against shrinking is mapped: a memfd without the seal is rejected (its app could truncate it
+     * under the daemon's mapping), and so is a second app file naming memory attached already. The shrink seal alone
+     * is enough.
+     */
+    @Test
+    void memoryThatCanShrinkOrIsAttachedAlreadyIsRejected() throws IOException
+    {
+        final TestApp unsealed = TestApp.withSeals(server.appsDirectory(), "unsealed", 0, RING, PIPE, 1).attach();
+        runUntil(() -> unsealed.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+        assertEquals(AppFileDescriptor.STATE_REJECTED, unsealed.state());
+        assertEquals(Reason.BAD_ARGUMENT, unsealed.reason());
+        assertEquals(0, server.attached());
+        unsealed.close();
+
+        final TestApp first = TestApp.withSeals(server.appsDirectory(), "shrink-seal-only", Libc.F_SEAL_SHRINK, RING, PIPE, 1)
+            .attach();
+        runUntil(() -> first.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, first.state());
+        final TestApp second = new TestApp(server.appsDirectory(), "second-name", self, RING, PIPE, 1);
+        second.file.putInt(AppFileDescriptor.MEMORY_FD_OFFSET, first.memoryFd);
+        second.file.putLong(AppFileDescriptor.MEMORY_INODE_OFFSET, first.file.getLong(AppFileDescriptor.MEMORY_INODE_OFFSET));
+        second.attach();
+        runUntil(() -> second.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+        assertEquals(AppFileDescriptor.STATE_REJECTED, second.state());
+        assertEquals(1, server.attached());
+        assertEquals(2, counters.get(PipeCounter.APPS_REJECTED));
+        first.close();
+        second.close();
+    }
+
+    /**
+     * A hugetlbfs memfd seals like any other, but its pages may fail to fault when the huge page pool runs dry (SIGBUS
+     * in the daemon): it is rejected before anything maps it. Here the pool is usually empty, so the memory could not
+     * even be mapped: without the check the daemon's mapping fails and the app is never answered.
+     */
+    @Test
+    void hugetlbMemoryIsRejectedBeforeItIsMapped() throws IOException
+    {
+        final int mfdHugetlb = 0x4;
+        final Libc.Calls libc = Libc.calls();
+        final int fd = libc.memfd_create("nicstack-test-huge", Libc.MFD_CLOEXEC | Libc.MFD_ALLOW_SEALING | mfdHugetlb);
+        assumeTrue(fd >= 0, "no hugetlbfs here: " + Libc.lastError());
+        try
+        {
+            assumeTrue(libc.ftruncate(fd, 2 << 20) == 0 && libc.fcntl(fd, Libc.F_ADD_SEALS, Libc.F_SEAL_SHRINK) == 0,
+                "a 2 MiB hugetlb memfd: " + Libc.lastError());
+            final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
+            final UnsafeBuffer h = new UnsafeBuffer(header);
+            h.putLong(AppFileDescriptor.MAGIC_OFFSET, AppFileDescriptor.MAGIC);
+            h.putInt(AppFileDescriptor.VERSION_OFFSET, AppFileDescriptor.VERSION);
+            h.putInt(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING);
+            h.putLong(AppFileDescriptor.APP_PID_OFFSET, self);
+            h.putInt(AppFileDescriptor.MEMORY_FD_OFFSET, fd);
+            h.putLong(AppFileDescriptor.MEMORY_INODE_OFFSET, (Long)Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:ino"));
+            final Path path = Files.write(server.appsDirectory().resolve("huge-" + self + ".app"), header);
+            runUntil(() -> appFileState(path) != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+            assertEquals(AppFileDescriptor.STATE_REJECTED, appFileState(path));
+            assertEquals(0, server.attached());
+        }
+        finally
+        {
+            libc.close(fd);
+        }
+    }
+
+    private static int appFileState(final Path path)
+    {
+        try
+        {
+            return new UnsafeBuffer(Files.readAllBytes(path)).getInt(AppFileDescriptor.STATE_OFFSET);
+        }
+        catch (final IOException e)
+        {
+            return -1;
+        }
+    }
+
+    /**
+     * An attached app can neither truncate its memory (the seal refuses it) nor hurt the daemon by truncating its app
+     * file (never mapped): its connection goes on moving bytes. Under version 2 the memory was the app file, and a
+     * truncation faulted the daemon's next access to it, killing the loop.
+     */
+    @Test
+    void anAppCannotTruncateWhatTheDaemonMaps() throws IOException
+    {
+        final TestApp app = attach("truncating", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final int slot = Protocol.slotOf(id);
+
+        assertEquals(-1, Libc.calls().ftruncate(app.memoryFd, 0));
+        assertEquals(Linux.EPERM, Libc.errno());
+        try (FileChannel ch = FileChannel.open(app.path, StandardOpenOption.WRITE))
+        {
+            ch.truncate(0);
+        }
+        for (int i = 0; i < 50; i++)
+        {
+            step();
+        }
+        final byte[] bytes = randomBytes(21, 300_000);
+        writeAll(app, slot, bytes, peer, remote[0]);
+        runUntil(() ->
+        {
+            peer.drain(remote[0]);
+            return peer.read == bytes.length;
+        }, 5_000_000_000L, "the bytes arrive after the truncation");
+        assertArrayEquals(sha256().digest(bytes), peer.digest.digest());
+        assertEquals(1, server.attached());
+        app.close();
     }
 
     /** A header-sized file in the apps directory saying ATTACHING, and nothing else right. */
@@ -1413,22 +1509,17 @@ class PipeServerTest
     @Test
     void aDeadAppIsReapedItsConnectionsResetAndItsFileDeleted() throws Exception
     {
-        final Process child = new ProcessBuilder("true").start();
-        child.waitFor();
-        final long dead = child.pid();
-        assertFalse(ProcessHandle.of(dead).map(ProcessHandle::isAlive).orElse(false));
-
-        // Fine steps: the connection is set up well within the first liveness check (100 ms after the attach).
-        fineSteps = true;
-        final TestApp app = attach("dead", dead, 2);
+        final TestApp.Holder holder = new TestApp.Holder(RING, PIPE, 2);
+        final TestApp app = new TestApp(server.appsDirectory(), "dead", holder, RING, PIPE, 2).attach();
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
         listen(app, PORT);
         final Peer peer = new Peer();
         final TcpConnection remote = b.tcp().connect(A_IP, PORT, peer, null);
         await(app, Protocol.ACCEPTED);
         remote.write(new UnsafeBuffer(new byte[1000]), 0, 1000);
-        assertEquals(1, server.attached(), "set up before the liveness check");
+        holder.close(); // the app's process exits
 
-        fineSteps = false;
         runUntil(() -> server.attached() == 0, 1_000_000_000L, "reaped");
         runUntil(() -> peer.closedReason >= 0, 1_000_000_000L, "remote closed");
         assertEquals(TcpConnection.CLOSE_RESET, peer.closedReason);

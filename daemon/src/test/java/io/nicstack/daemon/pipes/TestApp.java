@@ -1,10 +1,11 @@
 package io.nicstack.daemon.pipes;
 
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -12,11 +13,16 @@ import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
+import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.Libc;
 import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.pipes.Protocol;
 
-/** The app side of the contract played by hand: the file, the rings through Agrona, the pipes by their descriptor. */
+/**
+ * The app side of the contract played by hand: the memory (a sealed memfd) and the app file naming it, the rings through
+ * Agrona, the pipes by their descriptor.
+ */
 final class TestApp implements AutoCloseable
 {
     /** One event or notification as the app reads it. */
@@ -39,11 +45,13 @@ final class TestApp implements AutoCloseable
         }
     }
 
+    /** The app file. */
     final Path path;
     final int ringCapacity;
     final int pipeCapacity;
     final int maxConnections;
     final MappedByteBuffer mapped;
+    /** The memory. */
     final UnsafeBuffer file;
     final OneToOneRingBuffer control;
     final OneToOneRingBuffer events;
@@ -51,19 +59,49 @@ final class TestApp implements AutoCloseable
     final List<Event> received = new ArrayList<>();
     final List<Event> notified = new ArrayList<>();
     private final UnsafeBuffer message = new UnsafeBuffer(new byte[64]);
+    /** This process's memfd, or -1 when a {@link Holder} holds the memory. */
+    final int memoryFd;
 
+    /**
+     * Memory of this process (a memfd sealed as apps seal it), named in the app file as descriptor {@link #memoryFd} of
+     * {@code pid}: a pid that is not this process's names some other descriptor, or none.
+     */
     TestApp(final Path appsDirectory, final String name, final long pid, final int ringCapacity, final int pipeCapacity,
         final int maxConnections) throws IOException
+    {
+        this(appsDirectory, name, pid, ownMemory(AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections),
+            AppFile.MEMORY_SEALS), -1, ringCapacity, pipeCapacity, maxConnections);
+    }
+
+    /** Memory of this process with {@code seals} (0: none, a memfd that can shrink), named as descriptor of this pid. */
+    static TestApp withSeals(final Path appsDirectory, final String name, final int seals, final int ringCapacity,
+        final int pipeCapacity, final int maxConnections) throws IOException
+    {
+        return new TestApp(appsDirectory, name, ProcessHandle.current().pid(),
+            ownMemory(AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections), seals), -1, ringCapacity,
+            pipeCapacity, maxConnections);
+    }
+
+    /** The memory {@code holder} made, named as its descriptor. */
+    TestApp(final Path appsDirectory, final String name, final Holder holder, final int ringCapacity, final int pipeCapacity,
+        final int maxConnections) throws IOException
+    {
+        this(appsDirectory, name, holder.pid(), -1, holder.fd, ringCapacity, pipeCapacity, maxConnections);
+    }
+
+    private TestApp(final Path appsDirectory, final String name, final long pid, final int ownFd, final int holderFd,
+        final int ringCapacity, final int pipeCapacity, final int maxConnections) throws IOException
     {
         this.ringCapacity = ringCapacity;
         this.pipeCapacity = pipeCapacity;
         this.maxConnections = maxConnections;
+        this.memoryFd = ownFd;
         path = appsDirectory.resolve(name + "-" + pid + ".app");
         final long length = AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections);
-        try (RandomAccessFile raf = new RandomAccessFile(path.toFile(), "rw"))
+        final Path memory = Path.of(ownFd >= 0 ? "/proc/self/fd/" + ownFd : "/proc/" + pid + "/fd/" + holderFd);
+        try (FileChannel channel = FileChannel.open(memory, StandardOpenOption.READ, StandardOpenOption.WRITE))
         {
-            raf.setLength(length);
-            mapped = raf.getChannel().map(FileChannel.MapMode.READ_WRITE, 0, length);
+            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, length);
         }
         file = new UnsafeBuffer(mapped);
         file.putLong(AppFileDescriptor.MAGIC_OFFSET, AppFileDescriptor.MAGIC);
@@ -72,21 +110,76 @@ final class TestApp implements AutoCloseable
         file.putInt(AppFileDescriptor.PIPE_CAPACITY_OFFSET, pipeCapacity);
         file.putInt(AppFileDescriptor.RING_CAPACITY_OFFSET, ringCapacity);
         file.putLong(AppFileDescriptor.APP_PID_OFFSET, pid);
+        file.putInt(AppFileDescriptor.MEMORY_FD_OFFSET, ownFd >= 0 ? ownFd : holderFd);
+        file.putLong(AppFileDescriptor.MEMORY_INODE_OFFSET, (Long)Files.getAttribute(memory, "unix:ino"));
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
         events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
         notifications = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.notificationRingOffset(ringCapacity), ringLength));
+        writeAppFile(); // state 0 as yet: the scanner passes it over
     }
 
+    /** A memfd of {@code length} bytes with {@code seals}. */
+    static int ownMemory(final long length, final int seals) throws IOException
+    {
+        final Libc.Calls libc = Libc.calls();
+        final int fd = libc.memfd_create("nicstack-test-app", Libc.MFD_CLOEXEC | Libc.MFD_ALLOW_SEALING);
+        if (fd < 0 || libc.ftruncate(fd, length) != 0 || (seals != 0 && libc.fcntl(fd, Libc.F_ADD_SEALS, seals) != 0))
+        {
+            throw new IOException("memfd: " + Libc.lastError());
+        }
+        return fd;
+    }
+
+    /** The memory's header, as it is now, into the app file. */
+    void writeAppFile() throws IOException
+    {
+        final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
+        file.getBytes(0, header);
+        Files.write(path, header);
+    }
+
+    /** ATTACHING in the memory, then the app file a copy of the header. */
     TestApp attach()
     {
         file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING);
+        try
+        {
+            writeAppFile();
+        }
+        catch (final IOException e)
+        {
+            throw new java.io.UncheckedIOException(e);
+        }
         return this;
     }
 
+    /** The state in the memory, or REJECTED if the app file says so while the memory says ATTACHING. */
     int state()
     {
-        return file.getIntVolatile(AppFileDescriptor.STATE_OFFSET);
+        final int state = file.getIntVolatile(AppFileDescriptor.STATE_OFFSET);
+        return state == AppFileDescriptor.STATE_ATTACHING && appFileField(AppFileDescriptor.STATE_OFFSET) == AppFileDescriptor.STATE_REJECTED
+            ? AppFileDescriptor.STATE_REJECTED : state;
+    }
+
+    /** The reason of a rejection (in the app file), else the memory's. */
+    int reason()
+    {
+        return appFileField(AppFileDescriptor.STATE_OFFSET) == AppFileDescriptor.STATE_REJECTED
+            ? appFileField(AppFileDescriptor.REASON_OFFSET) : file.getIntVolatile(AppFileDescriptor.REASON_OFFSET);
+    }
+
+    private int appFileField(final int offset)
+    {
+        try
+        {
+            final byte[] header = Files.readAllBytes(path);
+            return header.length >= offset + 4 ? new UnsafeBuffer(header).getInt(offset) : -1;
+        }
+        catch (final IOException e)
+        {
+            return -1;
+        }
     }
 
     /** A control message of {@code length} bytes: long @0, int @8, int @12, long @16. */
@@ -202,5 +295,89 @@ final class TestApp implements AutoCloseable
     public void close()
     {
         IoUtil.unmap(mapped);
+        if (memoryFd >= 0)
+        {
+            Libc.calls().close(memoryFd);
+        }
+    }
+
+    /**
+     * Another process that holds an app's memory: python, as root or as another user, making a sealed memfd, mapping
+     * it and printing its descriptor number; then, a line at a time: {@code open PATH} (prints the descriptor),
+     * {@code name} (a process name that is not UTF-8), {@code undump} (PR_SET_DUMPABLE 0), an empty line to exit.
+     */
+    static final class Holder implements AutoCloseable
+    {
+        private static final String SCRIPT = String.join("\n",
+            "import ctypes, fcntl, mmap, os, sys",
+            "length = int(sys.argv[1])",
+            "fd = os.memfd_create('nicstack-test-app', os.MFD_ALLOW_SEALING)",
+            "os.ftruncate(fd, length)",
+            "fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)",
+            "m = mmap.mmap(fd, length)",
+            "print(fd, flush=True)",
+            "libc = ctypes.CDLL(None)",
+            "while True:",
+            "    command = sys.stdin.readline().split()",
+            "    if not command: break",
+            "    if command[0] == 'open': print(os.open(command[1], os.O_RDONLY), flush=True)",
+            "    if command[0] == 'name': print(libc.prctl(15, b'app\\xff\\xfe', 0, 0, 0), flush=True)",
+            "    if command[0] == 'undump': print(libc.prctl(4, 0, 0, 0, 0), flush=True)");
+
+        private final Process process;
+        private final java.io.PrintStream in;
+        private final java.io.BufferedReader out;
+        final int fd;
+
+        /** A holder of memory for the layout of these sizes, run with {@code prefix} before python (setpriv ...). */
+        Holder(final int ringCapacity, final int pipeCapacity, final int maxConnections, final String... prefix)
+            throws IOException
+        {
+            final List<String> command = new ArrayList<>(List.of(prefix));
+            command.addAll(List.of("/usr/bin/python3", "-c", SCRIPT,
+                Long.toString(AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections))));
+            process = new ProcessBuilder(command).redirectErrorStream(true).start();
+            in = new java.io.PrintStream(process.getOutputStream(), true);
+            out = new java.io.BufferedReader(new java.io.InputStreamReader(process.getInputStream()));
+            fd = Integer.parseInt(answer());
+        }
+
+        long pid()
+        {
+            return process.pid();
+        }
+
+        /** Send one command line; its answer. */
+        String command(final String line) throws IOException
+        {
+            in.println(line);
+            return answer();
+        }
+
+        private String answer() throws IOException
+        {
+            final String line = out.readLine();
+            if (line == null)
+            {
+                throw new IOException("the holder exited");
+            }
+            return line.strip();
+        }
+
+        /** Exit, and wait until it has. */
+        @Override
+        public void close() throws IOException
+        {
+            in.println();
+            process.destroy();
+            try
+            {
+                process.waitFor();
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 }

@@ -29,6 +29,8 @@ public interface LibC
     /** pread(2) into native memory at {@code buf}, from {@code offset} of the file (its file position is not used). */
     @ssize_t long pread(int fd, @intptr_t long buf, @size_t long count, long offset);
 
+    /** pwrite(2) from native memory at {@code buf}, at {@code offset} of the file (its file position is not used). */
+    @ssize_t long pwrite(int fd, @intptr_t long buf, @size_t long count, long offset);
     /** write(2) from native memory at {@code buf}. */
     @ssize_t long write(int fd, @intptr_t long buf, @size_t long count);
 

@@ -125,9 +125,8 @@ public final class NicstackClient implements AutoCloseable
         final AppFile file;
         try
         {
-            file = AppFile.create(
-                dir, appName, ProcessHandle.current().pid(), options.ringCapacity, options.pipeCapacity,
-                options.maxConnections, System.currentTimeMillis());
+            file = AppFile.create(dir, appName, options.ringCapacity, options.pipeCapacity, options.maxConnections,
+                System.currentTimeMillis());
         }
         catch (final NoSuchFileException ex)
         {

@@ -5,9 +5,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
-import jnr.ffi.LastError;
-import jnr.ffi.LibraryLoader;
-import jnr.ffi.Runtime;
+import io.nicstack.pipes.Libc;
 
 /**
  * A file opened read-only for {@link PipeConnection#sendFile}: the daemon reads its bytes into the TX pipe
@@ -19,9 +17,6 @@ import jnr.ffi.Runtime;
  */
 public final class SendableFile implements AutoCloseable
 {
-    private static final int O_RDONLY = 0;
-    private static final int O_CLOEXEC = 0x80000; // the same on x86_64 and aarch64
-
     private final Path path;
     private int fd;
     /** SEND_FILEs naming this descriptor that the daemon has not answered (FILE_SENT) yet. */
@@ -37,11 +32,10 @@ public final class SendableFile implements AutoCloseable
     /** Open {@code path} for reading. */
     public static SendableFile open(final Path path) throws IOException
     {
-        final int fd = Native.LIBC.open(path.toString(), O_RDONLY | O_CLOEXEC);
+        final int fd = Libc.calls().open(path.toString(), Libc.O_RDONLY | Libc.O_CLOEXEC);
         if (fd < 0)
         {
-            final int errno = LastError.getLastError(Native.RUNTIME);
-            throw new IOException("open " + path + ": " + Native.LIBC.strerror(errno) + " (errno " + errno + ")");
+            throw new IOException("open " + path + ": " + Libc.lastError());
         }
         return new SendableFile(path, fd);
     }
@@ -104,7 +98,7 @@ public final class SendableFile implements AutoCloseable
     {
         if (closeRequested && pending <= 0 && fd >= 0)
         {
-            Native.LIBC.close(fd);
+            Libc.calls().close(fd);
             fd = -1;
         }
     }
@@ -113,21 +107,5 @@ public final class SendableFile implements AutoCloseable
     public String toString()
     {
         return "SendableFile{" + path + (closeRequested ? ", closed" : ", fd " + fd) + "}";
-    }
-
-    /** The three libc calls, bound on first use. */
-    public interface LibC
-    {
-        int open(String path, int flags);
-
-        int close(int fd);
-
-        String strerror(int errnum);
-    }
-
-    private static final class Native
-    {
-        static final LibC LIBC = LibraryLoader.create(LibC.class).load("c");
-        static final Runtime RUNTIME = Runtime.getRuntime(LIBC);
     }
 }
