@@ -463,6 +463,32 @@ class NetStackTest
         assertEquals(0, stack.arp().queuedFrames());
     }
 
+    /**
+     * A datagram to an address no host of ours may be sent to is refused at once and nothing goes on the wire: 0/8,
+     * loopback (this stack has none), multicast (not supported: it would go to the gateway's MAC), class E, our own
+     * address (RFC 1122 3.2.1.3: 127/8 must never leave a host). The broadcast addresses stay allowed.
+     */
+    @Test
+    void udpRefusesToSendToAddressesNoPeerHolds()
+    {
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        final UnsafeBuffer payload = new UnsafeBuffer(new byte[10]);
+        for (final int refused : new int[] {0x0000_0000, 0x00A0_0001, 0x7F00_0001, 0xE000_0001, 0xF000_0001, STACK_IP})
+        {
+            assertThrows(IllegalArgumentException.class, () -> socket.send(refused, 9, payload, 0, 10, now),
+                Integer.toHexString(refused));
+        }
+        stack.poll(now);
+        assertEquals(0, device.takeSent().size(), "nothing on the wire, not even an ARP request");
+        assertEquals(0, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
+
+        assertTrue(socket.send(0xFFFF_FFFF, 9, payload, 0, 10, now), "limited broadcast");
+        assertTrue(socket.send(0xC612_00FF, 9, payload, 0, 10, now), "the subnet's broadcast");
+        stack.poll(now);
+        assertEquals(2, device.takeSent().size());
+        assertEquals(2, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
+    }
+
     @Test
     void arpQueueIsBounded()
     {

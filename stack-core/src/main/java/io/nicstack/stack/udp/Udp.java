@@ -133,6 +133,12 @@ public final class Udp implements IpProtocolHandler
         {
             throw new IllegalArgumentException("udp payload length out of range: " + length);
         }
+        // No peer holds a martian address (Ipv4.isMartian), but a datagram may go to all of them (broadcast).
+        // Multicast would need its own MAC mapping (RFC 1112 6.4), which this stack does not have.
+        if (ip.isMartian(address) && !ip.isBroadcast(address))
+        {
+            throw new IllegalArgumentException("udp cannot send to " + io.nicstack.stack.wire.Ipv4Address.format(address));
+        }
         final int datagramLength = UdpHeader.HEADER_LENGTH + length;
         // One copy when the datagram fits a frame and the peer's MAC is known: straight into the frame.
         final MutableDirectBuffer frame = ip.claimDatagram(address, Ipv4Header.PROTOCOL_UDP, datagramLength, now);

@@ -42,7 +42,12 @@ public final class UdpSocket
         return port;
     }
 
-    /** Send a datagram from this port; false (counted) when it cannot be sent. */
+    /**
+     * Send a datagram from this port; false (counted) when it cannot be sent now.
+     *
+     * @throws IllegalArgumentException for a payload too long, or an address no datagram of ours may go to: 0/8,
+     *                                  127/8, multicast, class E, our own (the broadcast addresses are allowed).
+     */
     public boolean send(final int address, final int destinationPort, final DirectBuffer buffer, final int offset, final int length, final long nowNanos)
     {
         if (!open)
