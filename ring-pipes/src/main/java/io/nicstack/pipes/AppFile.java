@@ -222,9 +222,8 @@ public final class AppFile implements AutoCloseable
 
     /**
      * Daemon side, for tools and tests: read the app file {@code file}, map the memory it names and validate its
-     * header. The memory is reopened through {@code /proc/<pid>/fd/<n>}, which needs the privilege to ptrace the app;
-     * the daemon itself takes it with {@code pidfd_getfd(2)} after checking the app file's owner may reach that
-     * process. Scan for names ending in {@link #SUFFIX} only: app files are built under a hidden {@code .tmp} name and
+     * header. The memory is taken with {@code pidfd_getfd(2)}, which needs the privilege to ptrace the app; the daemon
+     * itself also checks that the app file's owner could have (and that the memory is on tmpfs, not hugetlbfs). Scan for names ending in {@link #SUFFIX} only: app files are built under a hidden {@code .tmp} name and
      * appear under their final name complete, in state ATTACHING.
      *
      * @throws AppFileException for a wrong magic, another VERSION, a truncated file, bad sizes or name, or a
@@ -309,22 +308,35 @@ public final class AppFile implements AutoCloseable
         }
     }
 
-    /** Map the memory the app file names: descriptor {@code fd} of {@code pid}, inode {@code inode}, sealed. */
+    /**
+     * Map the memory the app file names: descriptor {@code fd} of {@code pid}, taken with {@code pidfd_getfd(2)} (so it
+     * keeps the app's access mode), open for reading and writing, sealed, of inode {@code inode}.
+     */
     private static MappedByteBuffer mapMemory(final Path file, final long pid, final int fd, final long inode)
         throws IOException
     {
         final Libc.Calls libc = Libc.calls();
-        final int memory = pid > 0 && fd >= 0 ? libc.open("/proc/" + pid + "/fd/" + fd, Libc.O_RDWR | Libc.O_CLOEXEC) : -1;
+        final int pidfd = pid > 0 && pid <= Integer.MAX_VALUE ? (int)libc.syscall(Libc.SYS_PIDFD_OPEN, (int)pid, 0, 0) : -1;
+        final int memory = pidfd >= 0 && fd >= 0 ? (int)libc.syscall(Libc.SYS_PIDFD_GETFD, pidfd, fd, 0) : -1;
+        final String taking = memory < 0 ? Libc.lastError() : null;
+        if (pidfd >= 0)
+        {
+            libc.close(pidfd);
+        }
         if (memory < 0)
         {
             throw new AppFileException(AppFileException.Kind.BAD_MEMORY,
-                file + ": cannot open descriptor " + fd + " of pid " + pid + ": " + Libc.lastError());
+                file + ": cannot take descriptor " + fd + " of pid " + pid + ": " + taking);
         }
         try
         {
             final Path self = Path.of("/proc/self/fd/" + memory);
-            final String problem = memoryProblem(libc.fcntl(memory, Libc.F_GET_SEALS, 0),
-                (Long)Files.getAttribute(self, "unix:ino"), inode);
+            String problem = (libc.fcntl(memory, Libc.F_GETFL, 0) & Libc.O_ACCMODE) != Libc.O_RDWR
+                ? "is not open for reading and writing" : sealProblem(libc.fcntl(memory, Libc.F_GET_SEALS, 0));
+            if (problem == null)
+            {
+                problem = inodeProblem((Long)Files.getAttribute(self, "unix:ino"), inode);
+            }
             if (problem != null)
             {
                 throw new AppFileException(AppFileException.Kind.BAD_MEMORY, file + ": descriptor " + fd + " of pid "
@@ -347,15 +359,13 @@ public final class AppFile implements AutoCloseable
     }
 
     /**
-     * Null if a descriptor with {@code seals} (F_GET_SEALS, -1 if it failed) and inode {@code inode} is memory the
-     * daemon may map for an app file naming inode {@code named}; else what is wrong, after "descriptor N of pid P".
+     * Null if a descriptor with {@code seals} (F_GET_SEALS, -1 if it failed) may be an app's memory; else what is wrong,
+     * after "descriptor N of pid P". Its size must be fixed for good (F_SEAL_SHRINK, and F_SEAL_SEAL so that no seal can
+     * come later: F_SEAL_FUTURE_WRITE would fail the daemon's mapping), and writes allowed. F_GET_SEALS does no I/O, so
+     * it is asked first, whatever file the descriptor is.
      */
-    public static String memoryProblem(final int seals, final long inode, final long named)
+    public static String sealProblem(final int seals)
     {
-        if (inode != named)
-        {
-            return "is inode " + inode + ", not the memory the app file names (inode " + named + ")";
-        }
         if (seals < 0)
         {
             return "is not a memfd made with MFD_ALLOW_SEALING";
@@ -364,11 +374,21 @@ public final class AppFile implements AutoCloseable
         {
             return "is not sealed against shrinking (F_SEAL_SHRINK)";
         }
+        if ((seals & Libc.F_SEAL_SEAL) == 0)
+        {
+            return "is not sealed against further seals (F_SEAL_SEAL)";
+        }
         if ((seals & (Libc.F_SEAL_WRITE | Libc.F_SEAL_FUTURE_WRITE)) != 0)
         {
             return "is sealed against writing";
         }
         return null;
+    }
+
+    /** Null if {@code inode} is the one the app file names, else what is wrong, after "descriptor N of pid P". */
+    public static String inodeProblem(final long inode, final long named)
+    {
+        return inode == named ? null : "is inode " + inode + ", not the memory the app file names (inode " + named + ")";
     }
 
     /**

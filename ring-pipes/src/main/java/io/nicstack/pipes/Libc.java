@@ -7,7 +7,7 @@ import jnr.ffi.annotations.Variadic;
 
 /**
  * The libc calls the client library makes, bound with jnr-ffi on first use: the app memory's memfd (memfd_create(2),
- * ftruncate(2), fcntl(2) seals) and the descriptors named in SEND_FILE. Constants are the Linux ABI's, the same on
+ * ftruncate(2), fcntl(2) seals; pidfd_getfd(2) for {@link AppFile#open}) and the descriptors named in SEND_FILE. Constants are the Linux ABI's, the same on
  * x86_64 and aarch64.
  */
 public final class Libc
@@ -31,6 +31,10 @@ public final class Libc
     public static final int F_SEAL_WRITE = 0x8;
     public static final int F_SEAL_FUTURE_WRITE = 0x10;
 
+    /** pidfd_open(2), pidfd_getfd(2): numbers of the unified syscall table, the same on x86_64 and aarch64. */
+    public static final long SYS_PIDFD_OPEN = 434;
+    public static final long SYS_PIDFD_GETFD = 438;
+
     /** The calls. */
     public interface Calls
     {
@@ -45,6 +49,10 @@ public final class Libc
         /** fcntl(2) with an int argument (or none: pass 0). */
         @Variadic(fixedCount = 2)
         int fcntl(int fd, int cmd, int arg);
+
+        /** syscall(2) with three int arguments (pass 0 for those a call does not take). */
+        @Variadic(fixedCount = 1)
+        long syscall(long number, int arg1, int arg2, int arg3);
 
         String strerror(int errnum);
     }

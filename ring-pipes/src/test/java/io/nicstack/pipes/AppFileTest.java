@@ -160,11 +160,14 @@ class AppFileTest
         {
             final Libc.Calls libc = Libc.calls();
             final int fd = memoryFd(app);
-            assertEquals(AppFile.MEMORY_SEALS, libc.fcntl(fd, Libc.F_GET_SEALS, 0));
+            final int fSealExec = 0x20; // added by the kernel where vm.memfd_noexec asks for it
+            assertEquals(AppFile.MEMORY_SEALS, libc.fcntl(fd, Libc.F_GET_SEALS, 0) & ~fSealExec);
             assertEquals(-1, libc.ftruncate(fd, 0), "shrink");
             assertEquals(1, Libc.errno(), "EPERM");
             assertEquals(-1, libc.ftruncate(fd, AppFileDescriptor.fileLength(RING, PIPE, SLOTS) + 4096), "grow");
-            assertEquals(-1, libc.fcntl(fd, Libc.F_ADD_SEALS, Libc.F_SEAL_WRITE), "no more seals");
+            assertEquals(1, Libc.errno(), "EPERM");
+            assertEquals(-1, libc.fcntl(fd, Libc.F_ADD_SEALS, Libc.F_SEAL_FUTURE_WRITE), "no more seals");
+            assertEquals(1, Libc.errno(), "EPERM (F_SEAL_SEAL), not EBUSY");
             try (FileChannel reopened = FileChannel.open(Path.of("/proc/self/fd/" + fd), StandardOpenOption.WRITE))
             {
                 assertThrows(IOException.class, () -> reopened.truncate(0), "nor through another open file");
@@ -174,8 +177,9 @@ class AppFileTest
     }
 
     /**
-     * An app file naming a descriptor that is not its sealed memory is refused: another inode, a memfd without the
-     * shrink seal, a regular file, a descriptor that is not open.
+     * An app file naming a descriptor that is not its sealed memory is refused: a memfd that can shrink, one whose seals
+     * are not sealed, a regular file, a sealed memfd of another inode, the memory opened read-only, a descriptor that is
+     * not open.
      */
     @Test
     void anAppFileNamingAnythingButItsSealedMemoryIsRefused() throws IOException
@@ -185,25 +189,31 @@ class AppFileTest
             final Path file = app.path();
             final int sealed = memoryFd(app);
             final long inode = app.buffer().getLong(AppFileDescriptor.MEMORY_INODE_OFFSET);
+            final long length = AppFileDescriptor.fileLength(RING, PIPE, SLOTS);
+            final int unsealed = memfd(length, 0);
+            final int sealsOpen = memfd(length, Libc.F_SEAL_SHRINK);
+            final int other = memfd(length, AppFile.MEMORY_SEALS);
+            final Path regular = Files.write(dir.resolve("regular"), new byte[(int)length]);
             final Libc.Calls libc = Libc.calls();
-            final int unsealed = libc.memfd_create("unsealed", Libc.MFD_CLOEXEC | Libc.MFD_ALLOW_SEALING);
-            assertTrue(unsealed >= 0);
-            final Path regular = Files.write(dir.resolve("regular"), new byte[(int)AppFileDescriptor.fileLength(RING, PIPE, SLOTS)]);
             final int plain = libc.open(regular.toString(), Libc.O_RDWR | Libc.O_CLOEXEC);
+            final int readOnly = libc.open("/proc/self/fd/" + sealed, Libc.O_RDONLY | Libc.O_CLOEXEC);
             try
             {
-                assertEquals(0, libc.ftruncate(unsealed, AppFileDescriptor.fileLength(RING, PIPE, SLOTS)));
-                name(file, unsealed, inode);
-                assertTrue(refusal(file).contains("is inode"), "another inode than the app file names");
                 name(file, unsealed, inodeOf(unsealed));
                 assertTrue(refusal(file).contains("not sealed against shrinking"), "a memfd that can shrink");
+                name(file, sealsOpen, inodeOf(sealsOpen));
+                assertTrue(refusal(file).contains("F_SEAL_SEAL"), "a memfd that may still be sealed against writing");
                 name(file, plain, inodeOf(plain));
                 final String regularRefusal = refusal(file);
                 // On disk F_GET_SEALS fails; a tmpfs file answers F_SEAL_SEAL alone.
                 assertTrue(regularRefusal.contains("not a memfd") || regularRefusal.contains("not sealed against shrinking"),
                     regularRefusal);
+                name(file, other, inode);
+                assertTrue(refusal(file).contains("is inode"), "another sealed memfd than the app file names");
+                name(file, readOnly, inode);
+                assertTrue(refusal(file).contains("not open for reading and writing"), "the memory, read-only");
                 name(file, 1_000_000, inode);
-                assertTrue(refusal(file).contains("cannot open descriptor"), "no such descriptor");
+                assertTrue(refusal(file).contains("cannot take descriptor"), "no such descriptor");
                 name(file, sealed, inode);
                 try (AppFile daemon = AppFile.open(file))
                 {
@@ -212,10 +222,22 @@ class AppFileTest
             }
             finally
             {
-                libc.close(unsealed);
-                libc.close(plain);
+                for (final int fd : new int[] {unsealed, sealsOpen, other, plain, readOnly})
+                {
+                    libc.close(fd);
+                }
             }
         }
+    }
+
+    private static int memfd(final long length, final int seals)
+    {
+        final Libc.Calls libc = Libc.calls();
+        final int fd = libc.memfd_create("test", Libc.MFD_CLOEXEC | Libc.MFD_ALLOW_SEALING);
+        assertTrue(fd >= 0);
+        assertEquals(0, libc.ftruncate(fd, length));
+        assertEquals(0, seals == 0 ? 0 : libc.fcntl(fd, Libc.F_ADD_SEALS, seals));
+        return fd;
     }
 
     /** A rejection is written in the app file, and the app sees it as its state, with the reason. */

@@ -33,8 +33,8 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  *     the same pidfd.</li>
  * <li><b>Could the owner have taken it?</b> After every {@code pidfd_getfd} the process must be one the app
  *     file's owner could ptrace: all four uids the owner's, all four gids the app file's group, dumpable (the
- *     files under {@code /proc/<pid>} belong to root otherwise), and still alive behind the pidfd (not a reused
- *     pid). A process that exec'd a setuid or setgid program, or said {@code prctl(PR_SET_DUMPABLE, 0)}, is
+ *     files under {@code /proc/<pid>} belong to root otherwise), no permitted capabilities unless the owner is
+ *     root, and still alive behind the pidfd (not a reused pid). A process that exec'd a setuid or setgid program, or said {@code prctl(PR_SET_DUMPABLE, 0)}, is
  *     refused: its user could not ptrace it, so neither may its app through the daemon. Not covered: Yama and
  *     other security modules' ptrace rules, and a process of the same user and group that writes into another
  *     process's app file (both could ptrace each other anyway).</li>
@@ -75,6 +75,8 @@ final class AppFiles implements AutoCloseable
     private final Path procStatus;
     private final ByteBuffer statfs = BufferUtil.allocateDirectAligned(STATFS_LENGTH, 8).order(ByteOrder.nativeOrder());
     private final long statfsAddress = BufferUtil.address(statfs);
+    private final org.agrona.concurrent.UnsafeBuffer pollfd = new org.agrona.concurrent.UnsafeBuffer(
+        BufferUtil.allocateDirectAligned(Linux.POLLFD_LENGTH, 8));
     private int pidfd = -1;
     /**
      * Descriptors taken and checked before, by the app's descriptor number: a SEND_FILE naming a number whose open
@@ -104,17 +106,17 @@ final class AppFiles implements AutoCloseable
     /** Who owned the app file at attach. */
     record Owner(int uid, int gid)
     {
-        static Owner of(final Path file) throws IOException
+        /** Of the file {@code opened}, {@code /proc/self/fd/<n>} of the descriptor the daemon opened it as (followed). */
+        static Owner of(final Path opened) throws IOException
         {
-            return new Owner(
-                (Integer)Files.getAttribute(file, "unix:uid", LinkOption.NOFOLLOW_LINKS),
-                (Integer)Files.getAttribute(file, "unix:gid", LinkOption.NOFOLLOW_LINKS));
+            return new Owner((Integer)Files.getAttribute(opened, "unix:uid"), (Integer)Files.getAttribute(opened, "unix:gid"));
         }
     }
 
     /**
      * The app's memory: a descriptor of the daemon's own for the app's {@code appFd}, the memfd of inode {@code inode}
-     * sealed against shrinking ({@link AppFile#memoryProblem}) and open for reading and writing, taken from a process
+     * on tmpfs, sealed for good against shrinking ({@link AppFile#sealProblem}) and open for reading and writing, taken
+     * from a process
      * the app file's owner could ptrace; or -1 with {@link #lastRefusal()} saying why. Opens the pidfd later SEND_FILEs
      * take from.
      */
@@ -137,28 +139,7 @@ final class AppFiles implements AutoCloseable
         String why = reachableByOwner();
         if (why == null)
         {
-            final int flags = LIBC.fcntl(fd, Linux.F_GETFL, 0);
-            try
-            {
-                if ((flags & Linux.O_ACCMODE) != Linux.O_RDWR)
-                {
-                    why = "is not open for reading and writing";
-                }
-                else if (LIBC.fstatfs(fd, statfsAddress) != 0 || (statfs.getLong(0) & 0xFFFF_FFFFL) != TMPFS_MAGIC)
-                {
-                    // A hugetlbfs memfd seals too, but its pages may fail to fault (SIGBUS) when the pool runs dry.
-                    why = "is not memory of tmpfs (f_type 0x" + Long.toHexString(statfs.getLong(0) & 0xFFFF_FFFFL) + ")";
-                }
-                else
-                {
-                    why = AppFile.memoryProblem(LIBC.fcntl(fd, Libc.F_GET_SEALS, 0),
-                        (Long)Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:ino"), inode);
-                }
-            }
-            catch (final IOException | RuntimeException e)
-            {
-                why = "cannot be examined: " + e;
-            }
+            why = memoryProblem(fd, inode);
             if (why != null)
             {
                 why = "descriptor " + appFd + " of pid " + pid + " " + why;
@@ -334,11 +315,26 @@ final class AppFiles implements AutoCloseable
             return "pid " + pid + " does not run as uid " + owner.uid() + " and gid " + owner.gid() + " alone (" + uids +
                 ", " + gids + ")";
         }
+        // The kernel lets a process ptrace another only if the target's permitted capabilities are a subset of its own;
+        // a user's processes hold none, so neither may a process its app names (one given capabilities by a service
+        // manager, say). Root's processes hold them all.
+        final String capabilities = line(status, "CapPrm:");
+        if (owner.uid() != 0 && !noCapabilities(capabilities))
+        {
+            return "pid " + pid + " holds capabilities its user's processes do not (" + capabilities.replace('\t', ' ') + ")";
+        }
         if (LIBC.syscall(Linux.SYS_PIDFD_SEND_SIGNAL, pidfd, 0, 0, 0, 0) != 0) // signal 0: is it alive?
         {
             return "pid " + pid + " is gone";
         }
         return null;
+    }
+
+    /** Whether a {@code /proc/<pid>/status} line "CapPrm:" says no capability (a hex mask of 0). */
+    static boolean noCapabilities(final String line)
+    {
+        final String mask = line.startsWith("CapPrm:") ? line.substring("CapPrm:".length()).trim() : "";
+        return !mask.isEmpty() && mask.chars().allMatch(c -> c == '0');
     }
 
     static boolean allowedFilesystem(final long type)
@@ -351,6 +347,54 @@ final class AppFiles implements AutoCloseable
             }
         }
         return false;
+    }
+
+    /**
+     * Null if {@code fd} is memory the daemon may map for an app file naming inode {@code inode}, else what is wrong.
+     * The checks that do no I/O come first (the descriptor could be a file on a FUSE mount whose server never answers):
+     * the access mode, then the seals, which only shmem files have; then the filesystem, since a hugetlbfs memfd seals
+     * too but its pages may fail to fault (SIGBUS) when the huge page pool runs dry; then the inode.
+     */
+    private String memoryProblem(final int fd, final long inode)
+    {
+        if ((LIBC.fcntl(fd, Linux.F_GETFL, 0) & Linux.O_ACCMODE) != Linux.O_RDWR)
+        {
+            return "is not open for reading and writing";
+        }
+        final String seals = AppFile.sealProblem(LIBC.fcntl(fd, Libc.F_GET_SEALS, 0));
+        if (seals != null)
+        {
+            return seals;
+        }
+        if (LIBC.fstatfs(fd, statfsAddress) != 0 || (statfs.getLong(0) & 0xFFFF_FFFFL) != TMPFS_MAGIC)
+        {
+            return "is not memory of tmpfs (f_type 0x" + Long.toHexString(statfs.getLong(0) & 0xFFFF_FFFFL) + ")";
+        }
+        try
+        {
+            return AppFile.inodeProblem((Long)Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:ino"), inode);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return "cannot be examined: " + e;
+        }
+    }
+
+    /**
+     * Whether the app's process has exited (its pidfd reads as ready: poll(2) POLLIN), by the pidfd opened when its
+     * memory was taken, so a reused pid cannot pass for it. False before the memory was taken.
+     */
+    boolean processExited()
+    {
+        if (pidfd < 0)
+        {
+            return false;
+        }
+        pollfd.putInt(0, pidfd);
+        pollfd.putShort(Linux.POLLFD_EVENTS_OFFSET, Linux.POLLIN);
+        pollfd.putShort(Linux.POLLFD_REVENTS_OFFSET, (short)0);
+        return LIBC.poll(pollfd.addressOffset(), 1, 0) > 0
+            && (pollfd.getShort(Linux.POLLFD_REVENTS_OFFSET) & (Linux.POLLIN | Linux.POLLHUP)) != 0;
     }
 
     /**

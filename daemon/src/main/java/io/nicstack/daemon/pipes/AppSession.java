@@ -1020,6 +1020,12 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         return reset;
     }
 
+    /** Whether the app's process has exited, by the pidfd its memory was taken through (not by a pid, reusable). */
+    boolean processExited()
+    {
+        return appFiles.processExited();
+    }
+
     /** Daemon shutdown: tell the app, keep the mapping (the process is on its way out). */
     void daemonGone()
     {

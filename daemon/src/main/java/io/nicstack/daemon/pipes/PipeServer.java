@@ -153,6 +153,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while creating " + appsDirectory, e);
         }
+        warnOfStrictOvercommit();
         if (scanInline)
         {
             scanner = new AppDirectoryScanner(appsDirectory, SUFFIX, nanoClock, log);
@@ -162,6 +163,27 @@ public final class PipeServer implements LoopTask, AutoCloseable
             scanner = new AppDirectoryScanner(appsDirectory, SUFFIX, SystemNanoClock.INSTANCE, log).startThread();
         }
         return this;
+    }
+
+    /**
+     * Under strict overcommit (vm.overcommit_memory 2) a page of an app's memory that the app punched out (fallocate
+     * PUNCH_HOLE, which the seals allow) may fail to come back when the daemon next writes it, and that write faults
+     * (SIGBUS), whatever the seals. Said once at start.
+     */
+    private void warnOfStrictOvercommit()
+    {
+        try
+        {
+            if ("2".equals(Files.readString(Path.of("/proc/sys/vm/overcommit_memory")).trim()))
+            {
+                log.println("nicstack pipes: warning: vm.overcommit_memory is 2 (strict): an app that punches holes in "
+                    + "its memory can make the daemon's writes to it fault");
+            }
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            // No such file: not Linux's procfs, nothing to say.
+        }
     }
 
     public Path appsDirectory()
@@ -300,7 +322,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     i--;
                 }
             }
-            else if (!ProcessHandle.of(s.pid).map(ProcessHandle::isAlive).orElse(false))
+            else if (s.processExited())
             {
                 reap(s, PipeCounter.APPS_REAPED_DEAD, 0, 0);
                 i--;
@@ -387,21 +409,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
     {
         try
         {
-            // Apps of any user create files here: never follow a link (a root daemon would write through it),
-            // and never attach a second name of a file.
-            final BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-            if (!attributes.isRegularFile() || ((Number)Files.getAttribute(path, "unix:nlink", LinkOption.NOFOLLOW_LINKS)).intValue() != 1)
+            // Apps of any user create files here: never follow a link (a root daemon would write through it), and never
+            // attach a second name of a file. A first look by name, before anything is opened.
+            if (!Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS) || linkCount(path, LinkOption.NOFOLLOW_LINKS) != 1)
             {
                 counters.increment(PipeCounter.APPS_REJECTED);
                 return;
-            }
-            for (final AppSession s : sessions)
-            {
-                if (attributes.fileKey() != null && attributes.fileKey().equals(s.fileKey))
-                {
-                    counters.increment(PipeCounter.APPS_REJECTED);
-                    return;
-                }
             }
             // Opened without waiting for a lease (it fails while one is held) and kept open, so that no lease can be
             // taken now; every read and write of the app file goes through it.
@@ -412,6 +425,15 @@ public final class PipeServer implements LoopTask, AutoCloseable
             }
             try
             {
+                // The name may name another file by now: what counts is the file opened, looked at through its
+                // descriptor (the link /proc/self/fd/<fd> leads to it).
+                final Path opened = Path.of("/proc/self/fd/" + fd);
+                final BasicFileAttributes attributes = Files.readAttributes(opened, BasicFileAttributes.class);
+                if (!attributes.isRegularFile() || linkCount(opened) != 1 || attachedAlready(attributes.fileKey()))
+                {
+                    counters.increment(PipeCounter.APPS_REJECTED);
+                    return;
+                }
                 if (Linux.LIBC.pread(fd, appFileHeader.addressOffset(), AppFileDescriptor.HEADER_LENGTH, 0) != AppFileDescriptor.HEADER_LENGTH
                     || appFileHeader.getInt(AppFileDescriptor.STATE_OFFSET) != AppFileDescriptor.STATE_ATTACHING)
                 {
@@ -423,7 +445,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     reject(path, fd, reason, null);
                     return;
                 }
-                attachMemory(path, fd, attributes.fileKey(), AppFiles.Owner.of(path));
+                attachMemory(path, fd, attributes.fileKey(), AppFiles.Owner.of(opened));
             }
             finally
             {
@@ -434,6 +456,23 @@ public final class PipeServer implements LoopTask, AutoCloseable
         {
             // Vanished between listing and opening, or not ours to open: not an error of the daemon.
         }
+    }
+
+    private static int linkCount(final Path path, final LinkOption... options) throws IOException
+    {
+        return ((Number)Files.getAttribute(path, "unix:nlink", options)).intValue();
+    }
+
+    private boolean attachedAlready(final Object fileKey)
+    {
+        for (final AppSession s : sessions)
+        {
+            if (fileKey != null && fileKey.equals(s.fileKey))
+            {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The app file's own fields: magic and version (where every version keeps them), a pid and a descriptor. */
@@ -452,39 +491,40 @@ public final class PipeServer implements LoopTask, AutoCloseable
             ? Reason.BAD_ARGUMENT : Reason.NONE;
     }
 
-    /** Take the memory the app file (read into {@link #appFileHeader}, open as {@code fd}) names, validate and attach it. */
+    /**
+     * Take the memory the app file (read into {@link #appFileHeader}, open as {@code fd}) names, validate and attach it.
+     * Every way this can fail once the memory is taken is answered REJECTED and counted.
+     */
     private void attachMemory(final Path path, final int fd, final Object fileKey, final AppFiles.Owner owner)
-        throws IOException
     {
         final long appPid = appFileHeader.getLong(AppFileDescriptor.APP_PID_OFFSET);
         final long inode = appFileHeader.getLong(AppFileDescriptor.MEMORY_INODE_OFFSET);
         final AppFiles files = new AppFiles(appPid, owner);
-        boolean attached = false;
-        try
+        final int memory = files.takeMemory(appFileHeader.getInt(AppFileDescriptor.MEMORY_FD_OFFSET), inode);
+        if (memory < 0)
         {
-            final int memory = files.takeMemory(appFileHeader.getInt(AppFileDescriptor.MEMORY_FD_OFFSET), inode);
-            if (memory < 0)
+            files.close();
+            reject(path, fd, Reason.BAD_ARGUMENT, files.lastRefusal());
+            return;
+        }
+        int reason = Reason.BAD_ARGUMENT;
+        String why = null;
+        boolean attached = false;
+        try (FileChannel channel = FileChannel.open(Path.of("/proc/self/fd/" + memory), StandardOpenOption.READ,
+            StandardOpenOption.WRITE))
+        {
+            final long size = channel.size();
+            final AppSession twin = sessionOfMemory(inode);
+            if (twin != null)
             {
-                reject(path, fd, Reason.BAD_ARGUMENT, files.lastRefusal());
-                return;
+                why = "its memory is attached already, as " + twin.path.getFileName();
             }
-            try (FileChannel channel = FileChannel.open(Path.of("/proc/self/fd/" + memory), StandardOpenOption.READ,
-                StandardOpenOption.WRITE))
+            else if (size < AppFileDescriptor.HEADER_LENGTH)
             {
-                for (final AppSession s : sessions)
-                {
-                    if (s.memoryInode == inode)
-                    {
-                        reject(path, fd, Reason.BAD_ARGUMENT, "its memory is attached already, as " + s.path.getFileName());
-                        return;
-                    }
-                }
-                final long size = channel.size();
-                if (size < AppFileDescriptor.HEADER_LENGTH)
-                {
-                    reject(path, fd, Reason.BAD_ARGUMENT, "its memory is " + size + " bytes, less than a header");
-                    return;
-                }
+                why = "its memory is " + size + " bytes, less than a header";
+            }
+            else
+            {
                 final MappedByteBuffer headerMap = channel.map(FileChannel.MapMode.READ_WRITE, 0, AppFileDescriptor.HEADER_LENGTH);
                 try
                 {
@@ -492,34 +532,53 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     // and a use (a size that passed the checks and then grew would size the daemon's arrays).
                     final UnsafeBuffer header = new UnsafeBuffer(headerMap);
                     final Geometry geometry = Geometry.of(header);
-                    final int reason = geometry.appPid == appPid ? validate(header, geometry, size) : Reason.BAD_ARGUMENT;
-                    if (reason != Reason.NONE)
+                    reason = geometry.appPid == appPid ? validate(header, geometry, size) : Reason.BAD_ARGUMENT;
+                    if (reason == Reason.NONE)
                     {
-                        reject(path, fd, reason, null);
-                        return;
+                        attached = attach(path, fileKey, files, inode, channel, geometry);
+                        reason = Reason.BAD_ARGUMENT;
+                        why = attached ? null : "its memory no longer says ATTACHING (the app gave up)";
                     }
-                    attach(path, fileKey, files, inode, channel, geometry);
-                    attached = true;
                 }
                 finally
                 {
                     org.agrona.IoUtil.unmap(headerMap);
                 }
             }
-            finally
-            {
-                Linux.closeQuietly(memory);
-            }
-            // So that the scanner passes it over (the app itself looks at its memory).
-            writeState(fd, AppFileDescriptor.STATE_ATTACHED);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            reason = Reason.BAD_ARGUMENT;
+            why = "its memory cannot be mapped: " + e;
         }
         finally
         {
+            Linux.closeQuietly(memory);
             if (!attached)
             {
                 files.close();
             }
         }
+        if (attached)
+        {
+            writeState(fd, AppFileDescriptor.STATE_ATTACHED); // so that the scanner passes it over
+        }
+        else
+        {
+            reject(path, fd, reason, why);
+        }
+    }
+
+    private AppSession sessionOfMemory(final long inode)
+    {
+        for (final AppSession s : sessions)
+        {
+            if (s.memoryInode == inode)
+            {
+                return s;
+            }
+        }
+        return null;
     }
 
     /** The sizes and pid an app's header asks for, each read once. */
@@ -590,24 +649,43 @@ public final class PipeServer implements LoopTask, AutoCloseable
             AppFileDescriptor.STATE_OFFSET);
     }
 
-    private void attach(final Path path, final Object fileKey, final AppFiles files, final long memoryInode,
+    /**
+     * Map the memory with the checked sizes and attach it: ATTACHED replaces ATTACHING in the memory by a compare and
+     * set, so an app that gave up meanwhile (it wrote DETACHED) is not attached. Returns whether it was.
+     */
+    private boolean attach(final Path path, final Object fileKey, final AppFiles files, final long memoryInode,
         final FileChannel channel, final Geometry g) throws IOException
     {
         // The length the checked sizes give, not the memory's size now.
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, g.fileLength());
-        final AppSession s = new AppSession(this, path, fileKey, files, memoryInode, mapped, g.ringCapacity,
-            g.pipeCapacity, g.maxConnections, g.appPid);
+        final AppSession s;
+        try
+        {
+            s = new AppSession(this, path, fileKey, files, memoryInode, mapped, g.ringCapacity, g.pipeCapacity,
+                g.maxConnections, g.appPid);
+        }
+        catch (final RuntimeException e)
+        {
+            org.agrona.IoUtil.unmap(mapped);
+            throw e;
+        }
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
         s.file.putInt(AppFileDescriptor.DAEMON_VERSION_OFFSET, AppFileDescriptor.VERSION);
         s.file.putInt(AppFileDescriptor.REASON_OFFSET, Reason.NONE);
         s.heartbeat(epochClock.time());
-        s.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHED);
+        if (!s.file.compareAndSetInt(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_ATTACHING,
+            AppFileDescriptor.STATE_ATTACHED))
+        {
+            s.teardown(0, 0); // nothing of it is in use yet: unmaps
+            return false;
+        }
         sessions.add(s);
         byPath.put(path, s);
         heapPromised += AppSession.heapBytes(g.maxConnections, g.ringCapacity);
         counters.increment(PipeCounter.APPS_ATTACHED);
         log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + g.appPid + ", " + g.maxConnections
             + " connections of " + g.pipeCapacity + "-byte pipes)");
+        return true;
     }
 
     /** Daemon shutdown: every attached app learns the daemon is gone. */

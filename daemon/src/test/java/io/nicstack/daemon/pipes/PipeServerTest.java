@@ -64,6 +64,8 @@ class PipeServerTest
     private NetStack b;
     private PipeCounters counters;
     private PipeServer server;
+    /** What the server logged. */
+    private java.io.ByteArrayOutputStream logged;
     private final long self = ProcessHandle.current().pid();
 
     /** B's end of one connection: collects what it reads, remembers how it closed. */
@@ -105,8 +107,9 @@ class PipeServerTest
         a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
         b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
         counters = PipeCounters.inMemory();
+        logged = new java.io.ByteArrayOutputStream();
         server = new PipeServer(a, shm, counters, () -> now, () -> now / 1_000_000L, 1L << 30,
-            new PrintStream(OutputStream.nullOutputStream())).scanInline().start();
+            new PrintStream(logged, true)).scanInline().start();
     }
 
     @AfterEach
@@ -481,22 +484,30 @@ class PipeServerTest
         assumeTrue("root".equals(System.getProperty("user.name")), "chown needs root");
         final Path body = Files.write(shm.resolve("body.bin"), randomBytes(8, 1000));
         final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
-        final Process other = new ProcessBuilder("sleep", "30").start(); // root's, but not the app
         try
         {
             // 1. Owned by another user than the one this (root's) process runs as.
             final TestApp foreign = new TestApp(server.appsDirectory(), "foreign", self, RING, PIPE, 2);
             Files.setAttribute(foreign.path, "unix:uid", 4242);
             foreign.attach();
-            // 2. The right user, but a pid that does not hold the memory (its descriptor of that number is another file,
-            //    or none).
-            final TestApp stranger = new TestApp(server.appsDirectory(), "stranger", other.pid(), RING, PIPE, 2).attach();
-            runUntil(() -> foreign.state() != AppFileDescriptor.STATE_ATTACHING
-                && stranger.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answers");
+            // 2. The right user, and a process of that user that holds a sealed memfd under the number named, but not
+            //    the memory the app file names (another inode).
+            final TestApp stranger;
+            try (TestApp.Holder other = new TestApp.Holder(RING, PIPE, 2))
+            {
+                stranger = new TestApp(server.appsDirectory(), "stranger", self, RING, PIPE, 2);
+                stranger.file.putLong(AppFileDescriptor.APP_PID_OFFSET, other.pid());
+                stranger.file.putInt(AppFileDescriptor.MEMORY_FD_OFFSET, other.fd);
+                stranger.attach();
+                runUntil(() -> foreign.state() != AppFileDescriptor.STATE_ATTACHING
+                    && stranger.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answers");
+            }
             assertEquals(AppFileDescriptor.STATE_REJECTED, foreign.state(), "another user's app file");
             assertEquals(Reason.BAD_ARGUMENT, foreign.reason());
-            assertEquals(AppFileDescriptor.STATE_REJECTED, stranger.state(), "a pid that is not the app");
+            assertTrue(logged.toString().contains("its /proc status belongs to uid 0"), logged.toString());
+            assertEquals(AppFileDescriptor.STATE_REJECTED, stranger.state(), "a process that does not hold the memory");
             assertEquals(Reason.BAD_ARGUMENT, stranger.reason());
+            assertTrue(logged.toString().contains("not the memory the app file names"), logged.toString());
             assertEquals(0, server.attached());
             foreign.close();
             stranger.close();
@@ -511,7 +522,6 @@ class PipeServerTest
         }
         finally
         {
-            other.destroy();
             Linux.LIBC.close(fd);
         }
     }
@@ -1170,9 +1180,10 @@ class PipeServerTest
     }
 
     /**
-     * Only memory sealed against shrinking is mapped: a memfd without the seal is rejected (its app could truncate it
-     * under the daemon's mapping), and so is a second app file naming memory attached already. The shrink seal alone
-     * is enough.
+     * Only memory sealed for good against shrinking is mapped: a memfd without the shrink seal is rejected (its app
+     * could truncate it under the daemon's mapping), and so is one without F_SEAL_SEAL (its app could add
+     * F_SEAL_FUTURE_WRITE before the daemon maps it), and a second app file naming memory attached already. Those two
+     * seals are enough.
      */
     @Test
     void memoryThatCanShrinkOrIsAttachedAlreadyIsRejected() throws IOException
@@ -1183,9 +1194,14 @@ class PipeServerTest
         assertEquals(Reason.BAD_ARGUMENT, unsealed.reason());
         assertEquals(0, server.attached());
         unsealed.close();
+        final TestApp open = TestApp.withSeals(server.appsDirectory(), "seals-open", Libc.F_SEAL_SHRINK, RING, PIPE, 1).attach();
+        runUntil(() -> open.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+        assertEquals(AppFileDescriptor.STATE_REJECTED, open.state());
+        assertTrue(logged.toString().contains("F_SEAL_SEAL"), logged.toString());
+        open.close();
 
-        final TestApp first = TestApp.withSeals(server.appsDirectory(), "shrink-seal-only", Libc.F_SEAL_SHRINK, RING, PIPE, 1)
-            .attach();
+        final TestApp first = TestApp.withSeals(server.appsDirectory(), "shrink-sealed", Libc.F_SEAL_SHRINK | Libc.F_SEAL_SEAL,
+            RING, PIPE, 1).attach();
         runUntil(() -> first.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
         assertEquals(AppFileDescriptor.STATE_ATTACHED, first.state());
         final TestApp second = new TestApp(server.appsDirectory(), "second-name", self, RING, PIPE, 1);
@@ -1195,7 +1211,7 @@ class PipeServerTest
         runUntil(() -> second.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
         assertEquals(AppFileDescriptor.STATE_REJECTED, second.state());
         assertEquals(1, server.attached());
-        assertEquals(2, counters.get(PipeCounter.APPS_REJECTED));
+        assertEquals(3, counters.get(PipeCounter.APPS_REJECTED));
         first.close();
         second.close();
     }
@@ -1214,7 +1230,7 @@ class PipeServerTest
         assumeTrue(fd >= 0, "no hugetlbfs here: " + Libc.lastError());
         try
         {
-            assumeTrue(libc.ftruncate(fd, 2 << 20) == 0 && libc.fcntl(fd, Libc.F_ADD_SEALS, Libc.F_SEAL_SHRINK) == 0,
+            assumeTrue(libc.ftruncate(fd, 2 << 20) == 0 && libc.fcntl(fd, Libc.F_ADD_SEALS, Libc.F_SEAL_SHRINK | Libc.F_SEAL_SEAL) == 0,
                 "a 2 MiB hugetlb memfd: " + Libc.lastError());
             final byte[] header = new byte[AppFileDescriptor.HEADER_LENGTH];
             final UnsafeBuffer h = new UnsafeBuffer(header);
@@ -1227,6 +1243,7 @@ class PipeServerTest
             final Path path = Files.write(server.appsDirectory().resolve("huge-" + self + ".app"), header);
             runUntil(() -> appFileState(path) != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
             assertEquals(AppFileDescriptor.STATE_REJECTED, appFileState(path));
+            assertTrue(logged.toString().contains("is not memory of tmpfs"), logged.toString());
             assertEquals(0, server.attached());
         }
         finally
@@ -1244,6 +1261,50 @@ class PipeServerTest
         catch (final IOException e)
         {
             return -1;
+        }
+    }
+
+    /**
+     * An app that gives up while the daemon attaches it (its client timed out and wrote DETACHED into its memory) is not
+     * attached: ATTACHED replaces only ATTACHING. Before, the daemon wrote ATTACHED over DETACHED and kept a session
+     * nobody would ever detach, and its name could not attach again while that process lived.
+     */
+    @Test
+    void anAppThatGaveUpIsNotAttached() throws IOException
+    {
+        final TestApp app = new TestApp(server.appsDirectory(), "gave-up", self, RING, PIPE, 1).attach();
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED); // the app file stays ATTACHING
+        runUntil(() -> counters.get(PipeCounter.APPS_REJECTED) > 0, 1_000_000_000L, "answer");
+        assertEquals(0, server.attached());
+        assertEquals(AppFileDescriptor.STATE_DETACHED, app.file.getIntVolatile(AppFileDescriptor.STATE_OFFSET));
+        assertTrue(logged.toString().contains("no longer says ATTACHING"), logged.toString());
+        app.close();
+        Files.delete(app.path);
+        final TestApp again = attach("gave-up", self, 1);
+        again.close();
+    }
+
+    /**
+     * A process of an ordinary user that holds capabilities (here an ambient CAP_NET_BIND_SERVICE, as a service manager
+     * grants) is one its user could not ptrace: its memory is not taken.
+     */
+    @Test
+    void aProcessWithCapabilitiesItsUserLacksIsNotTaken() throws Exception
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "running a process as nobody needs root");
+        Files.setPosixFilePermissions(shm, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+        try (TestApp.Holder capable = new TestApp.Holder(RING, PIPE, 1, "setpriv", "--reuid=65534", "--regid=65534",
+            "--clear-groups", "--inh-caps=+net_bind_service", "--ambient-caps=+net_bind_service"))
+        {
+            final TestApp app = new TestApp(server.appsDirectory(), "capable", capable, RING, PIPE, 1);
+            Files.setAttribute(app.path, "unix:uid", 65534);
+            Files.setAttribute(app.path, "unix:gid", 65534);
+            app.attach();
+            runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+            assertEquals(AppFileDescriptor.STATE_REJECTED, app.state());
+            assertTrue(logged.toString().contains("holds capabilities"), logged.toString());
+            assertEquals(0, server.attached());
+            app.close();
         }
     }
 
