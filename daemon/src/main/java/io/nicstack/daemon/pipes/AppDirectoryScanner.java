@@ -9,6 +9,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
+import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -33,7 +34,9 @@ import io.nicstack.pipes.AppFileDescriptor;
  * file that never becomes ready costs less and less. It is handed to the loop ({@link #poll}) when its state is
  * ATTACHING (the loop checks everything again, and skips a name it has attached), or, once, when it is not a regular
  * file or has more than one name (the loop refuses it and counts that). The state is read with one {@code pread},
- * not a mapping: a file truncated under the scanner cannot fault it.
+ * not a mapping: a file truncated under the scanner cannot fault it. Files are handed over a user (owner) at a time,
+ * in turns, into a short queue; what does not fit waits for the next scan without backing off, so no user's flood
+ * of ready files queues ahead of another user's app.
  *
  * <p>Run by a thread of its own ({@link #startThread}) that scans when the loop asks ({@link #request}, every ~100 ms)
  * and then rests nine times as long as the scan took, up to 1 s, so a large directory costs it about a tenth of a
@@ -48,8 +51,11 @@ final class AppDirectoryScanner implements AutoCloseable
     static final int REST_PER_SCAN = 9;
     /** However large the directory, a new app is found within a scan and this. */
     static final long MAX_REST_NANOS = 1_000_000_000L;
-    /** Files found and not yet taken by the loop; more wait for a later scan. */
-    static final int QUEUE_CAPACITY = 1024;
+    /**
+     * Files found and not yet taken by the loop (16 each 50 ms): four rounds' worth, so that whatever one user has
+     * ready never queues far ahead of another's app; more wait for a later scan.
+     */
+    static final int QUEUE_CAPACITY = 64;
 
     private final Path directory;
     private final String suffix;
@@ -60,6 +66,8 @@ final class AppDirectoryScanner implements AutoCloseable
     /** Scanning thread only. */
     private final Map<Path, Look> looks = new HashMap<>();
     private final Set<Path> listed = new HashSet<>();
+    /** The files due a look in this scan, by owner (uid). */
+    private final Map<Integer, ArrayDeque<Path>> dueByOwner = new HashMap<>();
     private volatile long examinations;
     private volatile boolean requested;
     private volatile boolean closed;
@@ -73,11 +81,21 @@ final class AppDirectoryScanner implements AutoCloseable
         boolean refusedOnce;
         long nextLook;
         long relook = FIRST_RELOOK_NANOS;
+        /** As the due look found it. */
+        boolean regular;
+        long size;
 
         Look(final BasicFileAttributes attributes)
         {
             this.fileKey = attributes.fileKey();
             this.modified = attributes.lastModifiedTime();
+        }
+
+        /** Looked at: the next look after {@link #relook}, which doubles, up to {@link #MAX_RELOOK_NANOS}. */
+        void later(final long now)
+        {
+            nextLook = now + relook;
+            relook = Math.min(relook * 2, MAX_RELOOK_NANOS);
         }
 
         /** Inode numbers are reused; with the modification time as well, another file is all but never taken for this one. */
@@ -156,11 +174,15 @@ final class AppDirectoryScanner implements AutoCloseable
         }
     }
 
-    /** One pass over the directory. */
+    /** One pass over the directory: what is due a look, by owner, then handed over a user at a time. */
     void scan()
     {
         final long now = clock.nanoTime();
         listed.clear();
+        for (final ArrayDeque<Path> paths : dueByOwner.values())
+        {
+            paths.clear();
+        }
         try (DirectoryStream<Path> dir = Files.newDirectoryStream(directory, "*" + suffix))
         {
             for (final Path path : dir)
@@ -170,7 +192,11 @@ final class AppDirectoryScanner implements AutoCloseable
                     return;
                 }
                 listed.add(path);
-                look(path, now);
+                final Integer owner = dueOwner(path, now);
+                if (owner != null)
+                {
+                    dueByOwner.computeIfAbsent(owner, o -> new ArrayDeque<>()).add(path);
+                }
             }
         }
         catch (final IOException | RuntimeException e)
@@ -179,19 +205,27 @@ final class AppDirectoryScanner implements AutoCloseable
             return;
         }
         looks.keySet().retainAll(listed);
+        dueByOwner.values().removeIf(ArrayDeque::isEmpty);
+        handOver(now);
     }
 
-    private void look(final Path path, final long now)
+    /**
+     * The owner of the file under {@code path} if it is due a look (new under its name, or its next look has come),
+     * else null.
+     */
+    private Integer dueOwner(final Path path, final long now)
     {
         final BasicFileAttributes attributes;
+        final Integer owner;
         try
         {
             attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            owner = (Integer)Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
         }
         catch (final IOException | RuntimeException e)
         {
             looks.remove(path);
-            return;
+            return null;
         }
         Look look = looks.get(path);
         if (look == null || !look.sameFile(attributes))
@@ -202,29 +236,74 @@ final class AppDirectoryScanner implements AutoCloseable
         }
         else if (now - look.nextLook < 0)
         {
-            return;
+            return null;
         }
-        look.nextLook = now + look.relook;
-        look.relook = Math.min(look.relook * 2, MAX_RELOOK_NANOS);
-        final boolean regular = attributes.isRegularFile();
-        if (regular && attributes.size() < AppFileDescriptor.HEADER_LENGTH)
+        look.regular = attributes.isRegularFile();
+        look.size = attributes.size();
+        return owner;
+    }
+
+    /**
+     * Look at the due files a user at a time, in turns (one of each owner's, then the next of each), and hand over what
+     * the loop should try. When the loop's queue is full the rest stay due, looked at in the next scan: a user with
+     * thousands of files ready takes one turn in each round, not the whole queue.
+     */
+    private void handOver(final long now)
+    {
+        boolean more = true;
+        while (more)
         {
-            return; // no header to read yet
+            more = false;
+            for (final ArrayDeque<Path> paths : dueByOwner.values())
+            {
+                final Path path = paths.poll();
+                if (path == null)
+                {
+                    continue;
+                }
+                if (!look(path, now))
+                {
+                    return; // the queue is full: this file and the rest stay due
+                }
+                more |= !paths.isEmpty();
+            }
         }
-        if (!regular || linkCount(path) != 1)
+    }
+
+    /** Look at one due file; false if it should be handed over and the queue has no room (it stays due). */
+    private boolean look(final Path path, final long now)
+    {
+        final Look look = looks.get(path);
+        if (look == null)
+        {
+            return true;
+        }
+        if (look.regular && look.size < AppFileDescriptor.HEADER_LENGTH)
+        {
+            look.later(now);
+            return true; // no header to read yet
+        }
+        if (!look.regular || linkCount(path) != 1)
         {
             // Not a file an app made (a directory, a link, a second name of a file): the loop refuses it and counts
             // that, once. Offered again and again, a thousand hard links to one file would crowd out the real apps.
             if (!look.refusedOnce)
             {
-                look.refusedOnce = found.offer(path);
+                if (!found.offer(path))
+                {
+                    return false;
+                }
+                look.refusedOnce = true;
             }
+            look.later(now);
+            return true;
         }
-        else if (attaching(path))
+        if (attaching(path) && !found.offer(path))
         {
-            // A full queue: offered again when its next look comes.
-            found.offer(path);
+            return false;
         }
+        look.later(now);
+        return true;
     }
 
     private static int linkCount(final Path path)

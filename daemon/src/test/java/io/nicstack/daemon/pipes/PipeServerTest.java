@@ -1393,6 +1393,33 @@ class PipeServerTest
     }
 
     /**
+     * One user's flood of files saying ATTACHING does not keep another user's app out: the scanner hands the loop its
+     * finds a user at a time, and holds back what does not fit (without backing off from it) rather than queueing
+     * the whole flood ahead of the app. Before, the first scan queued 1,024 of the flood, which the loop takes 16
+     * at a time every 50 ms: the app that came next waited over 3 s, most of a client's 5 s attach timeout.
+     */
+    @Test
+    void aFloodOfAnotherUsersFilesDoesNotKeepAnAppOut() throws IOException
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "chown needs root");
+        final int flood = 2000;
+        for (int i = 0; i < flood; i++)
+        {
+            Files.setAttribute(junkAttaching("flood" + i + ".app"), "unix:uid", 4242);
+        }
+        runUntil(() -> counters.get(PipeCounter.APPS_REJECTED) > 0, 1_000_000_000L, "the flood is being taken");
+        final long appeared = now;
+        final TestApp app = new TestApp(server.appsDirectory(), "amid-a-flood", self, RING, PIPE, 1).attach();
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 5_000_000_000L, "attach");
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
+        final long waited = now - appeared;
+        assertTrue(waited < 500_000_000L, "attached " + waited / 1_000_000 + " ms after it appeared, behind "
+            + (counters.get(PipeCounter.APPS_REJECTED) - 1) + " of the flood");
+        app.close();
+        runUntil(() -> counters.get(PipeCounter.APPS_REJECTED) == flood, 30_000_000_000L, "the whole flood refused");
+    }
+
+    /**
      * A file with many names (hard links), in state ATTACHING, is refused once per name, not at every look: offered
      * again and again, a few thousand links kept the loop's queue full and real apps out.
      */
