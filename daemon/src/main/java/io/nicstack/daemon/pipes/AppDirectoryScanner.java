@@ -10,11 +10,14 @@ import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.LockSupport;
 
 import org.agrona.concurrent.NanoClock;
@@ -35,8 +38,9 @@ import io.nicstack.pipes.AppFileDescriptor;
  * ATTACHING (the loop checks everything again, and skips a name it has attached), or, once, when it is not a regular
  * file or has more than one name (the loop refuses it and counts that). The state is read with one {@code pread},
  * not a mapping: a file truncated under the scanner cannot fault it. Files are handed over a user (owner) at a time,
- * in turns, into a short queue; what does not fit waits for the next scan without backing off, so no user's flood
- * of ready files queues ahead of another user's app.
+ * in turns, into a short queue, the users served least lately first and those whose files the loop rejected lately
+ * last; what does not fit waits for the next scan without backing off. So no user's flood of ready files queues
+ * ahead of another user's app. (A user who controls many uids, subordinate uids say, gets a turn for each.)
  *
  * <p>Run by a thread of its own ({@link #startThread}) that scans when the loop asks ({@link #request}, every ~100 ms)
  * and then rests nine times as long as the scan took, up to 1 s, so a large directory costs it about a tenth of a
@@ -56,6 +60,8 @@ final class AppDirectoryScanner implements AutoCloseable
      * ready never queues far ahead of another's app; more wait for a later scan.
      */
     static final int QUEUE_CAPACITY = 64;
+    /** How long an owner whose file the loop rejected takes its turns after every other owner. */
+    static final long PENALTY_NANOS = 60_000_000_000L;
 
     private final Path directory;
     private final String suffix;
@@ -66,12 +72,29 @@ final class AppDirectoryScanner implements AutoCloseable
     /** Scanning thread only. */
     private final Map<Path, Look> looks = new HashMap<>();
     private final Set<Path> listed = new HashSet<>();
-    /** The files due a look in this scan, by owner (uid). */
-    private final Map<Integer, ArrayDeque<Path>> dueByOwner = new HashMap<>();
+    /** The owners (uids) of files listed lately: their files due a look in this scan, and their standing. */
+    private final Map<Integer, Owner> owners = new HashMap<>();
+    /** This scan's owners with files due, in the order they take turns. */
+    private final List<Owner> turns = new ArrayList<>();
+    /** Handed over and not yet taken by the loop: not handed over again meanwhile. */
+    private final Set<Path> queued = ConcurrentHashMap.newKeySet();
+    /** Hand-overs so far: an owner's last one orders the turns. */
+    private long served;
     private volatile long examinations;
     private volatile boolean requested;
     private volatile boolean closed;
     private Thread thread;
+
+    /** One owner (uid) of files in the directory. */
+    private static final class Owner
+    {
+        final ArrayDeque<Path> due = new ArrayDeque<>();
+        /** When a file of its was last handed over ({@link #served} then), 0 if never. */
+        long lastServed;
+        /** Until then its turns come after everyone else's: the loop rejected a file of its. */
+        long penalizedUntil;
+
+    }
 
     /** What the scanner knows of one name: the file it last saw there, and when to look at it again. */
     private static final class Look
@@ -84,6 +107,10 @@ final class AppDirectoryScanner implements AutoCloseable
         /** As the due look found it. */
         boolean regular;
         long size;
+        int links;
+        Integer owner;
+        /** Handed over while it said ATTACHING, and not seen answered since. */
+        boolean handedOver;
 
         Look(final BasicFileAttributes attributes)
         {
@@ -137,7 +164,12 @@ final class AppDirectoryScanner implements AutoCloseable
     /** Event loop: the next file to try to attach, or null. */
     Path poll()
     {
-        return found.poll();
+        final Path path = found.poll();
+        if (path != null)
+        {
+            queued.remove(path);
+        }
+        return path;
     }
 
     /** Files opened to read their state so far (for tests). */
@@ -179,10 +211,6 @@ final class AppDirectoryScanner implements AutoCloseable
     {
         final long now = clock.nanoTime();
         listed.clear();
-        for (final ArrayDeque<Path> paths : dueByOwner.values())
-        {
-            paths.clear();
-        }
         try (DirectoryStream<Path> dir = Files.newDirectoryStream(directory, "*" + suffix))
         {
             for (final Path path : dir)
@@ -192,86 +220,107 @@ final class AppDirectoryScanner implements AutoCloseable
                     return;
                 }
                 listed.add(path);
-                final Integer owner = dueOwner(path, now);
-                if (owner != null)
+                final Look look = due(path, now);
+                if (look != null)
                 {
-                    dueByOwner.computeIfAbsent(owner, o -> new ArrayDeque<>()).add(path);
+                    owners.computeIfAbsent(look.owner, uid -> new Owner()).due.add(path);
                 }
             }
         }
         catch (final IOException | RuntimeException e)
         {
             // The directory vanished or is unreadable: try again next time.
+            for (final Owner o : owners.values())
+            {
+                o.due.clear();
+            }
             return;
         }
         looks.keySet().retainAll(listed);
-        dueByOwner.values().removeIf(ArrayDeque::isEmpty);
         handOver(now);
+        owners.values().removeIf(o -> o.due.isEmpty() && now - o.penalizedUntil >= 0);
     }
 
     /**
-     * The owner of the file under {@code path} if it is due a look (new under its name, or its next look has come),
-     * else null.
+     * The file under {@code path} if it is due a look (new under its name, or its next look has come), its owner and
+     * link count read; else null. One stat for a file not due, two for one that is.
      */
-    private Integer dueOwner(final Path path, final long now)
+    private Look due(final Path path, final long now)
     {
-        final BasicFileAttributes attributes;
-        final Integer owner;
         try
         {
-            attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-            owner = (Integer)Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+            final BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            Look look = looks.get(path);
+            if (look == null || !look.sameFile(attributes))
+            {
+                // A new file under this name, or one changed: look at it now.
+                look = new Look(attributes);
+                looks.put(path, look);
+            }
+            else if (now - look.nextLook < 0)
+            {
+                return null;
+            }
+            final Map<String, Object> unix = Files.readAttributes(path, "unix:uid,nlink", LinkOption.NOFOLLOW_LINKS);
+            look.owner = (Integer)unix.get("uid");
+            look.links = ((Number)unix.get("nlink")).intValue();
+            look.regular = attributes.isRegularFile();
+            look.size = attributes.size();
+            return look;
         }
         catch (final IOException | RuntimeException e)
         {
             looks.remove(path);
             return null;
         }
-        Look look = looks.get(path);
-        if (look == null || !look.sameFile(attributes))
-        {
-            // A new file under this name, or one changed: look at it now.
-            look = new Look(attributes);
-            looks.put(path, look);
-        }
-        else if (now - look.nextLook < 0)
-        {
-            return null;
-        }
-        look.regular = attributes.isRegularFile();
-        look.size = attributes.size();
-        return owner;
     }
 
     /**
      * Look at the due files a user at a time, in turns (one of each owner's, then the next of each), and hand over what
-     * the loop should try. When the loop's queue is full the rest stay due, looked at in the next scan: a user with
-     * thousands of files ready takes one turn in each round, not the whole queue.
+     * the loop should try. The owners served least lately come first, and those whose files the loop rejected lately
+     * last. When the loop's queue is full the rest stay due, for the next scan: a user with thousands of files ready
+     * takes one turn in each round, not the whole queue, and a user whose files keep being rejected waits behind every
+     * other user.
      */
     private void handOver(final long now)
     {
-        boolean more = true;
-        while (more)
+        turns.clear();
+        for (final Owner o : owners.values())
+        {
+            if (!o.due.isEmpty())
+            {
+                turns.add(o);
+            }
+        }
+        turns.sort((x, y) ->
+        {
+            final boolean xPenalized = now - x.penalizedUntil < 0;
+            final boolean yPenalized = now - y.penalizedUntil < 0;
+            return xPenalized != yPenalized ? (xPenalized ? 1 : -1) : Long.compare(x.lastServed, y.lastServed);
+        });
+        boolean full = false;
+        for (boolean more = true; more && !full; )
         {
             more = false;
-            for (final ArrayDeque<Path> paths : dueByOwner.values())
+            for (int i = 0; i < turns.size() && !full; i++)
             {
-                final Path path = paths.poll();
-                if (path == null)
+                final Owner o = turns.get(i);
+                final Path path = o.due.poll();
+                if (path != null)
                 {
-                    continue;
+                    full = !look(o, path, now);
+                    more |= !o.due.isEmpty();
                 }
-                if (!look(path, now))
-                {
-                    return; // the queue is full: this file and the rest stay due
-                }
-                more |= !paths.isEmpty();
             }
+        }
+        for (final Owner o : turns)
+        {
+            o.due.clear(); // still due: listed again next scan
         }
     }
 
-    /** Look at one due file; false if it should be handed over and the queue has no room (it stays due). */
-    private boolean look(final Path path, final long now)
+    /** Look at one due file of {@code o}; false if it should be handed over and the queue has no room (it stays due). */
+    private boolean look(final Owner o, final Path path, final long now)
     {
         final Look look = looks.get(path);
         if (look == null)
@@ -283,57 +332,68 @@ final class AppDirectoryScanner implements AutoCloseable
             look.later(now);
             return true; // no header to read yet
         }
-        if (!look.regular || linkCount(path) != 1)
+        if (!look.regular || look.links != 1)
         {
             // Not a file an app made (a directory, a link, a second name of a file): the loop refuses it and counts
             // that, once. Offered again and again, a thousand hard links to one file would crowd out the real apps.
             if (!look.refusedOnce)
             {
-                if (!found.offer(path))
+                if (!handOver(o, path, now))
                 {
                     return false;
                 }
                 look.refusedOnce = true;
+                o.penalizedUntil = now + PENALTY_NANOS;
             }
             look.later(now);
             return true;
         }
-        if (attaching(path) && !found.offer(path))
+        final int state = state(path);
+        if (state == AppFileDescriptor.STATE_ATTACHING)
         {
-            return false;
+            if (!queued.contains(path) && !handOver(o, path, now))
+            {
+                return false;
+            }
+            look.handedOver = true;
+        }
+        else if (state == AppFileDescriptor.STATE_REJECTED && look.handedOver)
+        {
+            o.penalizedUntil = now + PENALTY_NANOS; // the loop rejected what it was handed
+            look.handedOver = false;
         }
         look.later(now);
         return true;
     }
 
-    private static int linkCount(final Path path)
+    private boolean handOver(final Owner o, final Path path, final long now)
     {
-        try
+        queued.add(path);
+        if (!found.offer(path))
         {
-            return ((Number)Files.getAttribute(path, "unix:nlink", LinkOption.NOFOLLOW_LINKS)).intValue();
+            queued.remove(path);
+            return false;
         }
-        catch (final IOException | RuntimeException e)
-        {
-            return 0;
-        }
+        o.lastServed = ++served;
+        return true;
     }
 
     /**
-     * The file's state is ATTACHING. Opened without waiting ({@link #openWithoutWaiting}): neither a FIFO put in its
-     * place nor a lease its owner holds can block the scanner.
+     * The file's state, or -1 if it cannot be read. Opened without waiting ({@link #openWithoutWaiting}): neither a FIFO
+     * put in its place nor a lease its owner holds can block the scanner.
      */
-    private boolean attaching(final Path path)
+    private int state(final Path path)
     {
         examinations++;
         final int fd = openWithoutWaiting(path);
         if (fd < 0)
         {
-            return false;
+            return -1;
         }
         try
         {
             return Linux.LIBC.pread(fd, state.addressOffset(), Integer.BYTES, AppFileDescriptor.STATE_OFFSET) == Integer.BYTES
-                && state.getIntVolatile(0) == AppFileDescriptor.STATE_ATTACHING;
+                ? state.getIntVolatile(0) : -1;
         }
         finally
         {

@@ -664,9 +664,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
             s = new AppSession(this, path, fileKey, files, memoryInode, mapped, g.ringCapacity, g.pipeCapacity,
                 g.maxConnections, g.appPid);
         }
-        catch (final RuntimeException e)
+        catch (final RuntimeException | Error e)
         {
-            org.agrona.IoUtil.unmap(mapped);
+            org.agrona.IoUtil.unmap(mapped); // an OutOfMemoryError too: the mapping is not the heap's to reclaim
             throw e;
         }
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);

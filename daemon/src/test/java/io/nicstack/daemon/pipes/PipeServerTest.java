@@ -1393,30 +1393,39 @@ class PipeServerTest
     }
 
     /**
-     * One user's flood of files saying ATTACHING does not keep another user's app out: the scanner hands the loop its
-     * finds a user at a time, and holds back what does not fit (without backing off from it) rather than queueing
-     * the whole flood ahead of the app. Before, the first scan queued 1,024 of the flood, which the loop takes 16
-     * at a time every 50 ms: the app that came next waited over 3 s, most of a client's 5 s attach timeout.
+     * A flood of files saying ATTACHING, from 100 uids, does not keep another user's app out: the scanner hands the loop
+     * its finds a user at a time, the users served least lately first, into a short queue, and holds back what does
+     * not fit without backing off from it. Before, the first scan queued 1,024 of the flood ahead of the app (the loop
+     * takes 16 each 50 ms: over 3 s, most of a client's 5 s attach timeout); and with turns by uid in a fixed order, a
+     * user late in that order waited for the flood's users ahead of it to run out of files.
      */
     @Test
-    void aFloodOfAnotherUsersFilesDoesNotKeepAnAppOut() throws IOException
+    void aFloodFromManyUidsDoesNotKeepAnotherUsersAppOut() throws IOException
     {
-        assumeTrue("root".equals(System.getProperty("user.name")), "chown needs root");
-        final int flood = 2000;
-        for (int i = 0; i < flood; i++)
+        assumeTrue("root".equals(System.getProperty("user.name")), "chown and a process as nobody need root");
+        final int uids = 100;
+        final int filesEach = 20;
+        for (int i = 0; i < uids * filesEach; i++)
         {
-            Files.setAttribute(junkAttaching("flood" + i + ".app"), "unix:uid", 4242);
+            Files.setAttribute(junkAttaching("flood" + i + ".app"), "unix:uid", 5000 + i % uids);
         }
         runUntil(() -> counters.get(PipeCounter.APPS_REJECTED) > 0, 1_000_000_000L, "the flood is being taken");
-        final long appeared = now;
-        final TestApp app = new TestApp(server.appsDirectory(), "amid-a-flood", self, RING, PIPE, 1).attach();
-        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 5_000_000_000L, "attach");
-        assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
-        final long waited = now - appeared;
-        assertTrue(waited < 500_000_000L, "attached " + waited / 1_000_000 + " ms after it appeared, behind "
-            + (counters.get(PipeCounter.APPS_REJECTED) - 1) + " of the flood");
-        app.close();
-        runUntil(() -> counters.get(PipeCounter.APPS_REJECTED) == flood, 30_000_000_000L, "the whole flood refused");
+        try (TestApp.Holder nobody = new TestApp.Holder(RING, PIPE, 1, "setpriv", "--reuid=65534", "--regid=65534",
+            "--clear-groups"))
+        {
+            final TestApp app = new TestApp(server.appsDirectory(), "amid-a-flood", nobody, RING, PIPE, 1);
+            Files.setAttribute(app.path, "unix:uid", 65534);
+            Files.setAttribute(app.path, "unix:gid", 65534);
+            final long appeared = now;
+            app.attach();
+            runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 10_000_000_000L, "attach");
+            assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
+            final long waited = now - appeared;
+            assertTrue(waited < 500_000_000L, "attached " + waited / 1_000_000 + " ms after it appeared, behind "
+                + (counters.get(PipeCounter.APPS_REJECTED) - 1) + " of the flood");
+            app.close();
+        }
+        runUntil(() -> counters.get(PipeCounter.APPS_REJECTED) == uids * filesEach, 30_000_000_000L, "the whole flood refused");
     }
 
     /**
