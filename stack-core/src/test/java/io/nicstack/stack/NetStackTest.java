@@ -16,6 +16,7 @@ import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
 import io.nicstack.stack.wire.MacAddress;
+import io.nicstack.stack.udp.Udp;
 import io.nicstack.stack.wire.UdpHeader;
 
 import static io.nicstack.stack.Frames.*;
@@ -243,6 +244,49 @@ class NetStackTest
         }, 10);
         assertEquals(3, n);
         assertArrayEquals(new int[] {4000, 4001, 4002}, seen);
+    }
+
+    /**
+     * A queued socket takes a datagram of any size UDP allows: a queue sized for small datagrams (64 KiB) once refused
+     * anything over 8 KiB (its ring's largest message) with an exception, counted as an internal error.
+     */
+    @Test
+    void udpQueuedSocketTakesTheLargestDatagrams()
+    {
+        final var socket = stack.udp().bind(5000, 1 << 16);
+        for (final int size : new int[] {9000, Udp.MAX_PAYLOAD})
+        {
+            final byte[] data = new byte[size];
+            new java.util.Random(size).nextBytes(data);
+            exchange(fragments(udp(PEER_IP, STACK_IP, 4000, 5000, data), size));
+            for (int i = 0; i < 4; i++)
+            {
+                stack.poll(now); // more fragments than one receive burst
+            }
+            final byte[][] got = new byte[1][];
+            assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) ->
+            {
+                got[0] = new byte[length];
+                buffer.getBytes(offset, got[0]);
+            }, 10), "size " + size);
+            assertArrayEquals(data, got[0]);
+        }
+        assertEquals(0, counters.get(StackCounter.INTERNAL_ERRORS));
+    }
+
+    /** {@code datagram} (the IPv4 payload) from the peer in 1480-byte fragments, identification {@code id}. */
+    private byte[][] fragments(final byte[] payload, final int id)
+    {
+        final int count = (payload.length + 1479) / 1480;
+        final byte[][] frames = new byte[count][];
+        for (int i = 0; i < count; i++)
+        {
+            final int from = i * 1480;
+            final int to = Math.min(payload.length, from + 1480);
+            frames[i] = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 17, id, to < payload.length, from,
+                java.util.Arrays.copyOfRange(payload, from, to)));
+        }
+        return frames;
     }
 
     @Test

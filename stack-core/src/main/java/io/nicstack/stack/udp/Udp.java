@@ -44,7 +44,10 @@ public final class Udp implements IpProtocolHandler
         return bind(port, handler, 0);
     }
 
-    /** Bind {@code port} with a receive queue of about {@code queueBytes}, drained by {@link UdpSocket#receive}. */
+    /**
+     * Bind {@code port} with a receive queue of about {@code queueBytes} (at least 512 KiB, so that it takes datagrams of
+     * any size UDP allows), drained by {@link UdpSocket#receive}.
+     */
     public UdpSocket bind(final int port, final int queueBytes)
     {
         return bind(port, null, queueBytes);

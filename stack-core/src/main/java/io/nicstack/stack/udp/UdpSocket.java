@@ -28,13 +28,17 @@ public final class UdpSocket
     private boolean open = true;
     private long now;
 
+    /** The least queue: eight times the largest queued datagram (its source and port, then up to 65,507 bytes). */
+    static final int MIN_QUEUE_BYTES = BitUtil.findNextPositivePowerOfTwo(8 * (META_LENGTH + Udp.MAX_PAYLOAD));
+
     UdpSocket(final Udp udp, final int port, final UdpHandler handler, final int queueBytes)
     {
         this.udp = udp;
         this.port = port;
         this.handler = handler;
+        // An Agrona ring takes messages of up to an eighth of its capacity: at least room for the largest datagram.
         this.queue = handler != null ? null : new OneToOneRingBuffer(new UnsafeBuffer(ByteBuffer.allocateDirect(
-            BitUtil.findNextPositivePowerOfTwo(Math.max(queueBytes, 1 << 16)) + RingBufferDescriptor.TRAILER_LENGTH)));
+            BitUtil.findNextPositivePowerOfTwo(Math.max(queueBytes, MIN_QUEUE_BYTES)) + RingBufferDescriptor.TRAILER_LENGTH)));
     }
 
     public int port()
