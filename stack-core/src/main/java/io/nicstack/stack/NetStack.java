@@ -227,7 +227,8 @@ public final class NetStack implements FrameHandler
         if (length >= Ipv4Header.MIN_HEADER_LENGTH)
         {
             quoted.wrap(buffer, offset, length);
-            if (!ipv4.isBroadcast(quoted.destination()))
+            // Not about a broadcast, nor about an ICMP error (RFC 1122 3.2.2), as for every other error.
+            if (!ipv4.isBroadcast(quoted.destination()) && !Icmp.isIcmpError(quoted))
             {
                 icmp.sendError(IcmpHeader.TYPE_TIME_EXCEEDED, 1, quoted.source(), buffer, offset, length, nowNanos);
             }

@@ -258,7 +258,7 @@ class NetStackTest
         {
             final byte[] data = new byte[size];
             new java.util.Random(size).nextBytes(data);
-            exchange(fragments(udp(PEER_IP, STACK_IP, 4000, 5000, data), size));
+            exchange(fragment(udp(PEER_IP, STACK_IP, 4000, 5000, data), 1480, size, 17));
             for (int i = 0; i < 4; i++)
             {
                 stack.poll(now); // more fragments than one receive burst
@@ -272,21 +272,6 @@ class NetStackTest
             assertArrayEquals(data, got[0]);
         }
         assertEquals(0, counters.get(StackCounter.INTERNAL_ERRORS));
-    }
-
-    /** {@code datagram} (the IPv4 payload) from the peer in 1480-byte fragments, identification {@code id}. */
-    private byte[][] fragments(final byte[] payload, final int id)
-    {
-        final int count = (payload.length + 1479) / 1480;
-        final byte[][] frames = new byte[count][];
-        for (int i = 0; i < count; i++)
-        {
-            final int from = i * 1480;
-            final int to = Math.min(payload.length, from + 1480);
-            frames[i] = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 17, id, to < payload.length, from,
-                java.util.Arrays.copyOfRange(payload, from, to)));
-        }
-        return frames;
     }
 
     @Test
@@ -422,6 +407,60 @@ class NetStackTest
         // The late last fragment opens a new context and never completes alone.
         exchange(fragments[2]);
         assertEquals(0, counters.get(StackCounter.IPV4_REASSEMBLED));
+    }
+
+    /**
+     * An ICMP error whose fragments never all arrive gets no time exceeded either: never an error about an ICMP error
+     * (RFC 1122 3.2.2), which the timeout once skipped.
+     */
+    @Test
+    void reassemblyTimeoutIsNotReportedAboutAnIcmpError()
+    {
+        learnPeer();
+        final byte[] unreachable = new byte[64];
+        unreachable[0] = (byte)IcmpHeader.TYPE_DESTINATION_UNREACHABLE;
+        unreachable[1] = 3;
+        exchange(fragment(unreachable, 32, 10, Ipv4Header.PROTOCOL_ICMP)[0]);
+        assertEquals(1, stack.ipv4().reassembler().active());
+        now += 31 * SECOND;
+        assertTrue(exchange().isEmpty());
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLY_TIMEOUTS));
+        assertEquals(0, counters.get(StackCounter.ICMP_OUT_TIME_EXCEEDED));
+    }
+
+    /**
+     * Each fragment fits in 65,535 bytes with its own header, but the whole does not with the first one's: a first
+     * fragment with 40 bytes of options, the rest without, the data ending at 65,515. It is dropped; before, a
+     * 65,575-byte datagram was delivered with a total length field of 39 (65,575 modulo 65,536), and echoed.
+     */
+    @Test
+    void aReassembledDatagramLongerThan65535BytesIsDropped()
+    {
+        learnPeer();
+        final byte[] echo = icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, 1, new byte[65_515 - 8]);
+        final byte[][] fragments = fragment(echo, 1480, 11, Ipv4Header.PROTOCOL_ICMP);
+        fragments[0] = fromPeer(mac, withOptions(ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_ICMP, 11, true, 0,
+            Arrays.copyOf(echo, 1480)), 40));
+        for (final byte[] f : fragments)
+        {
+            device.inject(f);
+            stack.poll(now);
+        }
+        assertTrue(device.takeSent().isEmpty(), "nothing echoed");
+        assertEquals(0, counters.get(StackCounter.IPV4_REASSEMBLED));
+        assertEquals(0, stack.ipv4().reassembler().active());
+        assertEquals(0, counters.get(StackCounter.INTERNAL_ERRORS));
+    }
+
+    /** {@code datagram} with {@code optionBytes} of NOP options inserted after its 20-byte header. */
+    private static byte[] withOptions(final byte[] datagram, final int optionBytes)
+    {
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[datagram.length + optionBytes]);
+        b.putBytes(0, datagram, 0, 20);
+        b.setMemory(20, optionBytes, (byte)1);
+        b.putBytes(20 + optionBytes, datagram, 20, datagram.length - 20);
+        new Ipv4Header().wrap(b, 0, b.capacity()).versionAndIhl(5 + optionBytes / 4).totalLength(b.capacity()).updateChecksum();
+        return b.byteArray();
     }
 
     @Test

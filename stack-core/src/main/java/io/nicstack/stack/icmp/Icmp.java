@@ -170,7 +170,8 @@ public final class Icmp implements IpProtocolHandler
         }
     }
 
-    private boolean isIcmpError(final Ipv4Header original)
+    /** Whether {@code original} (a header and at least the first byte of its payload) carries an ICMP error. */
+    public static boolean isIcmpError(final Ipv4Header original)
     {
         if (original.protocol() != Ipv4Header.PROTOCOL_ICMP)
         {

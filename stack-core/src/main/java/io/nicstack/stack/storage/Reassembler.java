@@ -154,6 +154,12 @@ public final class Reassembler
         {
             c.copyHeader(header);
         }
+        if (c.isComplete() && c.headerLength + c.totalLength > MAX_DATAGRAM)
+        {
+            // Each fragment fit with its own header; the whole does not with the first one's (IHL 15, say).
+            discard(c);
+            return DROP_MALFORMED;
+        }
         if (c.isComplete())
         {
             timers.cancel(c.timerId);
