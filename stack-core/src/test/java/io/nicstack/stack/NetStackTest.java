@@ -274,6 +274,27 @@ class NetStackTest
         assertEquals(0, counters.get(StackCounter.INTERNAL_ERRORS));
     }
 
+    /**
+     * UDP datagrams and echo replies leave without DF: nothing here learns a smaller path MTU for them (only TCP acts
+     * on "fragmentation needed"), so a router on a smaller link must be free to fragment them, as it is for a datagram
+     * fragmented here. Before, one that fit our MTU went with DF and was dropped at such a link.
+     */
+    @Test
+    void udpAndEchoRepliesLeaveWithoutDontFragment()
+    {
+        learnPeer();
+        final List<byte[]> replies = exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_ICMP, 7, false, 0,
+            icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, 1, new byte[1000]))));
+        assertEquals(1, replies.size());
+        assertFalse(ipOf(replies.get(0)).dontFragment(), "echo reply");
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        assertTrue(socket.send(PEER_IP, 9, new UnsafeBuffer(new byte[1400]), 0, 1400, now));
+        stack.poll(now);
+        final List<byte[]> sent = device.takeSent();
+        assertEquals(1, sent.size());
+        assertFalse(ipOf(sent.get(0)).dontFragment(), "udp");
+    }
+
     @Test
     void udpToClosedPortGetsPortUnreachableQuotingTheDatagram()
     {

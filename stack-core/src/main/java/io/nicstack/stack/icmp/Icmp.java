@@ -113,7 +113,7 @@ public final class Icmp implements IpProtocolHandler
         }
         counters.increment(StackCounter.ICMP_IN_ECHO_REQUESTS);
         // RFC 792: the reply carries the request's identifier, sequence number and data unchanged.
-        final MutableDirectBuffer frame = ip.claimDatagram(header.source(), Ipv4Header.PROTOCOL_ICMP, length, now);
+        final MutableDirectBuffer frame = ip.claimDatagram(header.source(), Ipv4Header.PROTOCOL_ICMP, length, false, now);
         if (frame != null)
         {
             // One copy: request straight into the reply frame.

@@ -352,14 +352,10 @@ public final class Ipv4
      * Ethernet and IPv4 headers already written; the caller writes the upper layer at
      * {@link #L4_OFFSET} and calls {@link #commitDatagram()}. Returns null (nothing claimed) when the
      * datagram would need fragmenting or the next hop is not resolved yet: use {@link #send} then.
+     *
+     * @param dontFragment the DF flag: set only by a sender that acts on "fragmentation needed" (TCP's path MTU
+     *                     discovery); without it a router on a smaller link fragments the datagram.
      */
-    public MutableDirectBuffer claimDatagram(final int destination, final int protocol, final int l4Length, final long now)
-    {
-        // DF: these datagrams fit the MTU by construction (TCP sizes its segments to it).
-        return claimDatagram(destination, protocol, l4Length, true, now);
-    }
-
-    /** {@link #claimDatagram(int, int, int, long)} with the DF flag as given (false: a router may fragment it). */
     public MutableDirectBuffer claimDatagram(
         final int destination, final int protocol, final int l4Length, final boolean dontFragment, final long now)
     {

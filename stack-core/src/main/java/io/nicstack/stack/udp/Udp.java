@@ -144,7 +144,7 @@ public final class Udp implements IpProtocolHandler
         }
         final int datagramLength = UdpHeader.HEADER_LENGTH + length;
         // One copy when the datagram fits a frame and the peer's MAC is known: straight into the frame.
-        final MutableDirectBuffer frame = ip.claimDatagram(address, Ipv4Header.PROTOCOL_UDP, datagramLength, now);
+        final MutableDirectBuffer frame = ip.claimDatagram(address, Ipv4Header.PROTOCOL_UDP, datagramLength, false, now);
         final boolean sent;
         if (frame != null)
         {
