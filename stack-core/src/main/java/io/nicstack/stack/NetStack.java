@@ -210,7 +210,8 @@ public final class NetStack implements FrameHandler
         switch (eth.inputEtherType())
         {
             case EthernetFrame.ETHERTYPE_IPV4:
-                ipv4.input(buffer, eth.payloadOffset(), eth.payloadLength(), now, flags);
+                ipv4.input(buffer, eth.payloadOffset(), eth.payloadLength(), now,
+                    destination == MacAddress.BROADCAST ? flags | Ipv4.LINK_BROADCAST : flags);
                 break;
             case EthernetFrame.ETHERTYPE_ARP:
                 arp.input(buffer, eth.payloadOffset(), eth.payloadLength(), now);

@@ -365,6 +365,32 @@ class NetStackTest
         assertEquals(0, counters.unaccountedFrames());
     }
 
+    /**
+     * A datagram to our own address in a link-layer broadcast frame is discarded (RFC 1122 3.3.6 SHOULD), so nothing
+     * answers it: no echo reply, no port unreachable (3.2.2: never an error about a link-layer broadcast). Before, the
+     * Ethernet broadcast was forgotten once the frame was accepted, and both were answered. A broadcast datagram in a
+     * broadcast frame is still taken.
+     */
+    @Test
+    void aUnicastDatagramInALinkLayerBroadcastIsDiscarded()
+    {
+        learnPeer();
+        final var socket = stack.udp().bind(5000, 1 << 16);
+        final byte[][] unicast = {
+            ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_ICMP, 1, false, 0, icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, 1, new byte[8])),
+            ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, 2, false, 0, udp(PEER_IP, STACK_IP, 4000, 9999, new byte[8])),
+        };
+        for (final byte[] d : unicast)
+        {
+            assertTrue(exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4, d)).isEmpty());
+        }
+        assertEquals(2, counters.get(StackCounter.IPV4_DROP_UNICAST_IN_LINK_BROADCAST));
+        exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4,
+            ipv4(PEER_IP, 0xFFFF_FFFF, Ipv4Header.PROTOCOL_UDP, 3, false, 0, udp(PEER_IP, 0xFFFF_FFFF, 4000, 5000, new byte[8]))));
+        assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) -> { }, 10), "a broadcast datagram");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
     @Test
     void ipv4OptionsAreSkipped()
     {

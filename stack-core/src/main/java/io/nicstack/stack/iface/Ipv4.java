@@ -101,13 +101,19 @@ public final class Ipv4
         input(buffer, offset, length, now, 0);
     }
 
+    /**
+     * A receive flag of the stack's own, next to the device's ({@link FrameHandler}): the frame came to the Ethernet
+     * broadcast address.
+     */
+    public static final int LINK_BROADCAST = 1 << 30;
+
     /** Process the Ethernet payload of an IPv4 frame with the device's receive flags ({@link FrameHandler}). */
     public void input(final DirectBuffer buffer, final int offset, final int length, final long now, final int deviceFlags)
     {
         l4ChecksumTrusted = (deviceFlags & FrameHandler.RX_L4_CHECKSUM_TRUSTED) != 0;
         try
         {
-            validateAndDeliver(buffer, offset, length, now);
+            validateAndDeliver(buffer, offset, length, (deviceFlags & LINK_BROADCAST) != 0, now);
         }
         finally
         {
@@ -115,7 +121,8 @@ public final class Ipv4
         }
     }
 
-    private void validateAndDeliver(final DirectBuffer buffer, final int offset, final int length, final long now)
+    private void validateAndDeliver(
+        final DirectBuffer buffer, final int offset, final int length, final boolean linkBroadcast, final long now)
     {
         // RFC 1122 3.2.1: validate before anything else reads the header; each failure has its own counter.
         final Ipv4Fixed h = fixed;
@@ -170,6 +177,13 @@ public final class Ipv4
         if (destination != config.address() && !broadcast)
         {
             counters.increment(StackCounter.IPV4_DROP_NOT_FOR_US);
+            return;
+        }
+        if (linkBroadcast && !broadcast)
+        {
+            // RFC 1122 3.3.6: SHOULD silently discard a datagram received via a link-layer broadcast that is not
+            // addressed to an IP broadcast (or multicast) address; nothing may answer it (3.2.2).
+            counters.increment(StackCounter.IPV4_DROP_UNICAST_IN_LINK_BROADCAST);
             return;
         }
         if (h.reservedFlag())

@@ -48,6 +48,7 @@ public enum StackCounter
     IPV4_DROP_TTL("ipv4 drop: ttl zero", Kind.DROP),
     IPV4_DROP_BAD_SOURCE("ipv4 drop: bad source address", Kind.DROP),
     IPV4_DROP_NOT_FOR_US("ipv4 drop: destination not ours", Kind.DROP),
+    IPV4_DROP_UNICAST_IN_LINK_BROADCAST("ipv4 drop: unicast destination in a link-layer broadcast", Kind.DROP),
     IPV4_DROP_UNKNOWN_PROTOCOL("ipv4 drop: unknown protocol", Kind.DROP),
     IPV4_DROP_BAD_FRAGMENT("ipv4 drop: malformed fragment", Kind.DROP),
     IPV4_FRAGMENTS_QUEUED("ipv4 fragments queued for reassembly", Kind.ACCEPT),
