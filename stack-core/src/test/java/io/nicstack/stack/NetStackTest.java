@@ -510,6 +510,44 @@ class NetStackTest
         return b.byteArray();
     }
 
+    /**
+     * No source can hold every reassembly context. One that opens 64 datagrams (8-byte first fragments, 512 bytes in
+     * all, well inside the byte limits) keeps a quarter of the contexts, its oldest given up for its newest; and when
+     * every context is taken, by 64 sources, the oldest datagram is given up for a new one. Before, both floods made
+     * every other host's fragments drop for 30 s.
+     */
+    @Test
+    void noSourceNorFloodOfSourcesKeepsOthersFromReassembling()
+    {
+        learnPeer();
+        for (int id = 0; id < 64; id++)
+        {
+            exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, id, true, 0, new byte[8])));
+        }
+        assertEquals(16, stack.ipv4().reassembler().active(), "a quarter of the contexts for one source");
+        assertReassemblesFrom(0xC612_0063, 1);
+
+        for (int i = 0; i < 64; i++)
+        {
+            now += 1_000_000L;
+            exchange(fromPeer(mac, ipv4(0xC612_0010 + i, STACK_IP, Ipv4Header.PROTOCOL_UDP, 7, true, 0, new byte[8])));
+        }
+        assertEquals(64, stack.ipv4().reassembler().active());
+        assertReassemblesFrom(0xC612_0064, 2);
+        assertEquals(0, counters.get(StackCounter.IPV4_DROP_REASSEMBLY_OVERFLOW));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /** A two-fragment UDP datagram from {@code source} to a bound port is reassembled: {@code expected} so far. */
+    private void assertReassemblesFrom(final int source, final int expected)
+    {
+        final byte[] l4 = udp(source, STACK_IP, 1000, 7, new byte[100]);
+        now += 1_000_000L;
+        exchange(fromPeer(mac, ipv4(source, STACK_IP, Ipv4Header.PROTOCOL_UDP, 1, true, 0, Arrays.copyOf(l4, 56))),
+            fromPeer(mac, ipv4(source, STACK_IP, Ipv4Header.PROTOCOL_UDP, 1, false, 56, Arrays.copyOfRange(l4, 56, l4.length))));
+        assertEquals(expected, counters.get(StackCounter.IPV4_REASSEMBLED), "reassembled from " + Integer.toHexString(source));
+    }
+
     @Test
     void overlappingFragmentDiscardsTheWholeDatagram()
     {

@@ -106,6 +106,8 @@ public final class Ipv4
      * broadcast address.
      */
     public static final int LINK_BROADCAST = 1 << 30;
+    /** {@link Reassembler#evictions()} already added to IPV4_REASSEMBLY_DISCARDED. */
+    private long evictionsCounted;
 
     /** Process the Ethernet payload of an IPv4 frame with the device's receive flags ({@link FrameHandler}). */
     public void input(final DirectBuffer buffer, final int offset, final int length, final long now, final int deviceFlags)
@@ -212,6 +214,12 @@ public final class Ipv4
         // A whole datagram's checksum was never vouched for by the device that delivered one fragment of it.
         l4ChecksumTrusted = false;
         final int result = reassembler.accept(ip, payloadOffset, payloadLength, now);
+        final long evictions = reassembler.evictions();
+        if (evictions != evictionsCounted)
+        {
+            counters.add(StackCounter.IPV4_REASSEMBLY_DISCARDED, evictions - evictionsCounted);
+            evictionsCounted = evictions;
+        }
         switch (result)
         {
             case Reassembler.QUEUED:

@@ -186,6 +186,7 @@ public final class StackConfig
         return this;
     }
 
+    /** Datagrams in reassembly at once (default 64), a quarter of them from one source at most. */
     public int reassemblyMaxDatagrams()
     {
         return reassemblyMaxDatagrams;

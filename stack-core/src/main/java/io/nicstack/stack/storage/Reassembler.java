@@ -14,8 +14,8 @@ import io.nicstack.stack.wire.Ipv4Header;
  * received ranges).
  *
  * <p>Defences, in the spirit of Linux after FragmentSmack (CVE-2018-5391): a bounded number of
- * datagrams in progress, a bounded number of fragments per datagram, a cap on bytes held in total and
- * per source address, and an overlapping fragment discards the whole datagram (as RFC 5722 requires
+ * datagrams in progress (a quarter of them per source address; the oldest given up for a new one when full), a
+ * bounded number of fragments per datagram, a cap on bytes held in total and per source address, and an overlapping fragment discards the whole datagram (as RFC 5722 requires
  * for IPv6), so overlaps can neither rewrite accepted bytes nor make the reassembler work harder.
  * An exact duplicate is dropped on its own. Buffers are allocated once per context and reused.
  *
@@ -53,8 +53,10 @@ public final class Reassembler
     private final Int2IntHashMap bytesBySource = new Int2IntHashMap(0);
     private final Timers.Handler expiry = this::onExpiry;
     private final Ipv4Header ip = new Ipv4Header();
+    private final int maxPerSource;
     private int bytesHeld;
     private int active;
+    private long evictions;
     private Context completed;
 
     public Reassembler(
@@ -72,6 +74,7 @@ public final class Reassembler
         this.timeoutNanos = timeoutNanos;
         this.timers = timers;
         this.timeoutListener = timeoutListener;
+        this.maxPerSource = Math.max(1, maxDatagrams / 4);
         contexts = new Context[maxDatagrams];
         for (int i = 0; i < maxDatagrams; i++)
         {
@@ -219,19 +222,60 @@ public final class Reassembler
         return null;
     }
 
+    /**
+     * A context for a new datagram. A source that has {@link #maxPerSource} in progress gives up its oldest for it; when
+     * every context is in use, the oldest of all is given up (as Linux evicts under memory pressure): a flood of first
+     * fragments, from one source or many, cannot keep other hosts' datagrams out until it times out.
+     */
     private Context open(final Ipv4Header header, final long now)
     {
+        final int source = header.source();
+        Context free = null;
+        Context oldest = null;
+        Context oldestOfSource = null;
+        int ofSource = 0;
         for (final Context c : contexts)
         {
             if (!c.inUse)
             {
-                c.open(header.source(), header.destination(), header.identification(), header.protocol());
-                c.timerId = timers.schedule(now + timeoutNanos, expiry);
-                active++;
-                return c;
+                free = free == null ? c : free;
+                continue;
+            }
+            if (oldest == null || c.openedAt - oldest.openedAt < 0)
+            {
+                oldest = c;
+            }
+            if (c.source == source)
+            {
+                ofSource++;
+                if (oldestOfSource == null || c.openedAt - oldestOfSource.openedAt < 0)
+                {
+                    oldestOfSource = c;
+                }
             }
         }
-        return null;
+        Context c = free;
+        if (ofSource >= maxPerSource || free == null)
+        {
+            if (oldest == null)
+            {
+                return null; // no contexts at all
+            }
+            c = ofSource >= maxPerSource ? oldestOfSource : oldest;
+            free(c);
+            evictions++;
+        }
+        c.open(source, header.destination(), header.identification(), header.protocol());
+        c.openedAt = now;
+        c.timerId = timers.schedule(now + timeoutNanos, expiry);
+        active++;
+        return c;
+    }
+
+    /** Datagrams given up to make room for newer ones, so far. */
+    public long evictions()
+    {
+        return evictions;
     }
 
     private void discard(final Context c)
@@ -293,6 +337,7 @@ public final class Reassembler
         final int[] ends;
         int count;
         boolean inUse;
+        long openedAt;
         int source;
         int destination;
         int id;
