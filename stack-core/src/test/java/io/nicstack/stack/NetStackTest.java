@@ -657,6 +657,28 @@ class NetStackTest
         assertEquals(2, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
     }
 
+    /**
+     * Echo requests from more spoofed on-link sources than the ARP cache holds (on a /16) fill it with entries waiting
+     * for replies that never come; those give way to one another, never to a peer that answered. Before, eviction went
+     * round-robin over every entry and the known peer was evicted.
+     */
+    @Test
+    void spoofedSourcesDoNotEvictAPeerThatAnswered()
+    {
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/16"), counters, now);
+        mac = stack.config().mac();
+        learnPeer();
+        final long peer = stack.arp().lookup(PEER_IP);
+        assertEquals(PEER_MAC, peer);
+        for (int i = 0; i < 2 * stack.config().arpCacheSize(); i++)
+        {
+            exchange(fromPeer(mac, ipv4(0xC612_1000 + i, STACK_IP, Ipv4Header.PROTOCOL_ICMP, i, false, 0,
+                icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, i, new byte[8]))));
+        }
+        assertTrue(counters.get(StackCounter.ARP_CACHE_FULL) > 0, "the cache filled");
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "the peer that answered is still known");
+    }
+
     @Test
     void arpQueueIsBounded()
     {

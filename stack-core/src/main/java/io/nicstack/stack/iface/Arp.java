@@ -295,10 +295,11 @@ public final class Arp
         }
         else
         {
-            // Full: evict round-robin (a hostile sender cannot pin the cache: entries are only created for us).
+            // Full: evict round-robin, an entry still waiting for its reply first. Anyone on the link can make us
+            // resolve addresses (a datagram from a spoofed on-link source gets its answer through ARP), but not make
+            // them answer: such entries give way to one another, and a peer that answered stays.
             counters.increment(StackCounter.ARP_CACHE_FULL);
-            slot = evictCursor;
-            evictCursor = (evictCursor + 1) % address.length;
+            slot = victim();
             dropQueued(address[slot]);
             free(slot);
         }
@@ -306,6 +307,23 @@ public final class Arp
         address[slot] = ip;
         state[slot] = INCOMPLETE;
         slotByAddress.put(ip, slot);
+        return slot;
+    }
+
+    /** The entry to evict from a full cache: the next INCOMPLETE one round-robin, or, if none is, the next one. */
+    private int victim()
+    {
+        for (int i = 0; i < address.length; i++)
+        {
+            final int slot = (evictCursor + i) % address.length;
+            if (state[slot] == INCOMPLETE)
+            {
+                evictCursor = (slot + 1) % address.length;
+                return slot;
+            }
+        }
+        final int slot = evictCursor;
+        evictCursor = (evictCursor + 1) % address.length;
         return slot;
     }
 
