@@ -6,6 +6,7 @@ import io.nicstack.nic.FrameHandler;
 import io.nicstack.nic.NetDevice;
 import io.nicstack.stack.icmp.Icmp;
 import io.nicstack.stack.iface.Arp;
+import io.nicstack.stack.iface.Identifications;
 import io.nicstack.stack.iface.Ipv4;
 import io.nicstack.stack.iface.Link;
 import io.nicstack.stack.iface.StackConfig;
@@ -50,15 +51,23 @@ public final class NetStack implements FrameHandler
 
     public NetStack(final NetDevice device, final StackConfig config, final StackCounters counters, final long nowNanos)
     {
-        this(device, config, counters, nowNanos, IsnGenerator.withRandomSecret(), SynCookies.withRandomSecret());
+        this(device, config, counters, nowNanos, IsnGenerator.withRandomSecret(), SynCookies.withRandomSecret(),
+            Identifications.withRandomSecret());
     }
 
     /**
-     * With the secrets of TCP's initial sequence numbers and SYN cookies given: for runs that must repeat exactly (tests
-     * that compare two runs); everywhere else they must be random (RFC 6528 §3).
+     * With the secrets of TCP's initial sequence numbers and SYN cookies given, and fixed ones for IP identifications:
+     * for runs that must repeat exactly (tests that compare two runs); everywhere else they must be random (RFC 6528
+     * §3, RFC 7739 §5.3).
      */
     public NetStack(final NetDevice device, final StackConfig config, final StackCounters counters, final long nowNanos,
         final IsnGenerator isn, final SynCookies cookies)
+    {
+        this(device, config, counters, nowNanos, isn, cookies, new Identifications(0x6E69_6373_7461_636BL, 0x6964_656E_7469_7479L));
+    }
+
+    private NetStack(final NetDevice device, final StackConfig config, final StackCounters counters, final long nowNanos,
+        final IsnGenerator isn, final SynCookies cookies, final Identifications identifications)
     {
         this.device = device;
         this.config = config.seal();
@@ -67,7 +76,7 @@ public final class NetStack implements FrameHandler
         this.timers = new Timers(nowNanos);
         this.link = new Link(device, config.mac(), counters);
         this.arp = new Arp(config, link, counters, timers);
-        this.ipv4 = new Ipv4(config, link, arp, counters, timers, this::onReassemblyTimeout);
+        this.ipv4 = new Ipv4(config, link, arp, counters, timers, identifications, this::onReassemblyTimeout);
         this.icmp = new Icmp(ipv4, counters);
         this.udp = new Udp(ipv4, icmp, counters);
         this.tcp = new Tcp(ipv4, counters, timers, new TcpSettings(), isn, cookies);

@@ -679,6 +679,36 @@ class NetStackTest
         assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "the peer that answered is still known");
     }
 
+    /**
+     * Identifications of datagrams a router may fragment come from a counter per destination (RFC 7739 §5.3), not one
+     * for all: a host that sees its own datagrams' identifications learns nothing of another host's, so cannot count
+     * our traffic to it (an idle scan) nor forge fragments that join its datagrams. Before, one counter, starting at
+     * our address times 31, served every destination.
+     */
+    @Test
+    void identificationsAreCountedPerDestination()
+    {
+        final int other = 0xC612_0007;
+        final long otherMac = 0x0200_0000_0007L;
+        learnPeer();
+        exchange(ethernet(MacAddress.BROADCAST, otherMac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, otherMac, other, 0, STACK_IP)));
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        final int[] ids = new int[3];
+        final int[] to = {PEER_IP, other, PEER_IP};
+        for (int i = 0; i < 3; i++)
+        {
+            assertTrue(socket.send(to[i], 9, new UnsafeBuffer(new byte[10]), 0, 10, now));
+            stack.poll(now);
+            final List<byte[]> sent = device.takeSent();
+            assertEquals(1, sent.size());
+            ids[i] = ipOf(sent.get(0)).identification();
+        }
+        assertEquals((ids[0] + 1) & 0xFFFF, ids[2], "the next to the same destination");
+        assertNotEquals((ids[0] + 1) & 0xFFFF, ids[1], "another destination's is not the next of one counter");
+        assertNotEquals((STACK_IP * 31) & 0xFFFF, ids[0], "nor derived from our address");
+    }
+
     @Test
     void arpQueueIsBounded()
     {

@@ -38,7 +38,7 @@ public final class Ipv4
     private boolean l4ChecksumTrusted;
     /** Source address of the datagram an upper layer is handling (see {@link #datagramSource()}). */
     private int datagramSource;
-    private int nextId;
+    private final Identifications identifications;
 
     public Ipv4(
         final StackConfig config,
@@ -46,8 +46,10 @@ public final class Ipv4
         final Arp arp,
         final StackCounters counters,
         final Timers timers,
+        final Identifications identifications,
         final Reassembler.TimeoutListener reassemblyTimeout)
     {
+        this.identifications = identifications;
         this.config = config;
         this.link = link;
         this.arp = arp;
@@ -66,7 +68,6 @@ public final class Ipv4
                 counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
                 reassemblyTimeout.onTimeout(buffer, offset, length, now);
             });
-        this.nextId = config.address() * 31;
     }
 
     /** Register the handler for an IP protocol number, once: a second handler for the same number is refused. */
@@ -343,7 +344,7 @@ public final class Ipv4
             return false;
         }
         final long mac = arp.resolve(nextHop, now);
-        final int id = nextId++ & 0xFFFF;
+        final int id = identifications.next(destination, protocol, false);
         counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
 
         final int maxPayload = mtu - Ipv4Header.MIN_HEADER_LENGTH;
@@ -394,7 +395,8 @@ public final class Ipv4
         counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
         final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
-        writeHeader(frame, totalLength, destination, protocol, nextId++ & 0xFFFF, dontFragment, false, 0);
+        writeHeader(frame, totalLength, destination, protocol, identifications.next(destination, protocol, dontFragment),
+            dontFragment, false, 0);
         claimedFrame = frame;
         claimedLength = EthernetFrame.HEADER_LENGTH + totalLength;
         return frame;

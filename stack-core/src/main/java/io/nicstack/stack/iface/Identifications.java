@@ -1,0 +1,52 @@
+package io.nicstack.stack.iface;
+
+import java.security.SecureRandom;
+
+import io.nicstack.stack.tcp.isn.SipHash;
+
+/**
+ * IPv4 identifications. An atomic datagram's (DF set and not fragmented: TCP's) serves nothing (RFC 6864 §4.1): one
+ * counter. Any other may be fragmented on its way, so, as RFC 7739 §5.3 recommends, a keyed hash (SipHash-2-4) of
+ * destination and protocol picks one of {@link #BUCKETS} counters, each starting where the key says, and adds an offset
+ * of its own: what a host sees of the identifications of its own datagrams tells it nothing of another host's, so it
+ * can neither count our traffic to it (an idle scan) nor forge fragments that would join those datagrams.
+ */
+public final class Identifications
+{
+    static final int BUCKETS = 1024;
+
+    private final long k0;
+    private final long k1;
+    private final int[] counters = new int[BUCKETS];
+    private int atomic;
+
+    /** With the 128-bit key {@code k0, k1}: fixed keys for runs that must repeat exactly, random ones everywhere else. */
+    public Identifications(final long k0, final long k1)
+    {
+        this.k0 = k0;
+        this.k1 = k1;
+        for (int i = 0; i < BUCKETS; i++)
+        {
+            counters[i] = (int)SipHash.hash(k0, k1, i);
+        }
+        atomic = (int)SipHash.hash(k0, k1, BUCKETS);
+    }
+
+    /** A fresh key from {@link SecureRandom}. */
+    public static Identifications withRandomSecret()
+    {
+        final SecureRandom random = new SecureRandom();
+        return new Identifications(random.nextLong(), random.nextLong());
+    }
+
+    /** The identification of the next datagram to {@code destination}, 16 bits. */
+    public int next(final int destination, final int protocol, final boolean atomicDatagram)
+    {
+        if (atomicDatagram)
+        {
+            return atomic++ & 0xFFFF;
+        }
+        final long h = SipHash.hash(k0, k1, ((destination & 0xFFFF_FFFFL) << 8) | (protocol & 0xFF), BUCKETS);
+        return (counters[(int)h & (BUCKETS - 1)]++ + (int)(h >>> 48)) & 0xFFFF;
+    }
+}
