@@ -709,6 +709,31 @@ class NetStackTest
         assertNotEquals((STACK_IP * 31) & 0xFFFF, ids[0], "nor derived from our address");
     }
 
+    /**
+     * Another host claiming our address (an ARP packet with our address as its sender, from another MAC) is an address
+     * conflict (RFC 5227 §2.4): counted, and defended with one announcement at most every 10 s (option b), never
+     * answered as if it were a request for us. Before it went unnoticed, and got a reply.
+     */
+    @Test
+    void anotherHostClaimingOurAddressIsCountedAndDefendedOncePerTenSeconds()
+    {
+        final long intruder = 0x0A00_0000_0066L;
+        final byte[] claim = ethernet(MacAddress.BROADCAST, intruder, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, intruder, STACK_IP, 0, STACK_IP));
+        final List<byte[]> first = exchange(claim);
+        assertEquals(1, first.size(), "one announcement");
+        final ArpPacket announced = new ArpPacket().wrap(new UnsafeBuffer(first.get(0)), 14, ArpPacket.LENGTH);
+        assertEquals(STACK_IP, announced.senderProtocolAddress());
+        assertEquals(mac, announced.senderHardwareAddress());
+        assertEquals(MacAddress.BROADCAST, new EthernetFrame().wrap(new UnsafeBuffer(first.get(0)), 0, first.get(0).length).destination());
+        now += 5 * SECOND;
+        assertTrue(exchange(claim).isEmpty(), "not defended again within 10 s");
+        now += 5 * SECOND;
+        assertEquals(1, exchange(claim).size(), "defended again after 10 s");
+        assertEquals(3, counters.get(StackCounter.ARP_DROP_ADDRESS_CONFLICT));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
     @Test
     void arpQueueIsBounded()
     {

@@ -78,6 +78,11 @@ public final class Arp
         queueLength = new int[q];
     }
 
+    /** RFC 5227 §1.1 DEFEND_INTERVAL: at most one defending announcement per 10 s. */
+    static final long DEFEND_INTERVAL_NANOS = 10_000_000_000L;
+    /** When we last defended our address, or Long.MIN_VALUE. */
+    private long lastDefence = Long.MIN_VALUE;
+
     /** Announce our address: a gratuitous ARP request (sender and target protocol address both ours). */
     public void announce()
     {
@@ -164,6 +169,18 @@ public final class Arp
         final int tpa = arp.targetProtocolAddress();
         final long sha = arp.senderHardwareAddress();
         final boolean forUs = tpa == config.address();
+        if (spa == config.address() && sha != link.mac())
+        {
+            // RFC 5227 §2.4: another host claims our address. Option (b): defend it with one announcement, unless we
+            // did so in the last DEFEND_INTERVAL; never answer the claim as if it were a request for us.
+            counters.increment(StackCounter.ARP_DROP_ADDRESS_CONFLICT);
+            if (lastDefence == Long.MIN_VALUE || now - lastDefence >= DEFEND_INTERVAL_NANOS)
+            {
+                lastDefence = now;
+                announce();
+            }
+            return;
+        }
 
         // RFC 826 "packet reception": merge the sender's mapping if we know it; add it if the packet is for us.
         if (spa != 0 && spa != config.address() && config.onLink(spa))
