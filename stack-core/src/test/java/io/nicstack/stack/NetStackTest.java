@@ -548,6 +548,32 @@ class NetStackTest
         assertEquals(expected, counters.get(StackCounter.IPV4_REASSEMBLED), "reassembled from " + Integer.toHexString(source));
     }
 
+    /**
+     * The largest datagram, from a sender behind a 576-byte MTU (RFC 791's minimum), comes in 552-byte fragments: 119
+     * of them. It is reassembled; with at most 64 fragments per datagram, anything over 35 KB sent that way was not.
+     */
+    @Test
+    void theLargestDatagramReassemblesFromMinimumMtuFragments()
+    {
+        learnPeer();
+        final var socket = stack.udp().bind(5000, 1 << 16);
+        final byte[] data = new byte[Udp.MAX_PAYLOAD];
+        new java.util.Random(576).nextBytes(data);
+        final byte[][] fragments = fragment(udp(PEER_IP, STACK_IP, 4000, 5000, data), 552, 12, Ipv4Header.PROTOCOL_UDP);
+        assertEquals(119, fragments.length);
+        for (final byte[] f : fragments)
+        {
+            exchange(f);
+        }
+        final byte[][] got = new byte[1][];
+        assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) ->
+        {
+            got[0] = new byte[length];
+            buffer.getBytes(offset, got[0]);
+        }, 10));
+        assertArrayEquals(data, got[0]);
+    }
+
     @Test
     void overlappingFragmentDiscardsTheWholeDatagram()
     {

@@ -31,7 +31,8 @@ public final class StackConfig
 
     private long reassemblyTimeoutNanos = 30_000_000_000L;
     private int reassemblyMaxDatagrams = 64;
-    private int reassemblyMaxFragments = 64;
+    /** 119 fragments make the largest datagram from a sender behind a 576-byte MTU (552 bytes each). */
+    private int reassemblyMaxFragments = 128;
     private int reassemblyMaxBytes = 4 << 20;
     private int reassemblyMaxBytesPerSource = 1 << 20;
 
