@@ -13,11 +13,16 @@ import io.nicstack.stack.wire.Ipv4Header;
  * IPv4 reassembly (RFC 791 §3.2, with the hole bookkeeping of RFC 815 kept as a sorted list of
  * received ranges).
  *
- * <p>Defences, in the spirit of Linux after FragmentSmack (CVE-2018-5391): a bounded number of
- * datagrams in progress (a quarter of them per source address; the oldest given up for a new one when full), a
- * bounded number of fragments per datagram, a cap on bytes held in total and per source address, and an overlapping fragment discards the whole datagram (as RFC 5722 requires
- * for IPv6), so overlaps can neither rewrite accepted bytes nor make the reassembler work harder.
- * An exact duplicate is dropped on its own. Buffers are allocated once per context and reused.
+ * <p>Defences, in the spirit of Linux after FragmentSmack (CVE-2018-5391):
+ * <ul>
+ * <li>a bounded number of datagrams in progress, a quarter of them per source address, the oldest given up for a new
+ *     one when all are taken;</li>
+ * <li>a bounded number of fragments per datagram, and a cap on bytes held in total and per source address;</li>
+ * <li>an overlapping fragment discards the whole datagram (as RFC 5722 requires for IPv6), so overlaps can neither
+ *     rewrite accepted bytes nor make the reassembler work harder; an exact duplicate is dropped on its own;</li>
+ * <li>a datagram whose whole, with the first fragment's header, would pass 65,535 bytes is dropped.</li>
+ * </ul>
+ * Buffers are allocated once per context and reused.
  *
  * <p>A reassembled datagram is contiguous in the context buffer: the first fragment's IP header
  * (with total length, flags and offset rewritten) followed by the payload.
