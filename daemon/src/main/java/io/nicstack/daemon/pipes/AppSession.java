@@ -12,6 +12,7 @@ import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
+import org.agrona.concurrent.ringbuffer.RecordDescriptor;
 
 import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.AppFileDescriptor;
@@ -51,7 +52,13 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
      */
     static final long DRAIN_STALL_NANOS = 60_000_000_000L;
     /** Control messages taken at most when an app detaches: more than its ring can hold. */
-    private static final int DETACH_CONTROL_LIMIT = 1 << 20;
+    /**
+     * Listeners one app may hold: a server needs a few; without a bound one app asking for port 0 again and again took
+     * every port of the dynamic range from the others.
+     */
+    static final int MAX_LISTENERS = 64;
+    /** A listener's accept queue at most, whatever backlog the app asks for (as Linux's somaxconn). */
+    static final int MAX_ACCEPT_BACKLOG = 4096;
 
     final Path path;
     final Object fileKey;
@@ -86,6 +93,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     private int backlogHead;
     private int backlogTail;
     private boolean closing;
+    /** The app detached: what it wrote before is being taken ({@link #beginDrain}). */
+    private boolean detaching;
     private boolean broken;
     /** The app detached in order; its closed connections are finishing from its pipes ({@link #beginDrain}). */
     private boolean draining;
@@ -355,10 +364,15 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             error(requestId, Reason.BAD_ARGUMENT);
             return;
         }
+        if (listeners.size() >= MAX_LISTENERS)
+        {
+            error(requestId, Reason.LIMIT_CONNECTIONS);
+            return;
+        }
         final TcpListener l;
         try
         {
-            l = tcp.listen(port, Math.min(backlog, maxConnections), null);
+            l = tcp.listen(port, Math.min(backlog, Math.min(maxConnections, MAX_ACCEPT_BACKLOG)), null);
         }
         catch (final IllegalStateException e)
         {
@@ -528,11 +542,11 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             fileSent(s, Reason.BAD_ARGUMENT, 0);
             return;
         }
-        final int fd = server.sendFileAllowed() ? appFiles.take(appFd) : -1;
+        final int fd = server.sendFileAllowed() && !detaching ? appFiles.take(appFd) : -1;
         if (fd < 0)
         {
             counters.increment(PipeCounter.FILES_REFUSED);
-            if (!refusalLogged)
+            if (!refusalLogged && !detaching)
             {
                 refusalLogged = true; // once per app: a refusal repeats for every response otherwise
                 server.log().println("nicstack pipes: SEND_FILE of " + path.getFileName() + " refused: " +
@@ -848,9 +862,23 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             broken = true;
             return;
         }
+        if (backlogHead > 0 && backlogTail + EVENT_RECORD > backlog.capacity())
+        {
+            // Move what waits to the front rather than grow: the buffer stays within the limit plus one record.
+            final byte[] bytes = backlog.byteArray();
+            System.arraycopy(bytes, backlogHead, bytes, 0, backlogTail - backlogHead);
+            backlogTail -= backlogHead;
+            backlogHead = 0;
+        }
         backlog.putInt(backlogTail, type);
         backlog.putBytes(backlogTail + 4, scratch, 0, Protocol.EVENT_LENGTH);
         backlogTail += EVENT_RECORD;
+    }
+
+    /** Bytes of the event backlog's buffer (for tests). */
+    int backlogCapacity()
+    {
+        return backlog.capacity();
     }
 
     private int drainBacklog()
@@ -899,7 +927,11 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
      */
     int beginDrain(final long nowNanos)
     {
-        for (int taken = 0; taken < DETACH_CONTROL_LIMIT; )
+        // At most what one ring holds (records are 8 bytes at least): an app still writing after it detached cannot
+        // keep the loop here. SEND_FILEs among them are refused without taking their descriptors.
+        detaching = true;
+        final int limit = ringCapacity / RecordDescriptor.HEADER_LENGTH;
+        for (int taken = 0; taken < limit; )
         {
             final int read = control.read(this, CONTROL_BURST);
             if (read == ControlRingReader.CORRUPT)

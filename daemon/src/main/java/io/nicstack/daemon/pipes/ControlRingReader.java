@@ -66,6 +66,13 @@ final class ControlRingReader
                 bytesRead += aligned;
                 if (typeId == RingBuffer.PADDING_MSG_TYPE_ID)
                 {
+                    // Agrona pads only to the end of the buffer, where a record would not fit; padding anywhere else
+                    // is not a producer's, and would let a ring of it be walked whole without counting a message.
+                    if (bytesRead != contiguous)
+                    {
+                        corrupt = true;
+                        break;
+                    }
                     continue;
                 }
                 messages++;

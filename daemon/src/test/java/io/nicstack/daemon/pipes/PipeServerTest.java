@@ -1077,6 +1077,139 @@ class PipeServerTest
     }
 
     /**
+     * Padding records belong only at the end of the control ring (Agrona writes one to skip to the start). A ring full
+     * of 8-byte padding records gets the app reaped. Before, the reader skipped them without counting them against
+     * its burst limit: each round went through the whole ring, about 8 ms for a 16 MiB one, every round.
+     */
+    @Test
+    void paddingAnywhereButAtTheRingsEndIsACorruptRing() throws IOException
+    {
+        final TestApp app = attach("padded", self, 1);
+        final UnsafeBuffer ring = new UnsafeBuffer(app.file, AppFileDescriptor.controlRingOffset(), AppFileDescriptor.ringLength(RING));
+        for (int at = 0; at < RING; at += 8)
+        {
+            ring.putInt(at + 4, org.agrona.concurrent.ringbuffer.RingBuffer.PADDING_MSG_TYPE_ID);
+            ring.putIntRelease(at, 8);
+        }
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "reaped");
+        assertEquals(1, counters.get(PipeCounter.APPS_REAPED_BROKEN));
+        app.close();
+    }
+
+    /**
+     * An app that keeps its event ring full and reads as many events each round as it provokes keeps a short backlog,
+     * and the backlog's buffer stays its size: before, it was indexed by an offset that only went back to 0 when the
+     * backlog emptied, so it grew by every event ever deferred (200 MB in 200,000 rounds), towards OutOfMemoryError.
+     */
+    @Test
+    void aBacklogThatNeverEmptiesStaysItsSize() throws IOException
+    {
+        final TestApp app = attach("behind", self, 1);
+        listen(app, PORT);
+        while (counters.get(PipeCounter.EVENTS_DEFERRED) == 0)
+        {
+            app.send(Protocol.UNLISTEN, 9, PORT + 1, 0); // each answered with an ERROR event
+            step();
+        }
+        final AppSession session = server.session(app.path);
+        for (int round = 0; round < 20_000; round++)
+        {
+            for (int i = 0; i < 4; i++)
+            {
+                app.send(Protocol.UNLISTEN, 9, PORT + 1, 0);
+            }
+            step();
+            app.events.read((type, buffer, index, length) -> { }, 4);
+        }
+        assertEquals(1, server.attached(), "not reaped: its backlog never grew");
+        assertTrue(session.backlogCapacity() <= 64 * 1024, "backlog buffer " + session.backlogCapacity() + " bytes");
+        app.close();
+    }
+
+    /**
+     * An app that detaches while still writing control messages gets one ring's worth of them taken, not a million:
+     * before, one loop round took 1,048,576 refused SEND_FILEs (23.5 s in a review's measurement, every app and
+     * connection stalled meanwhile).
+     */
+    @Test
+    void detachingWhileWritingTakesOneRingsWorthOfMessages() throws Exception
+    {
+        final TestApp app = attach("chatty", self, 1);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        final Thread writer = new Thread(() ->
+        {
+            while (!stop.get())
+            {
+                try
+                {
+                    app.sendFile(id, 0, 0, 1);
+                }
+                catch (final IllegalStateException full)
+                {
+                    Thread.onSpinWait();
+                }
+            }
+        });
+        writer.start();
+        try
+        {
+            Thread.sleep(20); // the ring fills
+            app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+            final AppSession session = server.session(app.path);
+            long taken = 0;
+            for (int i = 0; i < 10 && !session.draining(); i++)
+            {
+                app.events.read((type, buffer, index, length) -> { }, Integer.MAX_VALUE); // it reads its answers
+                final long before = counters.get(PipeCounter.FILES_REFUSED);
+                now += PipeServer.HOUSEKEEPING_NANOS; // straight to the next housekeeping, which looks at the state
+                step();
+                taken = counters.get(PipeCounter.FILES_REFUSED) - before; // the round that saw DETACHED, in the end
+            }
+            assertTrue(session.draining(), "detached");
+            assertTrue(taken <= RING / 8 + 64, taken + " SEND_FILEs taken in the round of the detach, more than one ring holds");
+        }
+        finally
+        {
+            stop.set(true);
+            writer.join();
+        }
+        app.close();
+    }
+
+    /**
+     * An app has at most {@link AppSession#MAX_LISTENERS} listeners: one asking for port 0 again and again cannot take
+     * every port of the dynamic range from the other apps (before: all 16,384, and another app's CONNECT and LISTEN 0
+     * then failed), and a listener's accept queue is no longer sized by what the app asks for.
+     */
+    @Test
+    void anAppCannotTakeEveryPort() throws IOException
+    {
+        final TestApp greedy = attach("greedy", self, 1);
+        int refused = 0;
+        for (int i = 0; i < AppSession.MAX_LISTENERS + 10; i++)
+        {
+            greedy.send(Protocol.LISTEN, i, 0, 8);
+            final TestApp.Event[] answer = new TestApp.Event[1];
+            runUntil(() -> (answer[0] = greedy.take(Protocol.LISTENING)) != null || (answer[0] = greedy.take(Protocol.ERROR)) != null,
+                1_000_000_000L, "answer");
+            if (answer[0].type() == Protocol.ERROR)
+            {
+                assertEquals(Reason.LIMIT_CONNECTIONS, answer[0].intAt(8));
+                refused++;
+            }
+        }
+        assertEquals(10, refused);
+        final TestApp other = attach("other", self, 1);
+        listen(other, PORT);
+        greedy.close();
+        other.close();
+    }
+
+    /**
      * An app that rewrites its header's sizes while the daemon attaches it gets attached with the sizes that were
      * checked, or rejected; a size read again after the checks once made the daemon size its arrays by it and die of
      * OutOfMemoryError. A race: the rounds are bounded, and before the fix it was lost within a few dozen of them.
