@@ -9,7 +9,6 @@ import org.agrona.ExpandableArrayBuffer;
 import org.agrona.IoUtil;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
-import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RecordDescriptor;
@@ -31,7 +30,7 @@ import io.nicstack.stack.tcp.TcpState;
  * {@link BufferProvider} of its listeners and connects), its listeners, and the handler of all its
  * connections. Everything runs on the event loop thread.
  */
-final class AppSession implements BufferProvider, TcpHandler, MessageHandler
+final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.Handler
 {
     /** Control messages taken from one app per round, so one app cannot starve the loop. */
     private static final int CONTROL_BURST = 64;
@@ -57,6 +56,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
      * every port of the dynamic range from the others.
      */
     static final int MAX_LISTENERS = 64;
+    /** Descriptors taken from the app (SEND_FILE) per round at most: each costs a pidfd_getfd and a /proc read. */
+    static final int TAKES_PER_ROUND = 16;
     /** A listener's accept queue at most, whatever backlog the app asks for (as Linux's somaxconn). */
     static final int MAX_ACCEPT_BACKLOG = 4096;
 
@@ -93,6 +94,8 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
     private int backlogHead;
     private int backlogTail;
     private boolean closing;
+    /** Descriptors taken from the app this round (not counting those served from the ones kept, see AppFiles). */
+    private int takes;
     /** The app detached: what it wrote before is being taken ({@link #beginDrain}). */
     private boolean detaching;
     private boolean broken;
@@ -189,6 +192,7 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             return 0; // the app is gone; TCP alone reads its closed connections' pipes
         }
         fillBudget = FILL_BUDGET;
+        takes = 0;
         int work = drainBacklog();
         final int read = control.read(this, CONTROL_BURST);
         if (read == ControlRingReader.CORRUPT)
@@ -542,7 +546,16 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
             fileSent(s, Reason.BAD_ARGUMENT, 0);
             return;
         }
-        final int fd = server.sendFileAllowed() && !detaching ? appFiles.take(appFd) : -1;
+        final int fd;
+        if (server.sendFileAllowed() && !detaching)
+        {
+            fd = appFiles.take(appFd);
+            takes += appFiles.lastTakeReused ? 0 : 1;
+        }
+        else
+        {
+            fd = -1;
+        }
         if (fd < 0)
         {
             counters.increment(PipeCounter.FILES_REFUSED);
@@ -873,6 +886,16 @@ final class AppSession implements BufferProvider, TcpHandler, MessageHandler
         backlog.putInt(backlogTail, type);
         backlog.putBytes(backlogTail + 4, scratch, 0, Protocol.EVENT_LENGTH);
         backlogTail += EVENT_RECORD;
+    }
+
+    /**
+     * The control ring waits for the next round once this one has taken {@link #TAKES_PER_ROUND} descriptors, so
+     * an app naming descriptors to refuse cannot make a round long; messages keep their order.
+     */
+    @Override
+    public boolean ready()
+    {
+        return detaching || takes < TAKES_PER_ROUND; // at the detach nothing is taken
     }
 
     /** Bytes of the event backlog's buffer (for tests). */

@@ -21,6 +21,13 @@ final class ControlRingReader
 {
     static final int CORRUPT = -1;
 
+    /** A consumer that may ask to stop before the next message (it stays in the ring for the next read). */
+    interface Handler extends MessageHandler
+    {
+        /** Whether the consumer takes another message now. */
+        boolean ready();
+    }
+
     private final AtomicBuffer buffer;
     private final int capacity;
     private final int headPositionIndex;
@@ -34,8 +41,8 @@ final class ControlRingReader
         this.head = buffer.getLongVolatile(headPositionIndex);
     }
 
-    /** Deliver up to {@code limit} messages; returns how many, or {@link #CORRUPT}. */
-    int read(final MessageHandler handler, final int limit)
+    /** Deliver up to {@code limit} messages, while the handler is ready; returns how many, or {@link #CORRUPT}. */
+    int read(final Handler handler, final int limit)
     {
         if (buffer.getLongVolatile(headPositionIndex) != head)
         {
@@ -48,7 +55,7 @@ final class ControlRingReader
         boolean corrupt = false;
         try
         {
-            while (bytesRead < contiguous && messages < limit)
+            while (bytesRead < contiguous && messages < limit && handler.ready())
             {
                 final int recordIndex = headIndex + bytesRead;
                 final int recordLength = buffer.getIntVolatile(RecordDescriptor.lengthOffset(recordIndex));
