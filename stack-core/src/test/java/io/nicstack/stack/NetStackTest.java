@@ -263,13 +263,7 @@ class NetStackTest
             {
                 stack.poll(now); // more fragments than one receive burst
             }
-            final byte[][] got = new byte[1][];
-            assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) ->
-            {
-                got[0] = new byte[length];
-                buffer.getBytes(offset, got[0]);
-            }, 10), "size " + size);
-            assertArrayEquals(data, got[0]);
+            assertArrayEquals(data, receiveOne(socket), "size " + size);
         }
         assertEquals(0, counters.get(StackCounter.INTERNAL_ERRORS));
     }
@@ -293,6 +287,18 @@ class NetStackTest
         final List<byte[]> sent = device.takeSent();
         assertEquals(1, sent.size());
         assertFalse(ipOf(sent.get(0)).dontFragment(), "udp");
+    }
+
+    /** The one datagram queued on {@code socket}, its payload copied. */
+    private static byte[] receiveOne(final io.nicstack.stack.udp.UdpSocket socket)
+    {
+        final byte[][] got = new byte[1][];
+        assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) ->
+        {
+            got[0] = new byte[length];
+            buffer.getBytes(offset, got[0]);
+        }, 10));
+        return got[0];
     }
 
     @Test
@@ -565,13 +571,7 @@ class NetStackTest
         {
             exchange(f);
         }
-        final byte[][] got = new byte[1][];
-        assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) ->
-        {
-            got[0] = new byte[length];
-            buffer.getBytes(offset, got[0]);
-        }, 10));
-        assertArrayEquals(data, got[0]);
+        assertArrayEquals(data, receiveOne(socket));
     }
 
     @Test
