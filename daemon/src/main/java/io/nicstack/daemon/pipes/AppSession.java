@@ -35,6 +35,8 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
     /** Control messages taken from one app per round, so one app cannot starve the loop. */
     private static final int CONTROL_BURST = 64;
     private static final int EVENT_RECORD = 4 + Protocol.EVENT_LENGTH;
+    /** Bytes of one control message in the ring, its record header included. */
+    private static final int CONTROL_RECORD = RecordDescriptor.HEADER_LENGTH + Protocol.CONTROL_LENGTH;
     /** Daemon heap per slot, rounded up: a review measured 400-730 bytes (PipeSlot, its pipes and views, the slot arrays). */
     private static final int SLOT_HEAP_BYTES = 1024;
     /** File bytes read into one TX pipe per round at most, so one large file cannot hold up the loop. */
@@ -875,9 +877,10 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
             broken = true;
             return;
         }
-        if (backlogHead > 0 && backlogTail + EVENT_RECORD > backlog.capacity())
+        if (backlogHead >= backlogTail - backlogHead && backlogTail + EVENT_RECORD > backlog.capacity())
         {
-            // Move what waits to the front rather than grow: the buffer stays within the limit plus one record.
+            // Move what waits to the front rather than grow, once at least as much has gone as waits: each byte is
+            // moved about once, and the buffer stays within about twice the limit.
             final byte[] bytes = backlog.byteArray();
             System.arraycopy(bytes, backlogHead, bytes, 0, backlogTail - backlogHead);
             backlogTail -= backlogHead;
@@ -950,21 +953,23 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
      */
     int beginDrain(final long nowNanos)
     {
-        // At most what one ring holds (records are 8 bytes at least): an app still writing after it detached cannot
-        // keep the loop here. SEND_FILEs among them are refused without taking their descriptors.
+        // What an app writes before it detaches is a CLOSE or SHUTDOWN per connection and an UNLISTEN per listener,
+        // at most what one ring holds: taken up to that, an app still writing after it detached cannot keep the loop
+        // here. SEND_FILEs among them are refused without taking their descriptors.
         detaching = true;
-        final int limit = ringCapacity / RecordDescriptor.HEADER_LENGTH;
+        final int limit = Math.min(ringCapacity / CONTROL_RECORD, 2 * maxConnections + MAX_LISTENERS + CONTROL_BURST);
         for (int taken = 0; taken < limit; )
         {
+            final long head = control.position();
             final int read = control.read(this, CONTROL_BURST);
             if (read == ControlRingReader.CORRUPT)
             {
                 broken = true;
                 return 0;
             }
-            if (read == 0)
+            if (read == 0 && control.position() == head)
             {
-                break;
+                break; // nothing more (a read that only skipped the end padding moved the head: go on from the start)
             }
             taken += read;
         }

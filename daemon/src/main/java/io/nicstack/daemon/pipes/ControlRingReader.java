@@ -41,7 +41,16 @@ final class ControlRingReader
         this.head = buffer.getLongVolatile(headPositionIndex);
     }
 
-    /** Deliver up to {@code limit} messages, while the handler is ready; returns how many, or {@link #CORRUPT}. */
+    /** The consumer's position: bytes taken so far. */
+    long position()
+    {
+        return head;
+    }
+
+    /**
+     * Deliver up to {@code limit} messages (padding records within the buffer count too), while the handler is ready;
+     * returns how many were delivered or skipped, or {@link #CORRUPT}.
+     */
     int read(final Handler handler, final int limit)
     {
         if (buffer.getLongVolatile(headPositionIndex) != head)
@@ -73,12 +82,11 @@ final class ControlRingReader
                 bytesRead += aligned;
                 if (typeId == RingBuffer.PADDING_MSG_TYPE_ID)
                 {
-                    // Agrona pads only to the end of the buffer, where a record would not fit; padding anywhere else
-                    // is not a producer's, and would let a ring of it be walked whole without counting a message.
+                    // Padding fills the end of the buffer, and an aborted claim (Agrona's abort) leaves one anywhere:
+                    // skipped, but counted against the limit, so a ring of nothing else is not walked whole at once.
                     if (bytesRead != contiguous)
                     {
-                        corrupt = true;
-                        break;
+                        messages++;
                     }
                     continue;
                 }

@@ -1077,22 +1077,70 @@ class PipeServerTest
     }
 
     /**
-     * Padding records belong only at the end of the control ring (Agrona writes one to skip to the start). A ring full
-     * of 8-byte padding records gets the app reaped. Before, the reader skipped them without counting them against
-     * its burst limit: each round went through the whole ring, about 8 ms for a 16 MiB one, every round.
+     * Padding records in the control ring (Agrona leaves one where a claim was aborted) are skipped a burst at a time,
+     * counted like messages: half a ring of 8-byte padding takes the reader many rounds, not one, and what follows it
+     * is still served. Before, padding was skipped without being counted, so a ring of it was walked whole in one
+     * round (about 8 ms for a 16 MiB ring), every round.
      */
     @Test
-    void paddingAnywhereButAtTheRingsEndIsACorruptRing() throws IOException
+    void paddingIsSkippedABurstAtATime() throws IOException
     {
         final TestApp app = attach("padded", self, 1);
         final UnsafeBuffer ring = new UnsafeBuffer(app.file, AppFileDescriptor.controlRingOffset(), AppFileDescriptor.ringLength(RING));
-        for (int at = 0; at < RING; at += 8)
+        for (int at = 0; at < RING / 2; at += 8)
         {
             ring.putInt(at + 4, org.agrona.concurrent.ringbuffer.RingBuffer.PADDING_MSG_TYPE_ID);
-            ring.putIntRelease(at, 8);
+            ring.putInt(at, 8);
         }
-        runUntil(() -> server.attached() == 0, 1_000_000_000L, "reaped");
-        assertEquals(1, counters.get(PipeCounter.APPS_REAPED_BROKEN));
+        ring.putLongRelease(RING + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.TAIL_POSITION_OFFSET, RING / 2);
+        app.send(Protocol.LISTEN, 7, PORT, 8);
+        final int headAt = RING + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.HEAD_POSITION_OFFSET;
+        int rounds = 0;
+        long most = 0;
+        while (app.take(Protocol.LISTENING) == null)
+        {
+            final long head = ring.getLongVolatile(headAt);
+            step();
+            most = Math.max(most, ring.getLongVolatile(headAt) - head);
+            assertTrue(++rounds < 10_000, "LISTEN answered");
+        }
+        assertTrue(most <= 64 * 8 + 64, most + " bytes of padding skipped in one round");
+        assertEquals(1, server.attached());
+        assertEquals(0, counters.get(PipeCounter.APPS_REAPED_BROKEN));
+        app.close();
+    }
+
+    /**
+     * A CLOSE written just after the control ring wrapped (behind the padding at its end) is taken at the detach, and
+     * the connection ends with a FIN. Before, the drain took a read that only skipped the padding for an empty ring,
+     * stopped, and reset the connection the app had closed.
+     */
+    @Test
+    void aCloseBehindTheRingsEndPaddingIsTakenAtTheDetach() throws IOException
+    {
+        final TestApp app = attach("wrapped", self, 1);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final UnsafeBuffer ring = new UnsafeBuffer(app.file, AppFileDescriptor.controlRingOffset(), AppFileDescriptor.ringLength(RING));
+        final int tailAt = RING + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.TAIL_POSITION_OFFSET;
+        final int record = 8 + Protocol.CONTROL_LENGTH;
+        while (RING - (int)(ring.getLongVolatile(tailAt) & (RING - 1)) >= record)
+        {
+            app.send(Protocol.SET_OPTION, id, Protocol.OPTION_NO_DELAY, 1); // taken, answered with nothing
+            step();
+        }
+        step(); // all taken: the head is where the end padding will go
+        app.send(Protocol.CLOSE, id, 0, 0); // padding to the end, then the CLOSE at the start
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        assertEquals(0, server.session(app.path).beginDrain(now), "nothing left open: the CLOSE was taken");
+        runUntil(() ->
+        {
+            peer.drain(remote[0]);
+            return peer.peerClosed || peer.closedReason >= 0;
+        }, 5_000_000_000L, "the connection ends");
+        assertTrue(peer.peerClosed, "with a FIN, not a reset");
         app.close();
     }
 
