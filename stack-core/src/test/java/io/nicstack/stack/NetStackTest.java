@@ -16,6 +16,7 @@ import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
 import io.nicstack.stack.wire.MacAddress;
+import io.nicstack.stack.tcp.TcpHandler;
 import io.nicstack.stack.udp.Udp;
 import io.nicstack.stack.wire.UdpHeader;
 
@@ -733,6 +734,20 @@ class NetStackTest
         assertEquals((ids[0] + 1) & 0xFFFF, ids[2], "the next to the same destination");
         assertNotEquals((ids[0] + 1) & 0xFFFF, ids[1], "another destination's is not the next of one counter");
         assertNotEquals((STACK_IP * 31) & 0xFFFF, ids[0], "nor derived from our address");
+
+        // TCP's segments (DF set) too: anyone with a connection to us must not count our segments to others.
+        final TcpHandler quiet = new TcpHandler() { };
+        for (int i = 0; i < 3; i++)
+        {
+            stack.tcp().connect(to[i], 80, quiet, null);
+            stack.poll(now);
+            final List<byte[]> sent = device.takeSent();
+            assertEquals(1, sent.size(), "a SYN");
+            assertTrue(ipOf(sent.get(0)).dontFragment());
+            ids[i] = ipOf(sent.get(0)).identification();
+        }
+        assertEquals((ids[0] + 1) & 0xFFFF, ids[2], "the next SYN to the same destination");
+        assertNotEquals((ids[0] + 1) & 0xFFFF, ids[1], "a SYN to another destination is not the next of one counter");
     }
 
     /**

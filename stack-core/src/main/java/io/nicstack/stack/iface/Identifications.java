@@ -5,11 +5,13 @@ import java.security.SecureRandom;
 import io.nicstack.stack.tcp.isn.SipHash;
 
 /**
- * IPv4 identifications. An atomic datagram's (DF set and not fragmented: TCP's) serves nothing (RFC 6864 §4.1): one
- * counter. Any other may be fragmented on its way, so, as RFC 7739 §5.3 recommends, a keyed hash (SipHash-2-4) of
- * destination and protocol picks one of {@link #BUCKETS} counters, each starting where the key says, and adds an offset
- * of its own: what a host sees of the identifications of its own datagrams tells it nothing of another host's, so it
- * can neither count our traffic to it (an idle scan) nor forge fragments that would join those datagrams.
+ * IPv4 identifications, as RFC 7739 §5.3 recommends: a keyed hash (SipHash-2-4) of destination and protocol picks one
+ * of {@link #BUCKETS} counters, each starting where the key says, and adds an offset of its own. What a host sees of
+ * the identifications of its own datagrams tells it nothing of another host's: it can neither count our traffic to it
+ * (an idle scan) nor forge fragments that would join those datagrams. Atomic datagrams (DF set, not fragmented: TCP's)
+ * take the same path: their identification serves nothing (RFC 6864 §4.1), but one counter for all of them would let
+ * anyone with a connection to us count our segments to everyone, and a receiver's segment coalescing likes them to
+ * count up per flow.
  */
 public final class Identifications
 {
@@ -25,7 +27,6 @@ public final class Identifications
      */
     private final long[] cachedPair = new long[1 << CACHE_BITS];
     private final long[] cachedHash = new long[1 << CACHE_BITS];
-    private int atomic;
 
     /** With the 128-bit key {@code k0, k1}: fixed keys for runs that must repeat exactly, random ones everywhere else. */
     public Identifications(final long k0, final long k1)
@@ -36,7 +37,6 @@ public final class Identifications
         {
             counters[i] = (int)SipHash.hash(k0, k1, i);
         }
-        atomic = (int)SipHash.hash(k0, k1, BUCKETS);
     }
 
     /** A fresh key from {@link SecureRandom}. */
@@ -47,12 +47,8 @@ public final class Identifications
     }
 
     /** The identification of the next datagram to {@code destination}, 16 bits. */
-    public int next(final int destination, final int protocol, final boolean atomicDatagram)
+    public int next(final int destination, final int protocol)
     {
-        if (atomicDatagram)
-        {
-            return atomic++ & 0xFFFF;
-        }
         final long pair = ((destination & 0xFFFF_FFFFL) << 8) | (protocol & 0xFF);
         final int line = (int)((pair * 0x9E37_79B9_7F4A_7C15L) >>> (64 - CACHE_BITS));
         long h = cachedHash[line];

@@ -344,7 +344,7 @@ public final class Ipv4
             return false;
         }
         final long mac = arp.resolve(nextHop, now);
-        final int id = identifications.next(destination, protocol, false);
+        final int id = identifications.next(destination, protocol);
         counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
 
         final int maxPayload = mtu - Ipv4Header.MIN_HEADER_LENGTH;
@@ -395,7 +395,7 @@ public final class Ipv4
         counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
         final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
-        writeHeader(frame, totalLength, destination, protocol, identifications.next(destination, protocol, dontFragment),
+        writeHeader(frame, totalLength, destination, protocol, identifications.next(destination, protocol),
             dontFragment, false, 0);
         claimedFrame = frame;
         claimedLength = EthernetFrame.HEADER_LENGTH + totalLength;

@@ -33,17 +33,7 @@ class IdentificationsTest
             final int protocol = random.nextBoolean() ? 1 : 17;
             final long h = SipHash.hash(k0, k1, ((destination & 0xFFFF_FFFFL) << 8) | protocol);
             final int expected = (counters[(int)h & (Identifications.BUCKETS - 1)]++ + (int)(h >>> 48)) & 0xFFFF;
-            assertEquals(expected, ids.next(destination, protocol, false), "datagram " + n);
+            assertEquals(expected, ids.next(destination, protocol), "datagram " + n);
         }
-    }
-
-    /** Atomic datagrams (TCP's, with DF) take one plain counter. */
-    @Test
-    void atomicDatagramsTakeOneCounter()
-    {
-        final Identifications ids = new Identifications(1, 2);
-        final int first = ids.next(0xC612_0001, 6, true);
-        assertEquals((first + 1) & 0xFFFF, ids.next(0xC612_0002, 6, true));
-        assertEquals((first + 2) & 0xFFFF, ids.next(0xC612_0001, 6, true));
     }
 }
