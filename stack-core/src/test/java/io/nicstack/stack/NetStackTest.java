@@ -775,6 +775,32 @@ class NetStackTest
         assertEquals(0, counters.unaccountedFrames());
     }
 
+    /**
+     * With the cache full of peers that answered, a burst of new destinations still gets each its entry (and its frame
+     * kept until the reply): while few entries wait for replies, the cache makes room round-robin among all entries;
+     * only once many wait (a quarter: a spoofed flood) do those give way to one another alone.
+     */
+    @Test
+    void aBurstOfNewDestinationsIntoACacheOfPeersKeepsEachFrame()
+    {
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/16"), counters, now);
+        mac = stack.config().mac();
+        final int size = stack.config().arpCacheSize();
+        for (int i = 0; i < size; i++)
+        {
+            final int peer = 0xC612_2000 + i;
+            final long peerMac = 0x0200_0000_0000L + i;
+            exchange(ethernet(MacAddress.BROADCAST, peerMac, EthernetFrame.ETHERTYPE_ARP,
+                arp(ArpPacket.OP_REQUEST, peerMac, peer, 0, STACK_IP)));
+        }
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        for (int i = 0; i < 10; i++)
+        {
+            socket.send(0xC612_3000 + i, 9, new UnsafeBuffer(new byte[10]), 0, 10, now); // queued until ARP answers
+        }
+        assertEquals(10, stack.arp().queuedFrames(), "each new destination's frame kept");
+    }
+
     @Test
     void arpQueueIsBounded()
     {

@@ -171,8 +171,8 @@ public final class Arp
         final boolean forUs = tpa == config.address();
         if (spa == config.address() && sha != link.mac())
         {
-            // RFC 5227 §2.4: another host claims our address. Option (b): defend it with one announcement, unless we
-            // did so in the last DEFEND_INTERVAL; never answer the claim as if it were a request for us.
+            // RFC 5227 §2.4: another host claims our address. Option (c): go on defending it, with one announcement per
+            // DEFEND_INTERVAL at most; never answer the claim as if it were a request for us.
             counters.increment(StackCounter.ARP_DROP_ADDRESS_CONFLICT);
             if (lastDefence == Long.MIN_VALUE || now - lastDefence >= DEFEND_INTERVAL_NANOS)
             {
@@ -312,9 +312,8 @@ public final class Arp
         }
         else
         {
-            // Full: evict round-robin, an entry still waiting for its reply first. Anyone on the link can make us
-            // resolve addresses (a datagram from a spoofed on-link source gets its answer through ARP), but not make
-            // them answer: such entries give way to one another, and a peer that answered stays.
+            // Full. Anyone on the link can make us resolve addresses (a datagram from a spoofed on-link source gets its
+            // answer through ARP), but not make them answer: see victim().
             counters.increment(StackCounter.ARP_CACHE_FULL);
             slot = victim();
             dropQueued(address[slot]);
@@ -327,21 +326,28 @@ public final class Arp
         return slot;
     }
 
-    /** The entry to evict from a full cache: the next INCOMPLETE one round-robin, or, if none is, the next one. */
+    /**
+     * The entry to evict from a full cache, round-robin: among all entries while few wait for a reply (new destinations
+     * of ours), among those waiting alone once a quarter of the cache does (a flood of spoofed sources makes us resolve
+     * addresses that never answer: they give way to one another, and a peer that answered stays).
+     */
     private int victim()
     {
+        int waiting = 0;
+        for (int i = 0; i < address.length; i++)
+        {
+            waiting += state[i] == INCOMPLETE ? 1 : 0;
+        }
         for (int i = 0; i < address.length; i++)
         {
             final int slot = (evictCursor + i) % address.length;
-            if (state[slot] == INCOMPLETE)
+            if (waiting < address.length / 4 || state[slot] == INCOMPLETE)
             {
                 evictCursor = (slot + 1) % address.length;
                 return slot;
             }
         }
-        final int slot = evictCursor;
-        evictCursor = (evictCursor + 1) % address.length;
-        return slot;
+        return evictCursor;
     }
 
     private void free(final int slot)

@@ -229,8 +229,10 @@ public final class Reassembler
 
     /**
      * A context for a new datagram. A source that has {@link #maxPerSource} in progress gives up its oldest for it; when
-     * every context is in use, the oldest of all is given up (as Linux evicts under memory pressure): a flood of first
-     * fragments, from one source or many, cannot keep other hosts' datagrams out until it times out.
+     * every context is in use, the oldest of all is given up (Linux before 4.19 did likewise; it now drops the new fragment):
+     * a flood of first fragments, from one source or many, cannot keep other hosts' datagrams out until it times out,
+     * though under a flood of R new datagrams a second from many sources, one that takes longer than 64 / R s to complete
+     * is given up.
      */
     private Context open(final Ipv4Header header, final long now)
     {
