@@ -34,10 +34,11 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  * <li><b>Could the owner have taken it?</b> After every {@code pidfd_getfd} the process must be one the app
  *     file's owner could ptrace: all four uids the owner's, all four gids the app file's group, dumpable (the
  *     files under {@code /proc/<pid>} belong to root otherwise), no permitted capabilities unless the owner is
- *     root, and still alive behind the pidfd (not a reused pid). A process that exec'd a setuid or setgid program, or said {@code prctl(PR_SET_DUMPABLE, 0)}, is
- *     refused: its user could not ptrace it, so neither may its app through the daemon. Not covered: Yama and
- *     other security modules' ptrace rules, and a process of the same user and group that writes into another
- *     process's app file (both could ptrace each other anyway).</li>
+ *     root, and still alive behind the pidfd (not a reused pid). A process that exec'd a setuid or setgid
+ *     program, or said {@code prctl(PR_SET_DUMPABLE, 0)}, is refused: its user could not ptrace it, so neither
+ *     may its app through the daemon. Not covered: Yama and other security modules' ptrace rules, and a process
+ *     of the same user and group that writes into another process's app file (both could ptrace each other
+ *     anyway).</li>
  * <li><b>Readable by the app.</b> A descriptor taken with {@code pidfd_getfd} keeps the app's access mode, so
  *     the daemon reads only through what the app opened for reading. (Reopening {@code /proc/<pid>/fd/<n>}
  *     would reopen with root's credentials: an {@code O_PATH} descriptor of a file the app may not read would
