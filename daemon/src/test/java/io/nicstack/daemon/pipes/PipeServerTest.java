@@ -1356,8 +1356,7 @@ class PipeServerTest
         server.heapBudget(oneApp + oneApp / 2);
         final TestApp first = attach("first", self, 16);
         final TestApp second = new TestApp(server.appsDirectory(), "second", self, RING, PIPE, 16).attach();
-        runUntil(() -> second.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
-        assertEquals(AppFileDescriptor.STATE_REJECTED, second.state());
+        awaitRejected(second);
         assertEquals(Reason.LIMIT_MEMORY, second.reason());
         second.close();
 
@@ -1413,14 +1412,12 @@ class PipeServerTest
     void memoryThatCanShrinkOrIsAttachedAlreadyIsRejected() throws IOException
     {
         final TestApp unsealed = TestApp.withSeals(server.appsDirectory(), "unsealed", 0, RING, PIPE, 1).attach();
-        runUntil(() -> unsealed.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
-        assertEquals(AppFileDescriptor.STATE_REJECTED, unsealed.state());
+        awaitRejected(unsealed);
         assertEquals(Reason.BAD_ARGUMENT, unsealed.reason());
         assertEquals(0, server.attached());
         unsealed.close();
         final TestApp open = TestApp.withSeals(server.appsDirectory(), "seals-open", Libc.F_SEAL_SHRINK, RING, PIPE, 1).attach();
-        runUntil(() -> open.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
-        assertEquals(AppFileDescriptor.STATE_REJECTED, open.state());
+        awaitRejected(open);
         assertTrue(logged.toString().contains("F_SEAL_SEAL"), logged.toString());
         open.close();
 
@@ -1432,8 +1429,7 @@ class PipeServerTest
         second.file.putInt(AppFileDescriptor.MEMORY_FD_OFFSET, first.memoryFd);
         second.file.putLong(AppFileDescriptor.MEMORY_INODE_OFFSET, first.file.getLong(AppFileDescriptor.MEMORY_INODE_OFFSET));
         second.attach();
-        runUntil(() -> second.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
-        assertEquals(AppFileDescriptor.STATE_REJECTED, second.state());
+        awaitRejected(second);
         assertEquals(1, server.attached());
         assertEquals(3, counters.get(PipeCounter.APPS_REJECTED));
         first.close();
@@ -1524,8 +1520,7 @@ class PipeServerTest
             Files.setAttribute(app.path, "unix:uid", 65534);
             Files.setAttribute(app.path, "unix:gid", 65534);
             app.attach();
-            runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
-            assertEquals(AppFileDescriptor.STATE_REJECTED, app.state());
+            awaitRejected(app);
             assertTrue(logged.toString().contains("holds capabilities"), logged.toString());
             assertEquals(0, server.attached());
             app.close();
@@ -1567,6 +1562,13 @@ class PipeServerTest
         assertArrayEquals(sha256().digest(bytes), peer.digest.digest());
         assertEquals(1, server.attached());
         app.close();
+    }
+
+    /** Run until the daemon answered {@code app}, and check the answer is REJECTED. */
+    private void awaitRejected(final TestApp app)
+    {
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+        assertEquals(AppFileDescriptor.STATE_REJECTED, app.state());
     }
 
     /** A header-sized file in the apps directory saying ATTACHING, and nothing else right. */
