@@ -1301,6 +1301,170 @@ class PipeServerTest
     }
 
     /**
+     * Randomized hostile apps (the control ring and the pipes are bytes an untrusted app writes): well-formed records
+     * of every type and unknown ones with fields drawn from edge values (its own connection ids, another app's,
+     * garbage), garbage records, a rewritten ring head, TX tails and RX heads set anywhere, header fields rewritten,
+     * events read now and then. A hostile app that gets itself reaped is replaced by a new one. Meanwhile a good app
+     * moves bytes both ways on its connection. The daemon must never throw, the good app's bytes must arrive
+     * byte-exact both ways with no event it did not ask for, and a new app must still attach afterwards. The seed is
+     * in every failure message.
+     */
+    @Test
+    void hostileAppsHurtNeitherTheDaemonNorAnotherApp() throws IOException
+    {
+        final long seed = 0x5EED_F022L;
+        final SplittableRandom random = new SplittableRandom(seed);
+        final TestApp good = attach("good", self, 1);
+        listen(good, PORT);
+        final Peer goodPeer = new Peer();
+        final TcpConnection[] goodRemote = new TcpConnection[1];
+        final long goodId = accept(good, goodPeer, goodRemote);
+        final int goodSlot = Protocol.slotOf(goodId);
+        final int total = 256 << 10;
+        final byte[] inbound = randomBytes(seed, total);
+        final byte[] outbound = randomBytes(seed + 1, total);
+        final MessageDigest goodDigest = sha256();
+        final byte[] sink = new byte[PIPE];
+        int sentIn = 0;
+        int sentOut = 0;
+        long gotIn = 0;
+
+        TestApp hostile = null;
+        long[] hostileIds = new long[0];
+        int hostiles = 0;
+        for (int round = 0; round < 8_000; round++)
+        {
+            final String where = "seed " + Long.toHexString(seed) + ", round " + round;
+            if (hostile == null || server.session(hostile.path) == null)
+            {
+                if (hostile != null)
+                {
+                    hostile.close();
+                }
+                hostile = attach("hostile" + hostiles++, self, 4);
+                hostile.send(Protocol.LISTEN, 1, PORT + 1, 4);
+                await(hostile, Protocol.LISTENING);
+                hostileIds = new long[2];
+                for (int i = 0; i < hostileIds.length; i++)
+                {
+                    b.tcp().connect(A_IP, PORT + 1, new Peer(), null);
+                    hostileIds[i] = await(hostile, Protocol.ACCEPTED).longAt(0);
+                }
+            }
+            hostileAction(random, hostile, hostileIds, goodId);
+            try
+            {
+                step();
+            }
+            catch (final RuntimeException | Error e)
+            {
+                throw new AssertionError("the daemon threw at " + where, e);
+            }
+            // The good app and its peer go on both ways.
+            final UnsafeBuffer in = new UnsafeBuffer(inbound);
+            while (sentIn < total && goodRemote[0].writable() > 0)
+            {
+                sentIn += goodRemote[0].write(in, sentIn, Math.min(total - sentIn, goodRemote[0].writable()));
+            }
+            final int n = good.read(goodSlot, sink, sink.length);
+            goodDigest.update(sink, 0, n);
+            gotIn += n;
+            sentOut += good.write(goodSlot, outbound, sentOut, total - sentOut);
+            goodPeer.drain(goodRemote[0]);
+        }
+        final long inboundDone = gotIn;
+        final int outboundWritten = sentOut;
+        runUntil(() -> outboundWritten == total && goodPeer.read == total, 60_000_000_000L, () ->
+        {
+            goodPeer.drain(goodRemote[0]);
+            return "the good app's outbound bytes (" + goodPeer.read + " of " + total + ")";
+        });
+        assertEquals(total, inboundDone, "the good app's inbound bytes, seed " + Long.toHexString(seed));
+        assertArrayEquals(sha256().digest(inbound), goodDigest.digest(), "inbound byte-exact");
+        assertArrayEquals(sha256().digest(outbound), goodPeer.digest.digest(), "outbound byte-exact");
+        good.poll();
+        for (final TestApp.Event e : good.received)
+        {
+            assertTrue(e.type() == Protocol.LISTENING || e.type() == Protocol.ACCEPTED, "the good app got " + e);
+        }
+        assertTrue(hostiles > 1 && counters.get(PipeCounter.APPS_REAPED_BROKEN) > 0, "hostile apps got reaped: " + hostiles);
+        assertTrue(counters.get(PipeCounter.BAD_CONTROL_MESSAGES) > 0, "bad messages were answered");
+        // Reaped for what the daemon found wrong, never for an exception it only caught (a bug it did not foresee).
+        assertFalse(logged.toString().contains(" failed: "), logged.toString());
+        final TestApp after = attach("after-the-fuzz", self, 1);
+        after.close();
+        hostile.close();
+        good.close();
+    }
+
+    /** One random hostile thing for {@code app} to do to its memory. */
+    private static void hostileAction(final SplittableRandom random, final TestApp app, final long[] ownIds, final long otherId)
+    {
+        final UnsafeBuffer ring = new UnsafeBuffer(app.file, AppFileDescriptor.controlRingOffset(), AppFileDescriptor.ringLength(app.ringCapacity));
+        final long[] ids = {ownIds[0], ownIds[1], otherId, 0, -1, Long.MAX_VALUE, random.nextLong(), Protocol.connectionId(3, 7)};
+        final int[] ints = {0, 1, -1, 7, 80, 65535, 65536, Integer.MAX_VALUE, Integer.MIN_VALUE, random.nextInt()};
+        final long[] longs = {0, 1, -1, Long.MAX_VALUE, Long.MIN_VALUE, 1L << 40, random.nextLong()};
+        // Mostly records and pipe positions; what gets an app reaped at once (garbage records, a rewritten head) rarely,
+        // so that each hostile app lives long enough to say many things.
+        final int dice = random.nextInt(100);
+        final int action = dice < 55 ? 0 : dice < 67 ? 4 : dice < 79 ? 5 : dice < 95 ? 8 : dice < 98 ? 7 : dice < 99 ? 3 : 6;
+        switch (action)
+        {
+            case 0 ->
+            {
+                final int[] types = {Protocol.LISTEN, Protocol.CONNECT, Protocol.SHUTDOWN, Protocol.CLOSE, Protocol.SET_OPTION,
+                    Protocol.UNLISTEN, Protocol.SEND_FILE, Protocol.ABORT, Protocol.TLS_INSTALL, Protocol.RESYNC_RESPONSE, 99,
+                    Integer.MAX_VALUE};
+                final int[] lengths = {Protocol.CONTROL_LENGTH, 0, 1, 7, 8, 31, 33, 64};
+                try
+                {
+                    app.send(types[random.nextInt(types.length)], lengths[random.nextInt(lengths.length)],
+                        ids[random.nextInt(ids.length)], ints[random.nextInt(ints.length)], ints[random.nextInt(ints.length)],
+                        longs[random.nextInt(longs.length)]);
+                }
+                catch (final IllegalStateException | IllegalArgumentException full)
+                {
+                    // The ring is full, or Agrona refused the length: nothing written.
+                }
+            }
+            case 3 ->
+            {
+                // A garbage record at the tail: random bytes, then a random length word.
+                final long tail = ring.getLong(app.ringCapacity + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.TAIL_POSITION_OFFSET);
+                final int at = (int)(tail & (app.ringCapacity - 1));
+                for (int i = 4; i < Math.min(64, app.ringCapacity - at); i++)
+                {
+                    ring.putByte(at + i, (byte)random.nextInt());
+                }
+                ring.putIntRelease(at, ints[random.nextInt(ints.length)]);
+            }
+            case 4 ->
+            {
+                final int slot = Protocol.slotOf(ownIds[random.nextInt(ownIds.length)]);
+                final UnsafeBuffer tx = app.txPipe(slot);
+                tx.putLongRelease(PipeDescriptor.TAIL_OFFSET, random.nextBoolean() ? longs[random.nextInt(longs.length)]
+                    : tx.getLong(PipeDescriptor.TAIL_OFFSET) + random.nextInt(-3 * app.pipeCapacity, 3 * app.pipeCapacity));
+            }
+            case 5 ->
+            {
+                final int slot = Protocol.slotOf(ownIds[random.nextInt(ownIds.length)]);
+                final UnsafeBuffer rx = app.rxPipe(slot);
+                rx.putLongRelease(PipeDescriptor.HEAD_OFFSET, random.nextBoolean() ? longs[random.nextInt(longs.length)]
+                    : rx.getLong(PipeDescriptor.HEAD_OFFSET) + random.nextInt(-3 * app.pipeCapacity, 3 * app.pipeCapacity));
+            }
+            case 6 -> ring.putLongRelease(app.ringCapacity + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.HEAD_POSITION_OFFSET,
+                random.nextLong()); // a head the daemon did not write
+            case 7 ->
+            {
+                final int[] fields = {AppFileDescriptor.MAX_CONNECTIONS_OFFSET, AppFileDescriptor.PIPE_CAPACITY_OFFSET,
+                    AppFileDescriptor.RING_CAPACITY_OFFSET, AppFileDescriptor.REASON_OFFSET};
+                app.file.putIntVolatile(fields[random.nextInt(fields.length)], ints[random.nextInt(ints.length)]);
+            }
+            default -> app.events.read((type, buffer, index, length) -> { }, random.nextInt(4));
+        }
+    }
+
+    /**
      * An app that rewrites its header's sizes while the daemon attaches it gets attached with the sizes that were
      * checked, or rejected; a size read again after the checks once made the daemon size its arrays by it and die of
      * OutOfMemoryError. A race: the rounds are bounded, and before the fix it was lost within a few dozen of them.
