@@ -223,8 +223,9 @@ public final class AppFile implements AutoCloseable
     /**
      * Daemon side, for tools and tests: read the app file {@code file}, map the memory it names and validate its
      * header. The memory is taken with {@code pidfd_getfd(2)}, which needs the privilege to ptrace the app; the daemon
-     * itself also checks that the app file's owner could have (and that the memory is on tmpfs, not hugetlbfs). Scan for names ending in {@link #SUFFIX} only: app files are built under a hidden {@code .tmp} name and
-     * appear under their final name complete, in state ATTACHING.
+     * itself also checks that the app file's owner could have (and that the memory is on tmpfs, not hugetlbfs). Scan for
+     * names ending in {@link #SUFFIX} only: app files are built under a hidden {@code .tmp} name and appear under their
+     * final name complete, in state ATTACHING.
      *
      * @throws AppFileException for a wrong magic, another VERSION, a truncated file, bad sizes or name, or a
      *                          descriptor that is not the app's sealed memory.
@@ -331,8 +332,7 @@ public final class AppFile implements AutoCloseable
         try
         {
             final Path self = Path.of("/proc/self/fd/" + memory);
-            String problem = (libc.fcntl(memory, Libc.F_GETFL, 0) & Libc.O_ACCMODE) != Libc.O_RDWR
-                ? "is not open for reading and writing" : sealProblem(libc.fcntl(memory, Libc.F_GET_SEALS, 0));
+            String problem = descriptorProblem(libc.fcntl(memory, Libc.F_GETFL, 0), libc.fcntl(memory, Libc.F_GET_SEALS, 0));
             if (problem == null)
             {
                 problem = inodeProblem((Long)Files.getAttribute(self, "unix:ino"), inode);
@@ -359,13 +359,18 @@ public final class AppFile implements AutoCloseable
     }
 
     /**
-     * Null if a descriptor with {@code seals} (F_GET_SEALS, -1 if it failed) may be an app's memory; else what is wrong,
-     * after "descriptor N of pid P". Its size must be fixed for good (F_SEAL_SHRINK, and F_SEAL_SEAL so that no seal can
-     * come later: F_SEAL_FUTURE_WRITE would fail the daemon's mapping), and writes allowed. F_GET_SEALS does no I/O, so
-     * it is asked first, whatever file the descriptor is.
+     * Null if a descriptor with {@code flags} (F_GETFL) and {@code seals} (F_GET_SEALS; -1 if either failed) may be an
+     * app's memory; else what is wrong, after "descriptor N of pid P". It must be open for reading and writing, its size
+     * fixed for good (F_SEAL_SHRINK, and F_SEAL_SEAL so that no seal can come later: F_SEAL_FUTURE_WRITE would fail the
+     * daemon's mapping), and writes allowed. Neither fcntl does I/O, so they are asked first, whatever file the
+     * descriptor is.
      */
-    public static String sealProblem(final int seals)
+    public static String descriptorProblem(final int flags, final int seals)
     {
+        if (flags < 0 || (flags & Libc.O_ACCMODE) != Libc.O_RDWR)
+        {
+            return "is not open for reading and writing";
+        }
         if (seals < 0)
         {
             return "is not a memfd made with MFD_ALLOW_SEALING";

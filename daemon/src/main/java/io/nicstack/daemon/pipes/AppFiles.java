@@ -116,10 +116,9 @@ final class AppFiles implements AutoCloseable
 
     /**
      * The app's memory: a descriptor of the daemon's own for the app's {@code appFd}, the memfd of inode {@code inode}
-     * on tmpfs, sealed for good against shrinking ({@link AppFile#sealProblem}) and open for reading and writing, taken
-     * from a process
-     * the app file's owner could ptrace; or -1 with {@link #lastRefusal()} saying why. Opens the pidfd later SEND_FILEs
-     * take from.
+     * on tmpfs, open for reading and writing and sealed for good against shrinking ({@link AppFile#descriptorProblem}),
+     * taken from a process the app file's owner could ptrace; or -1 with {@link #lastRefusal()} saying why. Opens the
+     * pidfd later SEND_FILEs take from.
      */
     int takeMemory(final int appFd, final long inode)
     {
@@ -132,26 +131,7 @@ final class AppFiles implements AutoCloseable
         {
             return refuse(unusable);
         }
-        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
-        if (fd < 0)
-        {
-            return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
-        }
-        String why = reachableByOwner();
-        if (why == null)
-        {
-            why = memoryProblem(fd, inode);
-            if (why != null)
-            {
-                why = "descriptor " + appFd + " of pid " + pid + " " + why;
-            }
-        }
-        if (why != null)
-        {
-            Linux.closeQuietly(fd);
-            return refuse(why);
-        }
-        return fd;
+        return takeChecked(appFd, true, inode);
     }
 
     /**
@@ -175,18 +155,42 @@ final class AppFiles implements AutoCloseable
             lastTakeReused = true;
             return reused;
         }
+        final int fd = takeChecked(appFd, false, 0);
+        if (fd >= 0)
+        {
+            remember(appFd, fd);
+        }
+        return fd;
+    }
+
+    /**
+     * pidfd_getfd of the app's {@code appFd}, then the checks, after the take, so a process that changed before it
+     * (exec of a setuid or setgid program, PR_SET_DUMPABLE 0) is caught: the process is one its owner may reach, and
+     * the descriptor is the app's memory of inode {@code inode} ({@code memory}) or a file the daemon may read. The
+     * daemon's own descriptor, or -1 with {@link #lastRefusal()} saying why.
+     */
+    private int takeChecked(final int appFd, final boolean memory, final long inode)
+    {
         final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
         if (fd < 0)
         {
             return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
         }
-        final String why = check(fd, appFd);
+        String why = reachableByOwner();
+        if (why == null && memory)
+        {
+            final String problem = memoryProblem(fd, inode);
+            why = problem == null ? null : "descriptor " + appFd + " of pid " + pid + " " + problem;
+        }
+        else if (why == null)
+        {
+            why = readProblem(fd, appFd);
+        }
         if (why != null)
         {
             Linux.closeQuietly(fd);
             return refuse(why);
         }
-        remember(appFd, fd);
         return fd;
     }
 
@@ -255,15 +259,8 @@ final class AppFiles implements AutoCloseable
     }
 
     /** Null if the daemon may read through {@code fd} (taken from the app's {@code appFd}), else why not. */
-    private String check(final int fd, final int appFd)
+    private String readProblem(final int fd, final int appFd)
     {
-        // After the take, so a process that changed before it (exec of a setuid or setgid program, PR_SET_DUMPABLE 0)
-        // is caught: what the kernel's ptrace check asks of a process its owner may reach.
-        final String why = reachableByOwner();
-        if (why != null)
-        {
-            return why;
-        }
         final int flags = LIBC.fcntl(fd, Linux.F_GETFL, 0);
         if (flags < 0 || (flags & Linux.O_PATH) != 0 || (flags & Linux.O_ACCMODE) == Linux.O_WRONLY)
         {
@@ -353,19 +350,15 @@ final class AppFiles implements AutoCloseable
     /**
      * Null if {@code fd} is memory the daemon may map for an app file naming inode {@code inode}, else what is wrong.
      * The checks that do no I/O come first (the descriptor could be a file on a FUSE mount whose server never answers):
-     * the access mode, then the seals, which only shmem files have; then the filesystem, since a hugetlbfs memfd seals
+     * the access mode and the seals, which only shmem files have; then the filesystem, since a hugetlbfs memfd seals
      * too but its pages may fail to fault (SIGBUS) when the huge page pool runs dry; then the inode.
      */
     private String memoryProblem(final int fd, final long inode)
     {
-        if ((LIBC.fcntl(fd, Linux.F_GETFL, 0) & Linux.O_ACCMODE) != Linux.O_RDWR)
+        final String descriptor = AppFile.descriptorProblem(LIBC.fcntl(fd, Linux.F_GETFL, 0), LIBC.fcntl(fd, Libc.F_GET_SEALS, 0));
+        if (descriptor != null)
         {
-            return "is not open for reading and writing";
-        }
-        final String seals = AppFile.sealProblem(LIBC.fcntl(fd, Libc.F_GET_SEALS, 0));
-        if (seals != null)
-        {
-            return seals;
+            return descriptor;
         }
         if (LIBC.fstatfs(fd, statfsAddress) != 0 || (statfs.getLong(0) & 0xFFFF_FFFFL) != TMPFS_MAGIC)
         {

@@ -52,7 +52,6 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
      * window or never sends its FIN cannot keep the app's memory mapped for ever.
      */
     static final long DRAIN_STALL_NANOS = 60_000_000_000L;
-    /** Control messages taken at most when an app detaches: more than its ring can hold. */
     /**
      * Listeners one app may hold: a server needs a few; without a bound one app asking for port 0 again and again took
      * every port of the dynamic range from the others.
@@ -67,7 +66,6 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
     final Object fileKey;
     /** The inode of the app's memory (its memfd): one memory is attached once. */
     final long memoryInode;
-    final long pid;
     private final PipeServer server;
     private final Tcp tcp;
     private final PipeCounters counters;
@@ -108,7 +106,7 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
 
     AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles appFiles,
         final long memoryInode, final MappedByteBuffer mapped, final int ringCapacity, final int pipeCapacity,
-        final int maxConnections, final long pid)
+        final int maxConnections)
     {
         this.server = server;
         this.tcp = server.tcp();
@@ -117,7 +115,6 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
         this.fileKey = fileKey;
         this.mapped = mapped;
         this.file = new UnsafeBuffer(mapped);
-        this.pid = pid;
         this.maxConnections = maxConnections;
         this.pipeCapacity = pipeCapacity;
         this.ringCapacity = ringCapacity;

@@ -478,17 +478,25 @@ public final class PipeServer implements LoopTask, AutoCloseable
     /** The app file's own fields: magic and version (where every version keeps them), a pid and a descriptor. */
     private static int validateAppFile(final UnsafeBuffer appFile)
     {
-        if (appFile.getLong(AppFileDescriptor.MAGIC_OFFSET) != AppFileDescriptor.MAGIC)
+        final int reason = magicAndVersion(appFile);
+        if (reason != Reason.NONE)
         {
-            return Reason.BAD_ARGUMENT;
-        }
-        if (appFile.getInt(AppFileDescriptor.VERSION_OFFSET) != AppFileDescriptor.VERSION)
-        {
-            return Reason.VERSION_MISMATCH;
+            return reason;
         }
         final long pid = appFile.getLong(AppFileDescriptor.APP_PID_OFFSET);
         return pid <= 0 || pid > Integer.MAX_VALUE || appFile.getInt(AppFileDescriptor.MEMORY_FD_OFFSET) < 0
             ? Reason.BAD_ARGUMENT : Reason.NONE;
+    }
+
+    /** BAD_ARGUMENT for another magic, VERSION_MISMATCH for another version, in an app file or a memory header. */
+    private static int magicAndVersion(final UnsafeBuffer header)
+    {
+        if (header.getLong(AppFileDescriptor.MAGIC_OFFSET) != AppFileDescriptor.MAGIC)
+        {
+            return Reason.BAD_ARGUMENT;
+        }
+        return header.getInt(AppFileDescriptor.VERSION_OFFSET) != AppFileDescriptor.VERSION
+            ? Reason.VERSION_MISMATCH : Reason.NONE;
     }
 
     /**
@@ -600,13 +608,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
 
     private int validate(final UnsafeBuffer header, final Geometry g, final long size)
     {
-        if (header.getLong(AppFileDescriptor.MAGIC_OFFSET) != AppFileDescriptor.MAGIC)
+        final int reason = magicAndVersion(header);
+        if (reason != Reason.NONE)
         {
-            return Reason.BAD_ARGUMENT;
-        }
-        if (header.getInt(AppFileDescriptor.VERSION_OFFSET) != AppFileDescriptor.VERSION)
-        {
-            return Reason.VERSION_MISMATCH;
+            return reason;
         }
         if (g.maxConnections < 1 || g.maxConnections > MAX_CONNECTIONS
             || g.pipeCapacity < MIN_PIPE_CAPACITY || g.pipeCapacity > MAX_PIPE_CAPACITY || !BitUtil.isPowerOfTwo(g.pipeCapacity)
@@ -662,7 +667,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         try
         {
             s = new AppSession(this, path, fileKey, files, memoryInode, mapped, g.ringCapacity, g.pipeCapacity,
-                g.maxConnections, g.appPid);
+                g.maxConnections);
         }
         catch (final RuntimeException | Error e)
         {
