@@ -67,7 +67,8 @@ public final class Ipv4
                 counters.increment(StackCounter.IPV4_REASSEMBLY_TIMEOUTS);
                 counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
                 reassemblyTimeout.onTimeout(buffer, offset, length, now);
-            });
+            },
+            () -> counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED));
     }
 
     /** Register the handler for an IP protocol number, once: a second handler for the same number is refused. */
@@ -107,8 +108,6 @@ public final class Ipv4
      * broadcast address.
      */
     public static final int LINK_BROADCAST = 1 << 30;
-    /** {@link Reassembler#evictions()} already added to IPV4_REASSEMBLY_DISCARDED. */
-    private long evictionsCounted;
 
     /** Process the Ethernet payload of an IPv4 frame with the device's receive flags ({@link FrameHandler}). */
     public void input(final DirectBuffer buffer, final int offset, final int length, final long now, final int deviceFlags)
@@ -176,7 +175,7 @@ public final class Ipv4
             return;
         }
         final int destination = h.destination;
-        final boolean broadcast = destination == 0xFFFF_FFFF || destination == config.subnetBroadcast();
+        final boolean broadcast = isBroadcast(destination);
         if (destination != config.address() && !broadcast)
         {
             counters.increment(StackCounter.IPV4_DROP_NOT_FOR_US);
@@ -215,12 +214,6 @@ public final class Ipv4
         // A whole datagram's checksum was never vouched for by the device that delivered one fragment of it.
         l4ChecksumTrusted = false;
         final int result = reassembler.accept(ip, payloadOffset, payloadLength, now);
-        final long evictions = reassembler.evictions();
-        if (evictions != evictionsCounted)
-        {
-            counters.add(StackCounter.IPV4_REASSEMBLY_DISCARDED, evictions - evictionsCounted);
-            evictionsCounted = evictions;
-        }
         switch (result)
         {
             case Reassembler.QUEUED:

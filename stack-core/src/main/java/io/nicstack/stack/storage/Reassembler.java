@@ -54,6 +54,8 @@ public final class Reassembler
     private final long timeoutNanos;
     private final Timers timers;
     private final TimeoutListener timeoutListener;
+    /** Told when a datagram is given up to make room for a newer one. */
+    private final Runnable evictionListener;
     private final Context[] contexts;
     private final Int2IntHashMap bytesBySource = new Int2IntHashMap(0);
     private final Timers.Handler expiry = this::onExpiry;
@@ -61,7 +63,6 @@ public final class Reassembler
     private final int maxPerSource;
     private int bytesHeld;
     private int active;
-    private long evictions;
     private Context completed;
 
     public Reassembler(
@@ -71,7 +72,8 @@ public final class Reassembler
         final int maxBytesPerSource,
         final long timeoutNanos,
         final Timers timers,
-        final TimeoutListener timeoutListener)
+        final TimeoutListener timeoutListener,
+        final Runnable evictionListener)
     {
         this.maxFragments = maxFragments;
         this.maxBytes = maxBytes;
@@ -79,6 +81,7 @@ public final class Reassembler
         this.timeoutNanos = timeoutNanos;
         this.timers = timers;
         this.timeoutListener = timeoutListener;
+        this.evictionListener = evictionListener;
         this.maxPerSource = Math.max(1, maxDatagrams / 4);
         contexts = new Context[maxDatagrams];
         for (int i = 0; i < maxDatagrams; i++)
@@ -270,19 +273,13 @@ public final class Reassembler
             }
             c = ofSource >= maxPerSource ? oldestOfSource : oldest;
             free(c);
-            evictions++;
+            evictionListener.run();
         }
         c.open(source, header.destination(), header.identification(), header.protocol());
         c.openedAt = now;
         c.timerId = timers.schedule(now + timeoutNanos, expiry);
         active++;
         return c;
-    }
-
-    /** Datagrams given up to make room for newer ones, so far. */
-    public long evictions()
-    {
-        return evictions;
     }
 
     private void discard(final Context c)
