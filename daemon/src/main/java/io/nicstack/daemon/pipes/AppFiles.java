@@ -1,13 +1,13 @@
 package io.nicstack.daemon.pipes;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.LinkedBlockingQueue;
 
 import org.agrona.BufferUtil;
 import org.agrona.collections.Int2IntHashMap;
@@ -46,7 +46,10 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  * <li><b>An ordinary file.</b> A regular file on a disk or memory filesystem (ext2/3/4, xfs, btrfs, f2fs,
  *     zfs, tmpfs). Pseudo-filesystems (procfs, sysfs...) answer with the reader's privileges, and network or
  *     FUSE filesystems may block the event loop indefinitely; so may overlayfs, whose layers can be any of
- *     those (a user may mount one over FUSE in a user namespace).</li>
+ *     those (a user may mount one over FUSE in a user namespace). The filesystem is known before the descriptor is
+ *     taken, from procfs alone ({@link Mounts}): once taken, even closing a file of a FUSE mount whose server hangs
+ *     waits on it (FLUSH), as a statfs or stat of it would. A descriptor the app swapped for another between that
+ *     look and the take is closed on a thread of its own, and the app may take no more.</li>
  * </ul>
  *
  * <p>Control path only (one SEND_FILE per response body): the checks allocate; the reads do not. A read of
@@ -56,26 +59,17 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  */
 final class AppFiles implements AutoCloseable
 {
-    /** statfs f_type of tmpfs, and so of a memfd not made with MFD_HUGETLB (linux/magic.h). */
-    private static final long TMPFS_MAGIC = 0x01021994L;
-    /** statfs f_type values of the filesystems whose regular files the daemon reads (linux/magic.h). */
-    private static final long[] ALLOWED_FILESYSTEMS = {
-        0xEF53L,      // ext2, ext3, ext4
-        0x58465342L,  // xfs
-        0x9123683EL,  // btrfs
-        0xF2F52010L,  // f2fs
-        0x2FC12FC1L,  // zfs
-        TMPFS_MAGIC,
-    };
-    private static final int STATFS_LENGTH = 128;
+    /** The filesystems whose regular files the daemon reads, as mountinfo names them (and memfds, on tmpfs). */
+    private static final Set<String> ALLOWED_FILESYSTEMS = Set.of("ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs",
+        "tmpfs");
+    private static final Path SELF_MOUNTINFO = Path.of("/proc/self/mountinfo");
     /** Descriptors kept for reuse per app at most (each keeps its file open in the daemon). */
     private static final int MAX_KEPT = 256;
 
     private final long pid;
     private final Owner owner;
     private final Path procStatus;
-    private final ByteBuffer statfs = BufferUtil.allocateDirectAligned(STATFS_LENGTH, 8).order(ByteOrder.nativeOrder());
-    private final long statfsAddress = BufferUtil.address(statfs);
+    private final Path procMountinfo;
     private final org.agrona.concurrent.UnsafeBuffer pollfd = new org.agrona.concurrent.UnsafeBuffer(
         BufferUtil.allocateDirectAligned(Linux.POLLFD_LENGTH, 8));
     private int pidfd = -1;
@@ -102,6 +96,7 @@ final class AppFiles implements AutoCloseable
         this.pid = pid;
         this.owner = owner;
         this.procStatus = Path.of("/proc/" + pid + "/status");
+        this.procMountinfo = Path.of("/proc/" + pid + "/mountinfo");
     }
 
     /** Who owned the app file at attach. */
@@ -144,7 +139,7 @@ final class AppFiles implements AutoCloseable
         {
             return refuse("descriptor " + appFd + " is negative");
         }
-        if (pidfd < 0)
+        if (pidfd < 0 || unusable != null)
         {
             return refuse(unusable != null ? unusable : "the app's memory was not taken from its process");
         }
@@ -171,10 +166,23 @@ final class AppFiles implements AutoCloseable
      */
     private int takeChecked(final int appFd, final boolean memory, final long inode)
     {
+        final long mount = Mounts.mountId(Path.of("/proc/" + pid + "/fdinfo/" + appFd));
+        final String where = mountProblem(mount, appFd, memory);
+        if (where != null)
+        {
+            return refuse(where);
+        }
         final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
         if (fd < 0)
         {
             return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
+        }
+        if (Mounts.mountId(Path.of("/proc/self/fdinfo/" + fd)) != mount)
+        {
+            // Another file was put on that number since the look: its close could wait on its filesystem too.
+            Closer.close(fd);
+            unusable = "descriptor " + appFd + " of pid " + pid + " was swapped for another file while it was taken";
+            return refuse(unusable);
         }
         String why = reachableByOwner();
         if (why == null && memory)
@@ -266,16 +274,6 @@ final class AppFiles implements AutoCloseable
         {
             return "descriptor " + appFd + " is not open for reading";
         }
-        if (LIBC.fstatfs(fd, statfsAddress) != 0)
-        {
-            return "fstatfs of descriptor " + appFd + ": " + Linux.describe(Linux.errno());
-        }
-        final long type = statfs.getLong(0) & 0xFFFF_FFFFL;
-        if (!allowedFilesystem(type))
-        {
-            return "descriptor " + appFd + " is on a filesystem the daemon does not read from (f_type 0x" +
-                Long.toHexString(type) + ")";
-        }
         if (!Files.isRegularFile(Path.of("/proc/self/fd/" + fd)))
         {
             return "descriptor " + appFd + " is not a regular file";
@@ -335,23 +333,38 @@ final class AppFiles implements AutoCloseable
         return !mask.isEmpty() && mask.chars().allMatch(c -> c == '0');
     }
 
-    static boolean allowedFilesystem(final long type)
+    /**
+     * Null if the app's {@code appFd}, open on mount {@code mount} (-1: not open), may be taken: for its memory, a memfd
+     * on tmpfs (a hugetlbfs memfd seals too, but its pages may fail to fault, SIGBUS, when the huge page pool runs
+     * dry); for SEND_FILE, a file on a mount of an allowed filesystem that the app's or the daemon's mountinfo lists.
+     */
+    private String mountProblem(final long mount, final int appFd, final boolean memory)
     {
-        for (final long allowed : ALLOWED_FILESYSTEMS)
+        final String descriptor = "descriptor " + appFd + " of pid " + pid;
+        if (mount < 0)
         {
-            if (allowed == type)
-            {
-                return true;
-            }
+            return descriptor + " is not open";
         }
-        return false;
+        if (mount == Mounts.MEMFD_MOUNT)
+        {
+            return null;
+        }
+        if (memory)
+        {
+            return descriptor + " is not memory of tmpfs (not a memfd, or one made with MFD_HUGETLB)";
+        }
+        final String type = Mounts.filesystemType(mount, procMountinfo, SELF_MOUNTINFO);
+        if (type == null)
+        {
+            return descriptor + " is on a mount the daemon cannot see";
+        }
+        return ALLOWED_FILESYSTEMS.contains(type) ? null
+            : descriptor + " is on a filesystem the daemon does not read from (" + type + ")";
     }
 
     /**
-     * Null if {@code fd} is memory the daemon may map for an app file naming inode {@code inode}, else what is wrong.
-     * The checks that do no I/O come first (the descriptor could be a file on a FUSE mount whose server never answers):
-     * the access mode and the seals, which only shmem files have; then the filesystem, since a hugetlbfs memfd seals
-     * too but its pages may fail to fault (SIGBUS) when the huge page pool runs dry; then the inode.
+     * Null if {@code fd}, a memfd ({@link #mountProblem}), is memory the daemon may map for an app file naming inode
+     * {@code inode}, else what is wrong: the access mode and the seals, then the inode.
      */
     private String memoryProblem(final int fd, final long inode)
     {
@@ -359,10 +372,6 @@ final class AppFiles implements AutoCloseable
         if (descriptor != null)
         {
             return descriptor;
-        }
-        if (LIBC.fstatfs(fd, statfsAddress) != 0 || (statfs.getLong(0) & 0xFFFF_FFFFL) != TMPFS_MAGIC)
-        {
-            return "is not memory of tmpfs (f_type 0x" + Long.toHexString(statfs.getLong(0) & 0xFFFF_FFFFL) + ")";
         }
         try
         {
@@ -409,6 +418,42 @@ final class AppFiles implements AutoCloseable
         {
             close();
             unusable = why;
+        }
+    }
+
+    /**
+     * Closes descriptors whose close may wait on their filesystem's server (a FUSE FLUSH), on a thread of its own
+     * rather than the event loop. Started on first use; rarely used: only for a descriptor an app swapped mid-take.
+     */
+    private static final class Closer
+    {
+        private static final LinkedBlockingQueue<Integer> DESCRIPTORS = new LinkedBlockingQueue<>();
+
+        static
+        {
+            final Thread thread = new Thread(Closer::run, "nicstack-closer");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        static void close(final int fd)
+        {
+            DESCRIPTORS.add(fd);
+        }
+
+        private static void run()
+        {
+            while (true)
+            {
+                try
+                {
+                    Linux.closeQuietly(DESCRIPTORS.take());
+                }
+                catch (final InterruptedException e)
+                {
+                    return;
+                }
+            }
         }
     }
 

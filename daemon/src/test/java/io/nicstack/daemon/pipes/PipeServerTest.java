@@ -329,7 +329,12 @@ class PipeServerTest
     /** An accepted connection of {@code app} with its remote end on stack B. */
     private long accept(final TestApp app, final Peer peer, final TcpConnection[] remote)
     {
-        remote[0] = b.tcp().connect(A_IP, PORT, peer, null);
+        return accept(app, peer, remote, PORT);
+    }
+
+    private long accept(final TestApp app, final Peer peer, final TcpConnection[] remote, final int port)
+    {
+        remote[0] = b.tcp().connect(A_IP, port, peer, null);
         return await(app, Protocol.ACCEPTED).longAt(0);
     }
 
@@ -556,18 +561,74 @@ class PipeServerTest
         }
     }
 
+    /**
+     * A file on a FUSE mount whose server hangs is refused without the daemon touching it: no statfs, stat, read or
+     * close of it may wait on the server (each would block the event loop for as long as the server pleases). Seen from
+     * the app's mount namespace, where the mount is FUSE, and from one the daemon cannot see into at all.
+     */
+    @Test
+    void sendFileOfAFileOnAHungFuseMountIsRefusedWithoutWaitingOnIt() throws Exception
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "mounting FUSE needs root");
+        assumeTrue(Files.exists(Path.of("/dev/fuse")), "no /dev/fuse");
+        final Path mountpoint = Files.createDirectory(shm.resolve("fuse"));
+        final StalledFuse fuse = new StalledFuse(mountpoint);
+        TestApp.Holder inside = null;
+        int outsideFd = -1;
+        try
+        {
+            inside = new TestApp.Holder(RING, PIPE, 2, fuse.enter());
+            final int fd = Integer.parseInt(inside.command("open " + mountpoint.resolve("f")));
+            final TestApp app = new TestApp(server.appsDirectory(), "fuse", inside, RING, PIPE, 2).attach();
+            outsideFd = Linux.LIBC.open(fuse.fromOutside().toString(), Linux.O_RDONLY);
+            assertTrue(fd >= 0 && outsideFd >= 0, "opened " + fd + ", " + outsideFd);
+            final int mine = outsideFd;
+            final TestApp self = attach("self", this.self, 2);
+            org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () ->
+            {
+                assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(app, fd), "FUSE in the app's namespace");
+                assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(self, mine, PORT + 1), "a mount the daemon cannot see");
+            });
+            final String log = logged.toString();
+            assertTrue(log.contains("fuse.nicstack-test"), log);
+            assertTrue(log.contains("a mount the daemon cannot see"), log);
+            assertEquals(2, counters.get(PipeCounter.FILES_REFUSED));
+            app.close();
+            self.close();
+        }
+        finally
+        {
+            // The server first: until it goes, closing a descriptor of its file (a FLUSH) waits for ever.
+            fuse.close();
+            if (inside != null)
+            {
+                inside.close();
+            }
+            if (outsideFd >= 0)
+            {
+                Linux.LIBC.close(outsideFd);
+            }
+        }
+    }
+
     /** Listen, accept one connection, SEND_FILE 1000 bytes of {@code fd}: the answer's reason. */
     private int sendFileAnswer(final TestApp app, final int fd)
     {
+        return sendFileAnswer(app, fd, PORT);
+    }
+
+    /** {@link #sendFileAnswer(TestApp, int)} on {@code port}. */
+    private int sendFileAnswer(final TestApp app, final int fd, final int port)
+    {
         runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
         assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
-        listen(app, PORT);
+        listen(app, port);
         final Peer peer = new Peer();
         final TcpConnection[] remote = new TcpConnection[1];
-        final long id = accept(app, peer, remote);
+        final long id = accept(app, peer, remote, port);
         app.sendFile(id, fd, 0, 1000);
         final int reason = awaitDraining(app, Protocol.FILE_SENT, peer, remote[0]).intAt(8);
-        app.send(Protocol.UNLISTEN, 8, PORT, 0);
+        app.send(Protocol.UNLISTEN, 8, port, 0);
         return reason;
     }
 
