@@ -185,6 +185,8 @@ public final class TcpConnection
     private long persistDeadline;
     private long keepAliveDeadline;
     private long timeWaitDeadline;
+    /** When an orphaned connection in FIN-WAIT-2 gives up waiting for the peer's FIN ({@link #armFinWait2Timeout}). */
+    private long finWait2Deadline;
     private long timerId = Timers.NO_TIMER;
     private long timerDeadline;
     /** Last believed ICMP soft error, {@code type << 8 | code}, 0 if none. */
@@ -436,6 +438,12 @@ public final class TcpConnection
             return;
         }
         shutdownOutput();
+        if (state == TcpState.FIN_WAIT_2)
+        {
+            // Half-closed before (shutdownOutput): orphaned now, the FIN-WAIT-2 timeout starts here (Linux's tcp_close).
+            armFinWait2Timeout(tcp.now());
+            rearm();
+        }
     }
 
     /**
@@ -1146,6 +1154,7 @@ public final class TcpConnection
                 if (finAcked())
                 {
                     state = TcpState.FIN_WAIT_2;
+                    armFinWait2Timeout(now);
                 }
                 break;
             case CLOSING:
@@ -1564,9 +1573,26 @@ public final class TcpConnection
         }
     }
 
+    /**
+     * Linux's tcp_fin_timeout: a connection the application closed takes no more data, so in FIN-WAIT-2 it only waits
+     * for the peer's FIN, and a peer that never sends one would hold it (its buffers, its place in a listener's limit)
+     * for ever. It is dropped without a segment after {@link TcpSettings#finWait2TimeoutNanos}, counted from when it
+     * was both orphaned and in FIN-WAIT-2, and not pushed back by what arrives: Linux moves it to a FIN-WAIT-2
+     * timewait socket that expires silently, and a FIN after that draws a reset here as there. A half-closed
+     * connection whose application still reads is not orphaned and waits as long as RFC 9293 §3.6 has it.
+     */
+    private void armFinWait2Timeout(final long now)
+    {
+        if (state == TcpState.FIN_WAIT_2 && closedByApplication && finWait2Deadline == NONE)
+        {
+            finWait2Deadline = now + settings.finWait2TimeoutNanos;
+        }
+    }
+
     private void enterTimeWait(final long now)
     {
         state = TcpState.TIME_WAIT;
+        finWait2Deadline = NONE;
         rtoDeadline = NONE;
         ptoDeadline = NONE;
         persistDeadline = NONE;
@@ -2377,6 +2403,7 @@ public final class TcpConnection
         next = earliest(next, persistDeadline);
         next = earliest(next, keepAliveDeadline);
         next = earliest(next, timeWaitDeadline);
+        next = earliest(next, finWait2Deadline);
         if (timerId != Timers.NO_TIMER ? next == NONE || next - timerDeadline >= 0 : next == NONE)
         {
             return;
@@ -2415,6 +2442,7 @@ public final class TcpConnection
         persistDeadline = NONE;
         keepAliveDeadline = NONE;
         timeWaitDeadline = NONE;
+        finWait2Deadline = NONE;
         if (timerId != Timers.NO_TIMER)
         {
             tcp.timers().cancel(timerId);
@@ -2430,6 +2458,11 @@ public final class TcpConnection
         if (timeWaitDeadline != NONE && now - timeWaitDeadline >= 0)
         {
             tcp.remove(this, CLOSE_NORMAL);
+            return;
+        }
+        if (finWait2Deadline != NONE && now - finWait2Deadline >= 0)
+        {
+            tcp.remove(this, CLOSE_TIMED_OUT);
             return;
         }
         if (ptoDeadline != NONE && now - ptoDeadline >= 0)
@@ -2699,7 +2732,7 @@ public final class TcpConnection
             + " sacked=" + sackedCount + " dupAcks=" + dupAcks + " sendBuffer=[" + sendBuffer.start() + "," + sendBuffer.end() + ")"
             + " fin=" + finRequested + " rcvNxt=" + (rcvNxt - irs) + " rcvEdge=" + (rcvAdvertisedEdge - irs)
             + " readable=" + receiveBuffer.readable() + " ooo=" + receiveBuffer.outOfOrderRanges() + " peerFin=" + peerFinReceived
-            + " timers(rto=" + rtoDeadline + " dack=" + delayedAckDeadline + " persist=" + persistDeadline + " tw=" + timeWaitDeadline
+            + " timers(rto=" + rtoDeadline + " dack=" + delayedAckDeadline + " persist=" + persistDeadline + " tw=" + timeWaitDeadline + " fw2=" + finWait2Deadline
             + " armed=" + timerDeadline + ")";
     }
 

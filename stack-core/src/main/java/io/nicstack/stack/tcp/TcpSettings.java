@@ -16,6 +16,13 @@ public final class TcpSettings
     public long maxRtoNanos = 120_000_000_000L;
     /** TIME-WAIT lasts 2 × MSL (RFC 9293 §3.4.2; MSL = 30 s here, as Linux uses 60 s in all). */
     public long timeWaitNanos = 60_000_000_000L;
+    /**
+     * How long a connection the application closed waits in FIN-WAIT-2 for the peer's FIN before it is dropped
+     * silently (Linux's net.ipv4.tcp_fin_timeout, 60 s). Closed, it can take no more data, and a peer that never
+     * sends its FIN would hold it for ever. A half-closed connection ({@code shutdownOutput}) whose application still
+     * reads waits for the FIN as long as it takes (RFC 9293 §3.6).
+     */
+    public long finWait2TimeoutNanos = 60_000_000_000L;
     /** R1 (RFC 9293 §3.8.3, MUST-20): retransmissions after which IP is told; counted only. */
     public int r1Retransmits = 3;
     /** R2 for data: retransmissions before the connection is given up (≥ 100 s with backoff). */
@@ -59,6 +66,7 @@ public final class TcpSettings
         c.minRtoNanos = minRtoNanos;
         c.maxRtoNanos = maxRtoNanos;
         c.timeWaitNanos = timeWaitNanos;
+        c.finWait2TimeoutNanos = finWait2TimeoutNanos;
         c.r1Retransmits = r1Retransmits;
         c.r2Retransmits = r2Retransmits;
         c.synRetransmits = synRetransmits;

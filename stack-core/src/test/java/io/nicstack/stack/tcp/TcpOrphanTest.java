@@ -1,0 +1,91 @@
+package io.nicstack.stack.tcp;
+
+import org.junit.jupiter.api.Test;
+
+import static io.nicstack.stack.tcp.TcpTestHarness.*;
+import static io.nicstack.stack.wire.TcpHeader.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * Connections the application has closed (orphans, in Linux's word): they can take no more data, so what would keep
+ * them alive for ever in RFC 9293's model is bounded, as Linux bounds it.
+ */
+class TcpOrphanTest
+{
+    private final TcpTestHarness t = new TcpTestHarness();
+
+    /** ESTABLISHED, then {@code close()}: our FIN goes and the peer acknowledges it, but sends no FIN of its own. */
+    private void closeIntoFinWait2()
+    {
+        t.passiveOpen();
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+    }
+
+    @Test
+    void linux_finTimeout_anOrphanInFinWait2IsDroppedSilentlyAfterTheTimeout()
+    {
+        final long timeout = t.settings().finWait2TimeoutNanos;
+        assertEquals(60 * SECOND, timeout, "Linux's net.ipv4.tcp_fin_timeout");
+        closeIntoFinWait2();
+        // What the peer sends meanwhile does not push the timeout back (Linux's FIN-WAIT-2 timewait socket).
+        t.advance(timeout / 2);
+        t.send(t.in().ack(t.iss + 2));
+        t.advance(timeout / 2 - MS);
+        t.recvNothing();
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        t.advance(MS);
+        t.recvNothing();
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(0, t.stack.tcp().connectionCount());
+        assertEquals(0, t.listener.liveConnections(), "its place in the listener's connection limit is free");
+        // The peer's FIN, late, finds no connection.
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).flags(RST).ack(0));
+    }
+
+    @Test
+    void rfc9293_aHalfClosedConnectionWhoseApplicationStillReadsWaitsInFinWait2ForThePeersFin()
+    {
+        t.passiveOpen();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        t.advance(24L * 3600 * SECOND);
+        t.advance(24L * 3600 * SECOND);
+        t.recvNothing();
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state(), "not orphaned: no FIN-WAIT-2 timeout");
+        // The peer still sends, and closes in the end.
+        t.send(t.in().ack(t.iss + 2).flags(ACK | PSH).payload(bytes(100, 4)));
+        assertArrayEquals(bytes(100, 4), t.read());
+        t.send(t.in().seq(t.irs + 101).ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 102));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+    }
+
+    @Test
+    void linux_finTimeout_closeAfterAHalfCloseStartsTheTimeout()
+    {
+        t.passiveOpen();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2));
+        t.advance(600 * SECOND);
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        // Linux's tcp_close in FIN-WAIT-2: orphaned from now on.
+        t.conn.close();
+        t.poll();
+        t.advance(t.settings().finWait2TimeoutNanos - MS);
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        t.advance(MS);
+        t.recvNothing();
+        assertEquals(TcpState.CLOSED, t.conn.state());
+    }
+}
