@@ -195,6 +195,8 @@ public final class TcpConnection
     private int persistBackoff;
     /** Zero-window probes sent since the peer last sent an acceptable ACK (RFC 9293 §3.8.6.1: it must answer them). */
     private int probesUnanswered;
+    /** Zero-window probes sent since the application closed the connection, answered or not ({@link TcpSettings#orphanRetries}). */
+    private int orphanProbes;
     /** RFC 9293 §3.8.6.2.1: the override timeout is 0.1 to 1 s. */
     private static final long SWS_OVERRIDE_NANOS = 200_000_000L;
     /** RFC 7323 §5.5: TS.Recent older than this is no longer compared with (24 days, under 2^31 ms). */
@@ -1193,12 +1195,14 @@ public final class TcpConnection
                 persistBackoff = 0;
             }
         }
-        if (sndWnd == 0 && finRequested && sndUna == finSeq() && sndMax != sndUna)
+        if (sndWnd == 0 && finRequested && sndUna == finSeq() && sndMax != sndUna && !closedByApplication)
         {
             // Only our FIN outstanding, behind a closed window: a receiver with RCV.WND = 0 drops it (a segment of
             // length 1) and ACKs, so the FIN is in effect a zero-window probe and this ACK its answer. The connection
             // stays open while the peer answers (RFC 9293 §3.8.6.1, MUST-36, MUST-37; RFC 1122 4.2.2.17): the retries
             // toward R2 start again (as a probe answer clears Linux's icsk_probes_out); the RTO keeps its backoff.
+            // Not once the application has closed: answered or not, the FIN's retransmissions then count toward R2,
+            // as Linux counts an orphan's (tcp_write_timeout), or the peer could hold the connection for ever.
             retransmits = 0;
         }
     }
@@ -2495,8 +2499,21 @@ public final class TcpConnection
                     tcp.remove(this, CLOSE_TIMED_OUT);
                     return;
                 }
+                if (closedByApplication && orphanProbes >= settings.orphanRetries)
+                {
+                    // Nobody will read our reply or write again: a peer that answers every probe with a zero window
+                    // must not hold the connection for ever (sockstress). Linux's tcp_probe_timer gives an orphan
+                    // tcp_orphan_retries probes, answered or not; the reset tells a live peer it will get no more.
+                    tcp.sendReset(localIp, localPort, remoteIp, remotePort, seqWithoutText(), 0, false, now);
+                    tcp.remove(this, CLOSE_TIMED_OUT);
+                    return;
+                }
                 sendProbe(now, true);
                 probesUnanswered++;
+                if (closedByApplication)
+                {
+                    orphanProbes++;
+                }
                 persistBackoff++;
                 persistDeadline = now + persistInterval();
             }
@@ -2535,7 +2552,8 @@ public final class TcpConnection
         // the peer must answer; it is no retry towards R2, or a peer that keeps its window closed for long, as it may,
         // would have the connection dropped while answering every probe (as Linux's tcp_retransmit_timer). Only data
         // waits on the persist timer: a FIN alone is retransmitted, and counted, as usual, until the peer answers it
-        // (updateSendWindow: an answer behind a closed window clears the count, as a probe's answer would).
+        // (updateSendWindow: while the application owns the connection, an answer behind a closed window clears the
+        // count, as a probe's answer would).
         final boolean windowClosed = state.isSynchronized() && sndWnd == 0 && sendBuffer.end() > offsetOfSend(sndUna);
         final boolean opening = state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED;
         if (!windowClosed)

@@ -29,6 +29,13 @@ public final class TcpSettings
     public int r2Retransmits = 15;
     /** R2 for SYN: at least 3 minutes (MUST-20): 1+2+...+128 s = 255 s with 8 retransmissions. */
     public int synRetransmits = 8;
+    /**
+     * Zero-window probes a connection the application closed sends before it is reset, answered or not (Linux's
+     * net.ipv4.tcp_orphan_retries, whose default 0 means 8). Nobody will write to it again, and a peer that answers
+     * every probe with a zero window would hold it for ever (sockstress). While the application owns the connection
+     * the window may stay closed indefinitely (RFC 9293 §3.8.6.1).
+     */
+    public int orphanRetries = 8;
     /** Keep-alives are off by default (RFC 9293 §3.8.4, MUST-24). */
     public boolean keepAlive;
     /** MUST-26: the idle interval must default to no less than two hours. */
@@ -70,6 +77,7 @@ public final class TcpSettings
         c.r1Retransmits = r1Retransmits;
         c.r2Retransmits = r2Retransmits;
         c.synRetransmits = synRetransmits;
+        c.orphanRetries = orphanRetries;
         c.keepAlive = keepAlive;
         c.keepAliveIdleNanos = keepAliveIdleNanos;
         c.keepAliveIntervalNanos = keepAliveIntervalNanos;

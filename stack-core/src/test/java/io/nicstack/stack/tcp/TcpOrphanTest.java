@@ -88,4 +88,93 @@ class TcpOrphanTest
         t.recvNothing();
         assertEquals(TcpState.CLOSED, t.conn.state());
     }
+
+    @Test
+    void linux_orphanRetries_anOrphanBehindAZeroWindowIsResetAfterItsProbesAnsweredOrNot()
+    {
+        // sockstress: the peer takes a little, closes its window and answers every probe. The application has closed.
+        t.passiveOpen();
+        t.write(bytes(2000, 8));
+        t.recv(t.out().payloadLength(1460));
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.conn.close();
+        t.poll();
+        t.recvNothing();
+        int probes = 0;
+        TcpTestHarness.Seg last = null;
+        for (int step = 0; step < 3600 && t.conn.state() != TcpState.CLOSED; step++)
+        {
+            t.advance(SECOND);
+            for (final TcpTestHarness.Seg s : t.recv())
+            {
+                last = s;
+                if (s.r.hasFlags(RST))
+                {
+                    continue;
+                }
+                assertEquals(1, s.payload.length, "a zero-window probe: " + t.describe(s));
+                probes++;
+                t.send(t.in().ack(t.iss + 1461).window(0));
+            }
+        }
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(t.settings().orphanRetries, probes);
+        // The reset is at the peer's RCV.NXT, the only sequence number its closed window takes (RFC 5961 §3.2).
+        assertNotNull(last);
+        assertTrue(last.r.hasFlags(RST), "reset: " + t.describe(last));
+        assertEquals(t.iss + 1461, last.r.seq);
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    @Test
+    void rfc9293_must36_anOwnedConnectionBehindAZeroWindowOutlivesTheOrphanLimit()
+    {
+        // The same peer, but the application has only half-closed: it may write no more, yet still reads.
+        t.passiveOpen();
+        t.write(bytes(2000, 8));
+        t.recv(t.out().payloadLength(1460));
+        t.send(t.in().ack(t.iss + 1461).window(0));
+        t.conn.shutdownOutput();
+        t.poll();
+        int probes = 0;
+        for (int step = 0; step < 3600 && t.conn.state() != TcpState.CLOSED; step++)
+        {
+            t.advance(SECOND);
+            for (final TcpTestHarness.Seg s : t.recv())
+            {
+                assertEquals(1, s.payload.length, "a zero-window probe: " + t.describe(s));
+                probes++;
+                t.send(t.in().ack(t.iss + 1461).window(0));
+            }
+        }
+        assertEquals(TcpState.FIN_WAIT_1, t.conn.state(), "still open after an hour of answered probes");
+        assertTrue(probes > 2 * t.settings().orphanRetries, "probes: " + probes);
+    }
+
+    @Test
+    void linux_orphanRetries_anOrphansFinBehindAZeroWindowEndsAfterR2EvenWhenAnswered()
+    {
+        t.passiveOpen();
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.send(t.in().ack(t.iss + 101).window(0));
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        int answered = 0;
+        for (int step = 0; step < 7200 && t.conn.state() != TcpState.CLOSED; step++)
+        {
+            t.advance(SECOND);
+            for (final TcpTestHarness.Seg s : t.recv())
+            {
+                assertTrue(s.r.hasFlags(FIN), "the FIN sent again: " + t.describe(s));
+                t.send(t.in().ack(t.iss + 101).window(0));
+                answered++;
+            }
+        }
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(t.settings().r2Retransmits, answered, "R2 retransmissions, each answered");
+    }
 }
