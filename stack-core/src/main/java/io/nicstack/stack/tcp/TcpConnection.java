@@ -207,6 +207,9 @@ public final class TcpConnection
     /** When this connection last sent a challenge ACK limited per connection ({@link #challengeAckAllowed}). */
     private long lastChallengeAckNanos;
     private boolean challengeAckSent;
+    /** When a SYN,ACK last went out in reply to a segment in SYN-RECEIVED ({@link #replySynAck}), if one has. */
+    private long lastSynAckReplyNanos;
+    private boolean synAckReplied;
     /** When new data last went out (RFC 5681 §4.1's idle period; Linux's lsndtime). */
     private long lastDataSentNanos;
     private int keepAliveProbesSent;
@@ -1818,7 +1821,7 @@ public final class TcpConnection
         {
             if (ackNow)
             {
-                sendSyn(now);
+                replySynAck(now);
             }
             rearm();
             return;
@@ -2092,7 +2095,45 @@ public final class TcpConnection
         return seq + len;
     }
 
+    /** Send our SYN (or SYN,ACK) for the first time, or again when the retransmission timer expires, and arm the timer. */
     private void sendSyn(final long now)
+    {
+        emitSyn(now);
+        if (!rttTiming && retransmits == 0)
+        {
+            rttTiming = true;
+            rttSeq = iss;
+            rttStart = now;
+        }
+        rtoDeadline = now + rtt.rto();
+        rearm();
+    }
+
+    /**
+     * A segment in SYN-RECEIVED asked for a reply (the peer's SYN again, or any unacceptable segment): our SYN,ACK
+     * again, as Linux's tcp_check_req sends it, at most once per {@link TcpSettings#challengeAckIntervalNanos} (its
+     * tcp_oow_rate_limited, per request). It is no expiry of the retransmission timer: the timer's deadline and its
+     * count of retries stay as they are, so whatever the peer sends, short of completing the handshake, the half-open
+     * connection ends after {@link TcpSettings#synRetransmits}. Before, each reply re-armed the timer, and a peer (or
+     * anyone sending with its address) that kept asking held the connection, and its place in the SYN backlog, for
+     * ever. The reply is a retransmission all the same: counted, and no RTT sample is taken across it (Karn).
+     */
+    private void replySynAck(final long now)
+    {
+        ackNow = false;
+        if (synAckReplied && now - lastSynAckReplyNanos < settings.challengeAckIntervalNanos)
+        {
+            return;
+        }
+        synAckReplied = true;
+        lastSynAckReplyNanos = now;
+        countRetransmission(now);
+        rttTiming = false;
+        emitSyn(now);
+    }
+
+    /** Build and send our SYN or SYN,ACK with its options; SND.NXT is past it. Timers are the caller's. */
+    private void emitSyn(final long now)
     {
         final TcpRepr r = tcp.repr();
         r.reset();
@@ -2127,15 +2168,7 @@ public final class TcpConnection
             sndMax = iss + 1;
         }
         sndNxt = iss + 1;
-        if (!rttTiming && retransmits == 0)
-        {
-            rttTiming = true;
-            rttSeq = iss;
-            rttStart = now;
-        }
-        rtoDeadline = now + rtt.rto();
         ackNow = false;
-        rearm();
     }
 
     /**

@@ -149,6 +149,64 @@ class Rfc9293ConnectionTest
     }
 
     @Test
+    void linux_synAcksAnsweringTheSynAgainAreRateLimited()
+    {
+        t.listen();
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        // A flood of the same SYN draws one SYN,ACK per interval (Linux's tcp_oow_rate_limited in tcp_check_req).
+        for (int i = 0; i < 100; i++)
+        {
+            t.send(t.peerSyn());
+        }
+        t.recv(t.expectedSynAck());
+        t.advanceMs(499);
+        t.send(t.peerSyn());
+        t.recvNothing();
+        t.advanceMs(1);
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+    }
+
+    @Test
+    void rfc9293_must20_aHalfOpenConnectionEndsAfterItsSynAckRetriesWhateverThePeerSends()
+    {
+        // A peer (or anyone with its address) that sends its SYN again and again, each answered by a SYN,ACK: the
+        // half-open connection still ends when it would with a quiet peer, after synRetransmits expiries of its timer.
+        final long quietLifetime = halfOpenLifetime(new TcpTestHarness(), false);
+        final long askingLifetime = halfOpenLifetime(t, true);
+        assertEquals(quietLifetime, askingLifetime);
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    /** How long a half-open connection lives, in 500 ms steps, while the peer sends its SYN again each step or not. */
+    private static long halfOpenLifetime(final TcpTestHarness h, final boolean synEachStep)
+    {
+        h.listen();
+        h.send(h.peerSyn());
+        h.iss = h.recv(h.expectedSynAck()).get(0).r.seq;
+        final long start = h.now;
+        int synAcks = 0;
+        while (h.now - start < 3600 * SECOND)
+        {
+            h.advanceMs(500);
+            synAcks += h.recv().size();
+            if (h.listener.synReceived() == 0)
+            {
+                break; // (the next SYN would open a new connection)
+            }
+            if (synEachStep)
+            {
+                h.send(h.peerSyn());
+                synAcks += h.recv().size();
+            }
+        }
+        assertEquals(0, h.listener.synReceived(), "the half-open connection ended");
+        assertTrue(synAcks >= h.settings().synRetransmits, "SYN,ACKs sent: " + synAcks);
+        return h.now - start;
+    }
+
+    @Test
     void rfc9293_must41_passiveOpenDoesNotDisturbOtherConnections()
     {
         t.activeOpen();
