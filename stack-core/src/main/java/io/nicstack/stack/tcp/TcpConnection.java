@@ -573,12 +573,6 @@ public final class TcpConnection
     void onSegment(final TcpRepr seg, final DirectBuffer buffer, final long now)
     {
         lastActivity = now;
-        if (settings.keepAlive && state.isSynchronizedBeforeTimeWait())
-        {
-            // Not in TIME-WAIT (a peer's retransmitted FIN): probes there would end it before 2*MSL (MUST-13).
-            keepAliveProbesSent = 0;
-            keepAliveDeadline = now + settings.keepAliveIdleNanos;
-        }
         if (state == TcpState.ESTABLISHED && tcp.headerPrediction && predicted(seg, buffer, now))
         {
             return;
@@ -719,6 +713,7 @@ public final class TcpConnection
         {
             return;
         }
+        peerAlive(now);
 
         updateTsRecent(seg, now);
         if (probe)
@@ -809,6 +804,7 @@ public final class TcpConnection
             return false;
         }
 
+        peerAlive(now);
         // §3.10.7.4 "fifth", as processAck: a new ACK, then the window update (the window itself is unchanged).
         if (ack != sndUna)
         {
@@ -1079,6 +1075,22 @@ public final class TcpConnection
     private void armKeepAlive(final long now)
     {
         if (settings.keepAlive)
+        {
+            keepAliveProbesSent = 0;
+            keepAliveDeadline = now + settings.keepAliveIdleNanos;
+        }
+    }
+
+    /**
+     * A segment passed the sequence number, PAWS, RST, SYN and ACK checks: the peer is alive, and the keep-alive idle
+     * interval starts again (RFC 9293 §3.8.4). Only such a segment: one that fails them may be anyone's (a blind
+     * attacker needs only the 4-tuple), and counting it would keep a dead peer's connection from ever being probed;
+     * Linux likewise takes the time of the last valid ACK (rcv_tstamp, in tcp_ack) or data. Not in TIME-WAIT (a
+     * peer's retransmitted FIN): probes there would end it before 2*MSL (MUST-13).
+     */
+    private void peerAlive(final long now)
+    {
+        if (settings.keepAlive && state.isSynchronizedBeforeTimeWait())
         {
             keepAliveProbesSent = 0;
             keepAliveDeadline = now + settings.keepAliveIdleNanos;

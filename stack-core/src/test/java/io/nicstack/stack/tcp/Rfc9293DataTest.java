@@ -255,6 +255,38 @@ class Rfc9293DataTest
     }
 
     @Test
+    void rfc9293_must29_onlyAcceptableSegmentsRestartTheKeepAliveIdleInterval()
+    {
+        // The peer is gone; a blind attacker who knows only the 4-tuple sends every 5 s: a RST outside the window, an
+        // ACK outside it, an in-window segment whose ACK acknowledges what was never sent (RFC 5961 §5.2). None shows
+        // that the peer is alive: the probes go out and, unanswered, end the connection.
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = SECOND;
+        t.settings().keepAliveProbes = 2;
+        t.passiveOpen();
+        t.recv();
+        int probes = 0;
+        for (int i = 0; i < 60 && t.conn.state() == TcpState.ESTABLISHED; i++)
+        {
+            t.advance(SECOND);
+            if (i % 5 == 0)
+            {
+                t.send(t.in().seq(t.irs + 1 + 0x4000_0000).ack(0).flags(RST));
+                t.send(t.in().seq(t.irs + 1 + 0x4000_0000).ack(t.iss + 1 + 0x4000_0000));
+                t.send(t.in().ack(t.iss + 1 + 1000));
+            }
+            for (final Seg s : t.recv())
+            {
+                probes += s.r.seq == t.iss ? 1 : 0; // SEG.SEQ = SND.NXT - 1
+            }
+        }
+        assertEquals(2, probes);
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+    }
+
+    @Test
     void rfc9293_must13_aFinRetransmittedIntoTimeWaitDoesNotStartKeepAlives()
     {
         t.settings().keepAlive = true;
