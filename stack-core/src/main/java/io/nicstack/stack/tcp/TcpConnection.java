@@ -614,8 +614,7 @@ public final class TcpConnection
             && now - tsRecentNanos < PAWS_IDLE_NANOS)
         {
             tcp.count(StackCounter.TCP_PAWS_DROPS);
-            ackNow = true;
-            markDirty();
+            answerUnacceptable(seg, segLen, now);
             return;
         }
 
@@ -644,8 +643,7 @@ public final class TcpConnection
                 }
                 // RFC 9293: an unacceptable segment gets <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then is dropped.
                 tcp.count(StackCounter.TCP_OUT_OF_WINDOW);
-                ackNow = true;
-                markDirty();
+                answerUnacceptable(seg, segLen, now);
             }
             return;
         }
@@ -1095,6 +1093,36 @@ public final class TcpConnection
             keepAliveProbesSent = 0;
             keepAliveDeadline = now + settings.keepAliveIdleNanos;
         }
+    }
+
+    /**
+     * The ACK that answers a segment dropped as unacceptable (RFC 9293 §3.10.7.4 "first") or as an old duplicate (RFC
+     * 7323 §5.3), limited as Linux's tcp_oow_rate_limited limits it:
+     * <ul>
+     * <li>a SYN in a synchronized state gets a challenge ACK, whatever its sequence number (RFC 5961 §4.2, as Linux's
+     *     tcp_validate_incoming), with its limits (per connection and host-wide, {@link Tcp#challengeAck});</li>
+     * <li>a segment without data (SEG.LEN 0, its FIN counted) or with SYN is answered at most once per
+     *     {@link TcpSettings#challengeAckIntervalNanos} (Linux's tcp_invalid_ratelimit), the interval shared with
+     *     challenge ACKs as Linux shares last_oow_ack_time: a stream of them is an ACK loop or a flood, each ACK
+     *     answering one. A keep-alive probe (or a zero-window probe without data) comes far less often;</li>
+     * <li>a segment with data is always answered: a peer that sends again what we hold (below RCV.NXT) needs the ACK,
+     *     and its D-SACK, for its recovery, and data is no part of an ACK loop.</li>
+     * </ul>
+     */
+    private void answerUnacceptable(final TcpRepr seg, final int segLen, final long now)
+    {
+        final boolean syn = seg.hasFlags(TcpHeader.SYN);
+        if (syn && state.isSynchronized())
+        {
+            tcp.challengeAck(this, true, now);
+            return;
+        }
+        if ((segLen == 0 || syn) && !challengeAckAllowed(now))
+        {
+            return;
+        }
+        ackNow = true;
+        markDirty();
     }
 
     /** RFC 5961 §7, per connection: whether {@link TcpSettings#challengeAckIntervalNanos} passed since the last one. */

@@ -54,9 +54,11 @@ class Rfc5961Test
     void rfc5961_synInEstablishedSendsChallengeAck()
     {
         t.passiveOpen();
-        // §4.2: a SYN in a synchronized state, in window or not, gets a challenge ACK and changes nothing.
+        // §4.2: a SYN in a synchronized state, in window or not, gets a challenge ACK and changes nothing (§7: one per
+        // interval on a connection).
         t.send(t.in().flags(SYN).seq(t.irs + 1 + 500).ack(0));
         t.recv(t.out());
+        t.advanceMs(500);
         t.send(t.in().flags(SYN).seq(t.irs - 100_000).ack(0));
         t.recv(t.out());
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
@@ -135,5 +137,94 @@ class Rfc5961Test
         }
         assertTrue(budgets.size() > 1, "the same budget five seconds running: " + budgets);
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc5961_outOfWindowSynsGetChallengeAcksWithTheirLimits()
+    {
+        t.passiveOpen();
+        // §4.2 "regardless of the sequence number", so §7's limits too: one per interval on this connection.
+        for (int i = 0; i < 200; i++)
+        {
+            t.send(t.in().flags(SYN).seq(t.irs - 100_000 - i).ack(0));
+        }
+        t.recv(t.out());
+        assertEquals(1, t.counter(StackCounter.TCP_CHALLENGE_ACKS));
+        assertEquals(199, t.counter(StackCounter.TCP_CHALLENGE_ACKS_LIMITED));
+        t.advanceMs(500);
+        t.send(t.in().flags(SYN).seq(t.irs - 200_000).ack(0));
+        t.recv(t.out());
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void linux_oowRateLimit_segmentsWithoutDataOutsideTheWindowAreAnsweredOncePerInterval()
+    {
+        t.passiveOpen();
+        // Linux's tcp_invalid_ratelimit: a flood of pure ACKs outside the window (or an ACK loop) draws one ACK.
+        for (int i = 0; i < 200; i++)
+        {
+            t.send(t.in().seq(t.irs - 100_000 - i));
+        }
+        t.recv(t.out());
+        t.advanceMs(499);
+        t.send(t.in().seq(t.irs - 100_000));
+        t.recvNothing();
+        t.advanceMs(1);
+        t.send(t.in().seq(t.irs - 100_000));
+        t.recv(t.out());
+        assertEquals(202, t.counter(StackCounter.TCP_OUT_OF_WINDOW));
+    }
+
+    @Test
+    void linux_oowRateLimit_keepAliveProbesFromThePeerAreAnsweredAtTheirInterval()
+    {
+        t.passiveOpen();
+        // A keep-alive probe (SEG.SEQ = RCV.NXT - 1, no data) is unacceptable, and answered: probes come a second or
+        // more apart, longer than the limit's interval, even after junk used it up.
+        t.send(t.in().seq(t.irs - 100_000));
+        t.recv(t.out());
+        for (int i = 0; i < 5; i++)
+        {
+            t.advance(SECOND);
+            t.send(t.in().seq(t.irs));
+            t.recv(t.out());
+        }
+    }
+
+    @Test
+    void linux_oowRateLimit_dataAlreadyReceivedIsAlwaysAnsweredWithItsDsack()
+    {
+        t.peerSackPermitted = true;
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(100, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 101));
+        // The peer's retransmissions of what we hold (its ACKs were lost): each needs its ACK and D-SACK (RFC 2883)
+        // for the peer's recovery, and data is no part of an ACK loop.
+        for (int i = 0; i < 5; i++)
+        {
+            t.send(t.in().flags(ACK | PSH).payload(bytes(100, 1)));
+            t.recv(t.out().ack(t.irs + 101).sack(t.irs + 1, t.irs + 101));
+        }
+    }
+
+    @Test
+    void linux_oowRateLimit_zeroWindowProbesAreAlwaysAnswered()
+    {
+        t.settings().receiveBufferBytes = 4096;
+        t.settings().windowScaling = false;
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(1460, 1)));
+        t.send(t.in().seq(t.irs + 1 + 1460).flags(ACK | PSH).payload(bytes(1460, 2)));
+        t.send(t.in().seq(t.irs + 1 + 2920).flags(ACK | PSH).payload(bytes(4096 - 2920, 3)));
+        t.recv();
+        // Our window is closed; the peer probes it with one octet at RCV.NXT, as often as it likes: each probe has its
+        // answer, which says the window is still closed.
+        for (int i = 0; i < 5; i++)
+        {
+            t.send(t.in().seq(t.irs + 1 + 4096).payload(bytes(1, 4)));
+            t.recv(t.out().ack(t.irs + 1 + 4096).window(0));
+        }
     }
 }

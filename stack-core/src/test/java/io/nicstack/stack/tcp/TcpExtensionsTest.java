@@ -1080,6 +1080,25 @@ class TcpExtensionsTest
     }
 
     @Test
+    void linux_oowRateLimit_pawsDropsWithoutDataAreAnsweredOncePerInterval()
+    {
+        tenBytesWithTsVal5000();
+        // Old duplicates without data, replayed in a stream: one ACK per interval (Linux's tcp_oow_rate_limited on
+        // its PAWS drop); with data, each is answered.
+        for (int i = 0; i < 50; i++)
+        {
+            t.send(t.in().seq(t.irs + 11).ts(4000, t.lastStackTsVal));
+        }
+        t.recv(t.out().ack(t.irs + 11).tsEcr(5000));
+        t.send(t.in().seq(t.irs + 11).flags(ACK | PSH).payload(bytes(10, 2)).ts(4000, t.lastStackTsVal));
+        t.recv(t.out().ack(t.irs + 11).tsEcr(5000));
+        t.advanceMs(500);
+        t.send(t.in().seq(t.irs + 11).ts(4000, t.lastStackTsVal));
+        t.recv(t.out().ack(t.irs + 11).tsEcr(5000));
+        assertEquals(52, t.counter(StackCounter.TCP_PAWS_DROPS));
+    }
+
+    @Test
     void rfc7323_pawsForgetsATsRecentOlderThan24Days()
     {
         // §5.5: after 24 idle days the peer's 1 ms clock may have run past half its cycle, so a newer TSval compares
