@@ -1221,12 +1221,17 @@ public final class TcpConnection
         return true;
     }
 
-    /** Window update (RFC 9293: SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2 =< SEG.ACK)). */
+    /**
+     * Window update (RFC 9293 §3.10.7.4 "fifth"): only when SND.UNA =< SEG.ACK =< SND.NXT (SND.UNA already moved to a
+     * new SEG.ACK, and SEG.ACK past SND.NXT never comes here), and SND.WL1 < SEG.SEQ or (SND.WL1 = SEG.SEQ and SND.WL2
+     * =< SEG.ACK). An old ACK (SEG.ACK < SND.UNA, acceptable within MAX.SND.WND by RFC 5961 §5.2) carries a window
+     * the peer had before it acknowledged more, even when its data is new: it must not close or shrink ours.
+     */
     private void updateSendWindow(final TcpRepr seg, final int ack)
     {
         // Every acceptable ACK passes here, predicted or not: it answers any zero-window probe outstanding.
         probesUnanswered = 0;
-        if (Seq.lt(sndWl1, seg.seq) || (sndWl1 == seg.seq && Seq.le(sndWl2, ack)))
+        if (Seq.ge(ack, sndUna) && (Seq.lt(sndWl1, seg.seq) || (sndWl1 == seg.seq && Seq.le(sndWl2, ack))))
         {
             sndWnd = (long)seg.window << sndWscale;
             maxSndWnd = Math.max(maxSndWnd, sndWnd);

@@ -627,6 +627,24 @@ class Rfc9293DataTest
     }
 
     @Test
+    void rfc9293_anOldAckDoesNotUpdateTheSendWindow()
+    {
+        // §3.10.7.4 "fifth": the send window is updated only if SND.UNA =< SEG.ACK =< SND.NXT. A segment with new data
+        // but an old ACK (reordered behind the peer's later ACK; acceptable within MAX.SND.WND, RFC 5961 §5.2) carries
+        // a window from before: its data is taken, its window is not.
+        t.passiveOpen();
+        t.write(bytes(1000, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(1000));
+        t.send(t.in().ack(t.iss + 1001));
+        t.send(t.in().seq(t.irs + 1).ack(t.iss + 1001).flags(ACK | PSH).payload(bytes(10, 2)));
+        t.send(t.in().seq(t.irs + 11).ack(t.iss + 1).window(0).flags(ACK | PSH).payload(bytes(10, 3)));
+        assertEquals(20, t.conn.readable(), "the data is taken");
+        assertEquals(65535, t.conn.sndWnd, "the window is not");
+        t.write(bytes(500, 4));
+        t.recv(t.out().seq(t.iss + 1001).ack(t.irs + 21).flags(ACK | PSH).payloadLength(500));
+    }
+
+    @Test
     void rfc9293_zeroWindowStillAcceptsAcks()
     {
         // §3.10.7.4: with RCV.WND = 0 no data is acceptable, but valid ACKs are processed.
