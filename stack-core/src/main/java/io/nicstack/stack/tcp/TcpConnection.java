@@ -623,7 +623,12 @@ public final class TcpConnection
         // peer's zero-window probe) has its ACK field taken before its text is dropped, as Linux does. Without that,
         // a peer whose only segments are probes could never tell us what it received.
         final boolean probe = seg.payloadLength > 0 && seg.seq == rcvNxt && rcvAdvertisedEdge - rcvNxt <= 0;
-        if (!probe && !acceptable(seg.seq, segLen))
+        // A FIN without data at RCV.NXT takes no room: it is taken with the window at zero, as Linux does since some
+        // stacks send it again and again, never backing off, while each is refused (tcp_data_queue). The peer learns
+        // of the close only later otherwise, when the application reads. (With the window open it is acceptable.)
+        final boolean bareFin = (seg.flags & (TcpHeader.FIN | TcpHeader.SYN | TcpHeader.RST)) == TcpHeader.FIN
+            && seg.payloadLength == 0 && seg.seq == rcvNxt;
+        if (!probe && !bareFin && !acceptable(seg.seq, segLen))
         {
             if (!seg.hasFlags(TcpHeader.RST))
             {

@@ -659,6 +659,22 @@ class Rfc9293DataTest
     }
 
     @Test
+    void linux_aBareFinAtRcvNxtIsTakenWhileTheWindowIsZero()
+    {
+        // RFC 9293 §3.4 accepts nothing but ACKs, URGs and RSTs in a zero window; Linux takes a FIN without data at
+        // RCV.NXT too (tcp_data_queue: it takes no room, and some stacks resend it in a tight loop while refused).
+        t.settings().receiveBufferBytes = 4096;
+        t.passiveOpen();
+        fillTheReceiveWindowWhileSending100Bytes();
+        t.send(t.in().seq(t.irs + 4097).ack(t.iss + 101).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4098).window(0));
+        assertEquals(TcpState.CLOSE_WAIT, t.conn.state());
+        assertTrue(t.events.peerClosed);
+        assertEquals(4096, t.read().length);
+        assertTrue(t.conn.isInputShutdown());
+    }
+
+    @Test
     void rfc9293_zeroWindowProbeHasItsAckTakenAndItsTextDropped()
     {
         // §3.10.7.4 "special allowance": the peer's zero-window probe (one new octet at RCV.NXT) also acknowledges our
