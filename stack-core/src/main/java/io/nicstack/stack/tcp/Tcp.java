@@ -535,6 +535,12 @@ public final class Tcp implements IpProtocolHandler
         {
             return;
         }
+        if (in.hasFlags(TcpHeader.FIN))
+        {
+            // SYN and FIN together open nothing (a scanner's probe, or one for stacks that took it as a SYN): dropped
+            // without a connection, a cookie or a reply, as Linux's tcp_rcv_state_process does in LISTEN.
+            return;
+        }
         if (listener.atConnectionLimit())
         {
             // Bounded connections per listener: refuse at once rather than queue state or cookies.

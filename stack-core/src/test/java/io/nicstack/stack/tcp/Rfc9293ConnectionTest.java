@@ -120,6 +120,20 @@ class Rfc9293ConnectionTest
     }
 
     @Test
+    void linux_aSynWithFinToAListenerIsDropped()
+    {
+        t.listen();
+        t.send(t.peerSyn().flags(SYN | FIN));
+        t.recvNothing();
+        assertEquals(0, t.listener.synReceived());
+        assertEquals(0, t.stack.tcp().connectionCount());
+        // A SYN alone opens as usual.
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        assertEquals(1, t.listener.synReceived());
+    }
+
+    @Test
     void rfc9293_must11_synReceivedFromActiveOpenIsRefusedByReset()
     {
         // Reached SYN-RECEIVED by simultaneous open: an acceptable RST means "connection refused".
