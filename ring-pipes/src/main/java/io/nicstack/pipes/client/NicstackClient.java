@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -57,6 +58,14 @@ public final class NicstackClient implements AutoCloseable
     private final MessageHandler eventHandler = this::onEvent;
     private final MessageHandler notificationHandler = this::onNotification;
     private final Thread heartbeatThread;
+    /**
+     * Files of SEND_FILEs no FILE_SENT will be read for (the connection was aborted, or the client is closing), each
+     * with the control ring position after its request: the descriptor is released once the daemon's head passed it
+     * (the daemon takes its duplicate, or refuses, as it reads the request), never before, so that no number the
+     * daemon may still take is closed and reused.
+     */
+    private final ArrayList<SendableFile> unreadFiles = new ArrayList<>();
+    private long[] unreadFilePositions = new long[8];
     private volatile boolean heartbeatRunning = true;
 
     private long nextRequestId = 1;
@@ -262,6 +271,10 @@ public final class NicstackClient implements AutoCloseable
         }
         int work = eventRing.read(eventHandler, EVENTS_PER_POLL);
         work += notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
+        if (!unreadFiles.isEmpty())
+        {
+            releaseReadFiles();
+        }
 
         final long now = System.currentTimeMillis();
         if (now != lastHeartbeatMillis)
@@ -315,7 +328,9 @@ public final class NicstackClient implements AutoCloseable
     /**
      * CLOSE every connection, UNLISTEN every listener, write DETACHED, stop the heartbeat thread, unmap and delete the
      * app file. Idempotent; nothing of this client may be used afterwards. As after close(2), the daemon still sends
-     * what each connection had committed, then its FIN, from the memory it keeps mapped.
+     * what each connection had committed, then its FIN, from the memory it keeps mapped. Descriptors of files being
+     * sent are held until the daemon has read their SEND_FILEs (see {@link #awaitFilesRead}), so this may wait for
+     * the daemon up to the daemon timeout.
      */
     @Override
     public void close()
@@ -336,7 +351,63 @@ public final class NicstackClient implements AutoCloseable
         {
             listener.close();
         }
+        awaitFilesRead();
         discard(AppFileDescriptor.STATE_DETACHED);
+    }
+
+    /**
+     * Before the mapping goes: wait until the daemon has read every SEND_FILE whose descriptor is still held for it,
+     * releasing each, while its control ring head moves. A daemon that can read no more (it shut down, reaped this
+     * app, or its process is dead) frees them all. One that stalls for the daemon timeout leaves them open for the
+     * life of the process: it might still take them, and a leaked descriptor is better than another file sent.
+     */
+    private void awaitFilesRead()
+    {
+        long head = controlRing.consumerPosition();
+        long progressAtMillis = System.currentTimeMillis();
+        idleStrategy.reset();
+        while (!unreadFiles.isEmpty())
+        {
+            releaseReadFiles();
+            if (unreadFiles.isEmpty())
+            {
+                return;
+            }
+            if (daemonCannotTake())
+            {
+                break;
+            }
+            final long now = System.currentTimeMillis();
+            final long position = controlRing.consumerPosition();
+            if (position != head)
+            {
+                head = position;
+                progressAtMillis = now;
+            }
+            else if (now - progressAtMillis > daemonTimeoutMillis)
+            {
+                unreadFiles.clear(); // leaked on purpose, see above
+                return;
+            }
+            idleStrategy.idle();
+        }
+        for (final SendableFile file : unreadFiles)
+        {
+            file.release();
+        }
+        unreadFiles.clear();
+    }
+
+    /** Whether the daemon will never read this app's control ring again. */
+    private boolean daemonCannotTake()
+    {
+        final int state = file.state();
+        if (state == AppFileDescriptor.STATE_DAEMON_GONE || state == AppFileDescriptor.STATE_REJECTED)
+        {
+            return true;
+        }
+        final long pid = file.daemonPid();
+        return pid > 0 && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
     }
 
     private void discard(final int finalState)
@@ -463,6 +534,49 @@ public final class NicstackClient implements AutoCloseable
             }
         }
         return true;
+    }
+
+    /** The control ring position after the last message offered. */
+    long controlPosition()
+    {
+        return controlRing.producerPosition();
+    }
+
+    /**
+     * Release {@code file} (one SEND_FILE's hold) once the daemon has read the control ring up to {@code position}:
+     * now if it has, else from a later poll or {@link #close()}.
+     */
+    void releaseOnceRead(final SendableFile file, final long position)
+    {
+        if (closed || controlRing.consumerPosition() >= position)
+        {
+            file.release();
+            return;
+        }
+        final int n = unreadFiles.size();
+        if (n == unreadFilePositions.length)
+        {
+            unreadFilePositions = Arrays.copyOf(unreadFilePositions, 2 * n);
+        }
+        unreadFiles.add(file);
+        unreadFilePositions[n] = position;
+    }
+
+    private void releaseReadFiles()
+    {
+        final long head = controlRing.consumerPosition();
+        for (int i = unreadFiles.size() - 1; i >= 0; i--)
+        {
+            if (head >= unreadFilePositions[i])
+            {
+                final int last = unreadFiles.size() - 1;
+                final SendableFile file = unreadFiles.get(i);
+                unreadFiles.set(i, unreadFiles.get(last));
+                unreadFilePositions[i] = unreadFilePositions[last];
+                unreadFiles.remove(last);
+                file.release();
+            }
+        }
     }
 
     void onListenerClosed(final PipeListener listener)

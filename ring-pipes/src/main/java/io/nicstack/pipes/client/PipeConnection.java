@@ -41,6 +41,8 @@ public final class PipeConnection implements AutoCloseable
      * SHUTDOWN or CLOSE asked for meanwhile (outputShutdown, locallyClosed) waits for the answer.
      */
     private SendableFile fileInFlight;
+    /** The control ring position after the SEND_FILE of {@link #fileInFlight}: the daemon has read it once past. */
+    private long fileControlPosition;
     private int fileReason = Protocol.Reason.NONE;
     private long fileBytes;
     private InputStream inputStream;
@@ -228,6 +230,7 @@ public final class PipeConnection implements AutoCloseable
             throw e;
         }
         fileInFlight = file;
+        fileControlPosition = client.controlPosition();
         fileReason = Protocol.Reason.NONE;
         fileBytes = 0;
     }
@@ -283,15 +286,16 @@ public final class PipeConnection implements AutoCloseable
 
     /**
      * ABORT (RFC 9293): the daemon resets the connection at once, dropping what is queued (a file being sent too),
-     * and frees the slot; idempotent, and nothing of the connection may be used afterwards.
+     * and frees the slot; idempotent, and nothing of the connection may be used afterwards. The descriptor of a file
+     * being sent is held until the daemon has read the SEND_FILE (a later poll lets it go).
      */
     public void abort()
     {
         // Closed with a file in flight: its CLOSE still waits, and becomes this ABORT.
         if (!locallyClosed || fileInFlight != null)
         {
-            abandonFile(); // the file ends with the connection; no FILE_SENT is awaited for it any more
             sendAbort();
+            abandonFile(); // the file ends with the connection; no FILE_SENT is awaited for it any more
         }
     }
 
@@ -413,7 +417,9 @@ public final class PipeConnection implements AutoCloseable
     {
         if ((reason == Protocol.Reason.UNKNOWN_CONNECTION || reason == Protocol.Reason.BAD_MESSAGE) && fileInFlight != null)
         {
-            onFileSent(reason, 0); // the daemon no longer knows this id, or not SEND_FILE: no FILE_SENT will come
+            // The daemon no longer knows this id, or not SEND_FILE: no FILE_SENT will come. The ERROR may answer an
+            // earlier message, so the descriptor waits until the daemon has read the SEND_FILE too.
+            onFileAnswered(reason, 0, false);
         }
         if (reason == Protocol.Reason.RESET || reason == Protocol.Reason.TIMED_OUT || reason == Protocol.Reason.UNREACHABLE ||
             reason == Protocol.Reason.REFUSED || reason == Protocol.Reason.UNKNOWN_CONNECTION)
@@ -432,18 +438,26 @@ public final class PipeConnection implements AutoCloseable
         abandonFile();
     }
 
-    /** No FILE_SENT will be read for the file in flight (the daemon or the client is gone): let its descriptor go. */
+    /**
+     * No FILE_SENT will be read for the file in flight (aborted, the client closing or the daemon gone): its descriptor
+     * goes once the daemon has read the SEND_FILE (it took its duplicate then, or refused it) or can read no more.
+     */
     void abandonFile()
     {
         if (fileInFlight != null)
         {
-            fileInFlight.release();
+            client.releaseOnceRead(fileInFlight, fileControlPosition);
             fileInFlight = null;
             fileReason = Protocol.Reason.UNKNOWN_CONNECTION;
         }
     }
 
     void onFileSent(final int reason, final long bytes)
+    {
+        onFileAnswered(reason, bytes, true);
+    }
+
+    private void onFileAnswered(final int reason, final long bytes, final boolean fileSent)
     {
         final SendableFile file = fileInFlight;
         if (file == null)
@@ -453,7 +467,14 @@ public final class PipeConnection implements AutoCloseable
         fileInFlight = null;
         fileReason = reason;
         fileBytes = bytes;
-        file.release();
+        if (fileSent)
+        {
+            file.release(); // the daemon answered the SEND_FILE: it is done with the number
+        }
+        else
+        {
+            client.releaseOnceRead(file, fileControlPosition);
+        }
         // A SHUTDOWN or CLOSE asked for while the file was in flight waited for this answer (sendFile refuses an
         // output already shut down, and abort() lets the file go, so no FILE_SENT is read after it).
         if (locallyClosed || outputShutdown)

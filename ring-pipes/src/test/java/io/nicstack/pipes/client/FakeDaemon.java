@@ -46,6 +46,13 @@ final class FakeDaemon implements AutoCloseable
     final ConcurrentLinkedQueue<Control> controls = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
     volatile boolean heartbeat = true;
+    /** While false, the control ring is not read (a daemon behind on this app). */
+    volatile boolean readControl = true;
+    /**
+     * What each SEND_FILE's descriptor named when it was read, as the real daemon takes its duplicate then: the file's
+     * real path, or "(closed)".
+     */
+    final ConcurrentLinkedQueue<String> filesTaken = new ConcurrentLinkedQueue<>();
 
     // Daemon-thread state.
     private AppFile file;
@@ -66,6 +73,13 @@ final class FakeDaemon implements AutoCloseable
         thread = new Thread(this::run, "fake-daemon");
         thread.setDaemon(true);
         thread.start();
+    }
+
+    /** Stop reading the control ring; once this returns, the daemon reads no more of it until it is resumed. */
+    void pauseControl()
+    {
+        readControl = false;
+        call(d -> null); // a task runs at the start of a round, and the round it ends reads no control
     }
 
     /** Run {@code action} on the daemon thread and wait for its result. */
@@ -108,6 +122,20 @@ final class FakeDaemon implements AutoCloseable
         message.putInt(12, remoteAddress);
         message.putInt(16, remotePort);
         event(Protocol.ACCEPTED);
+        return id;
+    }
+
+    /** Open a slot and answer CONNECTED for {@code requestId} (without reading any CONNECT). */
+    long connected(final long requestId, final int remoteAddress, final int remotePort)
+    {
+        final long id = openConnection(49152, remoteAddress, remotePort);
+        message.setMemory(0, 32, (byte)0);
+        message.putLong(0, requestId);
+        message.putLong(8, id);
+        message.putInt(16, 49152);
+        message.putInt(20, remoteAddress);
+        message.putInt(24, remotePort);
+        event(Protocol.CONNECTED);
         return id;
     }
 
@@ -234,7 +262,10 @@ final class FakeDaemon implements AutoCloseable
                         file.daemonHeartbeat(now);
                         lastBeat = now;
                     }
-                    file.controlRing().read(this::onControl);
+                    if (readControl)
+                    {
+                        file.controlRing().read(this::onControl);
+                    }
                     pumpPipes();
                 }
                 Thread.onSpinWait();
@@ -338,6 +369,17 @@ final class FakeDaemon implements AutoCloseable
                     message.putInt(20, control.i8());
                     message.putInt(24, control.i12());
                     event(Protocol.CONNECTED);
+                }
+            }
+            case Protocol.SEND_FILE ->
+            {
+                try
+                {
+                    filesTaken.add(Path.of("/proc/self/fd/" + control.i8()).toRealPath().toString());
+                }
+                catch (final IOException ex)
+                {
+                    filesTaken.add("(closed)");
                 }
             }
             case Protocol.CLOSE ->

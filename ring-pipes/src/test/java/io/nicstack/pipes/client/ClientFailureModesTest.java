@@ -1,0 +1,210 @@
+package io.nicstack.pipes.client;
+
+import io.nicstack.pipes.Libc;
+import io.nicstack.pipes.Protocol;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The client where the daemon is behind, the rings are full, or the app lets go of things early: descriptors of
+ * SEND_FILEs, re-entrant polls, closes with answers unread, and use after close.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ClientFailureModesTest
+{
+    private static final int PEER = (198 << 24) | (18 << 16) | 2; // 198.18.0.2
+
+    private static volatile int fence;
+
+    @TempDir
+    Path dir;
+
+    private FakeDaemon daemon;
+    private NicstackClient client;
+
+    @AfterEach
+    void tearDown()
+    {
+        if (client != null)
+        {
+            client.close();
+        }
+        if (daemon != null)
+        {
+            daemon.close();
+        }
+    }
+
+    private static ClientOptions options()
+    {
+        final ClientOptions options = new ClientOptions();
+        options.maxConnections = 8;
+        options.pipeCapacity = 64 * 1024;
+        options.ringCapacity = 1024; // the least: a control ring of 25 records
+        options.daemonTimeoutMillis = 300;
+        options.attachTimeoutMillis = 3000;
+        return options;
+    }
+
+    private void attach() throws NicstackException
+    {
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "failure-modes", options());
+    }
+
+    private PipeConnection accepted(final PipeListener listener, final int remotePort) throws NicstackException
+    {
+        daemon.call(d -> d.accept(listener.port(), PEER, remotePort));
+        return listener.accept();
+    }
+
+    private void pollUntil(final BooleanSupplier condition) throws NicstackException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean())
+        {
+            client.poll();
+            assertTrue(System.nanoTime() < deadline, "condition not met in time");
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Fill the control ring with records of a type the daemon ignores until it takes no more; returns how many. */
+    private int fillControlRing()
+    {
+        final OneToOneRingBuffer ring = client.file().controlRing();
+        final UnsafeBuffer junk = new UnsafeBuffer(new byte[Protocol.CONTROL_LENGTH]);
+        int n = 0;
+        while (ring.write(99, junk, 0, Protocol.CONTROL_LENGTH))
+        {
+            n++;
+        }
+        return n;
+    }
+
+    private static String realPath(final Path path) throws Exception
+    {
+        return path.toRealPath().toString();
+    }
+
+    // ---- SEND_FILE descriptors --------------------------------------------------------------
+
+    /**
+     * abort() with a SEND_FILE the daemon has not read yet, its file closed by the app: the descriptor stays open until
+     * the daemon has read the request, so the next open(2) cannot get its number and the daemon takes the right file.
+     */
+    @Test
+    void abortKeepsTheDescriptorUntilTheDaemonReadTheSendFile() throws Exception
+    {
+        attach();
+        final PipeConnection c = accepted(client.listen(8080, 16), 50000);
+        final Path body = Files.writeString(dir.resolve("public.html"), "PUBLIC");
+        final Path secret = Files.writeString(dir.resolve("secret.key"), "SECRET");
+
+        daemon.pauseControl();
+        try (SendableFile file = SendableFile.open(body))
+        {
+            c.sendFile(file, 0, 6);
+        }
+        c.abort();
+        final int next = Libc.calls().open(secret.toString(), Libc.O_RDONLY | Libc.O_CLOEXEC);
+        try
+        {
+            daemon.readControl = true;
+            pollUntil(() -> !daemon.controlsOfType(Protocol.ABORT).isEmpty());
+            final int named = daemon.controlsOfType(Protocol.SEND_FILE).get(0).i8();
+            assertNotEquals(named, next, "the number named in the unread SEND_FILE was given to the next open(2)");
+            assertEquals(List.of(realPath(body)), List.copyOf(daemon.filesTaken));
+            final Path fd = Path.of("/proc/self/fd/" + named);
+            pollUntil(() -> !Files.exists(fd)); // and let go once the daemon has read it
+        }
+        finally
+        {
+            Libc.calls().close(next);
+        }
+    }
+
+    /**
+     * client.close() with a SEND_FILE still unread and a daemon that stopped reading the control ring: the descriptor
+     * is left open rather than closed under the request (a leak is better than another file sent).
+     */
+    @Test
+    void closeKeepsTheDescriptorOfAnUnreadSendFile() throws Exception
+    {
+        attach();
+        final PipeConnection c = accepted(client.listen(8080, 16), 50000);
+        final Path body = Files.writeString(dir.resolve("public.html"), "PUBLIC");
+
+        daemon.pauseControl();
+        try (SendableFile file = SendableFile.open(body))
+        {
+            c.sendFile(file, 0, 6);
+        }
+        client.close(); // the daemon's head does not move: given up after daemonTimeoutMillis
+        client = null;
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (daemon.filesTaken.isEmpty()) // the fake daemon reads a detached app's control ring regardless
+        {
+            assertTrue(System.nanoTime() < deadline, "SEND_FILE not read");
+            Thread.onSpinWait();
+        }
+        assertEquals(List.of(realPath(body)), List.copyOf(daemon.filesTaken));
+    }
+
+    /** One SendableFile shared by threads: every hold and release counts, and the descriptor closes once, at the end. */
+    @Test
+    void sendableFileHoldsAreCountedAcrossThreads() throws Exception
+    {
+        final Path body = Files.writeString(dir.resolve("body"), "BODY");
+        final SendableFile file = SendableFile.open(body);
+        final int rounds = 1_000_000;
+        final int fd = file.acquire();
+        for (int i = 1; i < 2 * rounds; i++)
+        {
+            file.acquire();
+        }
+        final CyclicBarrier start = new CyclicBarrier(2);
+        final Runnable releases = () ->
+        {
+            try
+            {
+                start.await();
+            }
+            catch (final Exception ex)
+            {
+                throw new AssertionError(ex);
+            }
+            for (int i = 0; i < rounds; i++)
+            {
+                file.release();
+                fence = i; // a volatile store: the releases are not merged into one
+            }
+        };
+        final Thread a = new Thread(releases);
+        final Thread b = new Thread(releases);
+        a.start();
+        b.start();
+        a.join();
+        b.join();
+        final Path path = Path.of("/proc/self/fd/" + fd);
+        assertTrue(Files.exists(path), "still held by the app");
+        file.close();
+        assertFalse(Files.exists(path) && realPath(path).equals(realPath(body)), "closed with the last hold");
+    }
+}
