@@ -3,6 +3,7 @@ package io.nicstack.pipes.client;
 import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Protocol;
+import org.agrona.ExpandableArrayBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.AtomicBuffer;
@@ -39,6 +40,8 @@ public final class NicstackClient implements AutoCloseable
     private static final long HEARTBEAT_PERIOD_MILLIS = 50;
     private static final long PROCESS_CHECK_PERIOD_MILLIS = 100;
     private static final long REQUEST_ID_FLAG = Long.MIN_VALUE;
+    /** One deferred control message: its type, then its {@link Protocol#CONTROL_LENGTH} bytes. */
+    private static final int DEFERRED_RECORD = 4 + Protocol.CONTROL_LENGTH;
 
     // TcpConnection.CLOSE_* as carried by CLOSED (ring-pipes does not depend on stack-core).
     private static final int CLOSE_NORMAL = 0;
@@ -66,6 +69,16 @@ public final class NicstackClient implements AutoCloseable
      */
     private final ArrayList<SendableFile> unreadFiles = new ArrayList<>();
     private long[] unreadFilePositions = new long[8];
+    /**
+     * Whether poll is handling events. Handlers never poll (a nested read would start again from the head the outer
+     * one has not moved yet, and handle every event of the batch twice): a control message they send that finds the
+     * ring full waits in {@link #deferred} instead.
+     */
+    private boolean dispatching;
+    /** Control messages that found the ring full while events were handled, in order; sent before any other. */
+    private final ExpandableArrayBuffer deferred = new ExpandableArrayBuffer(0);
+    private int deferredHead;
+    private int deferredTail;
     private volatile boolean heartbeatRunning = true;
 
     private long nextRequestId = 1;
@@ -269,8 +282,25 @@ public final class NicstackClient implements AutoCloseable
         {
             throw gone;
         }
-        int work = eventRing.read(eventHandler, EVENTS_PER_POLL);
-        work += notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
+        if (dispatching)
+        {
+            throw new IllegalStateException("poll() from poll()'s own event handling");
+        }
+        int work;
+        dispatching = true;
+        try
+        {
+            work = eventRing.read(eventHandler, EVENTS_PER_POLL);
+            work += notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
+        }
+        finally
+        {
+            dispatching = false;
+        }
+        if (deferredHead != deferredTail)
+        {
+            flushDeferred();
+        }
         if (!unreadFiles.isEmpty())
         {
             releaseReadFiles();
@@ -329,8 +359,8 @@ public final class NicstackClient implements AutoCloseable
      * CLOSE every connection, UNLISTEN every listener, write DETACHED, stop the heartbeat thread, unmap and delete the
      * app file. Idempotent; nothing of this client may be used afterwards. As after close(2), the daemon still sends
      * what each connection had committed, then its FIN, from the memory it keeps mapped. Descriptors of files being
-     * sent are held until the daemon has read their SEND_FILEs (see {@link #awaitFilesRead}), so this may wait for
-     * the daemon up to the daemon timeout.
+     * sent are held until the daemon has read their SEND_FILEs, so this may wait for a daemon behind on its control
+     * ring, while it reads on, and for the daemon timeout at most once it stops.
      */
     @Override
     public void close()
@@ -351,25 +381,30 @@ public final class NicstackClient implements AutoCloseable
         {
             listener.close();
         }
-        awaitFilesRead();
+        awaitControlRead();
         discard(AppFileDescriptor.STATE_DETACHED);
     }
 
     /**
-     * Before the mapping goes: wait until the daemon has read every SEND_FILE whose descriptor is still held for it,
-     * releasing each, while its control ring head moves. A daemon that can read no more (it shut down, reaped this
-     * app, or its process is dead) frees them all. One that stalls for the daemon timeout leaves them open for the
-     * life of the process: it might still take them, and a leaked descriptor is better than another file sent.
+     * Before the mapping goes: send the deferred control messages, and wait until the daemon has read every SEND_FILE
+     * whose descriptor is still held for it, releasing each, while its control ring head moves. A daemon that can read
+     * no more (it shut down, reaped this app, or its process is dead) frees them all. One that stalls for the daemon
+     * timeout leaves them open for the life of the process: it might still take them, and a leaked descriptor is better
+     * than another file sent. (What is not sent then the daemon resets at the detach.)
      */
-    private void awaitFilesRead()
+    private void awaitControlRead()
     {
         long head = controlRing.consumerPosition();
         long progressAtMillis = System.currentTimeMillis();
         idleStrategy.reset();
-        while (!unreadFiles.isEmpty())
+        while (true)
         {
-            releaseReadFiles();
-            if (unreadFiles.isEmpty())
+            final boolean flushed = flushDeferred();
+            if (!unreadFiles.isEmpty())
+            {
+                releaseReadFiles();
+            }
+            if (flushed && unreadFiles.isEmpty())
             {
                 return;
             }
@@ -493,7 +528,7 @@ public final class NicstackClient implements AutoCloseable
         }
     }
 
-    /** Send a connection message, spinning while the control ring is full. */
+    /** Send a connection message, spinning while the control ring is full (deferred while events are handled). */
     void send(final int type, final long connectionId, final int i8, final long l16) throws NicstackException
     {
         send(type, connectionId, i8, l16, 0);
@@ -503,6 +538,11 @@ public final class NicstackClient implements AutoCloseable
     void send(final int type, final long connectionId, final int i8, final long l16, final long l24) throws NicstackException
     {
         checkOpen();
+        if (dispatching)
+        {
+            offerOrDefer(type, connectionId, i8, 0, l16, l24);
+            return;
+        }
         idleStrategy.reset();
         while (!offer(type, connectionId, i8, 0, l16, l24))
         {
@@ -510,12 +550,20 @@ public final class NicstackClient implements AutoCloseable
         }
     }
 
-    /** Send without throwing: gives up once the daemon is gone (used by close paths). */
+    /**
+     * Send without throwing: gives up once the daemon is gone (used by close paths). While events are handled a message
+     * that does not fit is deferred to the end of the batch.
+     */
     boolean sendQuietly(final int type, final long id, final int i8)
     {
         if (closed)
         {
             return false;
+        }
+        if (dispatching)
+        {
+            offerOrDefer(type, id, i8, 0, 0, 0);
+            return true;
         }
         idleStrategy.reset();
         while (!offer(type, id, i8, 0, 0))
@@ -654,7 +702,50 @@ public final class NicstackClient implements AutoCloseable
         return offer(type, l0, i8, i12, l16, 0);
     }
 
+    /** Offer one control record after the deferred ones (false, and nothing written, while any of those waits). */
     private boolean offer(final int type, final long l0, final int i8, final int i12, final long l16, final long l24)
+    {
+        if (deferredHead != deferredTail && !flushDeferred())
+        {
+            return false;
+        }
+        return write(type, l0, i8, i12, l16, l24);
+    }
+
+    private void offerOrDefer(final int type, final long l0, final int i8, final int i12, final long l16, final long l24)
+    {
+        if (!offer(type, l0, i8, i12, l16, l24))
+        {
+            final int at = deferredTail;
+            deferred.putInt(at, type);
+            deferred.putLong(at + 4, l0);
+            deferred.putInt(at + 12, i8);
+            deferred.putInt(at + 16, i12);
+            deferred.putLong(at + 20, l16);
+            deferred.putLong(at + 28, l24);
+            deferredTail = at + DEFERRED_RECORD;
+        }
+    }
+
+    /** Write deferred control records while the ring takes them; returns whether none is left. */
+    private boolean flushDeferred()
+    {
+        while (deferredHead != deferredTail)
+        {
+            final int at = deferredHead;
+            if (!write(deferred.getInt(at), deferred.getLong(at + 4), deferred.getInt(at + 12), deferred.getInt(at + 16),
+                deferred.getLong(at + 20), deferred.getLong(at + 28)))
+            {
+                return false;
+            }
+            deferredHead = at + DEFERRED_RECORD;
+        }
+        deferredHead = 0;
+        deferredTail = 0;
+        return true;
+    }
+
+    private boolean write(final int type, final long l0, final int i8, final int i12, final long l16, final long l24)
     {
         final int index = controlRing.tryClaim(type, Protocol.CONTROL_LENGTH);
         if (index <= 0)

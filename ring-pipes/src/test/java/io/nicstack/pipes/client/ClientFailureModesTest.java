@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -206,5 +207,53 @@ class ClientFailureModesTest
         assertTrue(Files.exists(path), "still held by the app");
         file.close();
         assertFalse(Files.exists(path) && realPath(path).equals(realPath(body)), "closed with the last hold");
+    }
+
+    // ---- event handling is not re-entrant ---------------------------------------------------
+
+    /**
+     * A handler's control message that finds the ring full (CLOSE after a FILE_SENT, the daemon behind) waits for the
+     * end of the batch instead of polling from inside the poll: no event is handled twice, so the CONNECTED of the
+     * same batch gives connect() a connection nobody closed.
+     */
+    @Test
+    void aControlMessageOfAnEventHandlerNeverPollsAgain() throws Exception
+    {
+        attach();
+        final PipeConnection c = accepted(client.listen(8080, 16), 50000);
+        final Path body = Files.writeString(dir.resolve("body"), "BODY");
+        try (SendableFile file = SendableFile.open(body))
+        {
+            c.sendFile(file, 0, 4);
+        }
+        pollUntil(() -> !daemon.controlsOfType(Protocol.SEND_FILE).isEmpty());
+        c.close(); // its CLOSE waits for FILE_SENT
+
+        daemon.pauseControl();
+        final long requestId = daemon.controlsOfType(Protocol.LISTEN).get(0).l0() + 1; // the connect's, next below
+        // In the event ring when the app next polls: the file is done, and the connect succeeded.
+        daemon.call(d -> d.fileSent(c.id(), Protocol.Reason.NONE, "BODY".getBytes(StandardCharsets.US_ASCII)));
+        final long connectedId = daemon.call(d -> d.connected(requestId, PEER, 443));
+        assertTrue(fillControlRing() > 0);
+        // The daemon reads its control ring again once the app has taken both events.
+        final OneToOneRingBuffer events = client.file().eventRing();
+        final Thread resume = new Thread(() ->
+        {
+            while (events.consumerPosition() != events.producerPosition())
+            {
+                Thread.onSpinWait();
+            }
+            daemon.readControl = true;
+        });
+        resume.start();
+        // Not a CONNECT the fake daemon answers with CONNECTED (its ERROR comes after the answer already taken).
+        final PipeConnection connection = client.connect("198.18.0.2", FakeDaemon.REFUSING_PORT);
+        resume.join();
+        assertEquals(connectedId, connection.id());
+        assertFalse(connection.isClosed());
+        pollUntil(() -> !daemon.controlsOfType(Protocol.CONNECT).isEmpty());
+        assertEquals(List.of(c.id()), daemon.controlsOfType(Protocol.CLOSE).stream().map(FakeDaemon.Control::l0).toList(),
+            "CLOSE for the file's connection only, before the CONNECT");
+        assertEquals(0, connection.claim(0));
     }
 }
