@@ -356,11 +356,14 @@ public final class NicstackClient implements AutoCloseable
     }
 
     /**
-     * CLOSE every connection, UNLISTEN every listener, write DETACHED, stop the heartbeat thread, unmap and delete the
-     * app file. Idempotent; nothing of this client may be used afterwards. As after close(2), the daemon still sends
-     * what each connection had committed, then its FIN, from the memory it keeps mapped. Descriptors of files being
-     * sent are held until the daemon has read their SEND_FILEs, so this may wait for a daemon behind on its control
-     * ring, while it reads on, and for the daemon timeout at most once it stops.
+     * Take the events already written (answers to files, connections the daemon closed), UNLISTEN every listener,
+     * CLOSE every connection, write DETACHED, stop the heartbeat thread, unmap and delete the app file. Idempotent;
+     * nothing of this client may be used afterwards. As after close(2), the daemon still sends what each connection had
+     * committed, then its FIN, from the memory it keeps mapped. A connection whose file the daemon is still sending
+     * (SEND_FILE, not answered yet) is closed too, and the daemon decides: it resets a connection whose file it cannot
+     * finish, rather than send a FIN after part of it. Descriptors of files being sent are held until the daemon has
+     * read their SEND_FILEs, so this may wait for a daemon behind on its control ring, while it reads on, and for the
+     * daemon timeout at most once it stops.
      */
     @Override
     public void close()
@@ -369,20 +372,48 @@ public final class NicstackClient implements AutoCloseable
         {
             return;
         }
+        drainEvents();
+        for (final PipeListener listener : new ArrayList<>(listeners.values()))
+        {
+            listener.close(); // first: an ACCEPTED read from here on is answered with CLOSE
+        }
         for (final PipeConnection connection : connections)
         {
             if (connection != null)
             {
-                connection.close();
-                connection.abandonFile(); // no poll reads its FILE_SENT any more (the daemon resets what is left)
+                connection.closeForDetach();
             }
-        }
-        for (final PipeListener listener : new ArrayList<>(listeners.values()))
-        {
-            listener.close();
         }
         awaitControlRead();
         discard(AppFileDescriptor.STATE_DETACHED);
+    }
+
+    /**
+     * Handle the events the daemon has written so far (a FILE_SENT unread would leave its connection's CLOSE unsent,
+     * and the daemon resets a connection the app did not close at the detach).
+     */
+    private void drainEvents()
+    {
+        if (gone != null)
+        {
+            return;
+        }
+        dispatching = true;
+        try
+        {
+            // Bounded: a daemon still writing cannot keep the close here.
+            for (int batches = file.ringCapacity() / Protocol.EVENT_LENGTH / EVENTS_PER_POLL + 1; batches > 0; batches--)
+            {
+                if (eventRing.read(eventHandler, EVENTS_PER_POLL) == 0)
+                {
+                    break;
+                }
+            }
+        }
+        finally
+        {
+            dispatching = false;
+        }
     }
 
     /**

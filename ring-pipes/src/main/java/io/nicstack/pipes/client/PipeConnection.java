@@ -299,6 +299,21 @@ public final class PipeConnection implements AutoCloseable
         }
     }
 
+    /**
+     * The client closes: CLOSE, now even with a file in flight, since no poll will read its FILE_SENT. The daemon
+     * finishes the stream, or resets it if it cannot (a FIN after part of a file would pass a short stream off as
+     * whole).
+     */
+    void closeForDetach()
+    {
+        close();
+        if (fileInFlight != null)
+        {
+            abandonFile();
+            client.onConnectionClosed(this);
+        }
+    }
+
     private void sendAbort()
     {
         locallyClosed = true;

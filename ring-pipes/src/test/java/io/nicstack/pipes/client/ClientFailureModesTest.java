@@ -256,4 +256,44 @@ class ClientFailureModesTest
             "CLOSE for the file's connection only, before the CONNECT");
         assertEquals(0, connection.claim(0));
     }
+
+    // ---- client.close() ---------------------------------------------------------------------
+
+    /**
+     * client.close() sends CLOSE for every connection, so the daemon does not reset them at the detach: one whose
+     * FILE_SENT was written but not polled yet (the answer is taken first, and the body is in the stream), and one
+     * whose file is still in flight (the daemon decides).
+     */
+    @Test
+    void closeClosesConnectionsWithAFileAnsweredOrInFlight() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        final PipeConnection answered = accepted(listener, 50000);
+        final PipeConnection inFlight = accepted(listener, 50001);
+        final Path body = Files.writeString(dir.resolve("body"), "BODY");
+        assertEquals(4, answered.claim(4));
+        answered.txBuffer().putStringWithoutLengthAscii(answered.txIndex(), "HEAD");
+        answered.commit(4);
+        try (SendableFile file = SendableFile.open(body))
+        {
+            answered.sendFile(file, 0, 4);
+            inFlight.sendFile(file, 0, 4);
+        }
+        pollUntil(() -> daemon.controlsOfType(Protocol.SEND_FILE).size() == 2);
+        daemon.call(d -> d.fileSent(answered.id(), Protocol.Reason.NONE, "BODY".getBytes(StandardCharsets.US_ASCII)));
+
+        client.close();
+        client = null;
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (daemon.controlsOfType(Protocol.CLOSE).size() < 2) // read from the detached app's control ring
+        {
+            assertTrue(System.nanoTime() < deadline, "CLOSEs read: " + daemon.controlsOfType(Protocol.CLOSE));
+            Thread.onSpinWait();
+        }
+        assertEquals(List.of(answered.id(), inFlight.id()),
+            daemon.controlsOfType(Protocol.CLOSE).stream().map(FakeDaemon.Control::l0).sorted().toList());
+        assertTrue(daemon.controlsOfType(Protocol.ABORT).isEmpty() && daemon.controlsOfType(Protocol.SHUTDOWN).isEmpty());
+        assertEquals("HEADBODY", new String(daemon.call(d -> d.received(answered.id())), StandardCharsets.US_ASCII));
+    }
 }
