@@ -114,19 +114,34 @@ public final class PipeConnection implements AutoCloseable
         return peerClosed || daemonClosed ? -1 : 0;
     }
 
-    /** The buffer the peeked span lies in: the whole mapping, index with {@link #rxIndex()}. */
+    /**
+     * The buffer the peeked span lies in: the whole mapping, index with {@link #rxIndex()}. Valid until this
+     * connection or its client is closed; do not keep it past that.
+     *
+     * @throws IllegalStateException if this connection or its client was closed (the slot is another's, or unmapped).
+     */
     public DirectBuffer rxBuffer()
     {
+        checkMapped();
         return rx.buffer();
     }
 
-    /** Where the span of {@link #peek()} starts in {@link #rxBuffer()}. */
+    /**
+     * Where the span of {@link #peek()} starts in {@link #rxBuffer()}.
+     *
+     * @throws IllegalStateException if this connection or its client was closed.
+     */
     public int rxIndex()
     {
+        checkMapped();
         return rx.peekIndex();
     }
 
-    /** Consume {@code n} peeked bytes: moves the RX head, so the daemon can reopen the TCP window. */
+    /**
+     * Consume {@code n} peeked bytes: moves the RX head, so the daemon can reopen the TCP window.
+     *
+     * @throws IllegalStateException if this connection or its client was closed.
+     */
     public void release(final int n)
     {
         checkMapped();
@@ -166,6 +181,8 @@ public final class PipeConnection implements AutoCloseable
     /**
      * Free bytes in the TX pipe now (what the daemon has released), wrap or not; {@link #claim} gives the contiguous
      * part. 0 while a file is being sent.
+     *
+     * @throws IllegalStateException if this connection or its client was closed.
      */
     public int txFree()
     {
@@ -173,15 +190,26 @@ public final class PipeConnection implements AutoCloseable
         return fileInFlight != null ? 0 : tx.free();
     }
 
-    /** The buffer a claimed span lies in: the whole mapping, index with {@link #txIndex()}. */
+    /**
+     * The buffer a claimed span lies in: the whole mapping, index with {@link #txIndex()}. Valid until this
+     * connection or its client is closed; do not keep it past that.
+     *
+     * @throws IllegalStateException if this connection or its client was closed (the slot is another's, or unmapped).
+     */
     public MutableDirectBuffer txBuffer()
     {
+        checkMapped();
         return tx.buffer();
     }
 
-    /** Where the span of {@link #claim(int)} starts in {@link #txBuffer()}. */
+    /**
+     * Where the span of {@link #claim(int)} starts in {@link #txBuffer()}.
+     *
+     * @throws IllegalStateException if this connection or its client was closed.
+     */
     public int txIndex()
     {
+        checkMapped();
         return tx.claimIndex();
     }
 
@@ -530,12 +558,16 @@ public final class PipeConnection implements AutoCloseable
         }
     }
 
+    /** Every access to the pipes' memory checks this first: after a close the slot is another's, or unmapped. */
     private void checkMapped()
     {
-        if (client.isClosed() || locallyClosed)
+        if (client.isClosed())
         {
-            // The slot may already belong to another connection, or the file is unmapped.
-            throw new IllegalStateException("connection " + describe() + " was closed");
+            throw new IllegalStateException("the client of connection " + describe() + " was closed: its pipes are unmapped");
+        }
+        if (locallyClosed)
+        {
+            throw new IllegalStateException("connection " + describe() + " was closed: its slot may be another's");
         }
     }
 

@@ -296,4 +296,27 @@ class ClientFailureModesTest
         assertTrue(daemon.controlsOfType(Protocol.ABORT).isEmpty() && daemon.controlsOfType(Protocol.SHUTDOWN).isEmpty());
         assertEquals("HEADBODY", new String(daemon.call(d -> d.received(answered.id())), StandardCharsets.US_ASCII));
     }
+
+    // ---- use after close --------------------------------------------------------------------
+
+    /**
+     * After client.close() the pipes are unmapped: every accessor of their memory throws IllegalStateException
+     * instead (in a JVM of its own, since a read of unmapped memory is a SIGSEGV).
+     */
+    @Test
+    void pipeAccessorsAfterClientCloseThrowInsteadOfFaulting(@TempDir final Path errors) throws Exception
+    {
+        final String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        final String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        final Process child = new ProcessBuilder(List.of(java, "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+            "-XX:-CreateCoredumpOnCrash", "-XX:ErrorFile=" + errors.resolve("hs_err_%p.log"), "-cp", classpath,
+            UnmappedAccessMain.class.getName())).redirectErrorStream(true).start();
+        final String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        final int exit = child.waitFor();
+        assertEquals(0, exit, out);
+        for (final String accessor : List.of("rxIndex", "txIndex", "rxBuffer", "txBuffer", "txFree", "release"))
+        {
+            assertTrue(out.contains(accessor + ": IllegalStateException"), out);
+        }
+    }
 }
