@@ -855,8 +855,8 @@ public final class NicstackClient implements AutoCloseable
                     }
                     else
                     {
-                        // Nobody waits for it any more: give the slot back.
-                        offer(Protocol.CLOSE, connectionId, 0, 0, 0);
+                        // Nobody waits for it any more: give the slot back (after the batch if the ring is full).
+                        offerOrDefer(Protocol.CLOSE, connectionId, 0, 0, 0, 0);
                     }
                 }
                 break;
@@ -919,7 +919,7 @@ public final class NicstackClient implements AutoCloseable
         final PipeListener listener = listeners.get(localPort);
         if (listener == null || listener.isClosed())
         {
-            offer(Protocol.CLOSE, connectionId, 0, 0, 0);
+            offerOrDefer(Protocol.CLOSE, connectionId, 0, 0, 0, 0); // after the batch if the ring is full
             return;
         }
         final PipeConnection connection = register(connectionId, localPort, remoteAddress, remotePort);

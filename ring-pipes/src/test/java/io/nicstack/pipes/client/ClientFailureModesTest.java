@@ -257,6 +257,28 @@ class ClientFailureModesTest
         assertEquals(0, connection.claim(0));
     }
 
+    /**
+     * An ACCEPTED for a listener the app closed, and a CONNECTED nobody waits for, read while the control ring is full:
+     * their CLOSEs wait and go, or the slots would leak.
+     */
+    @Test
+    void theCloseOfAnUnwantedConnectionWaitsForRoomInTheRing() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        listener.close();
+        pollUntil(() -> !daemon.controlsOfType(Protocol.UNLISTEN).isEmpty());
+        daemon.pauseControl();
+        assertTrue(fillControlRing() > 0);
+        final long accepted = daemon.call(d -> d.accept(8080, PEER, 50000)); // raced the UNLISTEN
+        final long connected = daemon.call(d -> d.connected(Long.MIN_VALUE | 12345, PEER, 443)); // a stale answer
+        client.poll();
+        daemon.readControl = true;
+        pollUntil(() -> daemon.controlsOfType(Protocol.CLOSE).size() == 2);
+        assertEquals(List.of(accepted, connected),
+            daemon.controlsOfType(Protocol.CLOSE).stream().map(FakeDaemon.Control::l0).toList());
+    }
+
     // ---- client.close() ---------------------------------------------------------------------
 
     /**
