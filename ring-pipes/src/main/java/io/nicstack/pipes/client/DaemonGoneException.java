@@ -2,7 +2,11 @@ package io.nicstack.pipes.client;
 
 import io.nicstack.pipes.Protocol;
 
-/** The daemon stopped: its heartbeat is older than the daemon timeout, it wrote DAEMON_GONE, or its process is dead. */
+/**
+ * The daemon stopped: its heartbeat is older than the daemon timeout, it wrote DAEMON_GONE, or its process is dead
+ * ({@link #reason()} NONE); or it reaped this app, writing REJECTED with the {@link #reason()} (BAD_MESSAGE: the app
+ * broke the ring protocol, or fell so far behind on its event ring that the events owed it overflowed).
+ */
 public final class DaemonGoneException extends NicstackException
 {
     private static final long serialVersionUID = 1L;
@@ -10,5 +14,10 @@ public final class DaemonGoneException extends NicstackException
     public DaemonGoneException(final String message)
     {
         super(Protocol.Reason.NONE, message);
+    }
+
+    public DaemonGoneException(final int reason, final String message)
+    {
+        super(reason, message);
     }
 }

@@ -273,7 +273,8 @@ public final class NicstackClient implements AutoCloseable
      *
      * @return how many events and notifications were handled (for an idle strategy).
      * @throws DaemonGoneException if the daemon's heartbeat is older than the daemon timeout, it wrote DAEMON_GONE
-     *                             or its process is dead; every later poll throws it again.
+     *                             or its process is dead, or it reaped this app (REJECTED: the exception's reason says
+     *                             why); every later poll throws it again.
      */
     public int poll() throws NicstackException
     {
@@ -319,10 +320,17 @@ public final class NicstackClient implements AutoCloseable
     private void checkDaemon(final long now) throws DaemonGoneException
     {
         String why = null;
+        int reason = Protocol.Reason.NONE;
         final int state = file.state();
         if (state == AppFileDescriptor.STATE_DAEMON_GONE)
         {
             why = "the daemon shut down";
+        }
+        else if (state == AppFileDescriptor.STATE_REJECTED)
+        {
+            // Reaped (PipeServer): the daemon reset this app's connections and unmapped its memory; it beats no more.
+            reason = file.reason();
+            why = "the daemon dropped app " + appName + ": " + Protocol.Reason.describe(reason);
         }
         else
         {
@@ -343,7 +351,7 @@ public final class NicstackClient implements AutoCloseable
         }
         if (why != null)
         {
-            gone = new DaemonGoneException(why);
+            gone = new DaemonGoneException(reason, why);
             for (final PipeConnection connection : connections)
             {
                 if (connection != null)

@@ -1,5 +1,6 @@
 package io.nicstack.pipes.client;
 
+import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Libc;
 import io.nicstack.pipes.Protocol;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -20,6 +21,8 @@ import java.util.function.BooleanSupplier;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -340,5 +343,24 @@ class ClientFailureModesTest
         {
             assertTrue(out.contains(accessor + ": IllegalStateException"), out);
         }
+    }
+
+    // ---- the daemon's verdicts --------------------------------------------------------------
+
+    /** An app the daemon reaped (REJECTED with a reason) learns it at the next poll, with the reason, not as a timeout. */
+    @Test
+    void aReapedAppIsToldWhyAtOnce() throws Exception
+    {
+        attach();
+        daemon.call(d ->
+        {
+            d.file().reason(Protocol.Reason.BAD_MESSAGE);
+            d.file().state(AppFileDescriptor.STATE_REJECTED);
+            return null;
+        });
+        final DaemonGoneException ex = assertThrows(DaemonGoneException.class, client::poll);
+        assertEquals(Protocol.Reason.BAD_MESSAGE, ex.reason());
+        assertTrue(ex.getMessage().contains(Protocol.Reason.describe(Protocol.Reason.BAD_MESSAGE)), ex.getMessage());
+        assertSame(ex, assertThrows(DaemonGoneException.class, client::poll));
     }
 }
