@@ -158,17 +158,7 @@ public final class PipeConnection implements AutoCloseable
      */
     public int claim(final int max) throws NicstackException
     {
-        checkUsable();
-        if (daemonClosed)
-        {
-            throw NicstackException.of(
-                closeReason == Protocol.Reason.NONE ? Protocol.Reason.UNKNOWN_CONNECTION : closeReason,
-                "connection " + describe() + " is closed");
-        }
-        if (outputShutdown)
-        {
-            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "output of " + describe() + " was shut down");
-        }
+        checkWritable();
         return fileInFlight != null ? 0 : tx.claim(max);
     }
 
@@ -213,10 +203,16 @@ public final class PipeConnection implements AutoCloseable
         return tx.claimIndex();
     }
 
-    /** Publish {@code n} claimed bytes (the doorbell: a release store of the TX tail). */
-    public void commit(final int n)
+    /**
+     * Publish {@code n} claimed bytes (the doorbell: a release store of the TX tail).
+     *
+     * @throws NicstackException     as {@link #claim}: bytes committed after the output was shut down, or the
+     *                               connection closed or reset, would never be sent.
+     * @throws IllegalStateException if a file is being sent on this connection and {@code n} is not 0.
+     */
+    public void commit(final int n) throws NicstackException
     {
-        checkMapped();
+        checkWritable();
         if (fileInFlight != null && n != 0)
         {
             throw new IllegalStateException("commit while " + fileInFlight + " is being sent on " + describe());
@@ -559,6 +555,22 @@ public final class PipeConnection implements AutoCloseable
     }
 
     /** Every access to the pipes' memory checks this first: after a close the slot is another's, or unmapped. */
+    /** The checks of {@link #claim} and {@link #commit}: the app may write the TX pipe, and the daemon still reads it. */
+    private void checkWritable() throws NicstackException
+    {
+        checkUsable();
+        if (daemonClosed)
+        {
+            throw NicstackException.of(
+                closeReason == Protocol.Reason.NONE ? Protocol.Reason.UNKNOWN_CONNECTION : closeReason,
+                "connection " + describe() + " is closed");
+        }
+        if (outputShutdown)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "output of " + describe() + " was shut down");
+        }
+    }
+
     private void checkMapped()
     {
         if (client.isClosed())

@@ -363,4 +363,27 @@ class ClientFailureModesTest
         assertTrue(ex.getMessage().contains(Protocol.Reason.describe(Protocol.Reason.BAD_MESSAGE)), ex.getMessage());
         assertSame(ex, assertThrows(DaemonGoneException.class, client::poll));
     }
+
+    /**
+     * commit() after shutdownOutput(), or once a reset was polled, throws as claim() and write() do: the daemon froze
+     * the TX end at SHUTDOWN, or has no connection any more, and the bytes would silently never be sent.
+     */
+    @Test
+    void commitAfterTheOutputEndedThrows() throws Exception
+    {
+        attach();
+        final PipeConnection shut = client.connect("198.18.0.2", 80);
+        final int room = shut.claim(5);
+        shut.txBuffer().putStringWithoutLengthAscii(shut.txIndex(), "LATE!");
+        shut.shutdownOutput();
+        assertEquals(Protocol.Reason.BAD_ARGUMENT, assertThrows(NicstackException.class, () -> shut.commit(room)).reason());
+
+        final PipeConnection reset = client.connect("198.18.0.2", 81);
+        final int span = reset.claim(5);
+        reset.txBuffer().putStringWithoutLengthAscii(reset.txIndex(), "LATE!");
+        daemon.call(d -> d.event(Protocol.RESET, reset.id(), 0));
+        pollUntil(reset::isClosed);
+        assertThrows(ConnectionResetException.class, () -> reset.commit(span));
+        assertThrows(ConnectionResetException.class, () -> reset.outputStream().write(1));
+    }
 }
