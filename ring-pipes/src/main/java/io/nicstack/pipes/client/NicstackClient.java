@@ -217,6 +217,7 @@ public final class NicstackClient implements AutoCloseable
      *
      * @throws PortInUseException    if another listener holds the port.
      * @throws LimitReachedException if the daemon's limits are reached.
+     * @throws NicstackException     if this client was closed, or the daemon is gone.
      */
     public PipeListener listen(final int port, final int backlog) throws NicstackException
     {
@@ -244,6 +245,7 @@ public final class NicstackClient implements AutoCloseable
      * @throws ConnectionTimedOutException if the handshake timed out (its reason UNREACHABLE when ICMP said the host
      *                                     or network was unreachable meanwhile).
      * @throws LimitReachedException       if no slot is free.
+     * @throws NicstackException           if this client was closed, or the daemon is gone.
      */
     public PipeConnection connect(final String ipv4Address, final int port) throws NicstackException
     {
@@ -275,6 +277,7 @@ public final class NicstackClient implements AutoCloseable
      * @throws DaemonGoneException if the daemon's heartbeat is older than the daemon timeout, it wrote DAEMON_GONE
      *                             or its process is dead, or it reaped this app (REJECTED: the exception's reason says
      *                             why); every later poll throws it again.
+     * @throws NicstackException   if this client was closed.
      */
     public int poll() throws NicstackException
     {
@@ -559,11 +562,12 @@ public final class NicstackClient implements AutoCloseable
         return gone != null;
     }
 
-    void checkOpen()
+    /** As a closed socket's SocketException: a NicstackException, the one exception every blocking call declares. */
+    void checkOpen() throws NicstackException
     {
         if (closed)
         {
-            throw new IllegalStateException("client closed");
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "client " + appName + " is closed");
         }
     }
 

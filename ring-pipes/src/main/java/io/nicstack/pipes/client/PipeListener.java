@@ -28,6 +28,7 @@ public final class PipeListener implements AutoCloseable
      * Wait for the next accepted connection, polling the client.
      *
      * @throws DaemonGoneException if the daemon dies meanwhile.
+     * @throws NicstackException   if this listener or its client was closed.
      */
     public PipeConnection accept() throws NicstackException
     {
@@ -43,7 +44,11 @@ public final class PipeListener implements AutoCloseable
         }
     }
 
-    /** Poll the client once and return an accepted connection, or null if none is waiting. */
+    /**
+     * Poll the client once and return an accepted connection, or null if none is waiting.
+     *
+     * @throws NicstackException if this listener or its client was closed, or the daemon is gone.
+     */
     public PipeConnection tryAccept() throws NicstackException
     {
         checkOpen();

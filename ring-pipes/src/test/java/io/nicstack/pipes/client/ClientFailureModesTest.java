@@ -386,4 +386,26 @@ class ClientFailureModesTest
         assertThrows(ConnectionResetException.class, () -> reset.commit(span));
         assertThrows(ConnectionResetException.class, () -> reset.outputStream().write(1));
     }
+
+    /**
+     * After client.close() every call of the client, its listeners and connections throws the NicstackException its
+     * javadoc declares, as a closed socket's calls throw SocketException.
+     */
+    @Test
+    void callsAfterClientCloseThrowNicstackException() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        final PipeConnection c = client.connect("198.18.0.2", 80);
+        client.close();
+        assertThrows(NicstackException.class, () -> client.listen(8081, 1));
+        assertThrows(NicstackException.class, () -> client.connect("198.18.0.2", 81));
+        assertThrows(NicstackException.class, client::poll);
+        assertThrows(NicstackException.class, listener::accept);
+        assertThrows(NicstackException.class, listener::tryAccept);
+        assertThrows(NicstackException.class, c::peek);
+        assertThrows(NicstackException.class, () -> c.claim(1));
+        assertThrows(NicstackException.class, () -> c.inputStream().read());
+        client = null;
+    }
 }
