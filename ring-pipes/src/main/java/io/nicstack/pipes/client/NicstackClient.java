@@ -54,8 +54,8 @@ public final class NicstackClient implements AutoCloseable
     private final IdleStrategy idleStrategy;
     private final long daemonTimeoutMillis;
     private final OneToOneRingBuffer controlRing;
-    private final OneToOneRingBuffer eventRing;
-    private final OneToOneRingBuffer notificationRing;
+    private final CheckedRingReader eventRing;
+    private final CheckedRingReader notificationRing;
     private final PipeConnection[] connections;
     private final Int2ObjectHashMap<PipeListener> listeners = new Int2ObjectHashMap<>();
     private final MessageHandler eventHandler = this::onEvent;
@@ -105,8 +105,8 @@ public final class NicstackClient implements AutoCloseable
         this.idleStrategy = options.idleStrategy;
         this.daemonTimeoutMillis = options.daemonTimeoutMillis;
         this.controlRing = file.controlRing();
-        this.eventRing = file.eventRing();
-        this.notificationRing = file.notificationRing();
+        this.eventRing = new CheckedRingReader(file.eventRing().buffer());
+        this.notificationRing = new CheckedRingReader(file.notificationRing().buffer());
         this.connections = new PipeConnection[file.maxConnections()];
         heartbeatThread = new Thread(this::heartbeatLoop, "nicstack-heartbeat-" + appName);
         heartbeatThread.setDaemon(true);
@@ -276,7 +276,8 @@ public final class NicstackClient implements AutoCloseable
      * @return how many events and notifications were handled (for an idle strategy).
      * @throws DaemonGoneException if the daemon's heartbeat is older than the daemon timeout, it wrote DAEMON_GONE
      *                             or its process is dead, or it reaped this app (REJECTED: the exception's reason says
-     *                             why); every later poll throws it again.
+     *                             why), or the event or notification ring is corrupt (reason BAD_MESSAGE);
+     *                             every later poll throws it again.
      * @throws NicstackException   if this client was closed.
      */
     public int poll() throws NicstackException
@@ -290,17 +291,26 @@ public final class NicstackClient implements AutoCloseable
         {
             throw new IllegalStateException("poll() from poll()'s own event handling");
         }
-        int work;
+        final int events;
+        final int notifications;
         dispatching = true;
         try
         {
-            work = eventRing.read(eventHandler, EVENTS_PER_POLL);
-            work += notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
+            events = eventRing.read(eventHandler, EVENTS_PER_POLL);
+            notifications = events == CheckedRingReader.CORRUPT ? 0 :
+                notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
         }
         finally
         {
             dispatching = false;
         }
+        if (events == CheckedRingReader.CORRUPT || notifications == CheckedRingReader.CORRUPT)
+        {
+            final CheckedRingReader ring = events == CheckedRingReader.CORRUPT ? eventRing : notificationRing;
+            throw declareGone(Protocol.Reason.BAD_MESSAGE, "the " + (ring == eventRing ? "event" : "notification") +
+                " ring of app " + appName + " is corrupt at position " + ring.position() + ": the session is lost");
+        }
+        final int work = events + notifications;
         if (deferredHead != deferredTail)
         {
             flushDeferred();
@@ -354,16 +364,22 @@ public final class NicstackClient implements AutoCloseable
         }
         if (why != null)
         {
-            gone = new DaemonGoneException(reason, why);
-            for (final PipeConnection connection : connections)
-            {
-                if (connection != null)
-                {
-                    connection.onDaemonGone();
-                }
-            }
-            throw gone;
+            throw declareGone(reason, why);
         }
+    }
+
+    /** From now on every poll throws the returned exception, and every connection is lost. */
+    private DaemonGoneException declareGone(final int reason, final String why)
+    {
+        gone = new DaemonGoneException(reason, why);
+        for (final PipeConnection connection : connections)
+        {
+            if (connection != null)
+            {
+                connection.onDaemonGone();
+            }
+        }
+        return gone;
     }
 
     /**
@@ -415,7 +431,7 @@ public final class NicstackClient implements AutoCloseable
             // Bounded: a daemon still writing cannot keep the close here.
             for (int batches = file.ringCapacity() / Protocol.EVENT_LENGTH / EVENTS_PER_POLL + 1; batches > 0; batches--)
             {
-                if (eventRing.read(eventHandler, EVENTS_PER_POLL) == 0)
+                if (eventRing.read(eventHandler, EVENTS_PER_POLL) <= 0)
                 {
                     break;
                 }

@@ -408,4 +408,36 @@ class ClientFailureModesTest
         assertThrows(NicstackException.class, () -> c.inputStream().read());
         client = null;
     }
+
+    /** A record length past the end of the event ring: a poll fails with the session lost, instead of losing events. */
+    @Test
+    void anEventLengthPastTheRingFailsThePoll() throws Exception
+    {
+        corruptEventLength(1 << 20);
+    }
+
+    /** A negative record length no producer writes: a poll fails, instead of stopping the ring and hanging accept(). */
+    @Test
+    void aNegativeEventLengthFailsThePoll() throws Exception
+    {
+        corruptEventLength(-1);
+    }
+
+    private void corruptEventLength(final int length) throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        daemon.call(d ->
+        {
+            final OneToOneRingBuffer ring = d.file().eventRing();
+            final int index = (int)ring.producerPosition() & (ring.capacity() - 1);
+            ring.write(Protocol.RESET, new UnsafeBuffer(new byte[Protocol.EVENT_LENGTH]), 0, Protocol.EVENT_LENGTH);
+            ring.buffer().putIntVolatile(index, length); // the record's length word
+            return null;
+        });
+        final DaemonGoneException ex = assertThrows(DaemonGoneException.class, client::poll);
+        assertEquals(Protocol.Reason.BAD_MESSAGE, ex.reason());
+        assertTrue(ex.getMessage().contains("event ring"), ex.getMessage());
+        assertThrows(DaemonGoneException.class, listener::accept);
+    }
 }
