@@ -2,6 +2,8 @@ package io.nicstack.pipes.client;
 
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
+import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.SystemNanoClock;
 
 import java.util.concurrent.TimeUnit;
 
@@ -14,10 +16,15 @@ public final class ClientOptions
     public int pipeCapacity = 256 * 1024;
     /** Message bytes of each of the control, event and notification rings, a power of two of at least 1024. */
     public int ringCapacity = 64 * 1024;
-    /** The daemon counts as gone when its heartbeat is older than this. */
+    /**
+     * A daemon whose heartbeat has not moved for this long fails polls (each, until it moves again: the session is
+     * kept while its process lives).
+     */
     public long daemonTimeoutMillis = 2000;
     /** How long {@link NicstackClient#attach} waits for the daemon to answer. */
     public long attachTimeoutMillis = 5000;
+    /** The monotonic clock the daemon's heartbeat is timed on (tests move it by hand). */
+    public NanoClock clock = SystemNanoClock.INSTANCE;
     /** How blocking calls wait between polls. */
     public IdleStrategy idleStrategy = new BackoffIdleStrategy(
         100, 10, TimeUnit.MICROSECONDS.toNanos(1), TimeUnit.MILLISECONDS.toNanos(1));

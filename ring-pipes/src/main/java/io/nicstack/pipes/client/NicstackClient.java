@@ -9,6 +9,7 @@ import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.MessageHandler;
+import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
 import java.io.IOException;
@@ -38,7 +39,7 @@ public final class NicstackClient implements AutoCloseable
     private static final int EVENTS_PER_POLL = 64;
     private static final int NOTIFICATIONS_PER_POLL = 256;
     private static final long HEARTBEAT_PERIOD_MILLIS = 50;
-    private static final long PROCESS_CHECK_PERIOD_MILLIS = 100;
+    private static final long PROCESS_CHECK_PERIOD_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long REQUEST_ID_FLAG = Long.MIN_VALUE;
     /** One deferred control message: its type, then its {@link Protocol#CONTROL_LENGTH} bytes. */
     private static final int DEFERRED_RECORD = 4 + Protocol.CONTROL_LENGTH;
@@ -52,7 +53,9 @@ public final class NicstackClient implements AutoCloseable
     private final AppFile file;
     private final String appName;
     private final IdleStrategy idleStrategy;
-    private final long daemonTimeoutMillis;
+    private final long daemonTimeoutNanos;
+    /** The client's own monotonic clock: the daemon's liveness is judged by its heartbeat moving, timed on this. */
+    private final NanoClock clock;
     private final OneToOneRingBuffer controlRing;
     private final CheckedRingReader eventRing;
     private final CheckedRingReader notificationRing;
@@ -92,9 +95,11 @@ public final class NicstackClient implements AutoCloseable
     private int replyRemoteAddress;
     private int replyRemotePort;
 
-    private long attachedAtMillis;
     private long lastHeartbeatMillis;
-    private long lastProcessCheckMillis;
+    /** The daemon's heartbeat value last seen, and when it was first seen ({@link #clock}). */
+    private long daemonHeartbeatSeen;
+    private long daemonHeartbeatSeenAtNanos;
+    private long lastProcessCheckNanos;
     private DaemonGoneException gone;
     private boolean closed;
 
@@ -103,7 +108,8 @@ public final class NicstackClient implements AutoCloseable
         this.file = file;
         this.appName = appName;
         this.idleStrategy = options.idleStrategy;
-        this.daemonTimeoutMillis = options.daemonTimeoutMillis;
+        this.daemonTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(options.daemonTimeoutMillis);
+        this.clock = options.clock;
         this.controlRing = file.controlRing();
         this.eventRing = new CheckedRingReader(file.eventRing().buffer());
         this.notificationRing = new CheckedRingReader(file.notificationRing().buffer());
@@ -189,8 +195,9 @@ public final class NicstackClient implements AutoCloseable
                             "daemon runs app file version " + file.daemonVersion() + ", this client " +
                             AppFileDescriptor.VERSION);
                     }
-                    attachedAtMillis = System.currentTimeMillis();
-                    lastProcessCheckMillis = attachedAtMillis;
+                    daemonHeartbeatSeen = file.daemonHeartbeat();
+                    daemonHeartbeatSeenAtNanos = clock.nanoTime();
+                    lastProcessCheckNanos = daemonHeartbeatSeenAtNanos;
                     return;
 
                 case AppFileDescriptor.STATE_REJECTED:
@@ -274,10 +281,12 @@ public final class NicstackClient implements AutoCloseable
      * Drain events and notifications, write the app heartbeat, and check that the daemon is alive.
      *
      * @return how many events and notifications were handled (for an idle strategy).
-     * @throws DaemonGoneException if the daemon's heartbeat is older than the daemon timeout, it wrote DAEMON_GONE
-     *                             or its process is dead, or it reaped this app (REJECTED: the exception's reason says
-     *                             why), or the event or notification ring is corrupt (reason BAD_MESSAGE);
-     *                             every later poll throws it again.
+     * @throws DaemonGoneException if the daemon wrote DAEMON_GONE or its process is dead, or it reaped this app
+     *                             (REJECTED: the exception's reason says why), or the event or notification ring is
+     *                             corrupt (reason BAD_MESSAGE): the session is lost, every connection with it, and
+     *                             every later poll throws it again. Also, without losing anything, while the daemon's
+     *                             heartbeat has not moved for the daemon timeout and its process lives (a stall):
+     *                             polls go on once it moves again.
      * @throws NicstackException   if this client was closed.
      */
     public int poll() throws NicstackException
@@ -326,10 +335,17 @@ public final class NicstackClient implements AutoCloseable
             lastHeartbeatMillis = now;
             file.appHeartbeat(now);
         }
-        checkDaemon(now);
+        checkDaemon(clock.nanoTime());
         return work;
     }
 
+    /**
+     * The daemon is gone for good when it says so (DAEMON_GONE, REJECTED) or its process is dead: the session is lost.
+     * A heartbeat that does not move for the daemon timeout while the process lives (a stall: a blocked event loop,
+     * a long pause) fails this poll, so no blocking call waits for ever, but the session is kept: a later poll finds
+     * the daemon again once its heartbeat moves. The heartbeat is judged by its value changing, timed on the client's
+     * monotonic clock, so neither the wall clock stepping nor the two clocks disagreeing matters.
+     */
     private void checkDaemon(final long now) throws DaemonGoneException
     {
         String why = null;
@@ -347,19 +363,27 @@ public final class NicstackClient implements AutoCloseable
         }
         else
         {
-            final long heartbeat = Math.max(file.daemonHeartbeat(), attachedAtMillis);
-            if (now - heartbeat > daemonTimeoutMillis)
+            final long heartbeat = file.daemonHeartbeat();
+            if (heartbeat != daemonHeartbeatSeen)
             {
-                why = "the daemon's heartbeat is " + (now - heartbeat) + " ms old";
+                daemonHeartbeatSeen = heartbeat;
+                daemonHeartbeatSeenAtNanos = now;
             }
-            else if (now - lastProcessCheckMillis >= PROCESS_CHECK_PERIOD_MILLIS)
+            final long pid = file.daemonPid();
+            if (now - lastProcessCheckNanos >= PROCESS_CHECK_PERIOD_NANOS)
             {
-                lastProcessCheckMillis = now;
-                final long pid = file.daemonPid();
+                lastProcessCheckNanos = now;
                 if (pid > 0 && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
                 {
                     why = "the daemon process " + pid + " is dead";
                 }
+            }
+            final long stalledNanos = now - daemonHeartbeatSeenAtNanos;
+            if (why == null && stalledNanos > daemonTimeoutNanos)
+            {
+                throw new DaemonGoneException("the daemon's heartbeat has not moved for " +
+                    TimeUnit.NANOSECONDS.toMillis(stalledNanos) + " ms (its process " + pid +
+                    " lives: the session is kept, and a later poll goes on once the heartbeat moves)");
             }
         }
         if (why != null)
@@ -453,7 +477,7 @@ public final class NicstackClient implements AutoCloseable
     private void awaitControlRead()
     {
         long head = controlRing.consumerPosition();
-        long progressAtMillis = System.currentTimeMillis();
+        long progressAtNanos = clock.nanoTime();
         idleStrategy.reset();
         while (true)
         {
@@ -470,14 +494,14 @@ public final class NicstackClient implements AutoCloseable
             {
                 break;
             }
-            final long now = System.currentTimeMillis();
+            final long now = clock.nanoTime();
             final long position = controlRing.consumerPosition();
             if (position != head)
             {
                 head = position;
-                progressAtMillis = now;
+                progressAtNanos = now;
             }
-            else if (now - progressAtMillis > daemonTimeoutMillis)
+            else if (now - progressAtNanos > daemonTimeoutNanos)
             {
                 unreadFiles.clear(); // leaked on purpose, see above
                 return;

@@ -3,6 +3,7 @@ package io.nicstack.pipes.client;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Libc;
 import io.nicstack.pipes.Protocol;
+import org.agrona.concurrent.CachedNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -439,5 +440,42 @@ class ClientFailureModesTest
         assertEquals(Protocol.Reason.BAD_MESSAGE, ex.reason());
         assertTrue(ex.getMessage().contains("event ring"), ex.getMessage());
         assertThrows(DaemonGoneException.class, listener::accept);
+    }
+
+    /**
+     * A daemon whose heartbeat stops moving for the daemon timeout (on the client's own clock) fails polls while it
+     * stalls; once it beats again polls go on and the connections are still there. What its heartbeat says in wall-clock
+     * time does not matter, only that it moves.
+     */
+    @Test
+    void aStalledDaemonIsBackOnceItsHeartbeatMoves() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "stall", options);
+        final PipeConnection c = client.connect("198.18.0.2", 80);
+        daemon.heartbeat = false;
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(1); // a wall clock far behind: it moved, so the daemon is alive
+            return null;
+        });
+        client.poll();
+
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(options.daemonTimeoutMillis + 1));
+        final DaemonGoneException stalled = assertThrows(DaemonGoneException.class, client::poll);
+        assertTrue(stalled.getMessage().contains("has not moved"), stalled.getMessage());
+        assertEquals(0, c.peek(), "the session is kept while the daemon's process lives");
+
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(2);
+            return null;
+        });
+        client.poll();
+        assertFalse(c.isClosed());
+        assertEquals(1, c.claim(1));
     }
 }
