@@ -411,8 +411,8 @@ public final class NicstackClient implements AutoCloseable
      * CLOSE every connection, write DETACHED, stop the heartbeat thread, unmap and delete the app file. Idempotent;
      * nothing of this client may be used afterwards. As after close(2), the daemon still sends what each connection had
      * committed, then its FIN, from the memory it keeps mapped. A connection whose file the daemon is still sending
-     * (SEND_FILE, not answered yet) is closed too, and the daemon decides: it resets a connection whose file it cannot
-     * finish, rather than send a FIN after part of it. Descriptors of files being sent are held until the daemon has
+     * (SEND_FILE, not answered yet) is aborted (RST): its answer will not be read, and a FIN after a file refused or
+     * cut short would pass a short stream off as whole. Descriptors of files being sent are held until the daemon has
      * read their SEND_FILEs, so this may wait for a daemon behind on its control ring, while it reads on, and for the
      * daemon timeout at most once it stops.
      */

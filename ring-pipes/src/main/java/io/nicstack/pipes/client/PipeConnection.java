@@ -324,17 +324,20 @@ public final class PipeConnection implements AutoCloseable
     }
 
     /**
-     * The client closes: CLOSE, now even with a file in flight, since no poll will read its FILE_SENT. The daemon
-     * finishes the stream, or resets it if it cannot (a FIN after part of a file would pass a short stream off as
-     * whole).
+     * The client closes: CLOSE, or ABORT with a file still in flight, since no poll will read its FILE_SENT. A CLOSE
+     * then would end in a FIN after a file the daemon refused (FILE_UNREADABLE with 0 bytes, which leaves the stream
+     * as it was) or never read (refused at the detach): a short stream passed off as whole. The daemon resets a
+     * connection closed with its file in flight anyway.
      */
     void closeForDetach()
     {
-        close();
         if (fileInFlight != null)
         {
-            abandonFile();
-            client.onConnectionClosed(this);
+            abort(); // holds the descriptor until the daemon has read the SEND_FILE
+        }
+        else
+        {
+            close();
         }
     }
 
