@@ -85,6 +85,7 @@ public enum StackCounter
     TCP_DROP_TRUNCATED("tcp drop: truncated or bad data offset", Kind.DROP),
     TCP_DROP_BAD_CHECKSUM("tcp drop: bad checksum", Kind.DROP),
     TCP_DROP_BROADCAST("tcp drop: to a broadcast address", Kind.DROP),
+    TCP_DROP_SYN_FIN("tcp drop: syn with fin to a listener", Kind.DROP),
     TCP_BAD_OPTIONS("tcp segments with an illegal option length (rest ignored)", Kind.INFO),
     TCP_SEGMENTS_OUT("tcp segments out", Kind.INFO),
     TCP_PREDICTED("tcp segments taken by header prediction (the established fast path)", Kind.INFO),

@@ -539,6 +539,7 @@ public final class Tcp implements IpProtocolHandler
         {
             // SYN and FIN together open nothing (a scanner's probe, or one for stacks that took it as a SYN): dropped
             // without a connection, a cookie or a reply, as Linux's tcp_rcv_state_process does in LISTEN.
+            counters.increment(StackCounter.TCP_DROP_SYN_FIN);
             return;
         }
         if (listener.atConnectionLimit())

@@ -127,6 +127,7 @@ class Rfc9293ConnectionTest
         t.recvNothing();
         assertEquals(0, t.listener.synReceived());
         assertEquals(0, t.stack.tcp().connectionCount());
+        assertEquals(1, t.counter(StackCounter.TCP_DROP_SYN_FIN));
         // A SYN alone opens as usual.
         t.send(t.peerSyn());
         t.recv(t.expectedSynAck());
