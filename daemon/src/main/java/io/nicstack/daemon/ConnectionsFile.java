@@ -58,7 +58,6 @@ public final class ConnectionsFile implements AutoCloseable
 
     static ConnectionsFile create(final Path dir) throws IOException
     {
-        Files.createDirectories(dir);
         final Path path = dir.resolve(FILE_NAME);
         Files.deleteIfExists(path);
         final MappedByteBuffer mapped;

@@ -34,10 +34,9 @@ public final class CountersFile implements AutoCloseable
         this.values = new UnsafeBuffer(mapped, HEADER_LENGTH + metadataLength, valuesLength);
     }
 
-    /** Create (or replace) the counters file in {@code dir}, owned by this process. */
+    /** Create (or replace) the counters file in the existing {@code dir} (see {@link ShmDirectory}), owned by this process. */
     public static CountersFile create(final Path dir) throws IOException
     {
-        Files.createDirectories(dir);
         final Path path = dir.resolve(FILE_NAME);
         final int metadataLength = COUNTERS * CountersReader.METADATA_LENGTH;
         final int valuesLength = COUNTERS * CountersReader.COUNTER_LENGTH;

@@ -128,6 +128,30 @@ final class DaemonCommand
 
     int run(final PrintStream out, final PrintStream err)
     {
+        // Before the tap exists: a directory we may not use (or another daemon's) ends here, with nothing to undo.
+        final ShmDirectory shmDirectory;
+        try
+        {
+            shmDirectory = ShmDirectory.prepare(shm, ShmDirectory.ownUid()).lock();
+        }
+        catch (final IOException e)
+        {
+            err.println("daemon: " + e.getMessage());
+            return 1;
+        }
+        try (shmDirectory)
+        {
+            return serve(shmDirectory.path(), out, err);
+        }
+        catch (final IOException e)
+        {
+            err.println("daemon: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    private int serve(final Path shm, final PrintStream out, final PrintStream err)
+    {
         final String ifName = deviceSpec.substring(4);
         final TapDevice tap;
         try

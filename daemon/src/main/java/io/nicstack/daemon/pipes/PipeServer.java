@@ -134,25 +134,34 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return sendFileAllowed;
     }
 
-    /** Create {@code shm/apps} with mode 01777 (like /tmp: any user's app may create its file, none may remove another's). */
+    /**
+     * Create {@code shm/apps} with mode 01777 (like /tmp: any user's app may create its file, none may remove another's).
+     * An existing {@code apps} is used only if, seen without following symbolic links, it is a real directory owned by
+     * this process's uid and writable by nobody else (or already 01777): a planted symbolic link or another user's
+     * directory is refused, and the mode is set on the directory itself (fchmod, O_NOFOLLOW), never on a link's target.
+     */
     public PipeServer start() throws IOException
     {
-        Files.createDirectories(appsDirectory);
-        // Java's PosixFilePermission has no sticky bit.
-        final Process p = new ProcessBuilder("chmod", "1777", appsDirectory.toString()).redirectErrorStream(true).start();
         try
         {
-            final String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
-            if (p.waitFor() != 0)
-            {
-                throw new IOException("chmod 1777 " + appsDirectory + " failed: " + output);
-            }
+            Files.createDirectory(appsDirectory,
+                java.nio.file.attribute.PosixFilePermissions.asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
         }
-        catch (final InterruptedException e)
+        catch (final java.nio.file.FileAlreadyExistsException e)
         {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while creating " + appsDirectory, e);
+            // Checked below.
         }
+        final Map<String, Object> apps = Files.readAttributes(appsDirectory, "unix:uid,mode,isDirectory", LinkOption.NOFOLLOW_LINKS);
+        final int ownUid = (int)new com.sun.security.auth.module.UnixSystem().getUid();
+        final int mode = (Integer)apps.get("mode") & 07777;
+        if (!(Boolean)apps.get("isDirectory") || (Integer)apps.get("uid") != ownUid || ((mode & 0022) != 0 && mode != 01777))
+        {
+            throw new IOException(appsDirectory + " is not a directory of uid " + ownUid + " that only it may write "
+                + "(a symbolic link, another user's, or group/world writable: uid " + apps.get("uid") + ", mode "
+                + Integer.toOctalString((Integer)apps.get("mode")) + "); refusing to use it");
+        }
+        // Java's PosixFilePermission has no sticky bit; "unix:mode" has, and with NOFOLLOW_LINKS it is an fchmod.
+        Files.setAttribute(appsDirectory, "unix:mode", 01777, LinkOption.NOFOLLOW_LINKS);
         warnOfStrictOvercommit();
         if (scanInline)
         {
