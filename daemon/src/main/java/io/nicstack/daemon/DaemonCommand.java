@@ -16,6 +16,7 @@ import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.SystemEpochNanoClock;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.status.AtomicCounter;
 import org.agrona.concurrent.status.CountersManager;
 
 import io.nicstack.daemon.pipes.PipeCounters;
@@ -200,7 +201,8 @@ final class DaemonCommand
                 MAX_APP_FILE_BYTES, err).sendFileAllowed(sendFile).start();
             if (services.contains("echo"))
             {
-                stack.udp().bind(UdpEchoService.PORT, new UdpEchoService());
+                final AtomicCounter dropped = countersManager.newCounter(UdpEchoService.DROPPED_LABEL, StackCounters.TYPE_ID);
+                stack.udp().bind(UdpEchoService.PORT, new UdpEchoService(dropped::increment));
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
             final long[] nextSnapshot = {clock.nanoTime()};

@@ -1,0 +1,64 @@
+package io.nicstack.daemon;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.nic.mem.MemoryWire;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.udp.UdpSocket;
+
+/** RFC 862 over UDP, and the CVE-1999-0103 loop between two services that answer automatically. */
+class UdpEchoServiceTest
+{
+    private static final int A = 0xC612_0002;
+    private static final int B = 0xC612_0003;
+
+    private long now = 1_000_000_000L;
+    private final MemoryWire wire = MemoryWire.pair(1500, 4096);
+    private final NetStack a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
+    private final NetStack b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
+    private final long[] dropped = {0};
+
+    private void run(final int rounds)
+    {
+        for (int i = 0; i < rounds; i++)
+        {
+            a.poll(now);
+            b.poll(now);
+            now += 100_000L;
+        }
+    }
+
+    /** Another echo service (inetd, another nicstack) sends one datagram from port 7: one drop, no ping-pong. */
+    @Test
+    void cve1999_0103_datagramFromAnotherEchoServiceIsDroppedNotEchoed()
+    {
+        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++));
+        final UdpSocket peerEcho = b.udp().bind(UdpEchoService.PORT, new UdpEchoService());
+        peerEcho.send(A, UdpEchoService.PORT, new UnsafeBuffer(new byte[1000]), 0, 1000, now);
+        run(10_000);
+        assertEquals(1, a.counters().get(StackCounter.UDP_IN_DATAGRAMS));
+        assertEquals(0, a.counters().get(StackCounter.UDP_OUT_DATAGRAMS));
+        assertEquals(1, dropped[0]);
+    }
+
+    @Test
+    void everyPrivilegedSourcePortIsDroppedAndAClientPortIsEchoed()
+    {
+        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++));
+        final int[] echoed = {0};
+        for (final int port : new int[] {13, 19, 37, 53, 123, 1023})
+        {
+            b.udp().bind(port, (s, src, srcPort, buf, off, len, t) -> echoed[0]++).send(A, 7, new UnsafeBuffer(new byte[8]), 0, 8, now);
+        }
+        b.udp().bind(1024, (s, src, srcPort, buf, off, len, t) -> echoed[0]++).send(A, 7, new UnsafeBuffer(new byte[8]), 0, 8, now);
+        run(100);
+        assertEquals(6, dropped[0]);
+        assertEquals(1, echoed[0]);
+    }
+}
