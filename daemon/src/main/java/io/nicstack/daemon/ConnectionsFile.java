@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -124,14 +125,31 @@ public final class ConnectionsFile implements AutoCloseable
     static String read(final Path dir) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
+        if (!Files.isDirectory(dir))
+        {
+            throw new IOException(Files.exists(dir) ? dir + " is not a directory (--shm names the daemon's directory)"
+                : "no directory " + dir + " (is the daemon running with --shm " + dir + "?)");
+        }
         if (!Files.exists(path))
         {
             throw new IOException("no connections file at " + path + " (is the daemon running with --shm " + dir + "?)");
         }
+        if (!Files.isRegularFile(path))
+        {
+            throw new IOException(path + " is not a regular file: not a nicstack connections file");
+        }
         final MappedByteBuffer mapped;
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ))
         {
+            if (channel.size() > Integer.MAX_VALUE)
+            {
+                throw new IOException("connections file too large (" + channel.size() + " bytes): " + path);
+            }
             mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
+        }
+        catch (final AccessDeniedException e)
+        {
+            throw new IOException("permission denied reading " + path);
         }
         try
         {
@@ -161,7 +179,7 @@ public final class ConnectionsFile implements AutoCloseable
                 b.getBytes(TEXT_OFFSET, text);
                 if (b.getLongVolatile(SEQUENCE_OFFSET) == before)
                 {
-                    return before == 0 ? "no snapshot published yet\n" : new String(text, StandardCharsets.UTF_8);
+                    return before == 0 ? "no snapshot published yet\n" : printable(new String(text, StandardCharsets.UTF_8));
                 }
             }
             throw new IOException("could not read a consistent snapshot (daemon publishing continuously?)");
@@ -170,6 +188,25 @@ public final class ConnectionsFile implements AutoCloseable
         {
             IoUtil.unmap(mapped);
         }
+    }
+
+    /** The text with control characters other than newline and tab shown as '?' (it goes to a terminal). */
+    static String printable(final String text)
+    {
+        StringBuilder sb = null;
+        for (int i = 0; i < text.length(); i++)
+        {
+            final char c = text.charAt(i);
+            if ((c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7F && c < 0xA0))
+            {
+                if (sb == null)
+                {
+                    sb = new StringBuilder(text);
+                }
+                sb.setCharAt(i, '?');
+            }
+        }
+        return sb == null ? text : sb.toString();
     }
 
     @Override

@@ -3,9 +3,13 @@ package io.nicstack.daemon;
 import java.io.IOException;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.util.Optional;
 
 import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -57,40 +61,148 @@ public final class CountersFile implements AutoCloseable
         return file;
     }
 
-    /** Map an existing counters file for reading; a clear exception when absent or of another layout. */
+    /**
+     * Map an existing counters file for reading; an {@link IOException} that says what is wrong when it is absent,
+     * unreadable, or not a consistent file of this layout (another process wrote it: nothing in it is trusted).
+     */
     public static CountersFile open(final Path dir) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
+        if (!Files.isDirectory(dir))
+        {
+            throw new IOException(Files.exists(dir) ? dir + " is not a directory (--shm names the daemon's directory)"
+                : "no directory " + dir + " (is the daemon running with --shm " + dir + "?)");
+        }
         if (!Files.exists(path))
         {
             throw new IOException("no counters file at " + path + " (is the daemon running with --shm " + dir + "?)");
         }
+        if (!Files.isRegularFile(path))
+        {
+            throw new IOException(path + " is not a regular file: not a nicstack counters file");
+        }
         final MappedByteBuffer mapped;
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ))
         {
-            if (channel.size() < HEADER_LENGTH)
+            final long size = channel.size();
+            if (size < HEADER_LENGTH)
             {
-                throw new IOException("counters file too short: " + path);
+                throw new IOException("counters file too short (" + size + " bytes): " + path);
             }
-            mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
+            if (size > Integer.MAX_VALUE)
+            {
+                throw new IOException("counters file too large (" + size + " bytes): " + path);
+            }
+            mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
+        }
+        catch (final AccessDeniedException e)
+        {
+            throw new IOException("permission denied reading " + path);
         }
         final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_LENGTH);
+        final String problem = checkHeader(header, mapped.capacity());
+        if (problem != null)
+        {
+            IoUtil.unmap(mapped);
+            throw new IOException(problem + ": " + path);
+        }
+        return new CountersFile(path, mapped, header.getInt(METADATA_LENGTH_OFFSET), header.getInt(VALUES_LENGTH_OFFSET));
+    }
+
+    /** What is wrong with a header over a file of {@code fileLength} bytes, or null. */
+    private static String checkHeader(final UnsafeBuffer header, final long fileLength)
+    {
         if (header.getLong(MAGIC_OFFSET) != MAGIC)
         {
-            throw new IOException("not a nicstack counters file: " + path);
+            return "not a nicstack counters file";
         }
         final int version = header.getIntVolatile(VERSION_OFFSET);
         if (version != VERSION)
         {
-            throw new IOException("counters file layout version " + version + ", this build reads " + VERSION + ": " + path);
+            return "counters file layout version " + version + ", this build reads " + VERSION;
         }
         final int metadataLength = header.getInt(METADATA_LENGTH_OFFSET);
         final int valuesLength = header.getInt(VALUES_LENGTH_OFFSET);
-        if (metadataLength <= 0 || valuesLength <= 0 || (long)HEADER_LENGTH + metadataLength + valuesLength > mapped.capacity())
+        if (metadataLength <= 0 || valuesLength <= 0
+            || metadataLength % CountersReader.METADATA_LENGTH != 0 || valuesLength % CountersReader.COUNTER_LENGTH != 0
+            || metadataLength / CountersReader.METADATA_LENGTH != valuesLength / CountersReader.COUNTER_LENGTH
+            || (long)HEADER_LENGTH + metadataLength + valuesLength > fileLength)
         {
-            throw new IOException("counters file lengths inconsistent: " + path);
+            return "counters file inconsistent (metadata " + metadataLength + " bytes, values " + valuesLength
+                + " bytes, file " + fileLength + " bytes)";
         }
-        return new CountersFile(path, mapped, metadataLength, valuesLength);
+        return null;
+    }
+
+    /** One counter of the file. */
+    @FunctionalInterface
+    public interface CounterVisitor
+    {
+        void accept(int id, int typeId, String label, long value);
+    }
+
+    /**
+     * Every allocated counter in id order, as {@link CountersReader#forEach} but checking each record first: a bad
+     * record status or label length is an {@link IOException}, and a label's control characters are shown as '?'.
+     */
+    public void forEachCounter(final CounterVisitor visitor) throws IOException
+    {
+        final int count = metadata.capacity() / CountersReader.METADATA_LENGTH;
+        for (int id = 0; id < count; id++)
+        {
+            final int offset = id * CountersReader.METADATA_LENGTH;
+            final int status = metadata.getIntVolatile(offset);
+            if (status == CountersReader.RECORD_UNUSED)
+            {
+                return;
+            }
+            if (status == CountersReader.RECORD_RECLAIMED)
+            {
+                continue;
+            }
+            final int labelLength = metadata.getInt(offset + CountersReader.LABEL_OFFSET);
+            if (status != CountersReader.RECORD_ALLOCATED || labelLength < 0 || labelLength > CountersReader.MAX_LABEL_LENGTH)
+            {
+                throw new IOException("counters file inconsistent (counter " + id + ": status " + status
+                    + ", label length " + labelLength + "): " + path);
+            }
+            final byte[] label = new byte[labelLength];
+            metadata.getBytes(offset + CountersReader.LABEL_OFFSET + Integer.BYTES, label);
+            for (int i = 0; i < label.length; i++)
+            {
+                if (label[i] < 0x20 || label[i] > 0x7E)
+                {
+                    label[i] = '?';
+                }
+            }
+            visitor.accept(id, metadata.getInt(offset + CountersReader.TYPE_ID_OFFSET),
+                new String(label, StandardCharsets.US_ASCII), values.getLongVolatile(id * CountersReader.COUNTER_LENGTH));
+        }
+    }
+
+    /**
+     * Whether the daemon that created this file still runs: its pid is alive and that process started no later than
+     * the file (a pid reused by a later process does not count).
+     */
+    public boolean daemonRunning()
+    {
+        return isRunning(pid(), header.getLong(START_TIME_OFFSET));
+    }
+
+    /** Whether process {@code pid} is alive and started by {@code createdEpochMillis} (plus a second of clock slack). */
+    static boolean isRunning(final long pid, final long createdEpochMillis)
+    {
+        if (pid <= 0)
+        {
+            return false;
+        }
+        final Optional<ProcessHandle> process = ProcessHandle.of(pid);
+        if (process.isEmpty() || !process.get().isAlive())
+        {
+            return false;
+        }
+        final Optional<Instant> started = process.get().info().startInstant();
+        return started.isEmpty() || started.get().toEpochMilli() <= createdEpochMillis + 1000;
     }
 
     public CountersManager manager()

@@ -5,8 +5,6 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Set;
 
-import org.agrona.concurrent.status.CountersReader;
-
 import io.nicstack.daemon.pipes.PipeCounters;
 import io.nicstack.stack.stats.StackCounters;
 
@@ -26,17 +24,19 @@ final class StatsCommand
         try (CountersFile file = CountersFile.open(dir))
         {
             final boolean all = options.has("--all");
-            final boolean alive = ProcessHandle.of(file.pid()).map(ProcessHandle::isAlive).orElse(false);
-            out.println("nicstack counters " + file.path() + " (daemon pid " + file.pid() + (alive ? "" : ", not running") + ")");
-            final CountersReader reader = file.reader();
-            reader.forEach((value, id, label) ->
+            final boolean alive = file.daemonRunning();
+            final StringBuilder text = new StringBuilder();
+            text.append("nicstack counters ").append(file.path()).append(" (daemon pid ").append(file.pid())
+                .append(alive ? "" : ", not running").append(")\n");
+            // Checked while read, printed only when all of it is good: a bad file gives one line on stderr, nothing else.
+            file.forEachCounter((id, type, label, value) ->
             {
-                final int type = reader.getCounterTypeId(id);
                 if ((type == StackCounters.TYPE_ID || type == PipeCounters.TYPE_ID) && (all || value != 0))
                 {
-                    out.printf("%14d  %s%n", value, label);
+                    text.append(String.format("%14d  %s%n", value, label));
                 }
             });
+            out.print(text);
             return 0;
         }
         catch (final IOException e)
