@@ -73,8 +73,32 @@ final class DaemonCommand
     private final CountDownLatch cleanedUp = new CountDownLatch(1);
     private volatile int exitStatus;
 
+    /** The link the daemon runs on, opened and configured. */
+    interface Link
+    {
+        NetDevice device();
+
+        /** After the device (and its decorators) closed: remove what was created for it. */
+        void remove();
+    }
+
+    /** Opens the link: a tap in production; tests give a memory device (no interface, no ip commands). */
+    @FunctionalInterface
+    interface LinkOpener
+    {
+        Link open(String ifName, boolean checksumOffload, Integer mtu, String hostIp) throws IOException;
+    }
+
+    private final LinkOpener links;
+
     DaemonCommand(final String[] args)
     {
+        this(args, DaemonCommand::openTap);
+    }
+
+    DaemonCommand(final String[] args, final LinkOpener links)
+    {
+        this.links = links;
         final Options o = new Options("daemon", args, 1, WITH_VALUE, FLAGS);
         deviceSpec = o.require("daemon", "--device");
         if (!deviceSpec.startsWith("tap:") || deviceSpec.length() == 4)
@@ -127,6 +151,57 @@ final class DaemonCommand
         }
     }
 
+    /** Open (or create) tap {@code ifName}, set its MTU, the host's address and the link up; undone on failure. */
+    static Link openTap(final String ifName, final boolean checksumOffload, final Integer mtu, final String hostIp)
+        throws IOException
+    {
+        final TapDevice tap;
+        try
+        {
+            tap = TapDevice.open(ifName, checksumOffload);
+        }
+        catch (final NicException | IllegalArgumentException e)
+        {
+            throw new IOException(e.getMessage(), e);
+        }
+        final Link link = new Link()
+        {
+            @Override
+            public NetDevice device()
+            {
+                return tap;
+            }
+
+            @Override
+            public void remove()
+            {
+                if (tap.created())
+                {
+                    Shell.runQuietly("ip", "link", "del", "dev", ifName);
+                }
+            }
+        };
+        try
+        {
+            if (mtu != null)
+            {
+                Shell.run("ip", "link", "set", "dev", ifName, "mtu", String.valueOf(mtu));
+            }
+            if (hostIp != null)
+            {
+                Shell.run("ip", "addr", "replace", hostIp, "dev", ifName);
+            }
+            Shell.run("ip", "link", "set", "dev", ifName, "up");
+            return link;
+        }
+        catch (final IOException e)
+        {
+            tap.close();
+            link.remove();
+            throw e;
+        }
+    }
+
     int run(final PrintStream out, final PrintStream err)
     {
         // Before the tap exists: a directory we may not use (or another daemon's) ends here, with nothing to undo.
@@ -154,31 +229,21 @@ final class DaemonCommand
     private int serve(final Path shm, final PrintStream out, final PrintStream err)
     {
         final String ifName = deviceSpec.substring(4);
-        final TapDevice tap;
+        final Link link;
         try
         {
-            tap = TapDevice.open(ifName, checksumOffload);
+            link = links.open(ifName, checksumOffload, mtu, hostIp);
         }
-        catch (final NicException | IllegalArgumentException e)
+        catch (final IOException e)
         {
             err.println("daemon: " + e.getMessage());
             return 1;
         }
-        NetDevice device = tap;
+        NetDevice device = link.device();
         PipeServer pipes = null;
         try (CountersFile countersFile = CountersFile.create(shm);
             ConnectionsFile connectionsFile = ConnectionsFile.create(shm))
         {
-            if (mtu != null)
-            {
-                Shell.run("ip", "link", "set", "dev", ifName, "mtu", String.valueOf(mtu));
-            }
-            if (hostIp != null)
-            {
-                Shell.run("ip", "addr", "replace", hostIp, "dev", ifName);
-            }
-            Shell.run("ip", "link", "set", "dev", ifName, "up");
-
             final NanoClock clock = new SystemNanoClock();
             if (faults != null)
             {
@@ -263,10 +328,7 @@ final class DaemonCommand
             }
             // Closes the decorators first: the pcap is flushed, then the tap fd (a tap we created vanishes).
             device.close();
-            if (tap.created())
-            {
-                Shell.runQuietly("ip", "link", "del", "dev", ifName);
-            }
+            link.remove();
             err.flush();
             cleanedUp.countDown();
         }
