@@ -2,7 +2,12 @@ package io.nicstack.daemon;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -151,6 +156,32 @@ final class DaemonCommand
         }
     }
 
+    /** That {@code --pcap FILE} can be created or written (it is opened for good, and truncated, later). */
+    static void checkWritable(final Path file) throws IOException
+    {
+        if (Files.isDirectory(file))
+        {
+            throw new IOException("--pcap " + file + " is a directory");
+        }
+        final Path parent = file.toAbsolutePath().getParent();
+        if (parent != null && !Files.isDirectory(parent))
+        {
+            throw new IOException("--pcap " + file + ": no directory " + parent);
+        }
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE))
+        {
+            // Opened: writable.
+        }
+        catch (final AccessDeniedException e)
+        {
+            throw new IOException("--pcap " + file + ": permission denied");
+        }
+        catch (final IOException e)
+        {
+            throw new IOException("--pcap " + file + ": cannot write it (" + e.getMessage() + ")");
+        }
+    }
+
     /** Open (or create) tap {@code ifName}, set its MTU, the host's address and the link up; undone on failure. */
     static Link openTap(final String ifName, final boolean checksumOffload, final Integer mtu, final String hostIp)
         throws IOException
@@ -204,10 +235,15 @@ final class DaemonCommand
 
     int run(final PrintStream out, final PrintStream err)
     {
-        // Before the tap exists: a directory we may not use (or another daemon's) ends here, with nothing to undo.
+        // Before the tap exists: a pcap file we cannot write, a directory we may not use (or another daemon's) end
+        // here, with nothing to undo.
         final ShmDirectory shmDirectory;
         try
         {
+            if (pcap != null)
+            {
+                checkWritable(pcap);
+            }
             shmDirectory = ShmDirectory.prepare(shm, ShmDirectory.ownUid()).lock();
         }
         catch (final IOException e)
@@ -307,6 +343,13 @@ final class DaemonCommand
         }
         catch (final IOException | NicException e)
         {
+            err.println("daemon: " + e.getMessage());
+            exitStatus = 1;
+            return 1;
+        }
+        catch (final UncheckedIOException e)
+        {
+            // The pcap file (a full disk, say): the environment, not a bug.
             err.println("daemon: " + e.getMessage());
             exitStatus = 1;
             return 1;

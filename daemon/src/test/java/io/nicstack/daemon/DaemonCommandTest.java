@@ -1,0 +1,94 @@
+package io.nicstack.daemon;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.mem.MemoryWire;
+
+/** The daemon's startup on a memory device (no interface, no ip commands): what it refuses, and how it says so. */
+class DaemonCommandTest
+{
+    @TempDir
+    Path dir;
+
+    private final MemoryWire wire = MemoryWire.pair(1500, 16);
+    private boolean linkOpened;
+
+    private String[] daemon(final String... options)
+    {
+        final String[] args = new String[options.length + 5];
+        args[0] = "daemon";
+        args[1] = "--device";
+        args[2] = "tap:nstest0";
+        args[3] = "--ip";
+        args[4] = "198.18.0.2/24";
+        System.arraycopy(options, 0, args, 5, options.length);
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int status = new DaemonCommand(args, (name, offload, mtu, hostIp) ->
+        {
+            linkOpened = true;
+            return new DaemonCommand.Link()
+            {
+                @Override
+                public NetDevice device()
+                {
+                    return wire.a();
+                }
+
+                @Override
+                public void remove()
+                {
+                }
+            };
+        }).run(new PrintStream(out, true), new PrintStream(err, true));
+        return new String[] {String.valueOf(status), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
+    }
+
+    private static void assertOneLine(final String err)
+    {
+        assertTrue(err.startsWith("daemon: ") && err.indexOf('\n') == err.length() - 1, "not one line: " + err);
+    }
+
+    @Test
+    void pcapInAMissingDirectoryIsOneLineBeforeTheLinkIsOpened() throws Exception
+    {
+        final String[] r = daemon("--shm", dir.resolve("shm").toString(), "--pcap", dir.resolve("no/such/dir/x.pcap").toString());
+        assertEquals("1", r[0], r[2]);
+        assertOneLine(r[2]);
+        assertTrue(r[2].contains("--pcap"), r[2]);
+        assertFalse(linkOpened);
+    }
+
+    @Test
+    void pcapThatIsADirectoryIsOneLine() throws Exception
+    {
+        final String[] r = daemon("--shm", dir.resolve("shm").toString(), "--pcap", Files.createDirectory(dir.resolve("p")).toString());
+        assertEquals("1", r[0], r[2]);
+        assertOneLine(r[2]);
+        assertTrue(r[2].contains("--pcap"), r[2]);
+        assertFalse(linkOpened);
+    }
+
+    @Test
+    void plantedShmIsRefusedBeforeTheLinkIsOpened() throws Exception
+    {
+        final Path target = Files.createDirectory(dir.resolve("target"));
+        final Path link = Files.createSymbolicLink(dir.resolve("shm"), target);
+        final String[] r = daemon("--shm", link.toString());
+        assertEquals("1", r[0], r[2]);
+        assertOneLine(r[2]);
+        assertFalse(linkOpened);
+    }
+}
