@@ -112,14 +112,28 @@ final class DaemonCommand
         }
         try
         {
-            config = StackConfig.of(o.require("daemon", "--ip"));
+            final String ip = o.require("daemon", "--ip");
+            config = StackConfig.of(ip);
+            checkHostAddress("--ip " + ip, config.address());
+            checkNotNetworkOrBroadcast("--ip " + ip, config, config.address());
             if (o.has("--mac"))
             {
-                config.mac(MacAddress.parse(o.get("--mac")));
+                final long mac = MacAddress.parse(o.get("--mac"));
+                if (mac == 0 || MacAddress.isMulticast(mac))
+                {
+                    // RFC 7042 2.1: the group bit (also set in the broadcast address) marks a multicast address.
+                    throw new UsageException("daemon: --mac " + o.get("--mac") + ": must be a unicast address "
+                        + "(not all zeros, not multicast or broadcast: the first octet's lowest bit clear)");
+                }
+                config.mac(mac);
             }
             if (o.has("--gateway"))
             {
-                config.gateway(Ipv4Address.parse(o.get("--gateway")));
+                final String text = "--gateway " + o.get("--gateway");
+                final int gateway = Ipv4Address.parse(o.get("--gateway"));
+                checkHostAddress(text, gateway);
+                checkNeighbour(text, config, gateway);
+                config.gateway(gateway);
             }
             mtu = o.has("--mtu") ? Integer.valueOf(o.get("--mtu")) : null;
             if (mtu != null)
@@ -129,7 +143,9 @@ final class DaemonCommand
             hostIp = o.get("--host-ip");
             if (hostIp != null)
             {
-                StackConfig.of(hostIp);
+                final int host = StackConfig.of(hostIp).address();
+                checkHostAddress("--host-ip " + hostIp, host);
+                checkNeighbour("--host-ip " + hostIp, config, host);
             }
             faults = o.has("--faults") ? FaultConfig.parse(o.get("--faults")) : null;
         }
@@ -154,6 +170,47 @@ final class DaemonCommand
             }
             services.add(s);
         }
+    }
+
+    /** An address a host may have: not 0.0.0.0/8 ("this network"), loopback, multicast or reserved (240/4). */
+    private static void checkHostAddress(final String option, final int address)
+    {
+        final int first = address >>> 24;
+        final String problem = first == 0 ? "0.0.0.0/8 is \"this network\" (RFC 1122 3.2.1.3), not a host's address"
+            : first == 127 ? "127.0.0.0/8 is loopback (RFC 1122 3.2.1.3), not a link's address"
+            : Ipv4Address.isMulticast(address) ? "a multicast address (224.0.0.0/4) is no host's address"
+            : first >= 240 ? "240.0.0.0/4 is reserved (RFC 1112 4), and 255.255.255.255 is broadcast"
+            : null;
+        if (problem != null)
+        {
+            throw new UsageException("daemon: " + option + ": " + problem);
+        }
+    }
+
+    /** Not the subnet's network or broadcast address (RFC 1122 3.2.1.3, RFC 919). */
+    private static void checkNotNetworkOrBroadcast(final String option, final StackConfig config, final int address)
+    {
+        final int host = address & ~config.netmask();
+        if (host == 0 || host == ~config.netmask())
+        {
+            throw new UsageException("daemon: " + option + ": the " + (host == 0 ? "network" : "broadcast") + " address of "
+                + Ipv4Address.format(config.address() & config.netmask()) + "/" + config.prefixLength() + ", not a host's");
+        }
+    }
+
+    /** Another host on the daemon's subnet: the kernel side of the link, or the gateway. */
+    private static void checkNeighbour(final String option, final StackConfig config, final int address)
+    {
+        if (address == config.address())
+        {
+            throw new UsageException("daemon: " + option + ": the daemon's own address (--ip); give the other host's");
+        }
+        if (!config.onLink(address))
+        {
+            throw new UsageException("daemon: " + option + ": not on the daemon's subnet "
+                + Ipv4Address.format(config.address() & config.netmask()) + "/" + config.prefixLength());
+        }
+        checkNotNetworkOrBroadcast(option, config, address);
     }
 
     /** That {@code --pcap FILE} can be created or written (it is opened for good, and truncated, later). */

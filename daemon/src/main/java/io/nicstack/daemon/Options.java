@@ -22,6 +22,10 @@ final class Options
                 name = arg.substring(0, eq);
                 value = arg.substring(eq + 1);
             }
+            if ((flags.contains(name) || withValue.contains(name)) && values.containsKey(name))
+            {
+                throw new UsageException(command + ": option " + name + " given twice");
+            }
             if (flags.contains(name) && value == null)
             {
                 values.put(name, "true");
@@ -35,6 +39,10 @@ final class Options
                         throw new UsageException(command + ": option " + name + " needs a value");
                     }
                     value = args[++i];
+                }
+                if (value.isEmpty())
+                {
+                    throw new UsageException(command + ": option " + name + " needs a value (got an empty one)");
                 }
                 values.put(name, value);
             }
