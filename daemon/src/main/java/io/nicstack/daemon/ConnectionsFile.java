@@ -1,6 +1,7 @@
 package io.nicstack.daemon;
 
 import java.io.IOException;
+import java.lang.invoke.VarHandle;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -8,9 +9,11 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.locks.LockSupport;
 
 import org.agrona.BitUtil;
 import org.agrona.IoUtil;
+import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.tcp.Tcp;
@@ -22,15 +25,21 @@ import io.nicstack.stack.wire.Ipv4Address;
  * daemon twice a second and read by {@code nicstack conns} (like {@code ss -tin}).
  *
  * <pre>
- *   0        8        12       16            64                 72        128
- *  +--------+--------+--------+------ ... --+--------------------+--------+------ ... ------------+
- *  | magic  |version |capacity|   padding   | sequence (seqlock) | length |  UTF-8 text, length  |
- *  +--------+--------+--------+------ ... --+--------------------+--------+------ ... ------------+
+ *   0        8        12       16       24         32      36        64                 72        128
+ *  +--------+--------+--------+--------+----------+-------+-- ... --+--------------------+--------+---- ... ----+
+ *  | magic  |version |capacity|  pid   |start time| state |  pad    | sequence (seqlock) | length | UTF-8 text  |
+ *  +--------+--------+--------+--------+----------+-------+-- ... --+--------------------+--------+---- ... ----+
  * </pre>
  *
- * One writer (the daemon's event loop): the sequence is made odd with release semantics, the text
- * and length written, then the sequence made even again. Readers copy and retry until they see the
- * same even sequence before and after (a seqlock), so they never block the daemon.
+ * The pid and start time (epoch ms) say which daemon writes the file, and state becomes {@link #STATE_STOPPED}
+ * when it closes it: a reader tells a running daemon's table from a stale one as {@code stats} does (the pid
+ * alive, and started no later than the file).
+ *
+ * <p>One writer (the daemon's event loop): the sequence is made odd, a store-store fence keeps the text and length
+ * writes after it, they are written, then the sequence made even again with release semantics. Readers read the
+ * sequence (acquire), copy, fence (load-load), read the sequence again, and retry until both are the same even
+ * value (a seqlock), so they never block the daemon. A reader retries for up to {@link #READ_BUDGET_NANOS}; a
+ * sequence odd for good with its daemon gone means the daemon died while publishing.
  */
 public final class ConnectionsFile implements AutoCloseable
 {
@@ -40,10 +49,18 @@ public final class ConnectionsFile implements AutoCloseable
     static final int MAGIC_OFFSET = 0;
     static final int VERSION_OFFSET = 8;
     static final int CAPACITY_OFFSET = 12;
+    static final int PID_OFFSET = 16;
+    static final int START_TIME_OFFSET = 24;
+    static final int STATE_OFFSET = 32;
+    static final int STATE_RUNNING = 1;
+    static final int STATE_STOPPED = 2;
     static final int SEQUENCE_OFFSET = BitUtil.CACHE_LINE_LENGTH;
     static final int LENGTH_OFFSET = SEQUENCE_OFFSET + 8;
     static final int TEXT_OFFSET = 2 * BitUtil.CACHE_LINE_LENGTH;
     static final int DEFAULT_CAPACITY = 8 << 20;
+    /** How long a reader retries for a consistent copy (a multi-MiB publish takes milliseconds). */
+    static final long READ_BUDGET_NANOS = 1_000_000_000L;
+    private static final long RETRY_PARK_NANOS = 100_000L;
     static final String HEADER = String.format("%-12s %-21s %-21s %s", "State", "Local", "Peer", "Details");
 
     private final MappedByteBuffer mapped;
@@ -69,6 +86,9 @@ public final class ConnectionsFile implements AutoCloseable
         final ConnectionsFile file = new ConnectionsFile(mapped, DEFAULT_CAPACITY);
         file.buffer.putLong(MAGIC_OFFSET, MAGIC);
         file.buffer.putInt(CAPACITY_OFFSET, DEFAULT_CAPACITY);
+        file.buffer.putLong(PID_OFFSET, ProcessHandle.current().pid());
+        file.buffer.putLong(START_TIME_OFFSET, System.currentTimeMillis());
+        file.buffer.putInt(STATE_OFFSET, STATE_RUNNING);
         file.buffer.putIntRelease(VERSION_OFFSET, VERSION);
         return file;
     }
@@ -89,10 +109,19 @@ public final class ConnectionsFile implements AutoCloseable
             System.arraycopy(note, 0, cut, capacity - note.length, note.length);
             text = cut;
         }
+        publish(text, text.length);
+    }
+
+    /** Publish {@code length} bytes of {@code text} under the seqlock. */
+    void publish(final byte[] text, final int length)
+    {
         final long sequence = buffer.getLong(SEQUENCE_OFFSET);
-        buffer.putLongRelease(SEQUENCE_OFFSET, sequence + 1);
-        buffer.putInt(LENGTH_OFFSET, text.length);
-        buffer.putBytes(TEXT_OFFSET, text);
+        buffer.putLong(SEQUENCE_OFFSET, sequence + 1);
+        // The odd sequence must be visible before any byte of the new text: a release store orders only what
+        // comes before it.
+        VarHandle.storeStoreFence();
+        buffer.putInt(LENGTH_OFFSET, length);
+        buffer.putBytes(TEXT_OFFSET, text, 0, length);
         buffer.putLongRelease(SEQUENCE_OFFSET, sequence + 2);
     }
 
@@ -121,8 +150,18 @@ public final class ConnectionsFile implements AutoCloseable
             .append('\n');
     }
 
-    /** Read a consistent snapshot from a daemon's file. */
+    /** Read a consistent snapshot from a running daemon's file, retrying for up to {@link #READ_BUDGET_NANOS}. */
     static String read(final Path dir) throws IOException
+    {
+        return read(dir, System::nanoTime, READ_BUDGET_NANOS);
+    }
+
+    /**
+     * Read a consistent snapshot; an {@link IOException} saying why there is none: the daemon stopped or died (then
+     * its last table is stale and not shown), it died mid-publish, the file is inconsistent, or no consistent copy
+     * came within {@code budgetNanos} of {@code clock}.
+     */
+    static String read(final Path dir, final NanoClock clock, final long budgetNanos) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
         if (!Files.isDirectory(dir))
@@ -162,27 +201,50 @@ public final class ConnectionsFile implements AutoCloseable
             {
                 throw new IOException("connections file layout version " + b.getInt(VERSION_OFFSET) + ", this build reads " + VERSION);
             }
-            for (int attempt = 0; attempt < 1000; attempt++)
+            final long pid = b.getLong(PID_OFFSET);
+            if (b.getIntVolatile(STATE_OFFSET) == STATE_STOPPED)
+            {
+                throw new IOException("the daemon (pid " + pid + ") has stopped: no connections (" + path + " is its last table)");
+            }
+            final boolean running = CountersFile.isRunning(pid, b.getLong(START_TIME_OFFSET));
+            if (!running)
+            {
+                throw new IOException("the daemon (pid " + pid + ") is not running: it died "
+                    + ((b.getLongVolatile(SEQUENCE_OFFSET) & 1) != 0 ? "while publishing its table: no complete table"
+                    : "without stopping, and its last table is stale") + " (" + path + ")");
+            }
+            final long deadline = clock.nanoTime() + budgetNanos;
+            while (true)
             {
                 final long before = b.getLongVolatile(SEQUENCE_OFFSET);
-                if ((before & 1) != 0)
+                if ((before & 1) == 0)
                 {
-                    Thread.onSpinWait();
-                    continue;
+                    final int length = b.getInt(LENGTH_OFFSET);
+                    final boolean lengthFits = length >= 0 && TEXT_OFFSET + (long)length <= b.capacity();
+                    final byte[] text = new byte[lengthFits ? length : 0];
+                    b.getBytes(TEXT_OFFSET, text);
+                    VarHandle.loadLoadFence();
+                    if (b.getLongVolatile(SEQUENCE_OFFSET) == before)
+                    {
+                        if (!lengthFits)
+                        {
+                            throw new IOException("connections file inconsistent (text length " + length + " in a file of "
+                                + b.capacity() + " bytes): " + path);
+                        }
+                        return before == 0 ? "no snapshot published yet\n" : printable(new String(text, StandardCharsets.UTF_8));
+                    }
                 }
-                final int length = b.getInt(LENGTH_OFFSET);
-                if (length < 0 || TEXT_OFFSET + (long)length > b.capacity())
+                if (clock.nanoTime() - deadline >= 0)
                 {
-                    continue;
+                    if (!CountersFile.isRunning(pid, b.getLong(START_TIME_OFFSET)))
+                    {
+                        throw new IOException("the daemon (pid " + pid + ") died while publishing its table: no complete table");
+                    }
+                    throw new IOException("no consistent table within " + budgetNanos / 1_000_000 + " ms: the daemon (pid "
+                        + pid + ") " + ((before & 1) != 0 ? "has been publishing all that time (stuck?)" : "publishes without pause"));
                 }
-                final byte[] text = new byte[length];
-                b.getBytes(TEXT_OFFSET, text);
-                if (b.getLongVolatile(SEQUENCE_OFFSET) == before)
-                {
-                    return before == 0 ? "no snapshot published yet\n" : printable(new String(text, StandardCharsets.UTF_8));
-                }
+                LockSupport.parkNanos(RETRY_PARK_NANOS);
             }
-            throw new IOException("could not read a consistent snapshot (daemon publishing continuously?)");
         }
         finally
         {
@@ -209,9 +271,11 @@ public final class ConnectionsFile implements AutoCloseable
         return sb == null ? text : sb.toString();
     }
 
+    /** Marks the file stopped (a reader says so instead of showing the last table), then unmaps it. */
     @Override
     public void close()
     {
+        buffer.putIntRelease(STATE_OFFSET, STATE_STOPPED);
         IoUtil.unmap(mapped);
     }
 }

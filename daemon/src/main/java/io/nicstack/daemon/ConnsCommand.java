@@ -5,6 +5,8 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Set;
 
+import org.agrona.concurrent.NanoClock;
+
 /** {@code nicstack conns --shm DIR}: the daemon's TCP connections, like {@code ss -tin}. */
 final class ConnsCommand
 {
@@ -14,10 +16,16 @@ final class ConnsCommand
 
     static int run(final String[] args, final PrintStream out, final PrintStream err)
     {
+        return run(args, out, err, System::nanoTime, ConnectionsFile.READ_BUDGET_NANOS);
+    }
+
+    /** Tests: the clock and the time the reader retries for a consistent table. */
+    static int run(final String[] args, final PrintStream out, final PrintStream err, final NanoClock clock, final long budgetNanos)
+    {
         final Options options = new Options("conns", args, 1, Set.of("--shm"), Set.of());
         try
         {
-            out.print(ConnectionsFile.read(Path.of(options.get("--shm", StatsCommand.DEFAULT_SHM))));
+            out.print(ConnectionsFile.read(Path.of(options.get("--shm", StatsCommand.DEFAULT_SHM)), clock, budgetNanos));
             return 0;
         }
         catch (final IOException e)
