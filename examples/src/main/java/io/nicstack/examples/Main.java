@@ -5,10 +5,16 @@ import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
+import org.agrona.BitUtil;
+
+import io.nicstack.pipes.AppFile;
+import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.client.ClientOptions;
 import io.nicstack.pipes.client.DaemonGoneException;
 import io.nicstack.pipes.client.DaemonNotRunningException;
@@ -45,6 +51,8 @@ public final class Main
     private static volatile NioHttpApp nioServer;
     private static volatile boolean stopRequested;
     private static volatile int exitStatus;
+    /** A daemon's per-app shared memory limit (its MAX_APP_FILE_BYTES): a bigger layout is refused at attach. */
+    static final long DAEMON_APP_MEMORY_LIMIT = 1L << 30;
     private static final CountDownLatch CLEANED_UP = new CountDownLatch(1);
 
     private Main()
@@ -110,15 +118,7 @@ public final class Main
             return 2;
         }
 
-        final ClientOptions options = new ClientOptions();
-        if (o.maxConnections() > 0)
-        {
-            options.maxConnections = o.maxConnections();
-        }
-        if (o.pipeKb() > 0)
-        {
-            options.pipeCapacity = o.pipeKb() * 1024;
-        }
+        final ClientOptions options = clientOptions(o.maxConnections(), o.pipeKb());
         try (NicstackClient client = NicstackClient.attach(o.shm(), o.app(), options);
             PipeListener listener = client.listen(o.port(), o.backlog()))
         {
@@ -307,6 +307,7 @@ public final class Main
         String bind = null;
         boolean copy = false;
         boolean shmGiven = false;
+        final Set<String> seen = new HashSet<>();
         while (i < args.length)
         {
             final String opt = args[i++];
@@ -327,6 +328,10 @@ public final class Main
                 }
                 copy = true;
                 continue;
+            }
+            if (!seen.add(opt))
+            {
+                throw new UsageException("option " + opt + " given twice");
             }
             if (i >= args.length)
             {
@@ -382,6 +387,10 @@ public final class Main
         {
             throw new UsageException("--port N is required");
         }
+        if (!nio)
+        {
+            checkLayout(maxConnections, pipeKb);
+        }
         if (nio && (shmGiven || pipeKb > 0))
         {
             throw new UsageException("--shm and --pipe-kb do not apply to nio-http (it runs on the kernel's sockets)");
@@ -418,6 +427,39 @@ public final class Main
         }
         return new Options(app, shm, port, root, mode, rate, pauseMillis, digest, maxConnections, pipeKb, backlog,
             bind == null ? "0.0.0.0" : bind, copy);
+    }
+
+    /** The client's layout: its defaults, with the options given (0: not given). */
+    private static ClientOptions clientOptions(final int maxConnections, final int pipeKb)
+    {
+        final ClientOptions options = new ClientOptions();
+        if (maxConnections > 0)
+        {
+            options.maxConnections = maxConnections;
+        }
+        if (pipeKb > 0)
+        {
+            options.pipeCapacity = pipeKb * 1024;
+        }
+        return options;
+    }
+
+    /** That the shared-memory layout these options ask for is one the client builds and a default daemon accepts. */
+    private static void checkLayout(final int maxConnections, final int pipeKb) throws UsageException
+    {
+        if (pipeKb > 0 && !BitUtil.isPowerOfTwo(pipeKb))
+        {
+            throw new UsageException("--pipe-kb must be a power of two (4, 8, 16 ... 1048576), not " + pipeKb);
+        }
+        final ClientOptions o = clientOptions(maxConnections, pipeKb);
+        final String problem = AppFile.checkSizes(o.ringCapacity, o.pipeCapacity, o.maxConnections);
+        final long bytes = AppFileDescriptor.fileLength(o.ringCapacity, o.pipeCapacity, o.maxConnections);
+        if (problem != null || bytes > DAEMON_APP_MEMORY_LIMIT)
+        {
+            throw new UsageException("--pipe-kb " + o.pipeCapacity / 1024 + " with --max-connections " + o.maxConnections
+                + (problem != null ? ": " + problem : " needs " + (bytes >> 20) + " MiB of shared memory, more than the "
+                + (DAEMON_APP_MEMORY_LIMIT >> 20) + " MiB a daemon allows an app") + " (use smaller pipes or fewer connections)");
+        }
     }
 
     private static int integer(final String opt, final String value, final int min, final int max) throws UsageException

@@ -43,6 +43,29 @@ class MainTest
         }
     }
 
+    /** Sizes the app or a default daemon cannot use: exit 2 naming the option, before any attach (no daemon here). */
+    @Test
+    void layoutThatCannotWorkIsExit2NamingTheOption(@TempDir final Path dir) throws Exception
+    {
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        for (final String[] args : new String[][] {
+            {"app", "echo", "--shm", shm.toString(), "--port", "7", "--pipe-kb", "5"},
+            {"app", "http", "--shm", shm.toString(), "--port", "80", "--root", dir.toString(), "--pipe-kb", "1024"},
+            {"app", "echo", "--shm", shm.toString(), "--port", "7", "--max-connections", "65535", "--pipe-kb", "64"}})
+        {
+            final String[] r = run(2, args);
+            assertTrue(r[1].startsWith("nicstack app: --pipe-kb"), r[1]);
+            assertEquals(1, r[1].strip().lines().count(), r[1]);
+        }
+    }
+
+    @Test
+    void optionGivenTwiceIsExit2(@TempDir final Path dir)
+    {
+        final String[] r = run(2, "app", "echo", "--shm", dir.toString(), "--port", "7", "--port", "8");
+        assertTrue(r[1].startsWith("nicstack app: option --port given twice"), r[1]);
+    }
+
     @Test
     void noDaemonIsAClearError(@TempDir final Path dir) throws Exception
     {
