@@ -30,7 +30,7 @@ final class ConnsCommand
         }
         catch (final IOException e)
         {
-            err.println("conns: " + e.getMessage());
+            err.println("conns: " + DaemonCommand.describe(e));
             return 1;
         }
     }

@@ -5,7 +5,9 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -30,6 +32,7 @@ import io.nicstack.nic.NetDevice;
 import io.nicstack.nic.NicException;
 import io.nicstack.nic.fault.FaultConfig;
 import io.nicstack.nic.fault.FaultInjectingDevice;
+import io.nicstack.nic.linux.Linux;
 import io.nicstack.nic.pcap.PcapWritingDevice;
 import io.nicstack.nic.tap.TapDevice;
 import io.nicstack.stack.NetStack;
@@ -110,15 +113,16 @@ final class DaemonCommand
         {
             throw new UsageException("daemon: --device must be tap:NAME (got '" + deviceSpec + "')");
         }
+        checkInterfaceName(deviceSpec.substring(4));
         try
         {
             final String ip = o.require("daemon", "--ip");
-            config = StackConfig.of(ip);
+            config = cidr("--ip", ip);
             checkHostAddress("--ip " + ip, config.address());
             checkNotNetworkOrBroadcast("--ip " + ip, config, config.address());
             if (o.has("--mac"))
             {
-                final long mac = MacAddress.parse(o.get("--mac"));
+                final long mac = parse("--mac", o.get("--mac"), "aa:bb:cc:dd:ee:ff (six pairs of hex digits)", MacAddress::parse);
                 if (mac == 0 || MacAddress.isMulticast(mac))
                 {
                     // RFC 7042 2.1: the group bit (also set in the broadcast address) marks a multicast address.
@@ -130,20 +134,20 @@ final class DaemonCommand
             if (o.has("--gateway"))
             {
                 final String text = "--gateway " + o.get("--gateway");
-                final int gateway = Ipv4Address.parse(o.get("--gateway"));
+                final int gateway = parse("--gateway", o.get("--gateway"), "A.B.C.D", Ipv4Address::parse);
                 checkHostAddress(text, gateway);
                 checkNeighbour(text, config, gateway);
                 config.gateway(gateway);
             }
-            mtu = o.has("--mtu") ? Integer.valueOf(o.get("--mtu")) : null;
+            mtu = o.has("--mtu") ? parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", Integer::valueOf) : null;
             if (mtu != null)
             {
-                config.mtu(mtu);
+                parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(Integer.parseInt(v)));
             }
             hostIp = o.get("--host-ip");
             if (hostIp != null)
             {
-                final int host = StackConfig.of(hostIp).address();
+                final int host = cidr("--host-ip", hostIp).address();
                 checkHostAddress("--host-ip " + hostIp, host);
                 checkNeighbour("--host-ip " + hostIp, config, host);
             }
@@ -151,7 +155,7 @@ final class DaemonCommand
         }
         catch (final IllegalArgumentException e)
         {
-            throw new UsageException("daemon: " + e.getMessage());
+            throw new UsageException("daemon: --faults " + o.get("--faults") + ": " + e.getMessage());
         }
         pcap = o.has("--pcap") ? Path.of(o.get("--pcap")) : null;
         shm = Path.of(o.get("--shm", StatsCommand.DEFAULT_SHM));
@@ -169,6 +173,66 @@ final class DaemonCommand
                 throw new UsageException("daemon: unknown service '" + s + "' (known: echo, discard, chargen)");
             }
             services.add(s);
+        }
+    }
+
+    /** An IOException in words: the JDK's NoSuchFile and AccessDenied messages are a bare path. */
+    static String describe(final IOException e)
+    {
+        if (e instanceof NoSuchFileException)
+        {
+            return "no such file or directory: " + e.getMessage();
+        }
+        if (e instanceof AccessDeniedException)
+        {
+            return "permission denied: " + e.getMessage();
+        }
+        if (e instanceof FileAlreadyExistsException)
+        {
+            return "already exists: " + e.getMessage();
+        }
+        return e.getMessage();
+    }
+
+    /** Parse an option's value; a failure names the option and the form expected. */
+    private static <T> T parse(final String option, final String value, final String expected,
+        final java.util.function.Function<String, T> parser)
+    {
+        try
+        {
+            return parser.apply(value);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            throw new UsageException("daemon: " + option + " " + value + ": expected " + expected);
+        }
+    }
+
+    /** A.B.C.D/N, N 1..30 (or A.B.C.D alone, /24). */
+    private static StackConfig cidr(final String option, final String value)
+    {
+        final int slash = value.indexOf('/');
+        final String prefix = slash < 0 ? null : value.substring(slash + 1);
+        if (prefix != null && !prefix.matches("[0-9]{1,2}"))
+        {
+            throw new UsageException("daemon: " + option + " " + value + ": expected A.B.C.D/N, N a prefix length 1..30");
+        }
+        return parse(option, value, "A.B.C.D/N, N a prefix length 1..30", StackConfig::of);
+    }
+
+    /** An interface name Linux accepts (dev_valid_name() in net/core/dev.c), as TapDevice checks it again. */
+    private static void checkInterfaceName(final String name)
+    {
+        boolean good = name.length() < Linux.IFNAMSIZ && !name.equals(".") && !name.equals("..");
+        for (int i = 0; i < name.length(); i++)
+        {
+            final char c = name.charAt(i);
+            good &= c > ' ' && c <= '~' && c != '/' && c != ':';
+        }
+        if (!good)
+        {
+            throw new UsageException("daemon: --device tap:" + name + ": an interface name has 1 to " + (Linux.IFNAMSIZ - 1)
+                + " printable ASCII characters, no '/', ':' or space, and is not '.' or '..'");
         }
     }
 
@@ -305,7 +369,7 @@ final class DaemonCommand
         }
         catch (final IOException e)
         {
-            err.println("daemon: " + e.getMessage());
+            err.println("daemon: " + describe(e));
             return 1;
         }
         try (shmDirectory)
@@ -314,7 +378,7 @@ final class DaemonCommand
         }
         catch (final IOException e)
         {
-            err.println("daemon: " + e.getMessage());
+            err.println("daemon: " + describe(e));
             return 1;
         }
     }
@@ -329,7 +393,7 @@ final class DaemonCommand
         }
         catch (final IOException e)
         {
-            err.println("daemon: " + e.getMessage());
+            err.println("daemon: " + describe(e));
             return 1;
         }
         NetDevice device = link.device();
@@ -398,7 +462,13 @@ final class DaemonCommand
             loop.run();
             return 0;
         }
-        catch (final IOException | NicException e)
+        catch (final IOException e)
+        {
+            err.println("daemon: " + describe(e));
+            exitStatus = 1;
+            return 1;
+        }
+        catch (final NicException e)
         {
             err.println("daemon: " + e.getMessage());
             exitStatus = 1;

@@ -41,7 +41,7 @@ final class StatsCommand
         }
         catch (final IOException e)
         {
-            err.println("stats: " + e.getMessage());
+            err.println("stats: " + DaemonCommand.describe(e));
             return 1;
         }
     }

@@ -1,9 +1,14 @@
 package io.nicstack.daemon;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.AccessDeniedException;
+import java.nio.file.NoSuchFileException;
+
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -42,9 +47,47 @@ class DaemonOptionsTest
     })
     void wrongConfigurationIsRefused(final String options, final String expected)
     {
-        final UsageException e = assertThrows(UsageException.class, () -> new DaemonCommand(args(options)));
+        assertRefused(args(options), expected);
+    }
+
+    private static void assertRefused(final String[] args, final String expected)
+    {
+        final UsageException e = assertThrows(UsageException.class, () -> new DaemonCommand(args));
         assertTrue(e.getMessage().startsWith("daemon: ") && e.getMessage().contains(expected), e.getMessage());
         assertTrue(e.getMessage().indexOf('\n') < 0, e.getMessage());
+    }
+
+    /** A value that does not parse: the message names the option and the form expected, not Java's parser. */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "--ip 198.18.0.2/24 --mtu abc         | --mtu abc: expected a number of bytes, 576..9000",
+        "--ip 198.18.0.2/24 --mtu 100         | --mtu 100: expected a number of bytes, 576..9000",
+        "--ip 198.18.0.2/                     | --ip 198.18.0.2/: expected A.B.C.D/N, N a prefix length 1..30",
+        "--ip 198.18.0.2/33                   | --ip 198.18.0.2/33: expected A.B.C.D/N",
+        "--ip 198.18.0/24                     | --ip 198.18.0/24: expected A.B.C.D/N",
+        "--ip 198.18.0.2/24 --host-ip 1.2.3/8 | --host-ip 1.2.3/8: expected A.B.C.D/N",
+        "--ip 198.18.0.2/24 --gateway 1.2.3   | --gateway 1.2.3: expected A.B.C.D",
+        "--ip 198.18.0.2/24 --mac zz          | --mac zz: expected aa:bb:cc:dd:ee:ff",
+        "--ip 198.18.0.2/24 --faults loss=2   | --faults loss=2: fault loss must be a probability",
+    })
+    void unparsableValueNamesTheOptionAndTheForm(final String options, final String expected)
+    {
+        assertRefused(args(options), expected);
+    }
+
+    /** Found while parsing (exit 2), not when the tap is opened (exit 1). */
+    @ParameterizedTest
+    @CsvSource({"tap:averyveryverylongname", "tap:a/b", "tap:a:b", "tap:.."})
+    void interfaceNameLinuxRefusesIsAUsageError(final String device)
+    {
+        assertRefused(new String[] {"daemon", "--device", device, "--ip", "198.18.0.2/24"}, "--device " + device + ": an interface name");
+    }
+
+    @Test
+    void fileErrorsAreSaidInWords()
+    {
+        assertEquals("no such file or directory: /x/y", DaemonCommand.describe(new NoSuchFileException("/x/y")));
+        assertEquals("permission denied: /x/y", DaemonCommand.describe(new AccessDeniedException("/x/y")));
     }
 
     @ParameterizedTest
