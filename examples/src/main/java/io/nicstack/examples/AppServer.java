@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 
 import io.nicstack.pipes.client.DaemonGoneException;
 import io.nicstack.pipes.client.LimitReachedException;
@@ -23,6 +24,7 @@ final class AppServer
     private final PipeListener listener;
     private final Function<PipeConnection, ConnectionHandler> factory;
     private final List<ConnectionHandler> handlers = new ArrayList<>();
+    private final LongSupplier clock;
     private final ParkPolicy parking = new ParkPolicy();
     private volatile boolean running = true;
     private boolean limitReported;
@@ -31,6 +33,14 @@ final class AppServer
     AppServer(final NicstackClient client, final PipeListener listener,
         final Function<PipeConnection, ConnectionHandler> factory)
     {
+        this(client, listener, factory, System::nanoTime);
+    }
+
+    /** @param clock the {@code now} handed to every connection (tests move it by hand). */
+    AppServer(final NicstackClient client, final PipeListener listener,
+        final Function<PipeConnection, ConnectionHandler> factory, final LongSupplier clock)
+    {
+        this.clock = clock;
         this.client = client;
         this.listener = listener;
         this.factory = factory;
@@ -82,7 +92,7 @@ final class AppServer
     {
         int work = client.poll();
         work += acceptPending();
-        final long now = System.nanoTime();
+        final long now = clock.getAsLong();
         for (int i = 0; i < handlers.size();)
         {
             final ConnectionHandler h = handlers.get(i);

@@ -194,7 +194,9 @@ final class HttpApp
         private boolean responding;
         private boolean closeAfterResponse;
         private long discardBody;
-        private long lastActivity = System.nanoTime();
+        private boolean started;
+        private long lastActivity;
+        private final HttpDeadlines deadlines = new HttpDeadlines();
 
         Handler(final PipeConnection conn)
         {
@@ -205,6 +207,16 @@ final class HttpApp
         protected int serviceOpen(final long now) throws NicstackException
         {
             int work = 0;
+            if (!started)
+            {
+                started = true;
+                lastActivity = now; // the server's clock, not ours
+            }
+            if (deadlines.expired(now) != null)
+            {
+                reset(); // a request head that takes too long, or a peer that reads nothing: free the slot and the file
+                return 1;
+            }
             if (!noDelaySet)
             {
                 // As NioHttpApp's TCP_NODELAY: the last, short segment of a response goes out at once instead of
@@ -249,15 +261,19 @@ final class HttpApp
                 switch (parser.state())
                 {
                     case COMPLETE:
+                        deadlines.requestDone();
                         respond(parser.request(), now);
                         parser.reset();
                         work += pump(now);
                         break;
                     case ERROR:
+                        deadlines.requestDone();
+                        deadlines.responseStarted(now);
                         respondError(parser.errorStatus(), parser.errorMessage());
                         work += pump(now);
                         break;
                     default:
+                        deadlines.requestBytes(now);
                         break;
                 }
             }
@@ -266,6 +282,7 @@ final class HttpApp
 
         private void respond(final HttpRequestParser.Request request, final long now)
         {
+            deadlines.responseStarted(now);
             discardBody = request.contentLength();
             closeAfterResponse = !request.keepAlive();
             final String path = request.path();
@@ -382,6 +399,7 @@ final class HttpApp
                 }
                 fileAwaited = false;
                 work++;
+                deadlines.responseStarted(now); // what is left, if anything, is ours to write again
                 if (conn.fileReason() == Protocol.Reason.NONE)
                 {
                     filePos = fileEnd;
@@ -446,6 +464,10 @@ final class HttpApp
                 conn.commit(n);
                 work++;
             }
+            if (work > 0)
+            {
+                deadlines.progress(now);
+            }
             if (streaming && fileWritten >= conn.txCapacity() / 2)
             {
                 hurry(); // more than half the pipe drained since the last refill: the daemon is about to starve
@@ -454,6 +476,9 @@ final class HttpApp
             {
                 conn.sendFile(entry != null ? entry.sendable() : file.sendable(), filePos, fileEnd - filePos);
                 fileAwaited = true;
+                // The daemon writes the body now; the app sees no progress until FILE_SENT, so no send deadline
+                // runs meanwhile (a slow reader of a SEND_FILE body is the daemon's to time out).
+                deadlines.responseDone();
                 return work + 1;
             }
             if (headPos < headLength || body != null && bodyPos < body.length || filePos < fileEnd)
@@ -463,6 +488,7 @@ final class HttpApp
             }
             // Response fully queued.
             responding = false;
+            deadlines.responseDone();
             releaseResources();
             head = null;
             body = null;

@@ -234,6 +234,7 @@ final class NioHttpApp
         private boolean closed;
         private long discardBody;
         private long lastActivity = now;
+        private final HttpDeadlines deadlines = new HttpDeadlines();
         private long lingerDeadline;
 
         Conn(final SocketChannel ch)
@@ -305,16 +306,21 @@ final class NioHttpApp
                 switch (parser.state())
                 {
                     case COMPLETE:
+                        deadlines.requestDone();
+                        deadlines.responseStarted(now);
                         respond(parser.request());
                         parser.reset();
                         mayRead = false; // the client waits for this response before it sends the next request
                         pump();
                         break;
                     case ERROR:
+                        deadlines.requestDone();
+                        deadlines.responseStarted(now);
                         respondError(parser.errorStatus(), parser.errorMessage());
                         pump();
                         break;
                     default:
+                        deadlines.requestBytes(now);
                         break;
                 }
             }
@@ -411,7 +417,10 @@ final class NioHttpApp
             {
                 if (out.hasRemaining())
                 {
-                    ch.write(out);
+                    if (ch.write(out) > 0)
+                    {
+                        deadlines.progress(now);
+                    }
                     if (out.hasRemaining())
                     {
                         interest(SelectionKey.OP_WRITE); // socket buffer full
@@ -441,6 +450,10 @@ final class NioHttpApp
                 else
                 {
                     final long n = file.transferTo(filePos, fileEnd - filePos, ch);
+                    if (n > 0)
+                    {
+                        deadlines.progress(now);
+                    }
                     if (n == 0)
                     {
                         if (filePos >= file.size())
@@ -456,6 +469,7 @@ final class NioHttpApp
             }
             // Response fully written.
             responding = false;
+            deadlines.responseDone();
             CloseHelper.quietClose(file);
             file = null;
             out = null;
@@ -507,6 +521,11 @@ final class NioHttpApp
                 {
                     close();
                 }
+                return;
+            }
+            if (deadlines.expired(now) != null)
+            {
+                close(); // a request head that takes too long, or a peer that reads nothing
                 return;
             }
             if (!responding && now - lastActivity > HttpApp.IDLE_TIMEOUT_NANOS)

@@ -1,0 +1,55 @@
+package io.nicstack.examples;
+
+import static io.nicstack.examples.HttpDeadlines.HEADER_TIMEOUT_NANOS;
+import static io.nicstack.examples.HttpDeadlines.SEND_TIMEOUT_NANOS;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+class HttpDeadlinesTest
+{
+    private static final long S = TimeUnit.SECONDS.toNanos(1);
+    /** Any start: the clock is compared modulo 2^64. */
+    private static final long T0 = Long.MAX_VALUE - 10 * S;
+
+    private final HttpDeadlines d = new HttpDeadlines();
+
+    @Test
+    void requestHeadDeadlineRunsFromTheFirstByteHoweverTheBytesTrickle()
+    {
+        for (long t = 0; t <= HEADER_TIMEOUT_NANOS; t += S)
+        {
+            d.requestBytes(T0 + t); // one byte a second, slowloris
+            assertNull(d.expired(T0 + t));
+        }
+        assertEquals(HttpDeadlines.Expired.REQUEST_HEAD, d.expired(T0 + HEADER_TIMEOUT_NANOS + 1));
+    }
+
+    @Test
+    void completeHeadEndsItsDeadline()
+    {
+        d.requestBytes(T0);
+        d.requestDone();
+        assertNull(d.expired(T0 + 10 * HEADER_TIMEOUT_NANOS));
+        d.requestBytes(T0 + 10 * HEADER_TIMEOUT_NANOS); // the next request's first byte starts a new one
+        assertEquals(HttpDeadlines.Expired.REQUEST_HEAD, d.expired(T0 + 11 * HEADER_TIMEOUT_NANOS + 1));
+    }
+
+    @Test
+    void responseDeadlineIsTimeWithoutProgressNotTheWholeTransfer()
+    {
+        d.responseStarted(T0);
+        for (long t = 0; t < 10 * SEND_TIMEOUT_NANOS; t += SEND_TIMEOUT_NANOS / 2)
+        {
+            d.progress(T0 + t); // slow, but moving
+            assertNull(d.expired(T0 + t + SEND_TIMEOUT_NANOS));
+        }
+        d.progress(T0);
+        assertEquals(HttpDeadlines.Expired.RESPONSE, d.expired(T0 + SEND_TIMEOUT_NANOS + 1));
+        d.responseDone();
+        assertNull(d.expired(T0 + 100 * SEND_TIMEOUT_NANOS));
+    }
+}

@@ -1,0 +1,206 @@
+package io.nicstack.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+import org.agrona.concurrent.BackoffIdleStrategy;
+import org.agrona.concurrent.CachedNanoClock;
+import org.agrona.concurrent.SystemEpochClock;
+import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.nicstack.daemon.pipes.PipeCounters;
+import io.nicstack.daemon.pipes.PipeServer;
+import io.nicstack.nic.mem.MemoryWire;
+import io.nicstack.pipes.client.ClientOptions;
+import io.nicstack.pipes.client.NicstackClient;
+import io.nicstack.pipes.client.PipeListener;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.loop.EventLoop;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpHandler;
+
+/**
+ * The HTTP app against slow clients, over an in-process daemon (a PipeServer on stack A, its event loop on a thread of
+ * its own) and raw TCP clients on stack B, no kernel interface. The app runs on the test's thread with a clock moved
+ * by hand: a slowloris (a request head never finished) and a reader that reads nothing must lose their connections
+ * when their deadlines pass, not before.
+ */
+class HttpSlowClientTest
+{
+    private static final long S = TimeUnit.SECONDS.toNanos(1);
+
+    @TempDir
+    Path tmp;
+
+    private final AtomicLong appNow = new AtomicLong(1_000 * S);
+    private final Queue<Runnable> onLoop = new ConcurrentLinkedQueue<>();
+    private EventLoop loop;
+    private Thread loopThread;
+    private PipeServer server;
+    private NicstackClient client;
+    private AppServer app;
+
+    static final class Client implements TcpHandler
+    {
+        final String initial;
+        volatile int closedReason = -1;
+
+        Client(final String initial)
+        {
+            this.initial = initial;
+        }
+
+        @Override
+        public void onConnected(final TcpConnection c)
+        {
+            final byte[] b = initial.getBytes(StandardCharsets.ISO_8859_1);
+            c.write(new UnsafeBuffer(b), 0, b.length);
+        }
+
+        @Override
+        public void onClosed(final TcpConnection c, final int reason)
+        {
+            closedReason = reason;
+        }
+    }
+
+    @AfterEach
+    void tearDown() throws Exception
+    {
+        if (app != null)
+        {
+            app.stop();
+        }
+        if (client != null)
+        {
+            client.close();
+        }
+        if (loop != null)
+        {
+            loop.stop();
+            loopThread.join(5000);
+        }
+        if (server != null)
+        {
+            server.close();
+        }
+    }
+
+    /** App passes at the frozen hand clock until {@code done} holds (real time bounded: the daemon's thread works). */
+    private void spinUntil(final String what, final java.util.function.BooleanSupplier done) throws Exception
+    {
+        final long giveUp = System.nanoTime() + 20 * S;
+        while (!done.getAsBoolean())
+        {
+            if (System.nanoTime() - giveUp > 0)
+            {
+                fail("timed out waiting for: " + what + " (app connections " + app.connections() + ")");
+            }
+            app.doWork();
+            LockSupport.parkNanos(200_000L);
+        }
+    }
+
+    /** Until the app found nothing to do for 200 passes in a row: every byte that could move has. */
+    private void spinUntilQuiet() throws Exception
+    {
+        final int[] quiet = {0};
+        spinUntil("the app to go quiet", () ->
+        {
+            try
+            {
+                quiet[0] = app.doWork() == 0 ? quiet[0] + 1 : 0;
+            }
+            catch (final Exception e)
+            {
+                throw new IllegalStateException(e);
+            }
+            return quiet[0] >= 200;
+        });
+    }
+
+    @Test
+    void slowlorisAndAReaderOfNothingLoseTheirConnectionsWhenTheirDeadlinesPass() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("big.bin"), new byte[16 << 20]);
+        final Path shm = Files.createDirectory(tmp.resolve("shm"));
+        final SystemNanoClock clock = new SystemNanoClock();
+        final MemoryWire wire = MemoryWire.pair(1500, 1024);
+        final NetStack a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), clock.nanoTime());
+        final NetStack b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), clock.nanoTime());
+        final CachedNanoClock roundClock = new CachedNanoClock();
+        roundClock.update(clock.nanoTime());
+        server = new PipeServer(a, shm, PipeCounters.inMemory(), roundClock, new SystemEpochClock(), 1L << 30,
+            new PrintStream(OutputStream.nullOutputStream())).start();
+        loop = new EventLoop(a, clock, roundClock, new BackoffIdleStrategy(), server, () ->
+        {
+            int w = 0;
+            Runnable r;
+            while ((r = onLoop.poll()) != null)
+            {
+                r.run();
+                w++;
+            }
+            return w + b.poll(roundClock.nanoTime());
+        });
+        loopThread = new Thread(loop, "daemon-loop");
+        loopThread.setDaemon(true);
+        loopThread.start();
+
+        final ClientOptions options = new ClientOptions();
+        options.maxConnections = 16;
+        options.pipeCapacity = 64 * 1024;
+        client = NicstackClient.attach(shm, "http", options);
+        final PipeListener listener = client.listen(8080, 16);
+        final HttpApp http = new HttpApp(new StaticFiles(root), false);
+        app = new AppServer(client, listener, http::handler, appNow::get);
+
+        final Client loris = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\nX-A: ");
+        final Client reader = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() ->
+        {
+            b.tcp().connect(0xC612_0002, 8080, loris, null);
+            b.tcp().connect(0xC612_0002, 8080, reader, null);
+        });
+        spinUntil("two connections", () -> app.connections() == 2);
+        spinUntilQuiet(); // the head bytes read, the reader's pipe and windows full: both stuck, clock still at t0
+        final long t0 = appNow.get();
+
+        appNow.set(t0 + HttpDeadlines.HEADER_TIMEOUT_NANOS - S);
+        spinUntilQuiet();
+        assertEquals(2, app.connections(), "a deadline passed early");
+
+        appNow.set(t0 + HttpDeadlines.HEADER_TIMEOUT_NANOS + S);
+        spinUntil("the slowloris reset", () -> loris.closedReason != -1);
+        assertEquals(1, app.connections());
+        assertEquals(-1, reader.closedReason);
+
+        appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS - S);
+        spinUntilQuiet();
+        assertEquals(1, app.connections(), "the send deadline passed early");
+
+        appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
+        spinUntil("the reader reset", () -> reader.closedReason != -1);
+        assertEquals(0, app.connections());
+        assertTrue(loris.closedReason != 0, "reset, not closed: " + loris.closedReason);
+    }
+}
