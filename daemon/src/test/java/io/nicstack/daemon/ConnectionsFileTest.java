@@ -133,8 +133,8 @@ class ConnectionsFileTest
     }
 
     /**
-     * The seqlock under a real race: a writer alternates tables of different lengths made of one repeated letter; every
-     * copy a reader gets must be one whole table.
+     * The seqlock under a real race: a writer alternates tables of different lengths made of one repeated letter, with
+     * short pauses (readers race its publications, but can finish); every copy a reader gets must be one whole table.
      */
     @Test
     void readerRacingTheWriterOnlySeesWholeTables() throws Exception
@@ -155,7 +155,8 @@ class ConnectionsFileTest
                 for (int i = 0; !stop.get(); i++)
                 {
                     file.publish(tables[i % tables.length], tables[i % tables.length].length);
-                    Thread.yield();
+                    // The daemon publishes twice a second; a writer with no pause at all would starve every reader.
+                    java.util.concurrent.locks.LockSupport.parkNanos(200_000L);
                 }
             }, "conns-writer");
             writer.start();
