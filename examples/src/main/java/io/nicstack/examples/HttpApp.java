@@ -160,6 +160,20 @@ final class HttpApp
         return at + src.length;
     }
 
+    /** The response to a request the parser refused: a head and a short text body, or null for HEAD. */
+    record ErrorResponse(byte[] head, byte[] body)
+    {
+    }
+
+    /** RFC 9110 9.3.2: a HEAD gets the header fields a GET would get (Content-Length included), and no content. */
+    static ErrorResponse errorResponse(final int status, final String message, final boolean head)
+    {
+        final byte[] text = (status + " " + reason(status) + ": " + message + "\n").getBytes(StandardCharsets.US_ASCII);
+        final byte[] h = responseHead(status, reason(status), text.length, "text/plain; charset=utf-8", false, 1,
+            status == 501 ? "Allow: GET, HEAD\r\n" : null);
+        return new ErrorResponse(h, head ? null : text);
+    }
+
     static String reason(final int status)
     {
         switch (status)
@@ -269,7 +283,7 @@ final class HttpApp
                     case ERROR:
                         deadlines.requestDone();
                         deadlines.responseStarted(now);
-                        respondError(parser.errorStatus(), parser.errorMessage());
+                        respondError(parser.errorStatus(), parser.errorMessage(), parser.errorOnHead());
                         work += pump(now);
                         break;
                     default:
@@ -359,13 +373,11 @@ final class HttpApp
             start(h, h.length, request.head() ? null : text);
         }
 
-        private void respondError(final int status, final String message)
+        private void respondError(final int status, final String message, final boolean head)
         {
             closeAfterResponse = true; // after a malformed request the byte stream cannot be trusted
-            final byte[] text = (status + " " + reason(status) + ": " + message + "\n").getBytes(StandardCharsets.US_ASCII);
-            final byte[] h = responseHead(status, reason(status), text.length, "text/plain; charset=utf-8", false, 1,
-                status == 501 ? "Allow: GET, HEAD\r\n" : null);
-            start(h, h.length, text);
+            final ErrorResponse r = errorResponse(status, message, head);
+            start(r.head(), r.head().length, r.body());
         }
 
         /** A new response: its head, an optional small body; a file body is set up by the caller. */

@@ -86,6 +86,15 @@ public final class HttpRequestParser
         return errorMessage;
     }
 
+    /**
+     * Once {@link State#ERROR}: whether the request line, read before the error, asked for HEAD. The error response
+     * then has no content (RFC 9110 9.3.2: the header fields a GET would get, no content).
+     */
+    public boolean errorOnHead()
+    {
+        return state == State.ERROR && "HEAD".equals(method);
+    }
+
     /** True when some bytes of a request head have been seen but the head is not complete. */
     public boolean hasPartialRequest()
     {
@@ -101,6 +110,7 @@ public final class HttpRequestParser
         errorStatus = 0;
         errorMessage = null;
         request = null;
+        method = null;
     }
 
     /** Feed bytes; returns how many were consumed (less than {@code count} once the head is complete or bad). */

@@ -316,7 +316,7 @@ final class NioHttpApp
                     case ERROR:
                         deadlines.requestDone();
                         deadlines.responseStarted(now);
-                        respondError(parser.errorStatus(), parser.errorMessage());
+                        respondError(parser.errorStatus(), parser.errorMessage(), parser.errorOnHead());
                         pump();
                         break;
                     default:
@@ -368,13 +368,11 @@ final class NioHttpApp
             }
         }
 
-        private void respondError(final int status, final String message)
+        private void respondError(final int status, final String message, final boolean head)
         {
             closeAfterResponse = true; // after a malformed request the byte stream cannot be trusted
-            final byte[] text = (status + " " + HttpApp.reason(status) + ": " + message + "\n")
-                .getBytes(StandardCharsets.US_ASCII);
-            start(HttpApp.responseHead(status, HttpApp.reason(status), text.length, "text/plain; charset=utf-8", false,
-                1, status == 501 ? "Allow: GET, HEAD\r\n" : null), text, null, 0);
+            final HttpApp.ErrorResponse r = HttpApp.errorResponse(status, message, head);
+            start(r.head(), r.body(), null, 0);
         }
 
         private void start(final byte[] head, final byte[] body, final FileChannel f, final long size)

@@ -98,6 +98,10 @@ public final class StaticFiles
         {
             file = file.resolve("index.html");
         }
+        else if (decodedPath.endsWith("/") || decodedPath.endsWith("/."))
+        {
+            return new Lookup(404, null, 0, null); // "/a.txt/" names a directory; a file is not one (ENOTDIR)
+        }
         try
         {
             if (!Files.isRegularFile(file))

@@ -58,4 +58,47 @@ class HttpAppTest
         assertEquals(-needed, app.okHead(e, true, 1, 0, small), "too small: the length needed, nothing written");
         assertArrayEquals(new byte[needed - 1], small);
     }
+
+    /** The review's case: a HEAD the parser refuses (chunked) got a body, which the client reads as the next response. */
+    @Test
+    void refusedHeadRequestGetsTheHeadersAndNoContent()
+    {
+        final HttpRequestParser p = new HttpRequestParser();
+        final byte[] req = "HEAD / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n".getBytes(StandardCharsets.ISO_8859_1);
+        p.feed(new org.agrona.concurrent.UnsafeBuffer(req), 0, req.length);
+        assertEquals(HttpRequestParser.State.ERROR, p.state());
+        assertTrue(p.errorOnHead());
+        final HttpApp.ErrorResponse head = HttpApp.errorResponse(p.errorStatus(), p.errorMessage(), p.errorOnHead());
+        final HttpApp.ErrorResponse get = HttpApp.errorResponse(p.errorStatus(), p.errorMessage(), false);
+        assertNull(head.body());
+        assertArrayEquals(get.head(), head.head(), "the same header fields, Content-Length included");
+        assertTrue(text(head.head(), head.head().length).contains("Content-Length: " + get.body().length + "\r\n"));
+    }
+
+    @Test
+    void refusedGetAndBadRequestLineKeepTheirBody()
+    {
+        for (final String r : new String[] {"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n", "HEAD  / HTTP/1.1\r\n\r\n"})
+        {
+            final HttpRequestParser p = new HttpRequestParser();
+            final byte[] req = r.getBytes(StandardCharsets.ISO_8859_1);
+            p.feed(new org.agrona.concurrent.UnsafeBuffer(req), 0, req.length);
+            assertEquals(HttpRequestParser.State.ERROR, p.state(), r);
+            assertFalse(p.errorOnHead(), r); // a request line that did not parse asked for nothing
+        }
+    }
+
+    @Test
+    void aFileNamedAsADirectoryIsNotFound(@TempDir final Path dir) throws Exception
+    {
+        Files.writeString(dir.resolve("a.txt"), "hello");
+        Files.createDirectory(dir.resolve("sub"));
+        Files.writeString(dir.resolve("sub").resolve("index.html"), "<p>sub</p>");
+        final StaticFiles files = new StaticFiles(dir);
+        assertEquals(200, files.lookup("/a.txt").status());
+        assertEquals(404, files.lookup("/a.txt/").status());
+        assertEquals(404, files.lookup("/a.txt/.").status());
+        assertEquals(200, files.lookup("/sub/").status());
+        assertEquals(200, files.lookup("/sub").status());
+    }
 }
