@@ -15,6 +15,7 @@ import org.agrona.concurrent.ringbuffer.RecordDescriptor;
 
 import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.CheckedRingReader;
 import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.Protocol.Reason;
 import io.nicstack.stack.iface.StackConfig;
@@ -30,7 +31,7 @@ import io.nicstack.stack.tcp.TcpState;
  * {@link BufferProvider} of its listeners and connects), its listeners, and the handler of all its
  * connections. Everything runs on the event loop thread.
  */
-final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.Handler
+final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.Handler
 {
     /** Control messages taken from one app per round, so one app cannot starve the loop. */
     private static final int CONTROL_BURST = 64;
@@ -78,7 +79,7 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
     private boolean refusalLogged;
     /** What is left of {@link #FILL_BUDGET} this round. */
     private long fillBudget;
-    private final ControlRingReader control;
+    private final CheckedRingReader control;
     private final OneToOneRingBuffer events;
     private final OneToOneRingBuffer notifications;
     private final PipeSlot[] slots;
@@ -121,7 +122,7 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
         this.appFiles = appFiles;
         this.memoryInode = memoryInode;
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
-        control = new ControlRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
+        control = new CheckedRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
         events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
         notifications = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.notificationRingOffset(ringCapacity), ringLength));
         slots = new PipeSlot[maxConnections];
@@ -194,7 +195,7 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
         takes = 0;
         int work = drainBacklog();
         final int read = control.read(this, CONTROL_BURST);
-        if (read == ControlRingReader.CORRUPT)
+        if (read == CheckedRingReader.CORRUPT)
         {
             broken = true;
             return work + 1;
@@ -959,7 +960,7 @@ final class AppSession implements BufferProvider, TcpHandler, ControlRingReader.
         {
             final long head = control.position();
             final int read = control.read(this, CONTROL_BURST);
-            if (read == ControlRingReader.CORRUPT)
+            if (read == CheckedRingReader.CORRUPT)
             {
                 broken = true;
                 return 0;

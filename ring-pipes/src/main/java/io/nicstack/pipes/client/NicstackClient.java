@@ -2,13 +2,13 @@ package io.nicstack.pipes.client;
 
 import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
+import io.nicstack.pipes.CheckedRingReader;
 import io.nicstack.pipes.Protocol;
 import org.agrona.ExpandableArrayBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.IdleStrategy;
-import org.agrona.concurrent.MessageHandler;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
@@ -61,8 +61,8 @@ public final class NicstackClient implements AutoCloseable
     private final CheckedRingReader notificationRing;
     private final PipeConnection[] connections;
     private final Int2ObjectHashMap<PipeListener> listeners = new Int2ObjectHashMap<>();
-    private final MessageHandler eventHandler = this::onEvent;
-    private final MessageHandler notificationHandler = this::onNotification;
+    private final CheckedRingReader.Handler eventHandler = this::onEvent;
+    private final CheckedRingReader.Handler notificationHandler = this::onNotification;
     private final Thread heartbeatThread;
     /**
      * Files of SEND_FILEs no FILE_SENT will be read for (the connection was aborted, or the client is closing), each

@@ -1,4 +1,4 @@
-package io.nicstack.daemon.pipes;
+package io.nicstack.pipes;
 
 import org.agrona.BitUtil;
 import org.agrona.concurrent.AtomicBuffer;
@@ -8,24 +8,29 @@ import org.agrona.concurrent.ringbuffer.RingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
 /**
- * Consumer of an Agrona {@code OneToOneRingBuffer} written by an untrusted producer (the app's control ring).
+ * Consumer of an Agrona {@code OneToOneRingBuffer} in an app's shared memory whose producer is another process: the
+ * daemon reads the app's control ring with it, the client the daemon's event and notification rings.
  *
- * <p>Same consumer protocol as Agrona 2.x {@code OneToOneRingBuffer.read} (a record is ready when its
- * length word is positive, padding records are skipped, the head is release-stored after the batch, the
- * producer zeroes ahead), but every length is read once and checked before use: a record shorter than
- * its header or running past the end of the buffer, or a head position the app overwrote, is
- * {@link #CORRUPT} instead of an out-of-bounds access or a head moved by garbage. Agrona's reader trusts
- * the length word, which is right for a ring shared by cooperating threads and wrong across a trust boundary.
+ * <p>Same consumer protocol as Agrona 2.x {@code OneToOneRingBuffer.read} (a record is ready when its length word is
+ * positive, padding records are skipped, the head is release-stored after the batch, the producer zeroes ahead), but
+ * every length word is read once and checked against the ring before use. Agrona's reader trusts it, which is right
+ * for a ring shared by cooperating threads and wrong across processes: a length past the end of the buffer moved the
+ * head by garbage (an out-of-bounds access, or every later record lost), and a negative one that no producer writes
+ * (an unfinished record's is minus its length) stopped the ring for good. Here either is {@link #CORRUPT}, and so is a
+ * head position that is not the one this reader stored.
  */
-final class ControlRingReader
+public final class CheckedRingReader
 {
-    static final int CORRUPT = -1;
+    public static final int CORRUPT = -1;
 
     /** A consumer that may ask to stop before the next message (it stays in the ring for the next read). */
-    interface Handler extends MessageHandler
+    public interface Handler extends MessageHandler
     {
         /** Whether the consumer takes another message now. */
-        boolean ready();
+        default boolean ready()
+        {
+            return true;
+        }
     }
 
     private final AtomicBuffer buffer;
@@ -33,7 +38,7 @@ final class ControlRingReader
     private final int headPositionIndex;
     private long head;
 
-    ControlRingReader(final AtomicBuffer buffer)
+    public CheckedRingReader(final AtomicBuffer buffer)
     {
         this.buffer = buffer;
         this.capacity = buffer.capacity() - RingBufferDescriptor.TRAILER_LENGTH;
@@ -42,16 +47,17 @@ final class ControlRingReader
     }
 
     /** The consumer's position: bytes taken so far. */
-    long position()
+    public long position()
     {
         return head;
     }
 
     /**
-     * Deliver up to {@code limit} messages (padding records within the buffer count too), while the handler is ready;
-     * returns how many were delivered or skipped, or {@link #CORRUPT}.
+     * Deliver up to {@code limit} messages (padding records within the buffer count too, so a ring of nothing else is
+     * not walked whole at once), while the handler is ready; returns how many were delivered or skipped, or
+     * {@link #CORRUPT} (after delivering those before the bad record, where the head stays).
      */
-    int read(final Handler handler, final int limit)
+    public int read(final Handler handler, final int limit)
     {
         if (buffer.getLongVolatile(headPositionIndex) != head)
         {
@@ -68,22 +74,27 @@ final class ControlRingReader
             {
                 final int recordIndex = headIndex + bytesRead;
                 final int recordLength = buffer.getIntVolatile(RecordDescriptor.lengthOffset(recordIndex));
-                if (recordLength <= 0)
+                if (recordLength == 0)
                 {
                     break;
                 }
-                final int aligned = BitUtil.align(recordLength, RecordDescriptor.ALIGNMENT);
-                if (recordLength < RecordDescriptor.HEADER_LENGTH || aligned > contiguous - bytesRead || aligned < 0)
+                // Negative: being written (minus its length); checked all the same, or a bad one stops the ring.
+                final int length = recordLength > 0 ? recordLength : -recordLength;
+                final int aligned = BitUtil.align(length, RecordDescriptor.ALIGNMENT);
+                if (length < RecordDescriptor.HEADER_LENGTH || aligned > contiguous - bytesRead || aligned < 0)
                 {
                     corrupt = true;
+                    break;
+                }
+                if (recordLength < 0)
+                {
                     break;
                 }
                 final int typeId = buffer.getInt(RecordDescriptor.typeOffset(recordIndex));
                 bytesRead += aligned;
                 if (typeId == RingBuffer.PADDING_MSG_TYPE_ID)
                 {
-                    // Padding fills the end of the buffer, and an aborted claim (Agrona's abort) leaves one anywhere:
-                    // skipped, but counted against the limit, so a ring of nothing else is not walked whole at once.
+                    // Padding fills the end of the buffer, and an aborted claim (Agrona's abort) leaves one anywhere.
                     if (bytesRead != contiguous)
                     {
                         messages++;
