@@ -559,11 +559,23 @@ public final class Tcp implements IpProtocolHandler
             sendCookie(listener, localIp, remoteIp, nowNanos);
             return;
         }
-        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), listener.bufferProvider());
-        if (c == null)
+        if (!openFromSyn(listener, remoteIp, in, isn.isn(localIp, in.destinationPort, remoteIp, in.sourcePort, nowNanos), nowNanos))
         {
             sendCookie(listener, localIp, remoteIp, nowNanos);
-            return;
+        }
+    }
+
+    /**
+     * A connection in SYN-RECEIVED for {@code syn}, counted in {@code listener}'s backlog, its SYN,ACK sent with ISN
+     * {@code iss}; false, having changed nothing, when no buffers are available for it.
+     */
+    private boolean openFromSyn(final TcpListener listener, final int remoteIp, final TcpRepr syn, final int iss,
+        final long nowNanos)
+    {
+        final TcpConnection c = newConnection(syn.destinationPort, remoteIp, syn.sourcePort, listener.settings().copy(), listener.bufferProvider());
+        if (c == null)
+        {
+            return false;
         }
         c.listener = listener;
         listener.live++;
@@ -571,7 +583,42 @@ public final class Tcp implements IpProtocolHandler
         listener.addHalfOpen(c);
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_PASSIVE_OPENS);
-        c.acceptSyn(in, isn.isn(localIp, in.destinationPort, remoteIp, in.sourcePort, nowNanos), nowNanos);
+        c.acceptSyn(syn, iss, nowNanos);
+        return true;
+    }
+
+    /**
+     * RFC 9293 §3.6.1 (RFC 1122 4.2.2.13) and RFC 6191: a SYN (no ACK, RST or FIN) for {@code old}, a connection in
+     * TIME-WAIT, opens the connection's next incarnation when a listener holds the port and the SYN is newer than
+     * anything of the old one ({@link TcpConnection#newerIncarnation}). The old connection ends, and the listener takes
+     * the SYN with an ISN above all the old one sent ({@link TcpConnection#nextIncarnationIss}), as Linux's
+     * tcp_timewait_state_process (TCP_TW_SYN) hands it over. A client that reuses its port soon then connects at
+     * once, not after the ACK, RST and SYN retransmission that TIME-WAIT otherwise costs it.
+     *
+     * <p>Refused, with {@code old} left in TIME-WAIT to answer the SYN as before, when the listener could only answer
+     * statelessly (its backlog or the stack-wide half-open bound full: a SYN cookie is an ISN that may fall in the old
+     * sequence space) or is at its connection limit. Linux lets such a SYN past its SYN queue bound; here the bounds
+     * hold, and the peer's RST to our ACK ends TIME-WAIT for its next SYN as without this rule. Should the new SYN turn
+     * out to be an old duplicate (the peer resets our SYN,ACK), the old connection does not return to TIME-WAIT (RFC
+     * 1122's condition (2)); Linux does not either.
+     *
+     * @return true when the SYN was taken (and {@code old} is gone); false to process it in TIME-WAIT.
+     */
+    boolean reopenFromTimeWait(final TcpConnection old, final TcpRepr syn, final long nowNanos)
+    {
+        final TcpListener listener = listeners.get(old.localPort);
+        if (listener == null || !old.newerIncarnation(syn, syn.timestampsPresent && listener.settings().timestamps)
+            || listener.full() || halfOpen() >= MAX_HALF_OPEN || listener.atConnectionLimitReplacing(old))
+        {
+            return false;
+        }
+        final int iss = old.nextIncarnationIss();
+        remove(old, TcpConnection.CLOSE_NORMAL);
+        counters.increment(StackCounter.TCP_TIME_WAIT_REUSED);
+        // Without buffers for it (its provider has none free), the SYN is dropped: TIME-WAIT is over, so the peer's
+        // retransmission finds the listener, which answers it as any SYN.
+        openFromSyn(listener, old.remoteIp, syn, iss, nowNanos);
+        return true;
     }
 
     /**

@@ -538,6 +538,34 @@ public final class TcpConnection
         cc.init(sndMss, now);
     }
 
+    /**
+     * Whether {@code syn}, arriving in TIME-WAIT, belongs to a newer incarnation of this connection (RFC 6191 §2): when
+     * both this incarnation and the next use timestamps, its TSval is newer than TS.Recent (or equal, with a sequence
+     * number above RCV.NXT); otherwise its sequence number is above RCV.NXT (RFC 9293 §3.6.1, RFC 1122 4.2.2.13). Without
+     * timestamps the peer's new sequence space thus starts above all of its old one; with them, PAWS holds across
+     * incarnations and tells the peer's old segments from its new ones whatever their sequence numbers.
+     *
+     * @param timestampsNext the next incarnation would use timestamps (the SYN offers them and the listener agrees).
+     */
+    boolean newerIncarnation(final TcpRepr syn, final boolean timestampsNext)
+    {
+        if (tsEnabled && timestampsNext)
+        {
+            return Seq.gt(syn.tsVal, tsRecent) || (syn.tsVal == tsRecent && Seq.gt(syn.seq, rcvNxt));
+        }
+        return Seq.gt(syn.seq, rcvNxt);
+    }
+
+    /**
+     * The ISN for the incarnation that replaces this one in TIME-WAIT: above every sequence number this one used (RFC
+     * 1122 4.2.2.13 (1)) by more than an unscaled window, as Linux's tcp_timewait_state_process chooses it, so the peer's
+     * new connection takes none of our old segments that may still be in the network.
+     */
+    int nextIncarnationIss()
+    {
+        return sndMax + 65535 + 2;
+    }
+
     /** Options from the peer's SYN (or SYN-ACK): MSS, window scale, SACK-permitted, timestamps. */
     private void negotiate(final TcpRepr syn, final long now)
     {
@@ -580,6 +608,13 @@ public final class TcpConnection
         if (state == TcpState.SYN_SENT)
         {
             onSegmentInSynSent(seg, now);
+            return;
+        }
+        // RFC 9293 §3.6.1, RFC 6191: a new SYN may end TIME-WAIT and open the next incarnation through the listener.
+        if (state == TcpState.TIME_WAIT
+            && (seg.flags & (TcpHeader.SYN | TcpHeader.ACK | TcpHeader.RST | TcpHeader.FIN)) == TcpHeader.SYN
+            && tcp.reopenFromTimeWait(this, seg, now))
+        {
             return;
         }
         final int segLen = seg.payloadLength + (seg.hasFlags(TcpHeader.SYN) ? 1 : 0) + (seg.hasFlags(TcpHeader.FIN) ? 1 : 0);

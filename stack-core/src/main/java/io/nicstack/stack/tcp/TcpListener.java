@@ -147,6 +147,12 @@ public final class TcpListener
         return live >= maxConnections;
     }
 
+    /** Whether a connection replacing {@code old} (one in TIME-WAIT, about to end) would be beyond {@link #maxConnections}. */
+    boolean atConnectionLimitReplacing(final TcpConnection old)
+    {
+        return live - (old.countedInListener && old.listener == this ? 1 : 0) >= maxConnections;
+    }
+
     boolean full()
     {
         return halfOpen.size() + acceptQueue.size() >= backlog;
