@@ -95,7 +95,7 @@ public final class Arp
      */
     public long resolve(final int nextHop, final long now)
     {
-        if (nextHop == 0xFFFF_FFFF || nextHop == config.subnetBroadcast())
+        if (config.isBroadcast(nextHop))
         {
             return MacAddress.BROADCAST;
         }

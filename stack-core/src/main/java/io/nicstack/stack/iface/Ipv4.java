@@ -302,7 +302,7 @@ public final class Ipv4
     /** True when {@code address} is the limited broadcast address or our subnet's broadcast address. */
     public boolean isBroadcast(final int address)
     {
-        return address == 0xFFFF_FFFF || address == config.subnetBroadcast();
+        return config.isBroadcast(address);
     }
 
     /**

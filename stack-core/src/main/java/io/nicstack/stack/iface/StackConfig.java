@@ -257,6 +257,12 @@ public final class StackConfig
         return subnetBroadcast;
     }
 
+    /** True when {@code ip} is the limited broadcast address (255.255.255.255) or our subnet's broadcast address. */
+    public boolean isBroadcast(final int ip)
+    {
+        return ip == 0xFFFF_FFFF || ip == subnetBroadcast;
+    }
+
     public boolean onLink(final int ip)
     {
         return (ip & netmask()) == (address & netmask());
