@@ -146,7 +146,8 @@ class PipeServerTest
     private TestApp.Event await(final TestApp app, final int type)
     {
         final TestApp.Event[] found = new TestApp.Event[1];
-        runUntil(() -> (found[0] = app.take(type)) != null, 5_000_000_000L, "event " + type + " (have " + app.received + ")");
+        // What the app has is named as it is at the timeout: other events it received wait in app.received.
+        runUntil(() -> (found[0] = app.take(type)) != null, 5_000_000_000L, () -> "event " + type + " (have " + app.received + ")");
         return found[0];
     }
 
@@ -1114,6 +1115,66 @@ class PipeServerTest
         b.tcp().connect(A_IP, PORT, new Peer(), null);
         assertNotNull(await(app, Protocol.ACCEPTED));
         assertEquals(1, server.attached());
+        app.close();
+    }
+
+    /**
+     * Two apps, the one attached first served first in a round: its LISTEN of a port the other still holds is refused
+     * PORT_IN_USE in the very round that also takes the other's UNLISTEN (written before it), and the ERROR is in its
+     * event ring when that round ends. A LISTEN written after that round gets the port.
+     */
+    @Test
+    void aListenOfAPortAnotherAppIsLettingGoIsAnsweredInTheSameRound() throws IOException
+    {
+        final TestApp first = attach("first", self, 2);
+        final TestApp holder = attach("holder", self, 2);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(17, 1000));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            listen(holder, PORT);
+            final Peer peer = new Peer();
+            final TcpConnection[] remote = new TcpConnection[1];
+            final long id = accept(holder, peer, remote);
+            holder.sendFile(id, fd, 0, 1000);
+            assertEquals(Reason.NONE, awaitDraining(holder, Protocol.FILE_SENT, peer, remote[0]).intAt(8));
+            holder.send(Protocol.UNLISTEN, 8, PORT, 0);
+            first.send(Protocol.LISTEN, 7, PORT, 8);
+
+            assertTrue(server.doWork() > 0);
+            first.poll();
+            assertEquals(1, first.received.size(), "answered in the round: " + first.received);
+            final TestApp.Event refused = first.received.remove(0);
+            assertEquals(Protocol.ERROR, refused.type());
+            assertEquals(7, refused.longAt(0));
+            assertEquals(Reason.PORT_IN_USE, refused.intAt(8), "the holder's UNLISTEN was taken after it");
+            assertEquals(0, counters.get(PipeCounter.EVENTS_DEFERRED));
+
+            listen(first, PORT);
+            holder.close();
+            first.close();
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+    }
+
+    /**
+     * {@link #await} takes only the event it waits for; what else the app received stays in {@link TestApp#received}.
+     * Its timeout names that as it is at the timeout (it was built when the wait began, and said "have []" for an
+     * ERROR that had come in the first round).
+     */
+    @Test
+    void anAwaitThatTimesOutNamesWhatTheAppReceivedMeanwhile() throws IOException
+    {
+        final TestApp app = attach("awaiting", self, 1);
+        listen(app, PORT);
+        app.send(Protocol.LISTEN, 9, PORT, 8);
+        final AssertionError timedOut = org.junit.jupiter.api.Assertions.assertThrows(AssertionError.class,
+            () -> await(app, Protocol.LISTENING));
+        assertTrue(timedOut.getMessage().contains("have [Event(" + Protocol.ERROR + ", 9, " + Reason.PORT_IN_USE + ")]"),
+            timedOut.getMessage());
         app.close();
     }
 
