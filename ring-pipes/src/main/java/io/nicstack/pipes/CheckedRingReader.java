@@ -36,13 +36,17 @@ public final class CheckedRingReader
     private final AtomicBuffer buffer;
     private final int capacity;
     private final int headPositionIndex;
+    private final int tailPositionIndex;
     private long head;
+    /** Where the message being delivered lies: the bytes taken before it. */
+    private long messagePosition;
 
     public CheckedRingReader(final AtomicBuffer buffer)
     {
         this.buffer = buffer;
         this.capacity = buffer.capacity() - RingBufferDescriptor.TRAILER_LENGTH;
         this.headPositionIndex = capacity + RingBufferDescriptor.HEAD_POSITION_OFFSET;
+        this.tailPositionIndex = capacity + RingBufferDescriptor.TAIL_POSITION_OFFSET;
         this.head = buffer.getLongVolatile(headPositionIndex);
     }
 
@@ -50,6 +54,22 @@ public final class CheckedRingReader
     public long position()
     {
         return head;
+    }
+
+    /** The position of the message being delivered, during {@link Handler#onMessage}: the bytes taken before it. */
+    long messagePosition()
+    {
+        return messagePosition;
+    }
+
+    /**
+     * The producer's position now: every message the app has claimed space for so far lies below it (Agrona's producer
+     * moves the tail when it claims, before it writes the record). Written by the app: it bounds what the app can
+     * have written, never an index into the buffer.
+     */
+    long producerPosition()
+    {
+        return buffer.getLongVolatile(tailPositionIndex);
     }
 
     /**
@@ -91,6 +111,7 @@ public final class CheckedRingReader
                     break;
                 }
                 final int typeId = buffer.getInt(RecordDescriptor.typeOffset(recordIndex));
+                messagePosition = head + bytesRead;
                 bytesRead += aligned;
                 if (typeId == RingBuffer.PADDING_MSG_TYPE_ID)
                 {

@@ -485,6 +485,15 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             s.connection.abort(); // RFC 9293 ABORT: RST now, queued data dropped
             return;
         }
+        if (s.fileRefused && control.messagePosition() - s.fileRefusedBelow < 0)
+        {
+            // Written behind a SEND_FILE that was refused before the app could see FILE_SENT (at a detach every one
+            // is): the file is not in the stream, and a FIN would pass it off as whole. An app that saw the refusal
+            // may write the bytes itself; its CLOSE comes after the refusal, and is a FIN.
+            counters.increment(PipeCounter.FILES_CLOSED_UNSEEN);
+            s.connection.abort(); // the slot is freed when TCP lets go, if the app closed it
+            return;
+        }
         // What the app appended before this message is the rest of the stream; the FIN goes after it.
         s.tx.freeze();
         if (type == Protocol.CLOSE)
@@ -542,8 +551,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         }
         if (position < 0 || length <= 0 || position + length < 0 || s.fileFd >= 0 || s.tx.isFrozen())
         {
-            counters.increment(PipeCounter.FILES_REFUSED);
-            fileSent(s, Reason.BAD_ARGUMENT, 0);
+            refuseFile(s, Reason.BAD_ARGUMENT);
             return;
         }
         final int fd;
@@ -558,14 +566,13 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         }
         if (fd < 0)
         {
-            counters.increment(PipeCounter.FILES_REFUSED);
             if (!refusalLogged && !detaching)
             {
                 refusalLogged = true; // once per app: a refusal repeats for every response otherwise
                 server.log().println("nicstack pipes: SEND_FILE of " + path.getFileName() + " refused: " +
                     (server.sendFileAllowed() ? appFiles.lastRefusal() : "the daemon runs with --no-send-file"));
             }
-            fileSent(s, Reason.FILE_UNREADABLE, 0);
+            refuseFile(s, Reason.FILE_UNREADABLE);
             return;
         }
         if (appFiles.lastTakeReused)
@@ -616,12 +623,12 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 // stream cannot be completed, and the peer must not take a short body for a whole one.
                 final long done = s.fileAppended;
                 stopFile(s);
-                fileSent(s, Reason.FILE_UNREADABLE, done);
                 if (done == 0)
                 {
-                    counters.increment(PipeCounter.FILES_REFUSED);
+                    refuseFile(s, Reason.FILE_UNREADABLE);
                     return 1;
                 }
+                fileSent(s, Reason.FILE_UNREADABLE, done);
                 counters.increment(PipeCounter.FILES_FAILED);
                 s.connection.abort();
                 return 1;
@@ -654,6 +661,23 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             s.fileFd = -1;
             s.tx.endFill();
         }
+    }
+
+    /**
+     * Refuse a SEND_FILE with nothing of it sent: FILE_SENT with {@code reason} and 0 bytes. What the app has written to
+     * its control ring by now it wrote before it could see the refusal: a CLOSE or SHUTDOWN among that resets the
+     * connection ({@link #onShutdownOrClose}). Not after a SHUTDOWN: the FIN went before the SEND_FILE.
+     */
+    private void refuseFile(final PipeSlot s, final int reason)
+    {
+        counters.increment(PipeCounter.FILES_REFUSED);
+        if (!s.tx.isFrozen())
+        {
+            // Read before FILE_SENT is posted: nothing below it can have been written after the app saw the answer.
+            s.fileRefused = true;
+            s.fileRefusedBelow = control.producerPosition();
+        }
+        fileSent(s, reason, 0);
     }
 
     private void fileSent(final PipeSlot s, final int reason, final long bytes)

@@ -23,7 +23,9 @@ public enum PipeCounter
     FILE_BYTES("pipes: file bytes read into TX pipes"),
     FILES_REFUSED("pipes: SEND_FILE refused"),
     FILE_DESCRIPTORS_REUSED("pipes: SEND_FILE descriptors reused (kcmp)"),
-    FILES_FAILED("pipes: SEND_FILE failed mid-file (connection reset)");
+    FILES_FAILED("pipes: SEND_FILE failed mid-file (connection reset)"),
+    /** A CLOSE or SHUTDOWN the app wrote behind a SEND_FILE before it could see the SEND_FILE refused. */
+    FILES_CLOSED_UNSEEN("pipes: closed behind a refused SEND_FILE (connection reset)");
 
     private final String label;
 

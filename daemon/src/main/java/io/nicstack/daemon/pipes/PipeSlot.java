@@ -44,6 +44,12 @@ final class PipeSlot implements BufferProvider.ConnectionBuffers
     long filePosition;
     long fileRemaining;
     long fileAppended;
+    /**
+     * A SEND_FILE of this connection was refused with nothing of it sent, when the app had written its control ring up
+     * to {@link #fileRefusedBelow}: a CLOSE or SHUTDOWN below that was written before the app could see the refusal.
+     */
+    boolean fileRefused;
+    long fileRefusedBelow;
 
     PipeSlot(final AppSession session, final AtomicBuffer file, final int ringCapacity, final int pipeCapacity, final int index,
         final int maxOutOfOrderRanges)
@@ -78,6 +84,8 @@ final class PipeSlot implements BufferProvider.ConnectionBuffers
         lastTxTail = 0;
         lastRxHead = 0;
         lastNotifiedTail = 0;
+        fileRefused = false;
+        fileRefusedBelow = 0;
         rx.reset();
         tx.reset();
     }

@@ -706,6 +706,167 @@ class PipeServerTest
     }
 
     /**
+     * At the detach a SEND_FILE still in the control ring is refused without its descriptor being taken; the CLOSE the
+     * app wrote behind it resets the connection: the peer got the bytes before the file, and a FIN after them would pass
+     * a stream without its file off as whole (before, it got that FIN).
+     */
+    @Test
+    void aSendFileLeftInTheRingAtTheDetachWithACloseBehindItResetsTheConnection() throws IOException
+    {
+        final TestApp app = attach("detach-file", self, 1);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final byte[] head = randomBytes(63, 200); // say, a response head; the file is its body
+        assertEquals(head.length, app.write(Protocol.slotOf(id), head, 0, head.length));
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(64, 1000));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            final long refused = counters.get(PipeCounter.FILES_REFUSED);
+            detachWith(app, () ->
+            {
+                app.sendFile(id, fd, 0, 1000);
+                app.send(Protocol.CLOSE, id, 0, 0);
+            });
+            assertEquals(refused + 1, counters.get(PipeCounter.FILES_REFUSED), "refused at the detach");
+            runUntil(() ->
+            {
+                peer.drain(remote[0]);
+                return peer.peerClosed || peer.closedReason >= 0;
+            }, 1_000_000_000L, "the peer sees the end");
+            assertFalse(peer.peerClosed, "no FIN after a stream without its file");
+            assertEquals(TcpConnection.CLOSE_RESET, peer.closedReason);
+            assertEquals(1, counters.get(PipeCounter.FILES_CLOSED_UNSEEN));
+            runUntil(() -> server.attached() == 1, 1_000_000_000L, "the detached app gone");
+            assertEquals(0, counters.get(PipeCounter.CONNECTIONS_RESET_APP_GONE), "it had closed the connection");
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
+    /**
+     * Not only at a detach: a CLOSE the app wrote behind a SEND_FILE, before it could see the SEND_FILE refused (a
+     * descriptor not open, or a range beyond the file's end, found at the first read), resets the connection.
+     */
+    @Test
+    void aCloseWrittenBehindASendFileThatIsRefusedResetsTheConnection() throws IOException
+    {
+        final TestApp app = attach("close-behind", self, 2);
+        listen(app, PORT);
+        final Peer notOpen = new Peer();
+        final TcpConnection[] r1 = new TcpConnection[1];
+        final long id1 = accept(app, notOpen, r1);
+        final Peer beyondTheEnd = new Peer();
+        final TcpConnection[] r2 = new TcpConnection[1];
+        final long id2 = accept(app, beyondTheEnd, r2);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(65, 1000));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            app.write(Protocol.slotOf(id1), randomBytes(66, 100), 0, 100);
+            app.sendFile(id1, 999_999, 0, 10);
+            app.send(Protocol.CLOSE, id1, 0, 0);
+            app.write(Protocol.slotOf(id2), randomBytes(67, 100), 0, 100);
+            app.sendFile(id2, fd, 5000, 10);
+            app.send(Protocol.CLOSE, id2, 0, 0);
+            runUntil(() ->
+            {
+                notOpen.drain(r1[0]);
+                beyondTheEnd.drain(r2[0]);
+                return (notOpen.peerClosed || notOpen.closedReason >= 0)
+                    && (beyondTheEnd.peerClosed || beyondTheEnd.closedReason >= 0);
+            }, 1_000_000_000L, "both peers see the end");
+            assertFalse(notOpen.peerClosed, "no FIN after a refused SEND_FILE (descriptor not open)");
+            assertEquals(TcpConnection.CLOSE_RESET, notOpen.closedReason);
+            assertFalse(beyondTheEnd.peerClosed, "no FIN after a refused SEND_FILE (nothing to read)");
+            assertEquals(TcpConnection.CLOSE_RESET, beyondTheEnd.closedReason);
+            assertEquals(2, counters.get(PipeCounter.FILES_REFUSED));
+            assertEquals(2, counters.get(PipeCounter.FILES_CLOSED_UNSEEN));
+            assertEquals(0, counters.get(PipeCounter.FILES_FAILED));
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
+    /**
+     * An app that sees its SEND_FILE refused may send the bytes itself: its CLOSE, written after the refusal, is the
+     * plain end of a whole stream, a FIN after every byte.
+     */
+    @Test
+    void aSendFileRefusedThenWrittenByTheAppThenClosedEndsWithAFin() throws IOException
+    {
+        final TestApp app = attach("copies", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final int slot = Protocol.slotOf(id);
+        final byte[] head = randomBytes(68, 100);
+        final byte[] content = randomBytes(69, 3000);
+        final Path body = Files.write(shm.resolve("body.bin"), content);
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            app.write(slot, head, 0, head.length);
+            app.sendFile(id, fd, content.length, 10); // at the end: nothing to read, refused at the first read
+            final TestApp.Event refused = await(app, Protocol.FILE_SENT);
+            assertEquals(Reason.FILE_UNREADABLE, refused.intAt(8));
+            assertEquals(0, refused.longAt(16));
+            app.write(slot, content, 0, content.length); // the app reads and writes its file itself
+            app.send(Protocol.CLOSE, id, 0, 0);
+            runUntil(() ->
+            {
+                peer.drain(remote[0]);
+                return peer.peerClosed || peer.closedReason >= 0;
+            }, 1_000_000_000L, "the peer sees the end");
+            assertTrue(peer.peerClosed, "a FIN");
+            assertEquals(-1, peer.closedReason, "not a reset");
+            assertEquals(head.length + content.length, peer.read);
+            final MessageDigest expected = sha256();
+            expected.update(head);
+            expected.update(content);
+            assertArrayEquals(expected.digest(), peer.digest.digest());
+            remote[0].close();
+            runUntil(() -> peer.closedReason >= 0, 1_000_000_000L, "closed");
+            assertEquals(TcpConnection.CLOSE_NORMAL, peer.closedReason);
+            assertEquals(0, counters.get(PipeCounter.FILES_CLOSED_UNSEEN));
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
+    /**
+     * Write {@code lastWords} to the app's control ring, then DETACHED, so that the housekeeping that sees the detach
+     * comes before any round reads them: a probe app is attached (by a housekeeping that scans, as every other one does);
+     * one housekeeping later the words are written, and the next housekeeping scans, sees DETACHED and takes the ring.
+     */
+    private void detachWith(final TestApp app, final Runnable lastWords) throws IOException
+    {
+        final TestApp probe = attach("probe", self, 1);
+        probe.close();
+        final long scanned = now - 20_000L; // the round that attached it did work
+        now = scanned + PipeServer.HOUSEKEEPING_NANOS;
+        final long notScanned = now;
+        step();
+        lastWords.run();
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        now = notScanned + PipeServer.HOUSEKEEPING_NANOS;
+        step();
+        assertTrue(server.session(app.path) == null, "detached in this round");
+    }
+
+    /**
      * The same descriptor named again is served from the duplicate taken the first time (kcmp says it is still that
      * open file), without the checks; once the app puts another file at that number, the new file is taken and sent,
      * never the old one.
