@@ -57,17 +57,17 @@ public final class CheckedRingReader
     }
 
     /** The position of the message being delivered, during {@link Handler#onMessage}: the bytes taken before it. */
-    long messagePosition()
+    public long messagePosition()
     {
         return messagePosition;
     }
 
     /**
-     * The producer's position now: every message the app has claimed space for so far lies below it (Agrona's producer
-     * moves the tail when it claims, before it writes the record). Written by the app: it bounds what the app can
-     * have written, never an index into the buffer.
+     * The producer's position now: every message the producer has claimed space for so far lies below it (Agrona's
+     * producer moves the tail when it claims, before it writes the record). Written by the producer, another process:
+     * it bounds what the producer can have written, and is never used as an index into the buffer.
      */
-    long producerPosition()
+    public long producerPosition()
     {
         return buffer.getLongVolatile(tailPositionIndex);
     }
