@@ -181,6 +181,20 @@ public final class PipeConnection implements AutoCloseable
     }
 
     /**
+     * Bytes of this connection's stream, counted from its first, that the daemon has released from the TX pipe: the
+     * peer acknowledged them (the pipe's head, as the daemon published it). Committed bytes and {@link #sendFile}
+     * bytes count alike; it never goes back, and it moves while a file is being sent, when nothing else shows the
+     * app that the transfer goes on: a send timeout can watch it. One acquire load, no allocation.
+     *
+     * @throws IllegalStateException if this connection or its client was closed (the slot is another's, or unmapped).
+     */
+    public long txReleased()
+    {
+        checkMapped();
+        return tx.headVolatile();
+    }
+
+    /**
      * The buffer a claimed span lies in: the whole mapping, index with {@link #txIndex()}. Valid until this
      * connection or its client is closed; do not keep it past that.
      *

@@ -46,6 +46,8 @@ final class FakeDaemon implements AutoCloseable
     final ConcurrentLinkedQueue<Control> controls = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
     volatile boolean heartbeat = true;
+    /** While false, TX pipes are not read: committed bytes stay unreleased (a peer that acknowledges nothing). */
+    private volatile boolean drainTx = true;
     /** While false, the control ring is not read (a daemon behind on this app). */
     volatile boolean readControl = true;
     /**
@@ -80,6 +82,13 @@ final class FakeDaemon implements AutoCloseable
     {
         readControl = false;
         call(d -> null); // a task runs at the start of a round, and the round it ends reads no control
+    }
+
+    /** Stop (or resume) reading TX pipes; once this returns, the daemon reads no more of them until resumed. */
+    void drainTx(final boolean drain)
+    {
+        drainTx = drain;
+        call(d -> null); // a task runs at the start of a round, and the round it ends reads no TX pipe
     }
 
     /** Run {@code action} on the daemon thread and wait for its result. */
@@ -183,16 +192,23 @@ final class FakeDaemon implements AutoCloseable
     /** Answer a SEND_FILE as the daemon does: append {@code fileBytes} to the TX pipe (as the producer), then FILE_SENT. */
     boolean fileSent(final long connectionId, final int reason, final byte[] fileBytes)
     {
-        final Pipe pipe = tx[Protocol.slotOf(connectionId)];
-        if (pipe.write(fileBytes, 0, fileBytes.length) != fileBytes.length)
-        {
-            throw new IllegalStateException("TX pipe full");
-        }
+        appendTx(connectionId, fileBytes);
         message.setMemory(0, 32, (byte)0);
         message.putLong(0, connectionId);
         message.putInt(8, reason);
         message.putLong(16, fileBytes.length);
         event(Protocol.FILE_SENT);
+        return true;
+    }
+
+    /** Part of a SEND_FILE as the daemon fills it in: append {@code fileBytes} to the TX pipe, no answer yet. */
+    boolean appendTx(final long connectionId, final byte[] fileBytes)
+    {
+        final Pipe pipe = tx[Protocol.slotOf(connectionId)];
+        if (pipe.write(fileBytes, 0, fileBytes.length) != fileBytes.length)
+        {
+            throw new IllegalStateException("TX pipe full");
+        }
         return true;
     }
 
@@ -435,7 +451,7 @@ final class FakeDaemon implements AutoCloseable
             // TX: read what the app committed, then "acknowledge" it.
             final Pipe txPipe = tx[slot];
             int count;
-            while ((count = txPipe.read(chunk, 0, chunk.length)) > 0)
+            while (drainTx && (count = txPipe.read(chunk, 0, chunk.length)) > 0)
             {
                 received[slot].write(chunk, 0, count);
             }

@@ -277,6 +277,46 @@ class NicstackClientTest
     }
 
     /**
+     * txReleased is the TX pipe's head: what the daemon released (the peer acknowledged), not what was committed; and
+     * it moves while a file is in flight, before FILE_SENT, so the app can see a SEND_FILE's progress.
+     */
+    @Test
+    void txReleasedCountsWhatTheDaemonReleasedAndMovesWhileAFileIsInFlight() throws Exception
+    {
+        attach(FakeDaemon.Mode.ATTACH);
+        final PipeListener listener = client.listen(8080, 16);
+        daemon.call(d -> d.accept(8080, PEER, 50000));
+        final PipeConnection connection = listener.accept();
+        final long id = connection.id();
+        final Path body = Files.writeString(dir.resolve("body.txt"), "BODY");
+        assertEquals(0, connection.txReleased());
+
+        daemon.drainTx(false);
+        assertEquals(4, connection.claim(4));
+        connection.txBuffer().putStringWithoutLengthAscii(connection.txIndex(), "head");
+        connection.commit(4);
+        daemon.call(d -> null);
+        daemon.call(d -> null); // a whole round saw the commit
+        assertEquals(0, connection.txReleased(), "committed, not released");
+        daemon.drainTx(true);
+        pollUntil(() -> connection.txReleased() == 4);
+
+        try (SendableFile file = SendableFile.open(body))
+        {
+            connection.sendFile(file, 0, 4);
+            daemon.call(d -> d.appendTx(id, "BO".getBytes(StandardCharsets.US_ASCII))); // half the file read in
+            pollUntil(() -> connection.txReleased() == 6);
+            assertTrue(connection.isSendingFile(), "moved before FILE_SENT");
+            daemon.call(d -> d.fileSent(id, Protocol.Reason.NONE, "DY".getBytes(StandardCharsets.US_ASCII)));
+            pollUntil(() -> !connection.isSendingFile() && connection.txReleased() == 8);
+        }
+        assertTrue(Arrays.equals("headBODY".getBytes(StandardCharsets.US_ASCII), daemon.call(d -> d.received(id))));
+
+        connection.close();
+        assertThrows(IllegalStateException.class, connection::txReleased, "the slot may be another's");
+    }
+
+    /**
      * A file the daemon could not (wholly) send after the app ended its output: ABORT, never the FIN that would pass a
      * short stream off as whole. An older daemon's ERROR (BAD_MESSAGE) ends the wait. Closing the client with a file
      * in flight lets its descriptor go.
