@@ -226,6 +226,11 @@ final class HttpApp
                 started = true;
                 lastActivity = now; // the server's clock, not ours
             }
+            if (fileAwaited)
+            {
+                // The daemon writes the body: the peer's acknowledgements are the progress, seen before the deadline.
+                deadlines.released(conn.txReleased(), now);
+            }
             if (deadlines.expired(now) != null)
             {
                 reset(); // a request head that takes too long, or a peer that reads nothing: free the slot and the file
@@ -488,9 +493,9 @@ final class HttpApp
             {
                 conn.sendFile(entry != null ? entry.sendable() : file.sendable(), filePos, fileEnd - filePos);
                 fileAwaited = true;
-                // The daemon writes the body now; the app sees no progress until FILE_SENT, so no send deadline
-                // runs meanwhile (a slow reader of a SEND_FILE body is the daemon's to time out).
-                deadlines.responseDone();
+                // The daemon writes the body now: until FILE_SENT the send deadline runs on what the peer acknowledges
+                // (the TX pipe's head, which moves while the file is in flight), from where it stands now.
+                deadlines.released(conn.txReleased(), now);
                 return work + 1;
             }
             if (headPos < headLength || body != null && bodyPos < body.length || filePos < fileEnd)

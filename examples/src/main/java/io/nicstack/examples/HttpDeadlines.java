@@ -12,8 +12,9 @@ import java.util.concurrent.TimeUnit;
  *       (60 s) and Apache's mod_reqtimeout (header=20-40, growing with the data rate) bound the same thing; nginx
  *       closes the connection without an answer, and so do we.</li>
  *   <li><b>Response</b>: while a response is being written, at most {@link #SEND_TIMEOUT_NANOS} without progress
- *       (nothing more taken by the socket or the TX pipe): a peer that reads nothing. As nginx's send_timeout (60 s),
- *       the time between two successful writes, not the whole transfer: a slow but moving download goes on.</li>
+ *       (nothing more taken by the socket or the TX pipe, nor {@link #released acknowledged} while the daemon sends a
+ *       file body itself): a peer that reads nothing. As nginx's send_timeout (60 s), the time between two successful
+ *       writes, not the whole transfer: a slow but moving download goes on.</li>
  * </ul>
  * A connection idle between requests has its own timeout ({@link HttpApp#IDLE_TIMEOUT_NANOS}).
  */
@@ -32,6 +33,7 @@ final class HttpDeadlines
     private long requestStart;
     private boolean sending;
     private long lastProgress;
+    private long released;
 
     /** Bytes of a request head arrived and the head is not complete: the head's deadline starts (if not yet). */
     void requestBytes(final long now)
@@ -60,6 +62,20 @@ final class HttpDeadlines
     void progress(final long now)
     {
         lastProgress = now;
+    }
+
+    /**
+     * The stream is released (acknowledged by the peer) up to {@code position}, a count that only grows
+     * ({@link io.nicstack.pipes.client.PipeConnection#txReleased()}): a move since the last call is progress. The
+     * progress of a body the app does not write itself (SEND_FILE: the daemon reads the file into the TX pipe).
+     */
+    void released(final long position, final long now)
+    {
+        if (position != released)
+        {
+            released = position;
+            lastProgress = now;
+        }
     }
 
     /** The response is fully written (or handed over). */

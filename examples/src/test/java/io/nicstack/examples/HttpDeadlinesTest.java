@@ -52,4 +52,17 @@ class HttpDeadlinesTest
         d.responseDone();
         assertNull(d.expired(T0 + 100 * SEND_TIMEOUT_NANOS));
     }
+
+    /** A body the daemon sends (SEND_FILE): the released position (the TX pipe's head) moving is the progress. */
+    @Test
+    void aReleasedPositionThatMovesIsProgressOneThatStandsStillIsNot()
+    {
+        d.responseStarted(T0);
+        d.released(1000, T0);
+        d.released(1000, T0 + SEND_TIMEOUT_NANOS); // where it was: no progress
+        assertEquals(HttpDeadlines.Expired.RESPONSE, d.expired(T0 + SEND_TIMEOUT_NANOS + 1));
+        d.released(1500, T0 + SEND_TIMEOUT_NANOS);
+        assertNull(d.expired(T0 + 2 * SEND_TIMEOUT_NANOS));
+        assertEquals(HttpDeadlines.Expired.RESPONSE, d.expired(T0 + 2 * SEND_TIMEOUT_NANOS + 1));
+    }
 }

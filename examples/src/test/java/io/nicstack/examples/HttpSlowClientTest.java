@@ -10,10 +10,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Queue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.CachedNanoClock;
@@ -24,6 +26,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import io.nicstack.daemon.pipes.PipeCounter;
 import io.nicstack.daemon.pipes.PipeCounters;
 import io.nicstack.daemon.pipes.PipeServer;
 import io.nicstack.nic.mem.MemoryWire;
@@ -36,6 +39,7 @@ import io.nicstack.stack.loop.EventLoop;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.tcp.TcpSettings;
 
 /**
  * The HTTP app against slow clients, over an in-process daemon (a PipeServer on stack A, its event loop on a thread of
@@ -46,6 +50,7 @@ import io.nicstack.stack.tcp.TcpHandler;
 class HttpSlowClientTest
 {
     private static final long S = TimeUnit.SECONDS.toNanos(1);
+    private static final int READER_WINDOW = 32 * 1024;
 
     @TempDir
     Path tmp;
@@ -57,11 +62,15 @@ class HttpSlowClientTest
     private PipeServer server;
     private NicstackClient client;
     private AppServer app;
+    private NetStack b;
+    private final PipeCounters counters = PipeCounters.inMemory();
 
     static final class Client implements TcpHandler
     {
         final String initial;
         volatile int closedReason = -1;
+        /** Stack B's end, touched on the loop thread only. */
+        volatile TcpConnection connection;
 
         Client(final String initial)
         {
@@ -71,6 +80,7 @@ class HttpSlowClientTest
         @Override
         public void onConnected(final TcpConnection c)
         {
+            connection = c;
             final byte[] b = initial.getBytes(StandardCharsets.ISO_8859_1);
             c.write(new UnsafeBuffer(b), 0, b.length);
         }
@@ -137,19 +147,20 @@ class HttpSlowClientTest
         });
     }
 
-    @Test
-    void slowlorisAndAReaderOfNothingLoseTheirConnectionsWhenTheirDeadlinesPass() throws Exception
+    /**
+     * The daemon on stack A (its loop on a thread of its own, which also polls stack B), the HTTP app over it serving
+     * {@code root} with SEND_FILE or not, on the hand clock, 64 KiB pipes.
+     */
+    private void start(final Path root, final boolean sendFiles) throws Exception
     {
-        final Path root = Files.createDirectory(tmp.resolve("root"));
-        Files.write(root.resolve("big.bin"), new byte[16 << 20]);
         final Path shm = Files.createDirectory(tmp.resolve("shm"));
         final SystemNanoClock clock = new SystemNanoClock();
         final MemoryWire wire = MemoryWire.pair(1500, 1024);
         final NetStack a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), clock.nanoTime());
-        final NetStack b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), clock.nanoTime());
+        b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), clock.nanoTime());
         final CachedNanoClock roundClock = new CachedNanoClock();
         roundClock.update(clock.nanoTime());
-        server = new PipeServer(a, shm, PipeCounters.inMemory(), roundClock, new SystemEpochClock(), 1L << 30,
+        server = new PipeServer(a, shm, counters, roundClock, new SystemEpochClock(), 1L << 30,
             new PrintStream(OutputStream.nullOutputStream())).start();
         loop = new EventLoop(a, clock, roundClock, new BackoffIdleStrategy(), server, () ->
         {
@@ -171,8 +182,37 @@ class HttpSlowClientTest
         options.pipeCapacity = 64 * 1024;
         client = NicstackClient.attach(shm, "http", options);
         final PipeListener listener = client.listen(8080, 16);
-        final HttpApp http = new HttpApp(new StaticFiles(root), false);
+        final HttpApp http = new HttpApp(new StaticFiles(root), sendFiles);
         app = new AppServer(client, listener, http::handler, appNow::get);
+    }
+
+    /** Run {@code action} on the loop thread (stack B is its) and wait for its result. */
+    private <T> T onLoop(final Supplier<T> action) throws Exception
+    {
+        final CompletableFuture<T> result = new CompletableFuture<>();
+        onLoop.add(() -> result.complete(action.get()));
+        return result.get(20, TimeUnit.SECONDS);
+    }
+
+    /** The bytes the client on stack B has received and not read. */
+    private long unread(final Client c)
+    {
+        try
+        {
+            return onLoop(() -> (long)c.connection.readable());
+        }
+        catch (final Exception e)
+        {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
+    void slowlorisAndAReaderOfNothingLoseTheirConnectionsWhenTheirDeadlinesPass() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("big.bin"), new byte[16 << 20]);
+        start(root, false);
 
         final Client loris = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\nX-A: ");
         final Client reader = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
@@ -202,5 +242,90 @@ class HttpSlowClientTest
         spinUntil("the reader reset", () -> reader.closedReason != -1);
         assertEquals(0, app.connections());
         assertTrue(loris.closedReason != 0, "reset, not closed: " + loris.closedReason);
+    }
+
+    /**
+     * A body the daemon sends itself (SEND_FILE) is under the same send deadline: the app watches the TX pipe's head
+     * (what the peer acknowledged) while the file is in flight. A peer that reads nothing loses its connection 60 s
+     * after its last acknowledgement; one that reads a little now and then keeps it, long past 60 s from the start.
+     */
+    @Test
+    void aSendFileReaderOfNothingLosesItsConnectionAndASlowButMovingOneDoesNot() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("big.bin"), new byte[16 << 20]);
+        start(root, true);
+
+        final Client stuck = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+        final Client slow = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() ->
+        {
+            b.tcp().connect(0xC612_0002, 8080, stuck, readerSettings());
+            b.tcp().connect(0xC612_0002, 8080, slow, readerSettings());
+        });
+        spinUntil("two connections", () -> app.connections() == 2);
+        // Both windows closed on bodies the daemon is sending, every byte acknowledged: the clock has not moved yet.
+        windowFull(stuck);
+        windowFull(slow);
+        assertTrue(counters.get(PipeCounter.FILE_BYTES) > 0, "the bodies go by SEND_FILE");
+        assertEquals(0, counters.get(PipeCounter.FILES_SENT), "neither file is wholly in its pipe");
+        final long t0 = appNow.get();
+
+        // The slow reader takes 16 KiB at t0 + 40 s: its window opens, the daemon sends more, which it acknowledges.
+        readSome(slow, t0 + 40 * S);
+
+        appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS - S);
+        spinUntilQuiet();
+        assertEquals(2, app.connections(), "the send deadline passed early");
+
+        appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
+        spinUntil("the reader of nothing reset", () -> stuck.closedReason != -1);
+        assertTrue(stuck.closedReason != 0, "reset, not closed: " + stuck.closedReason);
+        assertEquals(1, app.connections());
+
+        // The deadline is time without progress, not the whole transfer: the slow reader goes on as long as it reads.
+        readSome(slow, t0 + 80 * S);
+        readSome(slow, t0 + 120 * S);
+        appNow.set(t0 + 120 * S + HttpDeadlines.SEND_TIMEOUT_NANOS - S);
+        spinUntilQuiet();
+        assertEquals(1, app.connections(), "the slow reader kept its connection");
+        assertEquals(-1, slow.closedReason);
+        assertEquals(0, counters.get(PipeCounter.FILES_SENT), "still sending its file");
+
+        // Until it stops reading too.
+        appNow.set(t0 + 120 * S + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
+        spinUntil("the slow reader reset", () -> slow.closedReason != -1);
+        assertEquals(0, app.connections());
+    }
+
+    /**
+     * A reader's end on stack B: a receive buffer of {@link #READER_WINDOW} (window scale 0, so a full buffer is a
+     * zero window) that acknowledges at once: when the buffer is full, the daemon has every acknowledgement.
+     */
+    private static TcpSettings readerSettings()
+    {
+        final TcpSettings settings = new TcpSettings();
+        settings.receiveBufferBytes = READER_WINDOW;
+        settings.delayedAckNanos = 0;
+        return settings;
+    }
+
+    /** Until {@code c}'s receive buffer is full and the daemon has its acknowledgement; then app passes until quiet. */
+    private void windowFull(final Client c) throws Exception
+    {
+        // The last bytes may wait for the daemon's SWS override timeout (200 ms, RFC 9293 §3.8.6.2.1).
+        spinUntil("a full window", () -> c.connection != null && unread(c) == READER_WINDOW);
+        onLoop(() -> null);
+        onLoop(() -> null); // the ACK sent, and the daemon's round that took it (stack A polls before stack B)
+        spinUntilQuiet();
+    }
+
+    /** At {@code now} on the app's clock, {@code c} reads half its window; until the daemon has filled it again. */
+    private void readSome(final Client c, final long now) throws Exception
+    {
+        appNow.set(now);
+        final UnsafeBuffer sink = new UnsafeBuffer(new byte[READER_WINDOW / 2]);
+        assertEquals(sink.capacity(), (int)onLoop(() -> c.connection.read(sink, 0, sink.capacity())));
+        windowFull(c);
     }
 }
