@@ -195,7 +195,10 @@ public final class TcpConnection
     private int persistBackoff;
     /** Zero-window probes sent since the peer last sent an acceptable ACK (RFC 9293 §3.8.6.1: it must answer them). */
     private int probesUnanswered;
-    /** Zero-window probes sent since the application closed the connection, answered or not ({@link TcpSettings#orphanRetries}). */
+    /**
+     * Zero-window probes sent, answered or not, since the application closed the connection and the window last opened
+     * ({@link TcpSettings#orphanRetries}).
+     */
     private int orphanProbes;
     /** RFC 9293 §3.8.6.2.1: the override timeout is 0.1 to 1 s. */
     private static final long SWS_OVERRIDE_NANOS = 200_000_000L;
@@ -1281,6 +1284,7 @@ public final class TcpConnection
             {
                 persistDeadline = NONE;
                 persistBackoff = 0;
+                orphanProbes = 0; // the limit is per zero-window period: a peer that opens its window makes progress
             }
         }
         if (sndWnd == 0 && finRequested && sndUna == finSeq() && sndMax != sndUna && !closedByApplication)

@@ -30,10 +30,11 @@ public final class TcpSettings
     /** R2 for SYN: at least 3 minutes (MUST-20): 1+2+...+128 s = 255 s with 8 retransmissions. */
     public int synRetransmits = 8;
     /**
-     * Zero-window probes a connection the application closed sends before it is reset, answered or not (Linux's
-     * net.ipv4.tcp_orphan_retries, whose default 0 means 8). Nobody will write to it again, and a peer that answers
-     * every probe with a zero window would hold it for ever (sockstress). While the application owns the connection
-     * the window may stay closed indefinitely (RFC 9293 §3.8.6.1).
+     * Zero-window probes a connection the application closed sends in one zero-window period before it is reset,
+     * answered or not (Linux's net.ipv4.tcp_orphan_retries, whose default 0 means 8). Nobody will write to it again,
+     * and a peer that answers every probe with a zero window would hold it for ever (sockstress); the count starts
+     * again when the window opens, so a slow reader that goes on is served to the end. While the application owns the
+     * connection the window may stay closed indefinitely (RFC 9293 §3.8.6.1).
      */
     public int orphanRetries = 8;
     /** Keep-alives are off by default (RFC 9293 §3.8.4, MUST-24). */

@@ -127,6 +127,55 @@ class TcpOrphanTest
         assertEquals(0, t.stack.tcp().connectionCount());
     }
 
+    /**
+     * The probe limit is per zero-window period, as Linux clears its probe count on every ACK and its backoff when the
+     * window opens: a server that wrote its response and closed, to a client that pauses its reading again and again
+     * but goes on, delivers the whole response. Counted over the connection's life, the limit reset it in the second
+     * pause (a review's probe: 20,440 of 58,400 bytes, then RST).
+     */
+    @Test
+    void linux_orphanRetries_anOrphanWhosePeerMakesProgressBetweenZeroWindowsIsNotReset()
+    {
+        t.passiveOpen();
+        final int total = 40 * 1460;
+        t.write(bytes(total, 3));
+        int acked = 0;
+        for (final TcpTestHarness.Seg s : t.recv())
+        {
+            acked = Math.max(acked, s.r.seq - (t.iss + 1) + s.payload.length);
+        }
+        t.send(t.in().ack(t.iss + 1 + acked).window(0));
+        t.conn.close();
+        t.poll();
+        int pauses = 0;
+        int probes = 0;
+        while (acked < total && pauses < 100)
+        {
+            // A pause of 1.5 s: the probes that come are answered, still with a closed window.
+            for (int ms = 0; ms < 1500; ms += 100)
+            {
+                t.advanceMs(100);
+                for (final TcpTestHarness.Seg s : t.recv())
+                {
+                    assertFalse(s.r.hasFlags(RST), "reset after " + probes + " probes in " + pauses + " pauses, "
+                        + acked + " of " + total + " bytes taken");
+                    probes++;
+                    t.send(t.in().ack(t.iss + 1 + acked).window(0));
+                }
+            }
+            // The application reads: two segments' room, taken, and the window closes again.
+            pauses++;
+            t.send(t.in().ack(t.iss + 1 + acked).window(2920));
+            for (final TcpTestHarness.Seg s : t.recv())
+            {
+                acked = Math.max(acked, s.r.seq - (t.iss + 1) + s.payload.length);
+            }
+            t.send(t.in().ack(t.iss + 1 + acked).window(0));
+        }
+        assertEquals(total, acked, "the whole response, through " + pauses + " pauses and " + probes + " probes");
+        assertTrue(probes > t.settings().orphanRetries, probes + " probes in all: more than one period's limit");
+    }
+
     @Test
     void rfc9293_must36_anOwnedConnectionBehindAZeroWindowOutlivesTheOrphanLimit()
     {
