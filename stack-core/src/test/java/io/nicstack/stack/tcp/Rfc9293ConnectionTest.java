@@ -128,6 +128,7 @@ class Rfc9293ConnectionTest
         assertEquals(0, t.listener.synReceived());
         assertEquals(0, t.stack.tcp().connectionCount());
         assertEquals(1, t.counter(StackCounter.TCP_DROP_SYN_FIN));
+        assertEquals(0, t.stack.counters().unaccountedFrames(), "one final counter per frame: the segment is counted in");
         // A SYN alone opens as usual.
         t.send(t.peerSyn());
         t.recv(t.expectedSynAck());
