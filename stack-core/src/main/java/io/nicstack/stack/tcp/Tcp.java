@@ -614,6 +614,12 @@ public final class Tcp implements IpProtocolHandler
         }
         final int iss = old.nextIncarnationIss();
         remove(old, TcpConnection.CLOSE_NORMAL);
+        if (listeners.get(old.localPort) != listener)
+        {
+            // The old connection's close event closed the listener: the SYN opens nothing, and TIME-WAIT is over, so
+            // the peer's retransmission finds no listener and is refused.
+            return true;
+        }
         counters.increment(StackCounter.TCP_TIME_WAIT_REUSED);
         // Without buffers for it (its provider has none free), the SYN is dropped: TIME-WAIT is over, so the peer's
         // retransmission finds the listener, which answers it as any SYN.

@@ -246,4 +246,31 @@ class Rfc6191TimeWaitTest
         assertEquals(TcpState.CLOSED, old.state());
         assertEquals(1, t.listener.liveConnections());
     }
+
+    /**
+     * The old connection's close event may close the listener (a server that stops once its last connection is gone):
+     * the SYN then opens nothing, and TIME-WAIT is over all the same. Before, a half-open connection was made on the
+     * closed listener and sent its SYN,ACK again and again for a port nobody listened on.
+     */
+    @Test
+    void rfc9293_aListenerClosedByTheOldConnectionsCloseEventGetsNoReopenedConnection()
+    {
+        final TcpConnection old = intoTimeWait();
+        old.handler(new TcpHandler()
+        {
+            @Override
+            public void onClosed(final TcpConnection c, final int reason)
+            {
+                t.listener.close();
+            }
+        });
+        t.irs = REMOTE_ISS + 1_000_000;
+        t.send(t.peerSyn());
+        assertEquals(TcpState.CLOSED, old.state());
+        t.recvNothing();
+        assertEquals(0, t.stack.tcp().connectionCount(), "no connection through a closed listener");
+        // The peer's SYN again: no listener, so a reset (RFC 9293 §3.10.7.1).
+        t.send(t.peerSyn());
+        t.recv(t.out().flags(RST | ACK).seq(0).ack(t.irs + 1));
+    }
 }
