@@ -48,8 +48,9 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  *     FUSE filesystems may block the event loop indefinitely; so may overlayfs, whose layers can be any of
  *     those (a user may mount one over FUSE in a user namespace). The filesystem is known before the descriptor is
  *     taken, from procfs alone ({@link Mounts}): once taken, even closing a file of a FUSE mount whose server hangs
- *     waits on it (FLUSH), as a statfs or stat of it would. A descriptor the app swapped for another between that
- *     look and the take is closed on a thread of its own, and the app may take no more.</li>
+ *     waits on it (FLUSH), as a statfs or stat of it would. The taken descriptor is judged again the same way (its
+ *     mount, pinned by it now, whatever the app did to the number meanwhile); one that fails is closed on a thread of
+ *     its own, and the app may take no more.</li>
  * </ul>
  *
  * <p>Control path only (one SEND_FILE per response body): the checks allocate; the reads do not. A read of
@@ -65,6 +66,9 @@ final class AppFiles implements AutoCloseable
     private static final Path SELF_MOUNTINFO = Path.of("/proc/self/mountinfo");
     /** Descriptors kept for reuse per app at most (each keeps its file open in the daemon). */
     private static final int MAX_KEPT = 256;
+
+    /** Tests only: run between the look at an app's descriptor and its take (where an app may swap it). */
+    static volatile Runnable betweenLookAndTake;
 
     private final long pid;
     private final Owner owner;
@@ -166,22 +170,30 @@ final class AppFiles implements AutoCloseable
      */
     private int takeChecked(final int appFd, final boolean memory, final long inode)
     {
-        final long mount = Mounts.mountId(Path.of("/proc/" + pid + "/fdinfo/" + appFd));
-        final String where = mountProblem(mount, appFd, memory);
+        final String where = mountProblem(Mounts.mountId(Path.of("/proc/" + pid + "/fdinfo/" + appFd)), appFd, memory);
         if (where != null)
         {
             return refuse(where);
+        }
+        final Runnable hook = betweenLookAndTake;
+        if (hook != null)
+        {
+            hook.run();
         }
         final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
         if (fd < 0)
         {
             return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
         }
-        if (Mounts.mountId(Path.of("/proc/self/fdinfo/" + fd)) != mount)
+        // Judged again by what the daemon now holds: the app may have put another file on that number since the look,
+        // even one on a new mount that took the old one's id (ids are reused, lowest free first). The daemon's own
+        // descriptor pins its mount, so this id cannot change under the check. A file that fails it could make its
+        // close wait on its filesystem too: it is closed off the loop, and the app may take no more.
+        final String held = mountProblem(Mounts.mountId(Path.of("/proc/self/fdinfo/" + fd)), appFd, memory);
+        if (held != null)
         {
-            // Another file was put on that number since the look: its close could wait on its filesystem too.
             Closer.close(fd);
-            unusable = "descriptor " + appFd + " of pid " + pid + " was swapped for another file while it was taken";
+            unusable = held + " (the descriptor was swapped while it was taken)";
             return refuse(unusable);
         }
         String why = reachableByOwner();

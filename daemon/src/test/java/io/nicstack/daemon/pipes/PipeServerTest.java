@@ -612,6 +612,61 @@ class PipeServerTest
         }
     }
 
+    /**
+     * An app that swaps a file of a hung FUSE mount onto the descriptor number between the daemon's look at it (a file
+     * on tmpfs) and its take: the daemon judges what it took again, refuses it without touching it, closes it off the
+     * loop (the close waits on the server: FLUSH), and takes nothing more from that app.
+     */
+    @Test
+    void aDescriptorSwappedForAHungFuseFileBetweenTheLookAndTheTakeIsRefusedWithoutWaitingOnIt() throws Exception
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "mounting FUSE needs root");
+        assumeTrue(Files.exists(Path.of("/dev/fuse")) && Files.isDirectory(Path.of("/dev/shm")), "no /dev/fuse or /dev/shm");
+        final Path mountpoint = Files.createDirectory(shm.resolve("fuse"));
+        final Path onTmpfs = Files.write(Files.createTempFile(Path.of("/dev/shm"), "nicstack-swap", ".bin"), randomBytes(15, 4000));
+        final StalledFuse fuse = new StalledFuse(mountpoint);
+        TestApp.Holder inside = null;
+        try
+        {
+            inside = new TestApp.Holder(RING, PIPE, 2, fuse.enter());
+            final TestApp.Holder holder = inside;
+            final int fuseFd = Integer.parseInt(holder.command("open " + mountpoint.resolve("f")));
+            final int named = Integer.parseInt(holder.command("open " + onTmpfs));
+            final TestApp app = new TestApp(server.appsDirectory(), "swap", holder, RING, PIPE, 2).attach();
+            runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach"); // its memory taken
+            AppFiles.betweenLookAndTake = () ->
+            {
+                try
+                {
+                    holder.command("dup2 " + fuseFd + " " + named);
+                }
+                catch (final IOException e)
+                {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            };
+            org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () ->
+            {
+                assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(app, named), "the swapped descriptor");
+                AppFiles.betweenLookAndTake = null;
+                assertEquals(Reason.FILE_UNREADABLE, sendFileAnswer(app, named, PORT + 1), "nothing more from that app");
+            });
+            final String log = logged.toString();
+            assertTrue(log.contains("(fuse.nicstack-test) (the descriptor was swapped while it was taken)"), log);
+            app.close();
+        }
+        finally
+        {
+            AppFiles.betweenLookAndTake = null;
+            fuse.close(); // first: the daemon's closer waits on the server until it goes
+            if (inside != null)
+            {
+                inside.close();
+            }
+            Files.deleteIfExists(onTmpfs);
+        }
+    }
+
     /** Listen, accept one connection, SEND_FILE 1000 bytes of {@code fd}: the answer's reason. */
     private int sendFileAnswer(final TestApp app, final int fd)
     {

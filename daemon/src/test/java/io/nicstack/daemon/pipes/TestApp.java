@@ -322,7 +322,8 @@ final class TestApp implements AutoCloseable
             "    if not command: break",
             "    if command[0] == 'open': print(os.open(command[1], os.O_RDONLY), flush=True)",
             "    if command[0] == 'name': print(libc.prctl(15, b'app\\xff\\xfe', 0, 0, 0), flush=True)",
-            "    if command[0] == 'undump': print(libc.prctl(4, 0, 0, 0, 0), flush=True)");
+            "    if command[0] == 'undump': print(libc.prctl(4, 0, 0, 0, 0), flush=True)",
+            "    if command[0] == 'dup2': print(os.dup2(int(command[1]), int(command[2])), flush=True)");
 
         private final Process process;
         private final java.io.PrintStream in;
