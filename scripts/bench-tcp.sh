@@ -23,86 +23,137 @@ REPS="${2:-3}"
 WARMUP="${3:-300000000}"
 [ "$(id -u)" -eq 0 ] || { echo "bench-tcp: needs root (namespaces, taps)" >&2; exit 1; }
 "$ROOT/scripts/install-deps.sh"
-BUILD="${NICSTACK_BENCH_BUILD_DIR:-/tmp/nicstack-bench-build}"
+# The build goes under this checkout's target/ (not a fixed /tmp path another user could plant jars in).
+BUILD="${NICSTACK_BENCH_BUILD_DIR:-$ROOT/target/bench-tcp-build}"
 (cd "$ROOT" && mvn -B -q -DskipTests -Dnicstack.buildDir="$BUILD/\${project.artifactId}" package >/dev/null)
 JAVA=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED)
 DAEMON_CP="$BUILD/daemon/nicstack-daemon.jar:$BUILD/daemon/lib/*"
 TOOLS_CP="$BUILD/jmh/benchmarks.jar"
 PEER=/usr/bin/python3
 PEER_PY="$ROOT/scripts/bench/bulk_peer.py"
+# Long-lived children get SIGKILL when this script dies, even by SIGKILL (util-linux setpriv, PR_SET_PDEATHSIG).
+PDEATH=(); command -v setpriv >/dev/null && PDEATH=(setpriv --pdeathsig KILL)
 NS1="nst-bench-$$-a"; NS2="nst-bench-$$-b"; SHM="$(mktemp -d /dev/shm/nicstack-bench.XXXXXX)"
+# Every background pid this shell starts, until it has been waited for (so cleanup never signals a reused pid).
+# Everything that starts one runs in this shell, never in a $( ) or <( ) subshell.
 PIDS=()
+forget() { local keep=() p; for p in "${PIDS[@]:-}"; do [ -n "$p" ] && [ "$p" != "$1" ] && keep+=("$p"); done; PIDS=("${keep[@]:-}"); }
 cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  local p
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 100); do
+    local alive=0
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
+  done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   ip netns del "$NS1" 2>/dev/null || true
   ip netns del "$NS2" 2>/dev/null || true
   rm -rf "$SHM"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'echo "bench-tcp: interrupted" >&2; exit 130' INT
+trap 'echo "bench-tcp: terminated" >&2; exit 143' TERM
 
 mbps() { awk '{for (i=1;i<=NF;i++) if ($i=="MB/s") print $(i-1)}'; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-fresh_ns() { ip netns del "$1" 2>/dev/null || true; ip netns add "$1"; ip netns exec "$1" ip link set lo up; }
+# A fresh namespace with IPv6 off before any link exists (no DAD, router solicitations or MLD reports), lo up.
+fresh_ns() {
+  ip netns del "$1" 2>/dev/null || true
+  ip netns add "$1"
+  ip netns exec "$1" sh -c '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
+                              echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6; }'
+  ip netns exec "$1" ip link set lo up
+}
+wait_for() { # FILE PATTERN PID SECONDS: PATTERN in FILE while PID lives, or fail loudly
+  local i
+  for i in $(seq $(($4 * 20))); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    kill -0 "$3" 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q "$2" "$1" 2>/dev/null && return 0
+  echo "bench-tcp: '$2' did not appear in $1 within $4 s:" >&2; cat "$1" >&2; exit 1
+}
+finish() { # PID SECONDS: wait for PID to exit on its own, SIGKILL it after SECONDS; forget it; its exit code
+  local i st=0
+  for i in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$1" 2>/dev/null; then echo "bench-tcp: pid $1 still running after $2 s: killed" >&2; kill -KILL "$1" 2>/dev/null || true; fi
+  wait "$1" 2>/dev/null || st=$?
+  forget "$1"
+  return "$st"
+}
+stop() { # PID: SIGTERM, up to 15 s, then SIGKILL; forget it
+  kill -TERM "$1" 2>/dev/null || true
+  finish "$1" 15 || true
+}
 
 # tap_capacity MODE: one TapCapacity run in a fresh namespace; prints the MB/s it reports (frames/s x 1448)
 tap_capacity() {
   local mode="$1"
   fresh_ns "$NS1"
-  ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.TapCapacity "$mode" nstap0 6 >"$SHM/cap.log" 2>&1 &
+  "${PDEATH[@]}" ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.TapCapacity "$mode" nstap0 6 \
+      >"$SHM/cap.log" 2>&1 &
   local rp=$!; PIDS+=("$rp")
-  for _ in $(seq 100); do grep -q ready "$SHM/cap.log" 2>/dev/null && break; sleep 0.05; done
+  wait_for "$SHM/cap.log" ready "$rp" 20
   ip netns exec "$NS1" ip addr add 198.18.0.1/24 dev nstap0
   ip netns exec "$NS1" ip link set nstap0 up
   ip netns exec "$NS1" ip neigh replace 198.18.0.2 lladdr 02:00:c6:12:00:02 dev nstap0
   if [ "$mode" != source ]; then
-    ip netns exec "$NS1" "$PEER" "$PEER_PY" blast 198.18.0.2 5201 4 >"$SHM/blast.log" 2>&1
+    ip netns exec "$NS1" timeout 60 "$PEER" "$PEER_PY" blast 198.18.0.2 5201 4 >"$SHM/blast.log" 2>&1
   fi
-  wait "$rp" || true
+  finish "$rp" 60 || true
   mbps <"$SHM/cap.log"
 }
 
+# nicstack_bulk [DAEMON OPTIONS]: writes "UP DOWN" (MB/s) to $SHM/bulk.out
 nicstack_bulk() {
   fresh_ns "$NS1"
   # extra daemon options (e.g. --no-offload) come as arguments
-  ip netns exec "$NS1" "${JAVA[@]}" -Xmx1g -cp "$DAEMON_CP" io.nicstack.daemon.Main daemon --device tap:nstap0 \
+  "${PDEATH[@]}" ip netns exec "$NS1" "${JAVA[@]}" -Xmx1g -cp "$DAEMON_CP" io.nicstack.daemon.Main daemon --device tap:nstap0 \
       --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 --services discard,chargen --shm "$SHM/d" "$@" >"$SHM/daemon.log" 2>&1 &
   local dp=$!; PIDS+=("$dp")
-  for _ in $(seq 200); do grep -q '^nicstack ready' "$SHM/daemon.log" 2>/dev/null && break; sleep 0.05; done
+  wait_for "$SHM/daemon.log" '^nicstack ready' "$dp" 30
   local up down
   ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.0.2 9 "$WARMUP" >/dev/null
   ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.0.2 19 "$WARMUP" >/dev/null
   up=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.0.2 9 "$BYTES" | mbps)
   down=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.0.2 19 "$BYTES" | mbps)
-  kill -TERM "$dp"; wait "$dp" || true
-  echo "$up $down"
+  stop "$dp"
+  ip netns del "$NS1"
+  echo "$up $down" >"$SHM/bulk.out"
 }
 
+# kernel_veth: writes "UP DOWN" (MB/s) to $SHM/veth.out
 kernel_veth() {
   fresh_ns "$NS1"; fresh_ns "$NS2"
   ip link add nstv0 netns "$NS1" type veth peer name nstv1 netns "$NS2"
   ip netns exec "$NS1" ip addr add 198.18.1.1/24 dev nstv0; ip netns exec "$NS1" ip link set nstv0 up
   ip netns exec "$NS2" ip addr add 198.18.1.2/24 dev nstv1; ip netns exec "$NS2" ip link set nstv1 up
-  local up down
-  ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" sink 198.18.1.2 9 >"$SHM/sink.log" &
+  local up down sp
+  "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" sink 198.18.1.2 9 >"$SHM/sink.log" &
+  sp=$!; PIDS+=("$sp")
   sleep 0.3
   up=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.1.2 9 "$BYTES" | mbps)
-  wait || true
-  ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" source 198.18.1.2 19 >"$SHM/source.log" &
+  finish "$sp" 130 || true
+  "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" source 198.18.1.2 19 >"$SHM/source.log" &
+  sp=$!; PIDS+=("$sp")
   sleep 0.3
   down=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.1.2 19 "$BYTES" | mbps)
-  wait || true
-  ip netns del "$NS2"
-  echo "$up $down"
+  finish "$sp" 130 || true
+  ip netns del "$NS2"; ip netns del "$NS1"
+  echo "$up $down" >"$SHM/veth.out"
 }
 
 : >"$SHM/cap"; : >"$SHM/capin"; : >"$SHM/capout"; : >"$SHM/up"; : >"$SHM/down"; : >"$SHM/nup"; : >"$SHM/ndown"; : >"$SHM/kup"; : >"$SHM/kdown"
 for rep in $(seq "$REPS"); do
   tap_capacity reflect >>"$SHM/cap"; tap_capacity sink >>"$SHM/capin"; tap_capacity source >>"$SHM/capout"
-  read -r up down < <(nicstack_bulk); echo "$up" >>"$SHM/up"; echo "$down" >>"$SHM/down"
-  read -r nup ndown < <(nicstack_bulk --no-offload); echo "$nup" >>"$SHM/nup"; echo "$ndown" >>"$SHM/ndown"
-  read -r kup kdown < <(kernel_veth); echo "$kup" >>"$SHM/kup"; echo "$kdown" >>"$SHM/kdown"
+  nicstack_bulk; read -r up down <"$SHM/bulk.out"; echo "$up" >>"$SHM/up"; echo "$down" >>"$SHM/down"
+  nicstack_bulk --no-offload; read -r nup ndown <"$SHM/bulk.out"; echo "$nup" >>"$SHM/nup"; echo "$ndown" >>"$SHM/ndown"
+  kernel_veth; read -r kup kdown <"$SHM/veth.out"; echo "$kup" >>"$SHM/kup"; echo "$kdown" >>"$SHM/kdown"
   echo "rep $rep: tap capacity reflect $(tail -1 "$SHM/cap") / in $(tail -1 "$SHM/capin") / out $(tail -1 "$SHM/capout") MB/s; nicstack kernel->nicstack $up MB/s, nicstack->kernel $down MB/s (--no-offload: $nup / $ndown MB/s); kernel veth $kup / $kdown MB/s" >&2
 done
 CAP=$(median <"$SHM/cap"); CAPIN=$(median <"$SHM/capin"); CAPOUT=$(median <"$SHM/capout")
