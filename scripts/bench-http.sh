@@ -23,7 +23,8 @@ WARMUP="${NICSTACK_BENCH_WARMUP:-3}"
 [ "$(id -u)" -eq 0 ] || { echo "bench-http: needs root (namespaces, taps)" >&2; exit 1; }
 "$ROOT/scripts/install-deps.sh"
 command -v wrk >/dev/null || { echo "bench-http: wrk is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
-BUILD="${NICSTACK_BENCH_BUILD_DIR:-/tmp/nicstack-http-bench-build}"
+# The build goes under this checkout's target/ (not a fixed /tmp path another user could plant jars in).
+BUILD="${NICSTACK_BENCH_BUILD_DIR:-$ROOT/target/bench-http-build}"
 (cd "$ROOT" && mvn -B -q -DskipTests -Dnicstack.buildDir="$BUILD/\${project.artifactId}" -pl daemon,examples -am \
     package >/dev/null)
 # The daemon as ./nicstack runs it; both apps with the same JVM and the same (default) flags.
@@ -31,6 +32,8 @@ DAEMON=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -XX:+UseParal
   -cp "$BUILD/daemon/nicstack-daemon.jar:$BUILD/daemon/lib/*" io.nicstack.daemon.Main daemon)
 APP=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
   -cp "$BUILD/examples/nicstack-examples.jar:$BUILD/examples/lib/*" io.nicstack.examples.Main app)
+# Long-lived children get SIGKILL when this script dies, even by SIGKILL (util-linux setpriv, PR_SET_PDEATHSIG).
+PDEATH=(); command -v setpriv >/dev/null && PDEATH=(setpriv --pdeathsig KILL)
 NS1="nst-hbench-$$-a"; NS2="nst-hbench-$$-b"
 SHM="$(mktemp -d /dev/shm/nicstack-hbench.XXXXXX)"
 WORK="$(mktemp -d /tmp/nicstack-hbench.XXXXXX)"
@@ -38,13 +41,23 @@ WWW="$WORK/www"
 HZ="$(getconf CLK_TCK)"
 PIDS=()
 cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  local p
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 100); do
+    local alive=0
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
+  done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   ip netns del "$NS1" 2>/dev/null || true
   ip netns del "$NS2" 2>/dev/null || true
   rm -rf "$SHM" "$WORK"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'echo "bench-http: interrupted" >&2; exit 130' INT
+trap 'echo "bench-http: terminated" >&2; exit 143' TERM
 
 mkdir -p "$WWW"
 head -c $((1024 * 1024)) /dev/urandom >"$WWW/1m.bin"
@@ -60,7 +73,14 @@ end
 LUA
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-fresh_ns() { ip netns del "$1" 2>/dev/null || true; ip netns add "$1"; ip netns exec "$1" ip link set lo up; }
+# A fresh namespace with IPv6 off before any link exists (no DAD, router solicitations or MLD reports), lo up.
+fresh_ns() {
+  ip netns del "$1" 2>/dev/null || true
+  ip netns add "$1"
+  ip netns exec "$1" sh -c '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
+                              echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6; }'
+  ip netns exec "$1" ip link set lo up
+}
 # utime+stime of a whole process (all threads, live and exited), in clock ticks; fields 14 and 15.
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # Machine: busy ticks (user nice system irq softirq steal) and softirq ticks, summed over all CPUs.
@@ -73,8 +93,11 @@ wait_for() { # FILE PATTERN PID: up to 20 s for PATTERN in FILE while PID lives
   done
   echo "bench-http: '$2' did not appear in $1:" >&2; cat "$1" >&2; exit 1
 }
-stop() { # PID: SIGTERM, wait, forget it (so the trap never signals a reused pid)
-  kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true
+stop() { # PID: SIGTERM, up to 15 s, then SIGKILL; wait, forget it (so the trap never signals a reused pid)
+  kill -TERM "$1" 2>/dev/null || true
+  for _ in $(seq 150); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$1" 2>/dev/null && { echo "bench-http: pid $1 ignored SIGTERM for 15 s: killed" >&2; kill -KILL "$1" 2>/dev/null || true; }
+  wait "$1" 2>/dev/null || true
   local keep=() p; for p in "${PIDS[@]:-}"; do [ -n "$p" ] && [ "$p" != "$1" ] && keep+=("$p"); done
   PIDS=("${keep[@]:-}")
 }
@@ -122,12 +145,12 @@ measure() {
 run_nicstack() {
   local rep=$1 variant=$2; shift 2
   fresh_ns "$NS1"
-  ip netns exec "$NS1" "${DAEMON[@]}" --device tap:nstap0 --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
+  "${PDEATH[@]}" ip netns exec "$NS1" "${DAEMON[@]}" --device tap:nstap0 --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
       --shm "$SHM/d" >"$WORK/daemon.log" 2>&1 &
   local dp=$!; PIDS+=("$dp")
   wait_for "$WORK/daemon.log" '^nicstack ready' "$dp"
   # shellcheck disable=SC2086 # NICSTACK_HTTP_APP_OPTS: extra options for the pipe app, word-split on purpose
-  ip netns exec "$NS1" "${APP[@]}" http --shm "$SHM/d" --port 80 --root "$WWW" "$@" ${NICSTACK_HTTP_APP_OPTS:-} >"$WORK/app.log" 2>&1 &
+  "${PDEATH[@]}" ip netns exec "$NS1" "${APP[@]}" http --shm "$SHM/d" --port 80 --root "$WWW" "$@" ${NICSTACK_HTTP_APP_OPTS:-} >"$WORK/app.log" 2>&1 &
   local ap=$!; PIDS+=("$ap")
   wait_for "$WORK/app.log" '^nicstack app ready http 80' "$ap"
   is_java "$dp"; is_java "$ap"
@@ -142,7 +165,7 @@ run_kernel() {
   ip link add nsthv0 netns "$NS1" type veth peer name nsthv1 netns "$NS2"
   ip netns exec "$NS1" ip addr add 198.18.1.1/24 dev nsthv0; ip netns exec "$NS1" ip link set nsthv0 up
   ip netns exec "$NS2" ip addr add 198.18.1.2/24 dev nsthv1; ip netns exec "$NS2" ip link set nsthv1 up
-  ip netns exec "$NS2" "${APP[@]}" nio-http --port 80 --root "$WWW" --bind 198.18.1.2 "$@" >"$WORK/app.log" 2>&1 &
+  "${PDEATH[@]}" ip netns exec "$NS2" "${APP[@]}" nio-http --port 80 --root "$WWW" --bind 198.18.1.2 "$@" >"$WORK/app.log" 2>&1 &
   local ap=$!; PIDS+=("$ap")
   wait_for "$WORK/app.log" '^nicstack app ready nio-http 80' "$ap"
   is_java "$ap"

@@ -6,11 +6,11 @@
 #   scripts/bench-jmh.sh --build-only      (print the jar's path; scripts/bench-tcp-paths.sh uses it)
 #
 # With a JSON path, JMH also writes machine-readable results there (-rf json -rff PATH).
-# NICSTACK_JMH_BUILD_DIR overrides the build directory (default /tmp/nicstack-jmh-build).
+# NICSTACK_JMH_BUILD_DIR overrides the build directory (default: target/jmh-build in this checkout).
 # NICSTACK_JMH_OPTS replaces the run settings (default: -f 1 -wi 3 -w 1 -i 5 -r 1 -prof gc).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${NICSTACK_JMH_BUILD_DIR:-/tmp/nicstack-jmh-build}"
+BUILD_DIR="${NICSTACK_JMH_BUILD_DIR:-$ROOT/target/jmh-build}"
 BUILD_ONLY=false
 if [ "${1:-}" = "--build-only" ]; then
   BUILD_ONLY=true

@@ -31,6 +31,8 @@ DOWNLOAD="$(mktemp -d /tmp/nicstack-demo-download.XXXXXX)"
 APP_LOG="$DOWNLOAD/app.log"
 DAEMON_PID=""
 APP_PID=""
+# The daemon and the app get SIGKILL when this script dies, even by SIGKILL (util-linux setpriv, PR_SET_PDEATHSIG).
+PDEATH=(); command -v setpriv >/dev/null && PDEATH=(setpriv --pdeathsig KILL)
 
 cleanup() {
   if [ -n "$APP_PID" ] && kill -0 "$APP_PID" 2>/dev/null; then
@@ -51,8 +53,11 @@ trap 'echo "nicstack demo: interrupted" >&2; exit 130' INT TERM
 
 echo "== network namespace $NS, tap $TAP: daemon 198.18.0.2/24, kernel 198.18.0.1/24"
 ip netns add "$NS"
+# IPv6 off before the tap exists: no DAD, router solicitations or MLD reports (addresses outside 198.18.0.0/15).
+ip netns exec "$NS" sh -c '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
+                           echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6; }'
 ip netns exec "$NS" ip link set lo up
-ip netns exec "$NS" "$ROOT/nicstack" daemon --device "tap:$TAP" --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
+"${PDEATH[@]}" ip netns exec "$NS" "$ROOT/nicstack" daemon --device "tap:$TAP" --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
     --shm "$SHM" --services echo >"$LOG" 2>&1 &
 DAEMON_PID=$!
 
@@ -98,7 +103,7 @@ head -c $((20 * 1024 * 1024)) /dev/urandom >"$WWW/big.bin"
 echo '<html><body><p>served by nicstack through shared-memory pipes</p><a href="big.bin">big.bin</a></body></html>' \
   >"$WWW/index.html"
 EXPECTED="$(sha256sum "$WWW/big.bin" | cut -d' ' -f1)"
-"$ROOT/nicstack" app http --shm "$SHM" --port 80 --root "$WWW" >"$APP_LOG" 2>&1 &
+"${PDEATH[@]}" "$ROOT/nicstack" app http --shm "$SHM" --port 80 --root "$WWW" >"$APP_LOG" 2>&1 &
 APP_PID=$!
 for _ in $(seq 300); do
   grep -q '^nicstack app ready' "$APP_LOG" 2>/dev/null && break
