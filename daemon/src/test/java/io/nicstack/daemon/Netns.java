@@ -1,23 +1,62 @@
 package io.nicstack.daemon;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A network namespace owned by one test: unique name {@code nst-<pid>-<n>}, deleted on close (also
  * when the test fails). Commands run inside it with a time limit. Shared with other modules' tests
  * through this module's test jar.
+ *
+ * <p>Created with IPv6 off (before any link exists, so no tap or veth in it sends DAD, router solicitations or MLD
+ * reports: only 198.18.0.0/15 traffic). Before creating one, namespaces {@code nst-<pid>-<n>} left by a test JVM
+ * that no longer runs (killed with SIGKILL, say) are deleted, their processes first. Long-running commands
+ * ({@link #start}) get SIGKILL when the test JVM dies (util-linux {@code setpriv --pdeathsig KILL}), and a shutdown
+ * hook deletes the namespaces still open when the JVM exits.
  */
 public final class Netns implements AutoCloseable
 {
     private static final AtomicInteger COUNTER = new AtomicInteger();
+    private static final Pattern OWN_NAME = Pattern.compile("nst-(\\d+)-\\d+");
+    /** Namespaces of this JVM not yet closed, for the shutdown hook. */
+    private static final Set<String> OPEN = ConcurrentHashMap.newKeySet();
+    private static final String SETPRIV = "/usr/bin/setpriv";
+    private static final boolean PDEATHSIG = Files.isExecutable(Path.of(SETPRIV));
+
+    static
+    {
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            for (final String name : OPEN)
+            {
+                try
+                {
+                    delete(name);
+                }
+                catch (final IOException ignored)
+                {
+                    // Best effort at exit; the next run reaps what is left (see reapStale).
+                }
+            }
+        }, "netns-cleanup"));
+    }
 
     public final String name;
+    private boolean closed;
 
     /** Output and exit code of a finished command. */
     public record Result(int exitCode, String output)
@@ -34,9 +73,97 @@ public final class Netns implements AutoCloseable
 
     public Netns() throws IOException
     {
+        reapStale();
         name = "nst-" + ProcessHandle.current().pid() + "-" + COUNTER.incrementAndGet();
         run(10, "ip", "netns", "add", name).assertOk("ip netns add " + name);
-        exec(10, "ip", "link", "set", "lo", "up").assertOk("lo up");
+        OPEN.add(name);
+        try
+        {
+            exec(10, "sh", "-c", disableIpv6Script()).assertOk("disable IPv6 in " + name);
+            exec(10, "ip", "link", "set", "lo", "up").assertOk("lo up");
+        }
+        catch (final RuntimeException | IOException e)
+        {
+            try
+            {
+                close();
+            }
+            catch (final IOException | RuntimeException suppressed)
+            {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * The shell command that turns IPv6 off in a fresh namespace (for all links and for those created later); a
+     * kernel without IPv6 has nothing to turn off.
+     */
+    public static String disableIpv6Script()
+    {
+        return "[ ! -d /proc/sys/net/ipv6 ] || { echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 && "
+            + "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; }";
+    }
+
+    /**
+     * Delete namespaces {@code nst-<pid>-<n>} whose test JVM {@code pid} no longer runs: a test JVM killed with
+     * SIGKILL (or by surefire's fork timeout) could not delete its own. Their processes get SIGKILL first.
+     */
+    public static void reapStale() throws IOException
+    {
+        final Result list = run(10, "ip", "netns", "list");
+        if (list.exitCode() != 0)
+        {
+            return;
+        }
+        for (final String line : list.output().split("\n"))
+        {
+            final String[] fields = line.trim().split("\\s+");
+            final Matcher m = OWN_NAME.matcher(fields[0]);
+            if (m.matches() && !ProcessHandle.of(Long.parseLong(m.group(1))).map(ProcessHandle::isAlive).orElse(false))
+            {
+                System.err.println("[netns] deleting " + fields[0] + ", left by test JVM " + m.group(1) + " which is gone");
+                delete(fields[0]);
+            }
+        }
+    }
+
+    /** SIGKILL the processes in namespace {@code name}, then delete it; throws when it is still there. */
+    static void delete(final String name) throws IOException
+    {
+        final Result pids = run(10, "ip", "netns", "pids", name);
+        if (pids.exitCode() == 0)
+        {
+            for (final String pid : pids.output().trim().split("\\s+"))
+            {
+                if (pid.matches("\\d+"))
+                {
+                    final Optional<ProcessHandle> p = ProcessHandle.of(Long.parseLong(pid));
+                    p.ifPresent(ProcessHandle::destroyForcibly);
+                }
+            }
+        }
+        Result del = null;
+        for (int attempt = 0; attempt < 5; attempt++)
+        {
+            del = run(10, "ip", "netns", "del", name);
+            if (del.exitCode() == 0 || !Files.exists(Path.of("/run/netns", name)))
+            {
+                OPEN.remove(name);
+                return;
+            }
+            try
+            {
+                Thread.sleep(200);
+            }
+            catch (final InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        throw new IOException("ip netns del " + name + " failed (exit " + del.exitCode() + "): " + del.output());
     }
 
     /** Run a command inside the namespace, killed after {@code timeoutSeconds}. */
@@ -47,25 +174,57 @@ public final class Netns implements AutoCloseable
         return run(timeoutSeconds, full.toArray(new String[0]));
     }
 
-    /** Start a long-running command inside the namespace. */
+    /** Start a long-running command inside the namespace; it gets SIGKILL if this JVM dies first. */
     public Process start(final String... command) throws IOException
     {
-        final List<String> full = new ArrayList<>(List.of("ip", "netns", "exec", name));
+        final List<String> full = new ArrayList<>(dieWithParent());
+        full.addAll(List.of("ip", "netns", "exec", name));
         full.addAll(Arrays.asList(command));
         return new ProcessBuilder(full).redirectErrorStream(true).start();
     }
 
+    /**
+     * The prefix that makes a child process get SIGKILL when this JVM dies ({@code setpriv --pdeathsig KILL}, which
+     * {@code ip netns exec} and the JVM it execs keep), empty where util-linux's setpriv is missing. The signal comes
+     * when the thread that started the child ends: start children from the test's own thread, not a short-lived one.
+     */
+    public static List<String> dieWithParent()
+    {
+        return PDEATHSIG ? List.of(SETPRIV, "--pdeathsig", "KILL") : List.of();
+    }
+
+    /**
+     * Run a command to completion, killed after {@code timeoutSeconds}; its output (stdout and stderr) is read on
+     * another thread while it runs, so a chatty command neither blocks on a full pipe nor escapes the time limit.
+     */
     public static Result run(final int timeoutSeconds, final String... command) throws IOException
     {
         final Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final ByteArrayOutputStream output = new ByteArrayOutputStream();
+        final Thread reader = new Thread(() ->
+        {
+            try (InputStream in = p.getInputStream())
+            {
+                in.transferTo(output);
+            }
+            catch (final IOException ignored)
+            {
+                // Closed under us: the process was killed.
+            }
+        }, "netns-run-output");
+        reader.setDaemon(true);
+        reader.start();
         try
         {
             if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS))
             {
                 p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                reader.join(1_000);
                 return new Result(-1, "timed out after " + timeoutSeconds + " s: " + String.join(" ", command) + "\n"
-                    + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                    + output.toString(StandardCharsets.UTF_8));
             }
+            // A grandchild that inherited the pipe may keep it open: wait for the output only briefly.
+            reader.join(5_000);
         }
         catch (final InterruptedException e)
         {
@@ -73,12 +232,33 @@ public final class Netns implements AutoCloseable
             p.destroyForcibly();
             throw new IOException("interrupted", e);
         }
-        return new Result(p.exitValue(), new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        return new Result(p.exitValue(), output.toString(StandardCharsets.UTF_8));
     }
 
+    /** Delete a test's work directory and everything in it (no-op for null or a missing directory). */
+    public static void deleteTree(final Path dir) throws IOException
+    {
+        if (dir == null || !Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS))
+        {
+            return;
+        }
+        try (java.util.stream.Stream<Path> files = Files.walk(dir))
+        {
+            for (final Path p : (Iterable<Path>)files.sorted(java.util.Comparator.reverseOrder())::iterator)
+            {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    /** Delete the namespace (its processes get SIGKILL first); fails loudly if it is still there. */
     @Override
     public void close() throws IOException
     {
-        run(10, "ip", "netns", "del", name);
+        if (!closed)
+        {
+            closed = true;
+            delete(name);
+        }
     }
 }
