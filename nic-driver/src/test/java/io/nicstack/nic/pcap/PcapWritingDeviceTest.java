@@ -184,15 +184,33 @@ class PcapWritingDeviceTest
     {
     }
 
+    /**
+     * Run a command for at most 60 s (killed after that); its output is read on another thread while it runs, so
+     * the time limit holds even when the command never closes its output.
+     */
     private static Result run(final String... command) throws IOException, InterruptedException
     {
         final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        final java.io.ByteArrayOutputStream output = new java.io.ByteArrayOutputStream();
+        final Thread reader = new Thread(() ->
+        {
+            try (java.io.InputStream in = process.getInputStream())
+            {
+                in.transferTo(output);
+            }
+            catch (final IOException ignored)
+            {
+                // Closed under us: the process was killed.
+            }
+        }, "command-output");
+        reader.setDaemon(true);
+        reader.start();
         if (!process.waitFor(60, TimeUnit.SECONDS))
         {
-            process.destroyForcibly();
-            fail("timed out: " + String.join(" ", command));
+            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            fail("timed out after 60 s: " + String.join(" ", command) + "\n" + output.toString(StandardCharsets.UTF_8));
         }
-        return new Result(process.exitValue(), output);
+        reader.join(5_000);
+        return new Result(process.exitValue(), output.toString(StandardCharsets.UTF_8));
     }
 }

@@ -2,13 +2,19 @@ package io.nicstack.nic.tap;
 
 import io.nicstack.nic.linux.NetNamespace;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -16,6 +22,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * Namespaces and commands for the tap's kernel tests (TESTING.md): every test makes its own namespace
  * {@code nst-<pid>-<n>}, opens its taps in it, uses 198.18.0.0/15 only and deletes the namespace in a {@code finally}.
+ * Namespaces are created with IPv6 off (no DAD, router solicitations or MLD reports from the taps), after deleting
+ * those a test JVM that no longer runs left behind. (The daemon module's {@code Netns} does the same; this module
+ * cannot use it.)
  */
 final class KernelSupport
 {
@@ -23,6 +32,7 @@ final class KernelSupport
     static final String PYTHON = "/usr/bin/python3";
 
     private static final AtomicInteger NAMESPACES = new AtomicInteger();
+    private static final Pattern OWN_NAME = Pattern.compile("nst-(\\d+)-\\d+");
 
     private KernelSupport()
     {
@@ -31,9 +41,48 @@ final class KernelSupport
     /** Create a namespace with a name no other test of this JVM uses. */
     static String addNamespace() throws IOException, InterruptedException
     {
+        reapStale();
         final String ns = "nst-" + ProcessHandle.current().pid() + "-" + NAMESPACES.incrementAndGet();
         run("ip", "netns", "add", ns);
+        try
+        {
+            run("ip", "netns", "exec", ns, "sh", "-c", "[ ! -d /proc/sys/net/ipv6 ] || "
+                + "{ echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; }");
+        }
+        catch (final Throwable t)
+        {
+            runQuietly("ip", "netns", "del", ns);
+            throw t;
+        }
         return ns;
+    }
+
+    /**
+     * Delete namespaces {@code nst-<pid>-<n>} whose test JVM {@code pid} no longer runs (killed with SIGKILL, say),
+     * their processes (SIGKILL) first.
+     */
+    private static void reapStale() throws IOException, InterruptedException
+    {
+        for (final String line : output(10, "ip", "netns", "list").split("\n"))
+        {
+            final String name = line.trim().split("\\s+")[0];
+            final Matcher m = OWN_NAME.matcher(name);
+            if (m.matches() && !ProcessHandle.of(Long.parseLong(m.group(1))).map(ProcessHandle::isAlive).orElse(false))
+            {
+                System.err.println("[netns] deleting " + name + ", left by test JVM " + m.group(1) + " which is gone");
+                for (final String pid : output(10, "ip", "netns", "pids", name).trim().split("\\s+"))
+                {
+                    if (pid.matches("\\d+"))
+                    {
+                        ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
+                    }
+                }
+                if (!runQuietly("ip", "netns", "del", name) && Files.exists(Path.of("/run/netns", name)))
+                {
+                    System.err.println("[netns] could not delete " + name);
+                }
+            }
+        }
     }
 
     /** Run {@code action} on a fresh thread that has entered {@code ns}; a tap opened there stays there. */
@@ -67,14 +116,67 @@ final class KernelSupport
     /** Run a command to completion within 10 s and return its output; fail the test if it fails. */
     static String run(final String... command) throws IOException, InterruptedException
     {
-        final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!process.waitFor(10, TimeUnit.SECONDS) || process.exitValue() != 0)
+        final Bounded result = bounded(10, command);
+        if (result.exitCode != 0)
         {
-            process.destroyForcibly();
-            fail(String.join(" ", command) + " failed (root and iproute2 needed): " + output.trim());
+            fail(String.join(" ", command) + " failed (root and iproute2 needed)"
+                + (result.exitCode == -1 ? ", timed out after 10 s" : "") + ": " + result.output.trim());
         }
-        return output;
+        return result.output;
+    }
+
+    /** The output of a command (empty if it fails or takes longer than {@code seconds}). */
+    private static String output(final int seconds, final String... command) throws IOException, InterruptedException
+    {
+        final Bounded result = bounded(seconds, command);
+        return result.exitCode == 0 ? result.output : "";
+    }
+
+    /** Exit code (-1 when killed after {@code seconds}) and output (stdout and stderr) of a command. */
+    record Bounded(int exitCode, String output)
+    {
+    }
+
+    /**
+     * Run a command for at most {@code seconds}, killing it after that; its output is read on another thread while
+     * it runs, so a chatty command neither blocks on a full pipe nor escapes the time limit.
+     */
+    static Bounded bounded(final int seconds, final String... command) throws IOException, InterruptedException
+    {
+        final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        final ByteArrayOutputStream output = new ByteArrayOutputStream();
+        final Thread reader = new Thread(() ->
+        {
+            try (InputStream in = process.getInputStream())
+            {
+                in.transferTo(output);
+            }
+            catch (final IOException ignored)
+            {
+                // Closed under us: the process was killed.
+            }
+        }, "command-output");
+        reader.setDaemon(true);
+        reader.start();
+        try
+        {
+            if (!process.waitFor(seconds, TimeUnit.SECONDS))
+            {
+                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                reader.join(1_000);
+                return new Bounded(-1, output.toString(StandardCharsets.UTF_8));
+            }
+            // A grandchild that inherited the pipe may keep it open: wait for the output only briefly.
+            reader.join(5_000);
+            return new Bounded(process.exitValue(), output.toString(StandardCharsets.UTF_8));
+        }
+        finally
+        {
+            if (process.isAlive())
+            {
+                process.destroyForcibly();
+            }
+        }
     }
 
     /** Run a command within 10 s; true when it exited 0. */
@@ -82,6 +184,11 @@ final class KernelSupport
     {
         final Process process = new ProcessBuilder(command).redirectErrorStream(true)
             .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        return process.waitFor(10, TimeUnit.SECONDS) && process.exitValue() == 0;
+        if (!process.waitFor(10, TimeUnit.SECONDS))
+        {
+            process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            return false;
+        }
+        return process.exitValue() == 0;
     }
 }
