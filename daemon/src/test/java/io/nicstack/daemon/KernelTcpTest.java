@@ -24,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
 
 import io.nicstack.nic.linux.NetNamespace;
 import io.nicstack.nic.tap.TapDevice;
@@ -40,10 +41,12 @@ import static org.junit.jupiter.api.Assertions.*;
 /**
  * TCP against the Linux kernel over a tap in a namespace this test creates: the daemon's echo,
  * discard and chargen services driven by kernel sockets, the stack as a client of a kernel server,
- * and a transfer through the daemon's fault injector. Addresses from 198.18.0.0/15 only.
+ * and a transfer through the daemon's fault injector. Addresses from 198.18.0.0/15 only. The work directory is
+ * deleted at the end.
  */
 @Tag("kernel")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 600, unit = TimeUnit.SECONDS)
 class KernelTcpTest
 {
     static final String DAEMON_IP = "198.18.0.2";
@@ -85,11 +88,21 @@ class KernelTcpTest
         }
         finally
         {
-            if (daemon != null)
+            try
             {
-                daemon.close();
+                if (daemon != null)
+                {
+                    daemon.close();
+                }
+                if (ns != null)
+                {
+                    ns.close();
+                }
             }
-            ns.close();
+            finally
+            {
+                Netns.deleteTree(work);
+            }
         }
     }
 
@@ -218,36 +231,55 @@ class KernelTcpTest
                     failure.set(t);
                 }
             }, "stack-client");
+            stackThread.setDaemon(true);
             stackThread.start();
-            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (!run.tapReady && failure.get() == null && System.nanoTime() < deadline)
+            Process server = null;
+            try
             {
-                Thread.sleep(10);
+                final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (!run.tapReady && failure.get() == null && System.nanoTime() < deadline)
+                {
+                    Thread.sleep(10);
+                }
+                assertNull(failure.get());
+                assertTrue(run.tapReady, "the stack's tap did not open within 10 s");
+                clientNs.exec(5, "ip", "addr", "add", "198.18.0.1/24", "dev", "nstap1").assertOk("addr");
+                clientNs.exec(5, "ip", "link", "set", "nstap1", "up").assertOk("link up");
+                final Path script = work.resolve("tcp_peer.py");
+                // timeout bounds the server, and so the readLine calls below.
+                server = clientNs.start("timeout", "240", PYTHON, script.toString(), "server", "198.18.0.1", "5001",
+                    String.valueOf(total));
+                final BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+                assertEquals("listening", out.readLine());
+                run.go = true;
+                stackThread.join(TimeUnit.SECONDS.toMillis(180));
+                run.stop = true;
+                stackThread.join(5_000);
+                assertFalse(stackThread.isAlive(), "the stack thread stopped: " + run.status());
+                assertNull(failure.get(), () -> "stack thread failed: " + failure.get());
+                assertTrue(server.waitFor(30, TimeUnit.SECONDS), "kernel server finished");
+                final String line = out.readLine();
+                assertNotNull(line);
+                final Matcher m = Pattern.compile("server received (\\d+) sha256 ([0-9a-f]+) errors 0").matcher(line);
+                assertTrue(m.find(), line + " / " + run.status());
+                assertEquals(total, Long.parseLong(m.group(1)), run.status());
+                assertEquals(HexFormat.of().formatHex(run.sentHash.digest()), m.group(2), "kernel received what the stack sent");
+                assertEquals(total, run.received, run.status());
+                assertTrue(run.receivedExact, "the stack received the kernel's stream exactly: " + run.status());
+                // The kernel's stream came in TSO superframes, cut into frames by the tap device; ours left joined into them.
+                assertTrue(run.superframes > 0 && run.superframeSegments > run.superframes, run.status());
+                assertTrue(run.sentSuperframes > 0 && run.sentSuperframeSegments > run.sentSuperframes, run.status());
             }
-            assertNull(failure.get());
-            clientNs.exec(5, "ip", "addr", "add", "198.18.0.1/24", "dev", "nstap1").assertOk("addr");
-            clientNs.exec(5, "ip", "link", "set", "nstap1", "up").assertOk("link up");
-            final Path script = work.resolve("tcp_peer.py");
-            final Process server = clientNs.start(PYTHON, script.toString(), "server", "198.18.0.1", "5001", String.valueOf(total));
-            final BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
-            assertEquals("listening", out.readLine());
-            run.go = true;
-            stackThread.join(TimeUnit.SECONDS.toMillis(180));
-            run.stop = true;
-            stackThread.join(5_000);
-            assertNull(failure.get(), () -> "stack thread failed: " + failure.get());
-            assertTrue(server.waitFor(30, TimeUnit.SECONDS), "kernel server finished");
-            final String line = out.readLine();
-            assertNotNull(line);
-            final Matcher m = Pattern.compile("server received (\\d+) sha256 ([0-9a-f]+) errors 0").matcher(line);
-            assertTrue(m.find(), line + " / " + run.status());
-            assertEquals(total, Long.parseLong(m.group(1)), run.status());
-            assertEquals(HexFormat.of().formatHex(run.sentHash.digest()), m.group(2), "kernel received what the stack sent");
-            assertEquals(total, run.received, run.status());
-            assertTrue(run.receivedExact, "the stack received the kernel's stream exactly: " + run.status());
-            // The kernel's stream came in TSO superframes, cut into frames by the tap device; ours left joined into them.
-            assertTrue(run.superframes > 0 && run.superframeSegments > run.superframes, run.status());
-            assertTrue(run.sentSuperframes > 0 && run.sentSuperframeSegments > run.sentSuperframes, run.status());
+            finally
+            {
+                // On every path: the stack thread leaves its loops, the kernel server is gone.
+                run.stop = true;
+                stackThread.join(10_000);
+                if (server != null)
+                {
+                    server.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                }
+            }
         }
     }
 
@@ -354,7 +386,7 @@ class KernelTcpTest
                 "nstpm1", "netns", client.name).assertOk("veth");
             router.exec(5, "ip", "addr", "add", "198.18.1.1/24", "dev", "nstpm0").assertOk("router addr");
             router.exec(5, "ip", "link", "set", "nstpm0", "up").assertOk("router link");
-            router.exec(5, "sysctl", "-w", "net.ipv4.ip_forward=1").assertOk("forwarding");
+            router.exec(5, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward").assertOk("forwarding");
             client.exec(5, "ip", "link", "set", "lo", "up").assertOk("lo");
             client.exec(5, "ip", "addr", "add", "198.18.1.2/24", "dev", "nstpm1").assertOk("client addr");
             client.exec(5, "ip", "link", "set", "nstpm1", "up").assertOk("client link");
@@ -428,10 +460,15 @@ class KernelTcpTest
         {
             final NetStack stack = new NetStack(tap, StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), System.nanoTime());
             stack.start(System.nanoTime());
-            while (!go && !stop)
+            final long goDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!go && !stop && System.nanoTime() < goDeadline)
             {
                 stack.poll(System.nanoTime());
                 Thread.sleep(1);
+            }
+            if (!go)
+            {
+                throw new IllegalStateException(stop ? "stopped before the kernel server listened" : "no go within 60 s");
             }
             connection = stack.tcp().connect(Ipv4Address.parse("198.18.0.1"), 5001, this, null);
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(170);

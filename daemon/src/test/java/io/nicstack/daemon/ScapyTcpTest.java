@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Timeout;
 
 import io.nicstack.stack.stats.StackCounter;
 
@@ -35,6 +36,7 @@ import static org.junit.jupiter.api.Assertions.*;
 @Tag("kernel")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+@Timeout(value = 300, unit = java.util.concurrent.TimeUnit.SECONDS)
 class ScapyTcpTest
 {
     static final String DAEMON_IP = "198.18.0.2";
@@ -60,7 +62,7 @@ class ScapyTcpTest
         }
         ns = new Netns();
         // The fake host's frames must not be forwarded or answered by the kernel: a fresh namespace does not forward.
-        assertEquals("0", ns.exec(5, "sysctl", "-n", "net.ipv4.ip_forward").assertOk("sysctl").output().trim());
+        assertEquals("0", ns.exec(5, "cat", "/proc/sys/net/ipv4/ip_forward").assertOk("ip_forward").output().trim());
         daemon = new DaemonProcess(ns, work.resolve("shm"), "--device", "tap:" + TAP, "--ip", DAEMON_IP + "/24",
             "--host-ip", KERNEL_IP + "/24", "--services", "echo,discard,chargen", "--pcap", work.resolve("run.pcap").toString());
         final String ready = daemon.awaitReady();
