@@ -23,7 +23,9 @@ final class AppProcess implements AutoCloseable
 
     AppProcess(final Path shm, final String... appArgs) throws IOException
     {
-        final List<String> cmd = new ArrayList<>(List.of(
+        // The app gets SIGKILL if the test JVM dies first (setpriv --pdeathsig KILL, where util-linux has it).
+        final List<String> cmd = new ArrayList<>(io.nicstack.daemon.Netns.dieWithParent());
+        cmd.addAll(List.of(
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "-Xmx256m",

@@ -250,9 +250,27 @@ class KernelAppTest
         }
         finally
         {
-            stopApp(app);
-            Netns.run(10, "umount", ram.toString());
-            Files.deleteIfExists(ram);
+            // The ramfs is mounted in the host's mount namespace: unmount it even when stopApp throws.
+            try
+            {
+                stopApp(app);
+            }
+            finally
+            {
+                Netns.Result umount = Netns.run(10, "umount", ram.toString());
+                if (umount.exitCode() != 0)
+                {
+                    umount = Netns.run(10, "umount", "-l", ram.toString());
+                }
+                if (umount.exitCode() == 0)
+                {
+                    Files.deleteIfExists(ram);
+                }
+                else
+                {
+                    System.err.println("[kernel app] WARNING: could not unmount the ramfs at " + ram + ": " + umount.output());
+                }
+            }
         }
     }
 
