@@ -178,7 +178,8 @@ class KernelTcpTest
             assertEquals("holding", out.readLine());
             String text = "";
             final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
-            while (System.nanoTime() < deadline && !text.contains(":9 "))
+            // The conns file can list the connection before the daemon has read the 1000 bytes sendall queued.
+            while (System.nanoTime() < deadline && !(text.contains(":9 ") && text.contains("bytes_received:1000 ")))
             {
                 Thread.sleep(100);
                 final java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
