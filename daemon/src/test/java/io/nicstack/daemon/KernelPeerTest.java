@@ -67,7 +67,7 @@ class KernelPeerTest
         assertEquals(0, Netns.run(5, PYTHON, "-c", "import scapy.all").exitCode(),
             "python3-scapy missing from /usr/bin/python3: run scripts/install-deps.sh as root");
         ns = new Netns();
-        work = Files.createTempDirectory("nicstack-kernel");
+        work = Netns.workDir("nicstack-kernel");
         daemon = new DaemonProcess(ns, work.resolve("shm"), "--device", "tap:" + TAP, "--ip", DAEMON_IP + "/24",
             "--host-ip", KERNEL_IP + "/24", "--services", "echo", "--pcap", work.resolve("run.pcap").toString());
         final String ready = daemon.awaitReady();

@@ -60,7 +60,7 @@ class KernelTcpTest
     void start() throws Exception
     {
         ns = new Netns();
-        work = Files.createTempDirectory("nicstack-tcp");
+        work = Netns.workDir("nicstack-tcp");
         copyResource(work, "tcp_peer.py");
         daemon = new DaemonProcess(ns, work.resolve("shm"), "--device", "tap:nstap0", "--ip", DAEMON_IP + "/24",
             "--host-ip", "198.18.0.1/24", "--services", "echo,discard,chargen");

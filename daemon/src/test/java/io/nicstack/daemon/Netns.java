@@ -235,6 +235,33 @@ public final class Netns implements AutoCloseable
         return new Result(p.exitValue(), output.toString(StandardCharsets.UTF_8));
     }
 
+    /**
+     * A fresh work directory {@code <tmp>/<prefix>-<pid>-<n>} for a test of this JVM; first deletes this user's
+     * {@code <prefix>-<pid>-<n>} directories whose JVM no longer runs (a test JVM killed with SIGKILL cannot delete
+     * its own, and a kernel test's may hold a 64 MB pcap or a 100 MB file). Delete it with {@link #deleteTree}.
+     */
+    public static Path workDir(final String prefix) throws IOException
+    {
+        final Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+        final Pattern own = Pattern.compile(Pattern.quote(prefix) + "-(\\d+)-\\d+");
+        try (java.nio.file.DirectoryStream<Path> dirs = Files.newDirectoryStream(tmp, prefix + "-*"))
+        {
+            for (final Path dir : dirs)
+            {
+                final Matcher m = own.matcher(dir.getFileName().toString());
+                if (m.matches()
+                    && Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    && Files.getOwner(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS).getName().equals(System.getProperty("user.name"))
+                    && !ProcessHandle.of(Long.parseLong(m.group(1))).map(ProcessHandle::isAlive).orElse(false))
+                {
+                    System.err.println("[netns] deleting " + dir + ", left by test JVM " + m.group(1) + " which is gone");
+                    deleteTree(dir);
+                }
+            }
+        }
+        return Files.createTempDirectory(prefix + "-" + ProcessHandle.current().pid() + "-");
+    }
+
     /** Delete a test's work directory and everything in it (no-op for null or a missing directory). */
     public static void deleteTree(final Path dir) throws IOException
     {

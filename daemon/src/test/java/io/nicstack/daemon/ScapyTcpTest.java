@@ -54,7 +54,7 @@ class ScapyTcpTest
     {
         assertEquals(0, Netns.run(10, PYTHON, "-c", "import scapy.all").exitCode(),
             "python3-scapy missing from /usr/bin/python3: run scripts/install-deps.sh as root");
-        work = Files.createTempDirectory("nicstack-scapy-tcp");
+        work = Netns.workDir("nicstack-scapy-tcp");
         try (InputStream in = getClass().getClassLoader().getResourceAsStream("scapy/tcp_probe.py"))
         {
             assertNotNull(in, "scapy/tcp_probe.py");

@@ -58,7 +58,7 @@ class KernelAppTest
             assertEquals(0, Netns.run(5, "sh", "-c", "command -v " + tool).exitCode(),
                 tool + " is missing: run scripts/install-deps.sh as root");
         }
-        work = Files.createTempDirectory("nicstack-apps");
+        work = Netns.workDir("nicstack-apps");
         www = Files.createDirectory(work.resolve("www"));
         bigSha256 = writeRandomFile(www.resolve("big.bin"), 100L << 20, 42);
         Files.writeString(www.resolve("small.txt"), "hello from a host app on nicstack\n");
@@ -83,17 +83,23 @@ class KernelAppTest
         }
         finally
         {
-            if (daemon != null)
+            try
             {
-                daemon.close();
+                if (daemon != null)
+                {
+                    daemon.close();
+                }
+                if (ns != null)
+                {
+                    ns.close();
+                }
             }
-            if (ns != null)
+            finally
             {
-                ns.close();
-            }
-            if (work != null)
-            {
-                Netns.run(30, "rm", "-rf", work.toString());
+                if (work != null)
+                {
+                    Netns.run(30, "rm", "-rf", work.toString());
+                }
             }
         }
     }
