@@ -21,6 +21,12 @@ public final class ClientOptions
      * kept while its process lives).
      */
     public long daemonTimeoutMillis = 2000;
+    /**
+     * A daemon whose heartbeat has not moved for this long is lost even though a process with its pid lives (the pid
+     * was reused, or means nothing here: another PID namespace), and so is the session; never less than
+     * {@link #daemonTimeoutMillis}.
+     */
+    public long daemonLossMillis = 10_000;
     /** How long {@link NicstackClient#attach} waits for the daemon to answer. */
     public long attachTimeoutMillis = 5000;
     /** The monotonic clock the daemon's heartbeat is timed on (tests move it by hand). */

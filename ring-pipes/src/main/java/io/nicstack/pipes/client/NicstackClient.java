@@ -54,6 +54,7 @@ public final class NicstackClient implements AutoCloseable
     private final String appName;
     private final IdleStrategy idleStrategy;
     private final long daemonTimeoutNanos;
+    private final long daemonLossNanos;
     /** The client's own monotonic clock: the daemon's liveness is judged by its heartbeat moving, timed on this. */
     private final NanoClock clock;
     private final OneToOneRingBuffer controlRing;
@@ -101,6 +102,8 @@ public final class NicstackClient implements AutoCloseable
     private long daemonHeartbeatSeenAtNanos;
     private long lastProcessCheckNanos;
     private DaemonGoneException gone;
+    /** Whether {@link #gone} was declared because the heartbeat stopped for the loss bound, its process alive or not. */
+    private boolean silent;
     private boolean closed;
 
     private NicstackClient(final AppFile file, final String appName, final ClientOptions options)
@@ -109,6 +112,7 @@ public final class NicstackClient implements AutoCloseable
         this.appName = appName;
         this.idleStrategy = options.idleStrategy;
         this.daemonTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(options.daemonTimeoutMillis);
+        this.daemonLossNanos = Math.max(daemonTimeoutNanos, TimeUnit.MILLISECONDS.toNanos(options.daemonLossMillis));
         this.clock = options.clock;
         this.controlRing = file.controlRing();
         this.eventRing = new CheckedRingReader(file.eventRing().buffer());
@@ -284,9 +288,10 @@ public final class NicstackClient implements AutoCloseable
      * @throws DaemonGoneException if the daemon wrote DAEMON_GONE or its process is dead, or it reaped this app
      *                             (REJECTED: the exception's reason says why), or the event or notification ring is
      *                             corrupt (reason BAD_MESSAGE): the session is lost, every connection with it, and
-     *                             every later poll throws it again. Also, without losing anything, while the daemon's
-     *                             heartbeat has not moved for the daemon timeout and its process lives (a stall):
-     *                             polls go on once it moves again.
+     *                             every later poll throws it again; the same once the daemon's heartbeat has not
+     *                             moved for {@link ClientOptions#daemonLossMillis}, whatever its pid says. Also,
+     *                             without losing anything, while the heartbeat has not moved for the daemon timeout
+     *                             but less than that, and its process lives (a stall): polls go on once it moves.
      * @throws NicstackException   if this client was closed.
      */
     public int poll() throws NicstackException
@@ -343,8 +348,11 @@ public final class NicstackClient implements AutoCloseable
      * The daemon is gone for good when it says so (DAEMON_GONE, REJECTED) or its process is dead: the session is lost.
      * A heartbeat that does not move for the daemon timeout while the process lives (a stall: a blocked event loop,
      * a long pause) fails this poll, so no blocking call waits for ever, but the session is kept: a later poll finds
-     * the daemon again once its heartbeat moves. The heartbeat is judged by its value changing, timed on the client's
-     * monotonic clock, so neither the wall clock stepping nor the two clocks disagreeing matters.
+     * the daemon again once its heartbeat moves. A stall that lasts past the loss bound is a loss too: a pid that lives
+     * proves nothing for ever (the daemon was killed and its pid reused, or it runs in another PID namespace, where
+     * its pid names some other process of ours, or none), and an app must not keep dead connections open for good. The
+     * heartbeat is judged by its value changing, timed on the client's monotonic clock, so neither the wall clock
+     * stepping nor the two clocks disagreeing matters.
      */
     private void checkDaemon(final long now) throws DaemonGoneException
     {
@@ -379,11 +387,19 @@ public final class NicstackClient implements AutoCloseable
                 }
             }
             final long stalledNanos = now - daemonHeartbeatSeenAtNanos;
-            if (why == null && stalledNanos > daemonTimeoutNanos)
+            if (why == null && stalledNanos > daemonLossNanos)
+            {
+                // A live pid proves nothing for ever: it may have been reused, or name another PID namespace's process.
+                why = "the daemon's heartbeat has not moved for " + TimeUnit.NANOSECONDS.toMillis(stalledNanos) +
+                    " ms, past the loss bound of " + TimeUnit.NANOSECONDS.toMillis(daemonLossNanos) + " ms";
+                silent = true;
+            }
+            else if (why == null && stalledNanos > daemonTimeoutNanos)
             {
                 throw new DaemonGoneException("the daemon's heartbeat has not moved for " +
                     TimeUnit.NANOSECONDS.toMillis(stalledNanos) + " ms (its process " + pid +
-                    " lives: the session is kept, and a later poll goes on once the heartbeat moves)");
+                    " lives: the session is kept, and a later poll goes on once the heartbeat moves within " +
+                    TimeUnit.NANOSECONDS.toMillis(daemonLossNanos) + " ms of its last move)");
             }
         }
         if (why != null)
@@ -414,7 +430,7 @@ public final class NicstackClient implements AutoCloseable
      * (SEND_FILE, not answered yet) is aborted (RST): its answer will not be read, and a FIN after a file refused or
      * cut short would pass a short stream off as whole. Descriptors of files being sent are held until the daemon has
      * read their SEND_FILEs, so this may wait for a daemon behind on its control ring, while it reads on, and for the
-     * daemon timeout at most once it stops.
+     * daemon timeout at most once it stops (not at all once its heartbeat stopped for the loss bound).
      */
     @Override
     public void close()
@@ -476,6 +492,11 @@ public final class NicstackClient implements AutoCloseable
      */
     private void awaitControlRead()
     {
+        if (silent)
+        {
+            unreadFiles.clear(); // judged lost, yet it may read on: leaked on purpose, as after a stall below
+            return;
+        }
         long head = controlRing.consumerPosition();
         long progressAtNanos = clock.nanoTime();
         idleStrategy.reset();

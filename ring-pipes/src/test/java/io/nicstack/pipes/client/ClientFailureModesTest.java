@@ -479,4 +479,47 @@ class ClientFailureModesTest
         assertFalse(c.isClosed());
         assertEquals(1, c.claim(1));
     }
+
+    /**
+     * A daemon that never beats again while a process with its pid lives (the pid reused, PID 1 of another PID
+     * namespace, or a reap that wrote no final state): past {@link ClientOptions#daemonLossMillis} the stall is a loss,
+     * and the session is gone with its connections.
+     */
+    @Test
+    void aHeartbeatStoppedPastTheLossBoundLosesTheSession() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        options.daemonLossMillis = 3000;
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "never-again", options);
+        final PipeConnection c = client.connect("198.18.0.2", 80);
+        daemon.heartbeat = false;
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(1);
+            return null;
+        });
+        client.poll();
+
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(options.daemonLossMillis - 1));
+        assertThrows(DaemonGoneException.class, client::poll);
+        assertEquals(0, c.peek(), "a stall within the loss bound keeps the session");
+
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(2));
+        final DaemonGoneException lost = assertThrows(DaemonGoneException.class, client::poll);
+        assertTrue(lost.getMessage().contains("loss bound"), lost.getMessage());
+        assertTrue(client.isGone());
+        assertTrue(c.isClosed());
+        assertThrows(DaemonGoneException.class, c::peek);
+        assertThrows(DaemonGoneException.class, () -> c.claim(16));
+        assertSame(lost, assertThrows(DaemonGoneException.class, client::poll), "the loss is for good");
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(2);
+            return null;
+        });
+        assertSame(lost, assertThrows(DaemonGoneException.class, client::poll), "even if it beats again");
+    }
 }
