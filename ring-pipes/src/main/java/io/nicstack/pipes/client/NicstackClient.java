@@ -43,6 +43,8 @@ public final class NicstackClient implements AutoCloseable
     private static final long REQUEST_ID_FLAG = Long.MIN_VALUE;
     /** One deferred control message: its type, then its {@link Protocol#CONTROL_LENGTH} bytes. */
     private static final int DEFERRED_RECORD = 4 + Protocol.CONTROL_LENGTH;
+    /** The daemon's limit of listeners per app: at most one UNLISTEN each can be owed. */
+    private static final int MAX_LISTENERS = 64;
 
     // TcpConnection.CLOSE_* as carried by CLOSED (ring-pipes does not depend on stack-core).
     private static final int CLOSE_NORMAL = 0;
@@ -79,8 +81,15 @@ public final class NicstackClient implements AutoCloseable
      * ring full waits in {@link #deferred} instead.
      */
     private boolean dispatching;
-    /** Control messages that found the ring full while events were handled, in order; sent before any other. */
+    /**
+     * Control messages that found the ring full while events were handled, or while the daemon stalled (a CLOSE, ABORT,
+     * SHUTDOWN or UNLISTEN, which the session that is kept must not lose), in order; sent before any other. Each is owed
+     * for a slot (at most a SHUTDOWN and then a CLOSE or ABORT: the daemon reuses a slot only after reading it) or a
+     * listener of the daemon's, so at most {@link #maxDeferred} wait: more, and the client has lost count of the
+     * daemon's state, so the session is declared lost.
+     */
     private final ExpandableArrayBuffer deferred = new ExpandableArrayBuffer(0);
+    private final int maxDeferred;
     private int deferredHead;
     private int deferredTail;
     private volatile boolean heartbeatRunning = true;
@@ -118,6 +127,7 @@ public final class NicstackClient implements AutoCloseable
         this.eventRing = new CheckedRingReader(file.eventRing().buffer());
         this.notificationRing = new CheckedRingReader(file.notificationRing().buffer());
         this.connections = new PipeConnection[file.maxConnections()];
+        this.maxDeferred = 2 * connections.length + 2 * MAX_LISTENERS;
         heartbeatThread = new Thread(this::heartbeatLoop, "nicstack-heartbeat-" + appName);
         heartbeatThread.setDaemon(true);
     }
@@ -323,6 +333,10 @@ public final class NicstackClient implements AutoCloseable
             final CheckedRingReader ring = events == CheckedRingReader.CORRUPT ? eventRing : notificationRing;
             throw declareGone(Protocol.Reason.BAD_MESSAGE, "the " + (ring == eventRing ? "event" : "notification") +
                 " ring of app " + appName + " is corrupt at position " + ring.position() + ": the session is lost");
+        }
+        if (gone != null)
+        {
+            throw gone; // the deferred messages overflowed while events were handled
         }
         final int work = events + notifications;
         if (deferredHead != deferredTail)
@@ -644,7 +658,10 @@ public final class NicstackClient implements AutoCloseable
         checkOpen();
         if (dispatching)
         {
-            offerOrDefer(type, connectionId, i8, 0, l16, l24);
+            if (!offerOrDefer(type, connectionId, i8, 0, l16, l24))
+            {
+                throw gone;
+            }
             return;
         }
         idleStrategy.reset();
@@ -655,8 +672,10 @@ public final class NicstackClient implements AutoCloseable
     }
 
     /**
-     * Send without throwing: gives up once the daemon is gone (used by close paths). While events are handled a message
-     * that does not fit is deferred to the end of the batch.
+     * Send without throwing, for messages the daemon must get while the session lasts (CLOSE, ABORT, SHUTDOWN,
+     * UNLISTEN): spins while the control ring is full, and defers the message, to be sent before any other once the
+     * ring has room, when events are being handled or the daemon stalls. Returns whether it was sent or deferred: false
+     * once the client is closed or the session lost (the daemon resets what is left at the detach).
      */
     boolean sendQuietly(final int type, final long id, final int i8)
     {
@@ -666,8 +685,7 @@ public final class NicstackClient implements AutoCloseable
         }
         if (dispatching)
         {
-            offerOrDefer(type, id, i8, 0, 0, 0);
-            return true;
+            return offerOrDefer(type, id, i8, 0, 0, 0);
         }
         idleStrategy.reset();
         while (!offer(type, id, i8, 0, 0))
@@ -679,6 +697,11 @@ public final class NicstackClient implements AutoCloseable
             try
             {
                 idleStrategy.idle(poll());
+            }
+            catch (final DaemonGoneException ex)
+            {
+                // A stall keeps the session, so the message must not be lost: a later poll sends it.
+                return gone == null && offerOrDefer(type, id, i8, 0, 0, 0);
             }
             catch (final NicstackException ex)
             {
@@ -816,10 +839,28 @@ public final class NicstackClient implements AutoCloseable
         return write(type, l0, i8, i12, l16, l24);
     }
 
-    private void offerOrDefer(final int type, final long l0, final int i8, final int i12, final long l16, final long l24)
+    /**
+     * Offer, or defer when the ring is full; false, with the session declared lost, when {@link #maxDeferred} messages
+     * wait already.
+     */
+    private boolean offerOrDefer(
+        final int type, final long l0, final int i8, final int i12, final long l16, final long l24)
     {
         if (!offer(type, l0, i8, i12, l16, l24))
         {
+            if (deferredTail - deferredHead >= maxDeferred * DEFERRED_RECORD)
+            {
+                declareGone(Protocol.Reason.NONE, maxDeferred + " control messages of app " + appName +
+                    " wait for room in a control ring the daemon does not read: the session is lost");
+                return false;
+            }
+            if (deferredHead > 0 && deferredTail + DEFERRED_RECORD > maxDeferred * DEFERRED_RECORD)
+            {
+                // Partly flushed: move what waits to the front, so the buffer never outgrows the bound.
+                deferred.putBytes(0, deferred, deferredHead, deferredTail - deferredHead);
+                deferredTail -= deferredHead;
+                deferredHead = 0;
+            }
             final int at = deferredTail;
             deferred.putInt(at, type);
             deferred.putLong(at + 4, l0);
@@ -829,6 +870,7 @@ public final class NicstackClient implements AutoCloseable
             deferred.putLong(at + 28, l24);
             deferredTail = at + DEFERRED_RECORD;
         }
+        return true;
     }
 
     /** Write deferred control records while the ring takes them; returns whether none is left. */

@@ -298,9 +298,10 @@ public final class PipeConnection implements AutoCloseable
         if (!outputShutdown)
         {
             outputShutdown = true;
-            if (fileInFlight == null && !daemonClosed) // else after the file (onFileSent)
+            // Else after the file (onFileSent). Deferred while the daemon stalls: the FIN must not be lost.
+            if (fileInFlight == null && !daemonClosed && !client.sendQuietly(Protocol.SHUTDOWN, id, 0))
             {
-                client.send(Protocol.SHUTDOWN, id, 0, 0);
+                checkUsable(); // the session was lost meanwhile
             }
         }
     }

@@ -522,4 +522,100 @@ class ClientFailureModesTest
         });
         assertSame(lost, assertThrows(DaemonGoneException.class, client::poll), "even if it beats again");
     }
+
+    /** Stop the daemon's heartbeat (its process lives) and let the client see it, then the daemon timeout pass. */
+    private void stallPastTheTimeout(final CachedNanoClock clock, final ClientOptions options) throws Exception
+    {
+        daemon.heartbeat = false;
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(1);
+            return null;
+        });
+        client.poll();
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(options.daemonTimeoutMillis + 1));
+        assertThrows(DaemonGoneException.class, client::poll);
+    }
+
+    /** The stalled daemon is back: its heartbeat has moved by the time this returns, and it reads control again. */
+    private void beatAgainAndReadControl()
+    {
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(2);
+            return null;
+        });
+        daemon.heartbeat = true;
+        daemon.readControl = true;
+    }
+
+    /**
+     * CLOSE, ABORT and SHUTDOWN asked for while the daemon stalls with the control ring full: the session is kept, so
+     * they wait for room and reach the daemon, in order, once it reads again.
+     */
+    @Test
+    void closeAbortAndShutdownDuringAStallWithAFullRingAreSentOnceItReadsAgain() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "stall-close", options);
+        final PipeConnection closed = client.connect("198.18.0.2", 80);
+        final PipeConnection aborted = client.connect("198.18.0.2", 81);
+        final PipeConnection shut = client.connect("198.18.0.2", 82);
+        daemon.pauseControl();
+        final int junk = fillControlRing();
+        stallPastTheTimeout(clock, options);
+
+        closed.close();
+        aborted.abort();
+        shut.shutdownOutput();
+        assertFalse(client.isGone());
+
+        beatAgainAndReadControl();
+        pollUntil(() -> daemon.controlsOfType(Protocol.SHUTDOWN).size() == 1);
+        assertEquals(junk, daemon.controlsOfType(99).size());
+        assertEquals(List.of(closed.id()), daemon.controlsOfType(Protocol.CLOSE).stream().map(FakeDaemon.Control::l0).toList());
+        assertEquals(List.of(aborted.id()), daemon.controlsOfType(Protocol.ABORT).stream().map(FakeDaemon.Control::l0).toList());
+        assertEquals(shut.id(), daemon.controlsOfType(Protocol.SHUTDOWN).get(0).l0());
+        final List<Integer> order = daemon.controls.stream().map(FakeDaemon.Control::type)
+            .filter(type -> type != 99 && type != Protocol.CONNECT).toList();
+        assertEquals(List.of(Protocol.CLOSE, Protocol.ABORT, Protocol.SHUTDOWN), order);
+        assertFalse(client.isGone());
+    }
+
+    /**
+     * Messages deferred while the daemon stalls are bounded (two per slot and per listener the daemon allows): one more
+     * loses the session, rather than let the client's view of the daemon's state drift.
+     */
+    @Test
+    void deferredMessagesPastTheBoundLoseTheSession() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "stall-overflow", options);
+        final int bound = 2 * options.maxConnections + 2 * 64;
+        final List<PipeListener> listeners = new java.util.ArrayList<>();
+        for (int i = 0; i <= bound; i++)
+        {
+            listeners.add(client.listen(10000 + i, 1));
+        }
+        daemon.pauseControl();
+        fillControlRing();
+        stallPastTheTimeout(clock, options);
+
+        for (int i = 0; i < bound; i++)
+        {
+            listeners.get(i).close();
+        }
+        assertFalse(client.isGone(), "up to the bound the messages wait");
+        listeners.get(bound).close();
+        assertTrue(client.isGone());
+        final DaemonGoneException lost = assertThrows(DaemonGoneException.class, client::poll);
+        assertTrue(lost.getMessage().contains("control messages"), lost.getMessage());
+        daemon.readControl = true; // close() waits for the control ring on the frozen clock while it moves
+    }
 }
