@@ -797,13 +797,26 @@ public final class NicstackClient implements AutoCloseable
         awaitedRequestId = requestId;
         replied = false;
         idleStrategy.reset();
-        while (!offer(type, requestId, i8, i12, 0))
+        try
         {
-            idleStrategy.idle(poll());
+            while (!offer(type, requestId, i8, i12, 0))
+            {
+                idleStrategy.idle(poll());
+            }
+        }
+        catch (final NicstackException | RuntimeException ex)
+        {
+            awaitedRequestId = 0; // never sent: no answer will come
+            throw ex;
         }
         return requestId;
     }
 
+    /**
+     * Poll until the answer to {@code requestId} is read. A stall that fails the poll which read the answer does not
+     * fail the request: the daemon acted on it (a listener, a slot), and no later event would undo that. An answer read
+     * after this gave up (a stall, a loss) is undone instead: a late LISTENING gets UNLISTEN, a late CONNECTED CLOSE.
+     */
     private void awaitReply(final long requestId) throws NicstackException
     {
         idleStrategy.reset();
@@ -811,7 +824,17 @@ public final class NicstackClient implements AutoCloseable
         {
             while (!replied)
             {
-                idleStrategy.idle(poll());
+                try
+                {
+                    idleStrategy.idle(poll());
+                }
+                catch (final DaemonGoneException ex)
+                {
+                    if (!replied || gone != null)
+                    {
+                        throw ex;
+                    }
+                }
             }
         }
         finally
@@ -925,6 +948,12 @@ public final class NicstackClient implements AutoCloseable
                 {
                     reply(type, Protocol.Reason.NONE);
                     replyPort = buffer.getInt(index + 8);
+                }
+                else
+                {
+                    // Nobody waits for it any more (listen() gave up in a stall): give the port back, as a late
+                    // CONNECTED gives its slot back, or a retried listen on it finds it in use for the whole session.
+                    offerOrDefer(Protocol.UNLISTEN, nextRequestId(), buffer.getInt(index + 8), 0, 0, 0);
                 }
                 break;
 

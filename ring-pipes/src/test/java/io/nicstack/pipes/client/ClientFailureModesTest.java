@@ -618,4 +618,64 @@ class ClientFailureModesTest
         assertTrue(lost.getMessage().contains("control messages"), lost.getMessage());
         daemon.readControl = true; // close() waits for the control ring on the frozen clock while it moves
     }
+
+    /**
+     * listen() given up in a stall: the LISTENING that comes once the daemon reads again is answered with UNLISTEN, so
+     * the daemon holds no listener nobody has, and a retried listen on the port is not refused for the whole session.
+     */
+    @Test
+    void aLateListeningIsAnsweredWithUnlisten() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "late-listening", options);
+        daemon.pauseControl();
+        stallPastTheTimeout(clock, options);
+        assertThrows(DaemonGoneException.class, () -> client.listen(8080, 16)); // LISTEN sent, no answer yet
+
+        beatAgainAndReadControl();
+        pollUntil(() -> !daemon.controlsOfType(Protocol.UNLISTEN).isEmpty());
+        assertEquals(8080, daemon.controlsOfType(Protocol.UNLISTEN).get(0).i8());
+        final PipeListener listener = client.listen(8080, 16);
+        assertEquals(8080, listener.port());
+        final List<Integer> order = daemon.controls.stream().map(FakeDaemon.Control::type).toList();
+        assertEquals(List.of(Protocol.LISTEN, Protocol.UNLISTEN, Protocol.LISTEN), order);
+    }
+
+    /**
+     * The poll that reads CONNECTED also finds the daemon stalled: connect() returns the connection rather than throw
+     * and leave the daemon's slot with nobody to close it.
+     */
+    @Test
+    void anAnswerReadByAPollThatFindsAStallIsKept() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "answer-in-stall", options);
+        daemon.pauseControl();
+        daemon.heartbeat = false;
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(1);
+            return null;
+        });
+        client.poll();
+        // The answer to the session's first request, already written when the stall is seen.
+        final long id = daemon.call(d -> d.connected(Long.MIN_VALUE | 1, PEER, 80));
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(options.daemonTimeoutMillis + 1));
+
+        final PipeConnection c = client.connect("198.18.0.2", 80);
+        assertEquals(id, c.id());
+        assertFalse(c.isClosed());
+        assertThrows(DaemonGoneException.class, client::poll, "the stall shows at the next poll");
+
+        beatAgainAndReadControl();
+        c.close();
+        pollUntil(() -> !daemon.controlsOfType(Protocol.CLOSE).isEmpty());
+        assertEquals(id, daemon.controlsOfType(Protocol.CLOSE).get(0).l0());
+    }
 }
