@@ -17,6 +17,7 @@
 # usage: scripts/bench-http.sh [REPS=3] [SECONDS=10]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/scripts/lib.sh"
 REPS="${1:-3}"
 DURATION="${2:-10}"
 WARMUP="${NICSTACK_BENCH_WARMUP:-3}"
@@ -41,16 +42,7 @@ WWW="$WORK/www"
 HZ="$(getconf CLK_TCK)"
 PIDS=()
 cleanup() {
-  local p
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
-  for _ in $(seq 100); do
-    local alive=0
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -0 "$p" 2>/dev/null && alive=1; done
-    [ "$alive" -eq 0 ] && break
-    sleep 0.1
-  done
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  stop_pids
   ip netns del "$NS1" 2>/dev/null || true
   ip netns del "$NS2" 2>/dev/null || true
   rm -rf "$SHM" "$WORK"
@@ -74,13 +66,6 @@ LUA
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 # A fresh namespace with IPv6 off before any link exists (no DAD, router solicitations or MLD reports), lo up.
-fresh_ns() {
-  ip netns del "$1" 2>/dev/null || true
-  ip netns add "$1"
-  ip netns exec "$1" sh -c '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
-                              echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6; }'
-  ip netns exec "$1" ip link set lo up
-}
 # utime+stime of a whole process (all threads, live and exited), in clock ticks; fields 14 and 15.
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # Machine: busy ticks (user nice system irq softirq steal) and softirq ticks, summed over all CPUs.

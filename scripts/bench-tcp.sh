@@ -18,6 +18,7 @@
 # usage: scripts/bench-tcp.sh [BYTES=500000000] [REPS=3] [WARMUP=300000000]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/scripts/lib.sh"
 BYTES="${1:-500000000}"
 REPS="${2:-3}"
 WARMUP="${3:-300000000}"
@@ -39,16 +40,7 @@ NS1="nst-bench-$$-a"; NS2="nst-bench-$$-b"; SHM="$(mktemp -d /dev/shm/nicstack-b
 PIDS=()
 forget() { local keep=() p; for p in "${PIDS[@]:-}"; do [ -n "$p" ] && [ "$p" != "$1" ] && keep+=("$p"); done; PIDS=("${keep[@]:-}"); }
 cleanup() {
-  local p
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
-  for _ in $(seq 100); do
-    local alive=0
-    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -0 "$p" 2>/dev/null && alive=1; done
-    [ "$alive" -eq 0 ] && break
-    sleep 0.1
-  done
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  stop_pids
   ip netns del "$NS1" 2>/dev/null || true
   ip netns del "$NS2" 2>/dev/null || true
   rm -rf "$SHM"
@@ -61,13 +53,6 @@ mbps() { awk '{for (i=1;i<=NF;i++) if ($i=="MB/s") print $(i-1)}'; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # A fresh namespace with IPv6 off before any link exists (no DAD, router solicitations or MLD reports), lo up.
-fresh_ns() {
-  ip netns del "$1" 2>/dev/null || true
-  ip netns add "$1"
-  ip netns exec "$1" sh -c '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
-                              echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6; }'
-  ip netns exec "$1" ip link set lo up
-}
 wait_for() { # FILE PATTERN PID SECONDS: PATTERN in FILE while PID lives, or fail loudly
   local i
   for i in $(seq $(($4 * 20))); do

@@ -6,6 +6,7 @@
 # With --serve it then keeps running and prints the curl command to try, until Ctrl-C.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/scripts/lib.sh"
 
 SERVE=0
 for arg in "$@"; do
@@ -54,8 +55,7 @@ trap 'echo "nicstack demo: interrupted" >&2; exit 130' INT TERM
 echo "== network namespace $NS, tap $TAP: daemon 198.18.0.2/24, kernel 198.18.0.1/24"
 ip netns add "$NS"
 # IPv6 off before the tap exists: no DAD, router solicitations or MLD reports (addresses outside 198.18.0.0/15).
-ip netns exec "$NS" sh -c '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
-                           echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6; }'
+ipv6_off "$NS"
 ip netns exec "$NS" ip link set lo up
 "${PDEATH[@]}" ip netns exec "$NS" "$ROOT/nicstack" daemon --device "tap:$TAP" --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
     --shm "$SHM" --services echo >"$LOG" 2>&1 &
