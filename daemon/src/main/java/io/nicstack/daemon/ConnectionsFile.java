@@ -50,6 +50,7 @@ public final class ConnectionsFile implements AutoCloseable
     static final int VERSION_OFFSET = 8;
     static final int CAPACITY_OFFSET = 12;
     static final int PID_OFFSET = 16;
+    /** As the counters file's: the daemon's start in clock ticks since boot, so a reused pid is told apart. */
     static final int START_TIME_OFFSET = 24;
     static final int STATE_OFFSET = 32;
     static final int STATE_RUNNING = 1;
@@ -92,7 +93,7 @@ public final class ConnectionsFile implements AutoCloseable
         file.buffer.putLong(MAGIC_OFFSET, MAGIC);
         file.buffer.putInt(CAPACITY_OFFSET, DEFAULT_CAPACITY);
         file.buffer.putLong(PID_OFFSET, ProcessHandle.current().pid());
-        file.buffer.putLong(START_TIME_OFFSET, System.currentTimeMillis());
+        file.buffer.putLong(START_TIME_OFFSET, CountersFile.startTicks(ProcessHandle.current().pid()));
         file.buffer.putInt(STATE_OFFSET, STATE_RUNNING);
         file.buffer.putIntRelease(VERSION_OFFSET, VERSION);
         return file;

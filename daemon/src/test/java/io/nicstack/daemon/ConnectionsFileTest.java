@@ -1,6 +1,7 @@
 package io.nicstack.daemon;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -31,6 +32,24 @@ class ConnectionsFileTest
 
     @TempDir
     Path dir;
+
+    /**
+     * A daemon is the process of its pid and its start in ticks since boot: the live process matches, another start
+     * (a pid reused by a later process) does not. No wall clock is read, so a clock stepped after the daemon started
+     * (NTP at boot) cannot make a running daemon look dead, as the wall-clock start time did.
+     */
+    @Test
+    void aDaemonIsTheProcessOfItsPidAndItsStartInTicksSinceBoot()
+    {
+        final long self = ProcessHandle.current().pid();
+        final long ticks = CountersFile.startTicks(self);
+        assertTrue(ticks > 0, "start ticks " + ticks);
+        assertTrue(CountersFile.isRunning(self, ticks));
+        assertFalse(CountersFile.isRunning(self, ticks - 1), "another process of the same pid");
+        assertFalse(CountersFile.isRunning(self, ticks + 1), "another process of the same pid");
+        assertFalse(CountersFile.isRunning(DEAD_PID, ticks), "no such process");
+        assertEquals(-1, CountersFile.startTicks(DEAD_PID));
+    }
 
     private static String[] conns(final Path shm)
     {
