@@ -226,9 +226,10 @@ final class HttpApp
                 started = true;
                 lastActivity = now; // the server's clock, not ours
             }
-            if (fileAwaited)
+            if (responding)
             {
-                // The daemon writes the body: the peer's acknowledgements are the progress, seen before the deadline.
+                // The peer's acknowledgements are progress, seen before the deadline: all of it while the daemon writes
+                // the body (SEND_FILE), and while the app waits for room to copy more (it refills only in chunks).
                 deadlines.released(conn.txReleased(), now);
             }
             if (deadlines.expired(now) != null)
@@ -292,7 +293,11 @@ final class HttpApp
                         work += pump(now);
                         break;
                     default:
-                        deadlines.requestBytes(now);
+                        if (parser.hasPartialRequest())
+                        {
+                            // Only a head begun: blank lines between requests (RFC 9112 §2.2) start no deadline.
+                            deadlines.requestBytes(now);
+                        }
                         break;
                 }
             }

@@ -320,7 +320,11 @@ final class NioHttpApp
                         pump();
                         break;
                     default:
-                        deadlines.requestBytes(now);
+                        if (parser.hasPartialRequest())
+                        {
+                            // Only a head begun: blank lines between requests (RFC 9112 §2.2) start no deadline.
+                            deadlines.requestBytes(now);
+                        }
                         break;
                 }
             }

@@ -299,6 +299,69 @@ class HttpSlowClientTest
     }
 
     /**
+     * The copy path (no SEND_FILE) too: the app refills the TX pipe only once a chunk is free, so between refills the
+     * peer's acknowledgements are the progress. A reader that takes 8 KiB at +40 s and 4 KiB at +55 s keeps its
+     * connection past +60 s (before, it was reset at 60 s from the last refill), and loses it 60 s after its last read.
+     */
+    @Test
+    void aCopiedBodysSlowButMovingReaderKeepsItsConnection() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("big.bin"), new byte[16 << 20]);
+        start(root, false);
+        final Client slow = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, slow, readerSettings()));
+        spinUntil("one connection", () -> app.connections() == 1);
+        windowFull(slow);
+        final long t0 = appNow.get();
+        readN(slow, t0 + 40 * S, 8 * 1024);
+        readN(slow, t0 + 55 * S, 4 * 1024);
+        appNow.set(t0 + 61 * S);
+        spinUntilQuiet();
+        assertEquals(1, app.connections(), "reset while the reader was moving");
+        assertEquals(-1, slow.closedReason);
+
+        appNow.set(t0 + 55 * S + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
+        spinUntil("the reader reset once it stopped", () -> slow.closedReason != -1);
+        assertEquals(0, app.connections());
+    }
+
+    /**
+     * Blank lines between keep-alive requests (RFC 9112 §2.2: a server SHOULD ignore them) start no request-head
+     * deadline: a client that sends a stray CRLF after its request and then idles is closed by the idle timeout like
+     * any other, not reset at 30 s.
+     */
+    @Test
+    void aStrayCrlfAfterARequestStartsNoHeadDeadline() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
+        start(root, false);
+        final Client plain = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        final Client crlf = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n\r\n");
+        onLoop.add(() ->
+        {
+            b.tcp().connect(0xC612_0002, 8080, plain, null);
+            b.tcp().connect(0xC612_0002, 8080, crlf, null);
+        });
+        spinUntil("two connections", () -> app.connections() == 2);
+        spinUntilQuiet();
+        final long t0 = appNow.get();
+        appNow.set(t0 + HttpDeadlines.HEADER_TIMEOUT_NANOS + S);
+        spinUntilQuiet();
+        assertEquals(2, app.connections(), "the stray CRLF's connection was reset: " + crlf.closedReason);
+        assertEquals(-1, crlf.closedReason);
+    }
+
+    private void readN(final Client c, final long now, final int n) throws Exception
+    {
+        appNow.set(now);
+        final UnsafeBuffer sink = new UnsafeBuffer(new byte[n]);
+        assertEquals(n, (int)onLoop(() -> c.connection.read(sink, 0, n)));
+        windowFull(c);
+    }
+
+    /**
      * A reader's end on stack B: a receive buffer of {@link #READER_WINDOW} (window scale 0, so a full buffer is a
      * zero window) that acknowledges at once: when the buffer is full, the daemon has every acknowledgement.
      */
