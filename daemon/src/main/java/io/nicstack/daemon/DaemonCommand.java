@@ -289,6 +289,12 @@ final class DaemonCommand
         {
             throw new IOException("--pcap " + file + ": no directory " + parent);
         }
+        if (Files.exists(file) && !Files.isRegularFile(file))
+        {
+            // A named pipe (a live capture: tcpdump -r, wireshark -k -i): opening and closing it here would hand its
+            // reader an end of file before the pcap header. The real open reports what is wrong with it.
+            return;
+        }
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE))
         {
             // Opened: writable.

@@ -81,6 +81,27 @@ class DaemonCommandTest
         assertFalse(linkOpened);
     }
 
+    /**
+     * A named pipe (a live capture: tcpdump -r, wireshark -k -i) is not opened by the up-front check: without a reader
+     * that open would block the daemon's start, and with one it would end the reader's capture before the pcap header.
+     */
+    @Test
+    void pcapThatIsANamedPipeIsNotOpenedByTheCheck() throws Exception
+    {
+        final Path fifo = dir.resolve("live.pcap");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+        try
+        {
+            org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(10),
+                () -> DaemonCommand.checkWritable(fifo));
+        }
+        finally
+        {
+            // A check that did open it waits for a reader: opening for reading and writing never blocks, and frees it.
+            new java.io.RandomAccessFile(fifo.toFile(), "rw").close();
+        }
+    }
+
     @Test
     void plantedShmIsRefusedBeforeTheLinkIsOpened() throws Exception
     {
