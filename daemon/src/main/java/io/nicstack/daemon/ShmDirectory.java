@@ -66,6 +66,15 @@ final class ShmDirectory implements AutoCloseable
      */
     static ShmDirectory prepare(final Path dir, final int uid) throws IOException
     {
+        for (final Path name : dir)
+        {
+            if ("..".equals(name.toString()))
+            {
+                // normalize() would drop "link/.." by its text, where the kernel (stats, conns, the apps) goes through
+                // the link: the daemon and they would name different directories.
+                throw new IOException("--shm " + dir + ": give a path without '..'");
+            }
+        }
         final Path absolute = dir.toAbsolutePath().normalize();
         if (absolute.getParent() == null)
         {

@@ -1,6 +1,7 @@
 package io.nicstack.daemon;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -136,5 +137,20 @@ class ShmDirectoryTest
                 e.getMessage());
         }
         ShmDirectory.prepare(path, ShmDirectory.ownUid()).lock().close(); // released with the first
+    }
+
+    /**
+     * "link/.." is refused: the daemon would normalize it away by its text, while the kernel, for stats, conns and the
+     * apps, goes through the link, so they would name another directory than the daemon's.
+     */
+    @Test
+    void aPathWithDotDotIsRefused() throws Exception
+    {
+        final Path elsewhere = Files.createDirectories(dir.resolve("x/y"));
+        final Path link = Files.createSymbolicLink(dir.resolve("link"), elsewhere);
+        final Path given = link.resolve("../shm");
+        final IOException e = assertThrows(IOException.class, () -> ShmDirectory.prepare(given, ShmDirectory.ownUid()));
+        assertTrue(e.getMessage().contains("'..'"), e.getMessage());
+        assertFalse(Files.exists(dir.resolve("shm")), "created where the text says, not where the kernel goes");
     }
 }
