@@ -219,7 +219,7 @@ class ShmFilesFuzzTest
                 }
                 case 2 ->
                 {
-                    final int at = random.nextInt(Math.min(b.length, hotEnd));
+                    final int at = random.nextInt(Math.max(1, Math.min(b.length, hotEnd))); // a truncation may have emptied it
                     for (int k = 0; k < 1 + random.nextInt(16) && at + k < b.length; k++)
                     {
                         b[at + k] = (byte)random.nextInt();
