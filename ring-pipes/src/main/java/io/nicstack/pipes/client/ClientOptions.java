@@ -23,8 +23,9 @@ public final class ClientOptions
     public long daemonTimeoutMillis = 2000;
     /**
      * A daemon whose heartbeat has not moved for this long is lost even though a process with its pid lives (the pid
-     * was reused, or means nothing here: another PID namespace), and so is the session; never less than
-     * {@link #daemonTimeoutMillis}.
+     * was reused, or means nothing here: another PID namespace), and so is the session; never less than twice
+     * {@link #daemonTimeoutMillis}. A poll must have reported the stall first (and kept the session): a silence no
+     * poll watched, as when the app and the daemon were frozen together, is a stall at the next poll, not a loss.
      */
     public long daemonLossMillis = 10_000;
     /** How long {@link NicstackClient#attach} waits for the daemon to answer. */

@@ -109,6 +109,11 @@ public final class NicstackClient implements AutoCloseable
     /** The daemon's heartbeat value last seen, and when it was first seen ({@link #clock}). */
     private long daemonHeartbeatSeen;
     private long daemonHeartbeatSeenAtNanos;
+    /**
+     * Whether a poll has reported the current stall (the heartbeat past the timeout) and kept the session: a loss needs
+     * one first, so a silence nobody watched (both processes frozen together, then the app first to run) is a stall.
+     */
+    private boolean stallReported;
     private long lastProcessCheckNanos;
     private DaemonGoneException gone;
     /** Whether {@link #gone} was declared because the heartbeat stopped for the loss bound, its process alive or not. */
@@ -121,7 +126,7 @@ public final class NicstackClient implements AutoCloseable
         this.appName = appName;
         this.idleStrategy = options.idleStrategy;
         this.daemonTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(options.daemonTimeoutMillis);
-        this.daemonLossNanos = Math.max(daemonTimeoutNanos, TimeUnit.MILLISECONDS.toNanos(options.daemonLossMillis));
+        this.daemonLossNanos = Math.max(2 * daemonTimeoutNanos, TimeUnit.MILLISECONDS.toNanos(options.daemonLossMillis));
         this.clock = options.clock;
         this.controlRing = file.controlRing();
         this.eventRing = new CheckedRingReader(file.eventRing().buffer());
@@ -390,6 +395,7 @@ public final class NicstackClient implements AutoCloseable
             {
                 daemonHeartbeatSeen = heartbeat;
                 daemonHeartbeatSeenAtNanos = now;
+                stallReported = false;
             }
             final long pid = file.daemonPid();
             if (now - lastProcessCheckNanos >= PROCESS_CHECK_PERIOD_NANOS)
@@ -401,7 +407,7 @@ public final class NicstackClient implements AutoCloseable
                 }
             }
             final long stalledNanos = now - daemonHeartbeatSeenAtNanos;
-            if (why == null && stalledNanos > daemonLossNanos)
+            if (why == null && stallReported && stalledNanos > daemonLossNanos)
             {
                 // A live pid proves nothing for ever: it may have been reused, or name another PID namespace's process.
                 why = "the daemon's heartbeat has not moved for " + TimeUnit.NANOSECONDS.toMillis(stalledNanos) +
@@ -410,6 +416,7 @@ public final class NicstackClient implements AutoCloseable
             }
             else if (why == null && stalledNanos > daemonTimeoutNanos)
             {
+                stallReported = true;
                 throw new DaemonGoneException("the daemon's heartbeat has not moved for " +
                     TimeUnit.NANOSECONDS.toMillis(stalledNanos) + " ms (its process " + pid +
                     " lives: the session is kept, and a later poll goes on once the heartbeat moves within " +

@@ -523,6 +523,70 @@ class ClientFailureModesTest
         assertSame(lost, assertThrows(DaemonGoneException.class, client::poll), "even if it beats again");
     }
 
+    /**
+     * Both processes frozen together for longer than the loss bound (a cgroup freezer, a VM pause: the monotonic clock
+     * runs on), the app first to run after the thaw: its first poll reports a stall and keeps the session, and once the
+     * daemon beats again polls go on. A loss needs a stall a poll reported first.
+     */
+    @Test
+    void aSilenceNoPollWatchedIsAStallFirstNotALoss() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        options.daemonLossMillis = 3000;
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "frozen", options);
+        final PipeConnection c = client.connect("198.18.0.2", 80);
+        daemon.heartbeat = false;
+        beat(1);
+        client.poll();
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(options.daemonLossMillis + 1)); // the freeze
+        final DaemonGoneException stall = assertThrows(DaemonGoneException.class, client::poll);
+        assertTrue(stall.getMessage().contains("session is kept"), stall.getMessage());
+        assertFalse(client.isGone());
+        beat(2); // the daemon thaws
+        client.poll();
+        assertFalse(c.isClosed());
+        assertEquals(0, c.peek());
+    }
+
+    /**
+     * An app that raised daemonTimeoutMillis above the default loss bound still has a stall it can ride out: the loss
+     * bound is at least twice the timeout.
+     */
+    @Test
+    void aRaisedDaemonTimeoutKeepsARecoverableStall() throws Exception
+    {
+        final CachedNanoClock clock = new CachedNanoClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        options.daemonTimeoutMillis = 30_000; // daemonLossMillis left at its default, 10 s
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "patient", options);
+        daemon.heartbeat = false;
+        beat(1);
+        client.poll();
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(30_001));
+        assertThrows(DaemonGoneException.class, client::poll);
+        assertFalse(client.isGone(), "a stall past the raised timeout keeps the session");
+        clock.advance(TimeUnit.MILLISECONDS.toNanos(25_000));
+        assertThrows(DaemonGoneException.class, client::poll);
+        assertFalse(client.isGone(), "still under twice the timeout");
+        beat(2);
+        client.poll();
+        assertFalse(client.isGone());
+    }
+
+    private void beat(final long value)
+    {
+        daemon.call(d ->
+        {
+            d.file().daemonHeartbeat(value);
+            return null;
+        });
+    }
+
     /** Stop the daemon's heartbeat (its process lives) and let the client see it, then the daemon timeout pass. */
     private void stallPastTheTimeout(final CachedNanoClock clock, final ClientOptions options) throws Exception
     {
