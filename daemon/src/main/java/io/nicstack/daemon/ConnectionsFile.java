@@ -5,7 +5,6 @@ import java.lang.invoke.VarHandle;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -19,6 +18,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.tcp.Tcp;
 import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.wire.Ipv4Address;
 
 /**
  * A snapshot of the TCP connection table in shared memory, {@code <shm>/conns.dat}, published by the
@@ -110,7 +110,7 @@ public final class ConnectionsFile implements AutoCloseable
         sb.setLength(0);
         sb.append(tcp.connectionCount()).append(" connections\n").append(HEADER).append('\n');
         localPrefix.setLength(0);
-        appendIpv4(localPrefix, localAddress).append(':');
+        Ipv4Address.append(localPrefix, localAddress).append(':');
         tcp.forEachConnection(lineWriter);
         final String note = "... (truncated)\n";
         final int length = Math.min(sb.length(), capacity);
@@ -158,7 +158,7 @@ public final class ConnectionsFile implements AutoCloseable
         pad(sb, local + 21);
         sb.append(' ');
         final int peer = sb.length();
-        appendIpv4(sb, c.remoteAddress()).append(':').append(c.remotePort());
+        Ipv4Address.append(sb, c.remoteAddress()).append(':').append(c.remotePort());
         pad(sb, peer + 21);
         sb.append(' ').append(c.congestionControl());
         if (c.sackEnabled())
@@ -217,12 +217,6 @@ public final class ConnectionsFile implements AutoCloseable
         }
     }
 
-    private static StringBuilder appendIpv4(final StringBuilder sb, final int address)
-    {
-        return sb.append(address >>> 24).append('.').append((address >>> 16) & 0xFF).append('.')
-            .append((address >>> 8) & 0xFF).append('.').append(address & 0xFF);
-    }
-
     /** Read a consistent snapshot from a running daemon's file, retrying for up to {@link #READ_BUDGET_NANOS}. */
     static String read(final Path dir) throws IOException
     {
@@ -237,32 +231,8 @@ public final class ConnectionsFile implements AutoCloseable
     static String read(final Path dir, final NanoClock clock, final long budgetNanos) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
-        if (!Files.isDirectory(dir))
-        {
-            throw new IOException(Files.exists(dir) ? dir + " is not a directory (--shm names the daemon's directory)"
-                : "no directory " + dir + " (is the daemon running with --shm " + dir + "?)");
-        }
-        if (!Files.exists(path))
-        {
-            throw new IOException("no connections file at " + path + " (is the daemon running with --shm " + dir + "?)");
-        }
-        if (!Files.isRegularFile(path))
-        {
-            throw new IOException(path + " is not a regular file: not a nicstack connections file");
-        }
-        final MappedByteBuffer mapped;
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ))
-        {
-            if (channel.size() > Integer.MAX_VALUE)
-            {
-                throw new IOException("connections file too large (" + channel.size() + " bytes): " + path);
-            }
-            mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size());
-        }
-        catch (final AccessDeniedException e)
-        {
-            throw new IOException("permission denied reading " + path);
-        }
+        // No least length here: a short file is "not a nicstack connections file", below.
+        final MappedByteBuffer mapped = CountersFile.mapForReading(dir, FILE_NAME, "connections", 0);
         try
         {
             final UnsafeBuffer b = new UnsafeBuffer(mapped);

@@ -77,8 +77,14 @@ public final class Ipv4Address
     /** Dotted-quad form. */
     public static String format(final int address)
     {
-        return (address >>> 24) + "." + ((address >>> 16) & 0xFF) + "." + ((address >>> 8) & 0xFF) + "." +
-            (address & 0xFF);
+        return append(new StringBuilder(15), address).toString();
+    }
+
+    /** Append the dotted-quad form to {@code sb} (no string made: for text built in a loop); returns {@code sb}. */
+    public static StringBuilder append(final StringBuilder sb, final int address)
+    {
+        return sb.append(address >>> 24).append('.').append((address >>> 16) & 0xFF).append('.')
+            .append((address >>> 8) & 0xFF).append('.').append(address & 0xFF);
     }
 
     /**
