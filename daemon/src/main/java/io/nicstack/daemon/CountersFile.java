@@ -66,37 +66,7 @@ public final class CountersFile implements AutoCloseable
     public static CountersFile open(final Path dir) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
-        if (!Files.isDirectory(dir))
-        {
-            throw new IOException(Files.exists(dir) ? dir + " is not a directory (--shm names the daemon's directory)"
-                : "no directory " + dir + " (is the daemon running with --shm " + dir + "?)");
-        }
-        if (!Files.exists(path))
-        {
-            throw new IOException("no counters file at " + path + " (is the daemon running with --shm " + dir + "?)");
-        }
-        if (!Files.isRegularFile(path))
-        {
-            throw new IOException(path + " is not a regular file: not a nicstack counters file");
-        }
-        final MappedByteBuffer mapped;
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ))
-        {
-            final long size = channel.size();
-            if (size < HEADER_LENGTH)
-            {
-                throw new IOException("counters file too short (" + size + " bytes): " + path);
-            }
-            if (size > Integer.MAX_VALUE)
-            {
-                throw new IOException("counters file too large (" + size + " bytes): " + path);
-            }
-            mapped = channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
-        }
-        catch (final AccessDeniedException e)
-        {
-            throw new IOException("permission denied reading " + path);
-        }
+        final MappedByteBuffer mapped = mapForReading(dir, FILE_NAME, "counters", HEADER_LENGTH);
         final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_LENGTH);
         final String problem = checkHeader(header, mapped.capacity());
         if (problem != null)
@@ -105,6 +75,47 @@ public final class CountersFile implements AutoCloseable
             throw new IOException(problem + ": " + path);
         }
         return new CountersFile(path, mapped, header.getInt(METADATA_LENGTH_OFFSET), header.getInt(VALUES_LENGTH_OFFSET));
+    }
+
+    /**
+     * Map {@code dir/fileName}, a file the daemon writes and another process reads, read-only; an {@link IOException}
+     * saying what is wrong when the directory or the file is missing or not what it should be, unreadable, shorter
+     * than {@code minLength} or larger than a mapping can be. {@code what} names the file ("counters").
+     */
+    static MappedByteBuffer mapForReading(final Path dir, final String fileName, final String what, final int minLength)
+        throws IOException
+    {
+        final Path path = dir.resolve(fileName);
+        if (!Files.isDirectory(dir))
+        {
+            throw new IOException(Files.exists(dir) ? dir + " is not a directory (--shm names the daemon's directory)"
+                : "no directory " + dir + " (is the daemon running with --shm " + dir + "?)");
+        }
+        if (!Files.exists(path))
+        {
+            throw new IOException("no " + what + " file at " + path + " (is the daemon running with --shm " + dir + "?)");
+        }
+        if (!Files.isRegularFile(path))
+        {
+            throw new IOException(path + " is not a regular file: not a nicstack " + what + " file");
+        }
+        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ))
+        {
+            final long size = channel.size();
+            if (size < minLength)
+            {
+                throw new IOException(what + " file too short (" + size + " bytes): " + path);
+            }
+            if (size > Integer.MAX_VALUE)
+            {
+                throw new IOException(what + " file too large (" + size + " bytes): " + path);
+            }
+            return channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
+        }
+        catch (final AccessDeniedException e)
+        {
+            throw new IOException("permission denied reading " + path);
+        }
     }
 
     /** What is wrong with a header over a file of {@code fileLength} bytes, or null. */
