@@ -139,10 +139,11 @@ final class DaemonCommand
                 checkNeighbour(text, config, gateway);
                 config.gateway(gateway);
             }
+            // Parsed, then set: StackConfig refuses a number out of range, and either failure names the option.
             mtu = o.has("--mtu") ? parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", Integer::valueOf) : null;
             if (mtu != null)
             {
-                parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(Integer.parseInt(v)));
+                parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(mtu));
             }
             hostIp = o.get("--host-ip");
             if (hostIp != null)
@@ -220,16 +221,14 @@ final class DaemonCommand
         return parse(option, value, "A.B.C.D/N, N a prefix length 1..30", StackConfig::of);
     }
 
-    /** An interface name Linux accepts (dev_valid_name() in net/core/dev.c), as TapDevice checks it again. */
+    /** An interface name Linux accepts, by the rules TapDevice opens with, found while the options are parsed. */
     private static void checkInterfaceName(final String name)
     {
-        boolean good = name.length() < Linux.IFNAMSIZ && !name.equals(".") && !name.equals("..");
-        for (int i = 0; i < name.length(); i++)
+        try
         {
-            final char c = name.charAt(i);
-            good &= c > ' ' && c <= '~' && c != '/' && c != ':';
+            TapDevice.validateName(name);
         }
-        if (!good)
+        catch (final IllegalArgumentException e)
         {
             throw new UsageException("daemon: --device tap:" + name + ": an interface name has 1 to " + (Linux.IFNAMSIZ - 1)
                 + " printable ASCII characters, no '/', ':' or space, and is not '.' or '..'");

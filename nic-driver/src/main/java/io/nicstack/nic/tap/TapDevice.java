@@ -270,8 +270,11 @@ public final class TapDevice implements NetDevice
         }
     }
 
-    /** Interface name rules of dev_valid_name() in net/core/dev.c, restricted to printable ASCII. */
-    static void validateName(final String ifName)
+    /**
+     * Interface name rules of dev_valid_name() in net/core/dev.c, restricted to printable ASCII: an
+     * {@link IllegalArgumentException} saying what is wrong.
+     */
+    public static void validateName(final String ifName)
     {
         if (ifName == null || ifName.isEmpty())
         {
