@@ -401,7 +401,7 @@ public final class NicstackClient implements AutoCloseable
             if (now - lastProcessCheckNanos >= PROCESS_CHECK_PERIOD_NANOS)
             {
                 lastProcessCheckNanos = now;
-                if (pid > 0 && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
+                if (processDead(pid))
                 {
                     why = "the daemon process " + pid + " is dead";
                 }
@@ -565,7 +565,12 @@ public final class NicstackClient implements AutoCloseable
         {
             return true;
         }
-        final long pid = file.daemonPid();
+        return processDead(file.daemonPid());
+    }
+
+    /** Whether the daemon's process {@code pid} (0 or less: not known) is gone. */
+    private static boolean processDead(final long pid)
+    {
         return pid > 0 && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
     }
 
