@@ -549,7 +549,7 @@ public final class Tcp implements IpProtocolHandler
             replyReset(localIp, remoteIp, nowNanos);
             return;
         }
-        if (listener.full() || halfOpen() >= MAX_HALF_OPEN)
+        if (cookiesOnly(listener))
         {
             if (listener.acceptQueueFull())
             {
@@ -563,6 +563,12 @@ public final class Tcp implements IpProtocolHandler
         {
             sendCookie(listener, localIp, remoteIp, nowNanos);
         }
+    }
+
+    /** Whether a SYN to {@code listener} can only be answered statelessly: its backlog or all half-open room is full. */
+    private boolean cookiesOnly(final TcpListener listener)
+    {
+        return listener.full() || halfOpen() >= MAX_HALF_OPEN;
     }
 
     /**
@@ -608,7 +614,7 @@ public final class Tcp implements IpProtocolHandler
     {
         final TcpListener listener = listeners.get(old.localPort);
         if (listener == null || !old.newerIncarnation(syn, syn.timestampsPresent && listener.settings().timestamps)
-            || listener.full() || halfOpen() >= MAX_HALF_OPEN || listener.atConnectionLimitReplacing(old))
+            || cookiesOnly(listener) || listener.atConnectionLimitReplacing(old))
         {
             return false;
         }
