@@ -31,9 +31,9 @@ import io.nicstack.stack.wire.Ipv4Address;
  *  +--------+--------+--------+--------+----------+-------+-- ... --+--------------------+--------+---- ... ----+
  * </pre>
  *
- * The pid and start time (epoch ms) say which daemon writes the file, and state becomes {@link #STATE_STOPPED}
- * when it closes it: a reader tells a running daemon's table from a stale one as {@code stats} does (the pid
- * alive, and started no later than the file).
+ * The pid and start time (in clock ticks since boot) say which daemon writes the file, and state becomes
+ * {@link #STATE_STOPPED} when it closes it: a reader tells a running daemon's table from a stale one as {@code stats}
+ * does, by the {@link DaemonLock} that daemon holds.
  *
  * <p>One writer (the daemon's event loop): the sequence is made odd, a store-store fence keeps the text and length
  * writes after it, they are written, then the sequence made even again with release semantics. Readers read the
@@ -93,7 +93,7 @@ public final class ConnectionsFile implements AutoCloseable
         file.buffer.putLong(MAGIC_OFFSET, MAGIC);
         file.buffer.putInt(CAPACITY_OFFSET, DEFAULT_CAPACITY);
         file.buffer.putLong(PID_OFFSET, ProcessHandle.current().pid());
-        file.buffer.putLong(START_TIME_OFFSET, CountersFile.startTicks(ProcessHandle.current().pid()));
+        file.buffer.putLong(START_TIME_OFFSET, DaemonLock.ownStartTicks());
         file.buffer.putInt(STATE_OFFSET, STATE_RUNNING);
         file.buffer.putIntRelease(VERSION_OFFSET, VERSION);
         return file;
@@ -249,8 +249,8 @@ public final class ConnectionsFile implements AutoCloseable
             {
                 throw new IOException("the daemon (pid " + pid + ") has stopped: no connections (" + path + " is its last table)");
             }
-            final boolean running = CountersFile.isRunning(pid, b.getLong(START_TIME_OFFSET));
-            if (!running)
+            final String daemon = pid + " " + b.getLong(START_TIME_OFFSET);
+            if (!DaemonLock.heldBy(dir, daemon))
             {
                 throw new IOException("the daemon (pid " + pid + ") is not running: it died "
                     + ((b.getLongVolatile(SEQUENCE_OFFSET) & 1) != 0 ? "while publishing its table: no complete table"
@@ -279,7 +279,7 @@ public final class ConnectionsFile implements AutoCloseable
                 }
                 if (clock.nanoTime() - deadline >= 0)
                 {
-                    if (!CountersFile.isRunning(pid, b.getLong(START_TIME_OFFSET)))
+                    if (!DaemonLock.heldBy(dir, daemon))
                     {
                         throw new IOException("the daemon (pid " + pid + ") died while publishing its table: no complete table");
                     }

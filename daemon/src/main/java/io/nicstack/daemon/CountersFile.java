@@ -54,7 +54,7 @@ public final class CountersFile implements AutoCloseable
         file.header.putInt(METADATA_LENGTH_OFFSET, metadataLength);
         file.header.putInt(VALUES_LENGTH_OFFSET, valuesLength);
         file.header.putLong(PID_OFFSET, ProcessHandle.current().pid());
-        file.header.putLong(START_TIME_OFFSET, startTicks(ProcessHandle.current().pid()));
+        file.header.putLong(START_TIME_OFFSET, DaemonLock.ownStartTicks());
         file.header.putIntRelease(VERSION_OFFSET, VERSION);
         return file;
     }
@@ -190,40 +190,12 @@ public final class CountersFile implements AutoCloseable
     }
 
     /**
-     * Whether the daemon that created this file still runs: process {@code pid} exists and started when the daemon did
-     * (a pid reused by a later process does not count).
+     * Whether the daemon that created this file still runs: it holds the directory's {@link DaemonLock} (a later
+     * daemon on the same directory, or a pid reused by another process, does not count).
      */
     public boolean daemonRunning()
     {
-        return isRunning(pid(), header.getLong(START_TIME_OFFSET));
-    }
-
-    /**
-     * Whether process {@code pid} exists and is the one that started at {@code startTicks} ({@link #startTicks}): pid
-     * and start time name one process for the whole uptime. Ticks since boot, not the wall clock: a clock stepped after
-     * the daemon started (NTP at boot) would make a wall-clock start time disagree with the file's.
-     */
-    static boolean isRunning(final long pid, final long startTicks)
-    {
-        return pid > 0 && startTicks >= 0 && startTicks(pid) == startTicks;
-    }
-
-    /**
-     * When process {@code pid} started, in clock ticks since boot (field 22 of {@code /proc/<pid>/stat}, read after
-     * the last ')', since the command name may hold anything), or -1 if there is no such process (or it is hidden).
-     */
-    static long startTicks(final long pid)
-    {
-        try
-        {
-            final String stat = Files.readString(Path.of("/proc/" + pid + "/stat"), StandardCharsets.ISO_8859_1);
-            final String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return Long.parseLong(fields[19]); // fields[0] is field 3 (state)
-        }
-        catch (final IOException | RuntimeException e)
-        {
-            return -1;
-        }
+        return DaemonLock.heldBy(path.getParent(), pid() + " " + header.getLong(START_TIME_OFFSET));
     }
 
     public CountersManager manager()

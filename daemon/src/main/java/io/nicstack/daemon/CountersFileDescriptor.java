@@ -44,7 +44,10 @@ public final class CountersFileDescriptor
     public static final int METADATA_LENGTH_OFFSET = 12;
     public static final int VALUES_LENGTH_OFFSET = 16;
     public static final int PID_OFFSET = 24;
-    /** The daemon process's start, in clock ticks since boot (/proc/<pid>/stat field 22): with the pid, it names that process. */
+    /**
+     * The daemon process's start, in clock ticks since boot (/proc/self/stat field 22): with the pid, it names that
+     * process, as its {@link DaemonLock} file does.
+     */
     public static final int START_TIME_OFFSET = 32;
     public static final int HEADER_LENGTH = 2 * CACHE_LINE_LENGTH;
 

@@ -381,11 +381,6 @@ final class DaemonCommand
         {
             return serve(shmDirectory.path(), out, err);
         }
-        catch (final IOException e)
-        {
-            err.println("daemon: " + describe(e));
-            return 1;
-        }
     }
 
     private int serve(final Path shm, final PrintStream out, final PrintStream err)

@@ -1,16 +1,10 @@
 package io.nicstack.daemon;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
 
@@ -34,20 +28,18 @@ import java.util.Map;
  * Anything else is refused with an {@link IOException} that says what is wrong. The {@code apps} subdirectory is
  * the pipe server's (it checks it the same way, then makes it 01777).
  *
- * <p>{@link #lock()} takes an exclusive lock on {@code daemon.lock} in the directory: a second daemon on the same
- * directory is refused instead of replacing the first one's counters and connections files.
+ * <p>{@link #lock()} takes the directory's {@link DaemonLock}: a second daemon on the same directory is refused
+ * instead of replacing the first one's counters and connections files, and readers know whether the daemon that
+ * wrote a file still runs.
  */
 final class ShmDirectory implements AutoCloseable
 {
-    static final String LOCK_FILE = "daemon.lock";
-
     private static final String DIRECTORY_MODE = "rwxr-xr-x";
     private static final int GROUP_OR_OTHER_WRITE = 0022;
     private static final int STICKY = 01000;
 
     private final Path path;
-    private FileChannel lockChannel;
-    private FileLock lock;
+    private DaemonLock lock;
 
     private ShmDirectory(final Path path)
     {
@@ -176,50 +168,20 @@ final class ShmDirectory implements AutoCloseable
         return path;
     }
 
-    /** Take the exclusive daemon lock, or say which daemon holds it. */
+    /** Take the directory's {@link DaemonLock}, or say which daemon holds it. */
     ShmDirectory lock() throws IOException
     {
-        final Path file = path.resolve(LOCK_FILE);
-        final FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
-            StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
-        FileLock taken;
-        try
-        {
-            taken = channel.tryLock();
-        }
-        catch (final OverlappingFileLockException e)
-        {
-            taken = null; // held by this JVM (tests)
-        }
-        catch (final IOException e)
-        {
-            channel.close();
-            throw e;
-        }
-        if (taken == null)
-        {
-            final ByteBuffer b = ByteBuffer.allocate(32);
-            channel.read(b, 0);
-            channel.close();
-            final String pid = new String(b.array(), 0, b.position(), StandardCharsets.US_ASCII).trim();
-            throw new IOException("--shm " + path + " is in use by another daemon" + (pid.isEmpty() ? "" : " (pid " + pid + ")")
-                + "; give each daemon its own --shm");
-        }
-        channel.truncate(0);
-        channel.write(ByteBuffer.wrap((ProcessHandle.current().pid() + "\n").getBytes(StandardCharsets.US_ASCII)), 0);
-        lockChannel = channel;
-        lock = taken;
+        lock = DaemonLock.acquire(path);
         return this;
     }
 
     @Override
-    public void close() throws IOException
+    public void close()
     {
-        if (lockChannel != null)
+        if (lock != null)
         {
-            lock.release();
-            lockChannel.close();
-            lockChannel = null;
+            lock.close();
+            lock = null;
         }
     }
 }

@@ -78,7 +78,7 @@ class ConnectionsFilePublishTest
             expected.append(formattedLine("198.18.0.2:", c));
         }
         final Path shm = Files.createDirectory(dir.resolve("shm"));
-        try (ConnectionsFile file = ConnectionsFile.create(shm))
+        try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm))
         {
             file.publish(a.tcp(), 0xC612_0002);
             assertEquals(expected.toString(), ConnectionsFile.read(shm));

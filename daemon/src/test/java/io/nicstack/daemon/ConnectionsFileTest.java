@@ -1,7 +1,6 @@
 package io.nicstack.daemon;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,6 +14,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -30,26 +30,20 @@ class ConnectionsFileTest
     /** Above pid_max (at most 2^22 on Linux): never a live process. */
     private static final long DEAD_PID = Integer.MAX_VALUE;
 
+    /** The daemon's lock on the directory, as DaemonCommand holds it; closed by each test (a dead daemon's is gone). */
+    private DaemonLock lock;
+
+    @AfterEach
+    void releaseLock()
+    {
+        if (lock != null)
+        {
+            lock.close();
+        }
+    }
+
     @TempDir
     Path dir;
-
-    /**
-     * A daemon is the process of its pid and its start in ticks since boot: the live process matches, another start
-     * (a pid reused by a later process) does not. No wall clock is read, so a clock stepped after the daemon started
-     * (NTP at boot) cannot make a running daemon look dead, as the wall-clock start time did.
-     */
-    @Test
-    void aDaemonIsTheProcessOfItsPidAndItsStartInTicksSinceBoot()
-    {
-        final long self = ProcessHandle.current().pid();
-        final long ticks = CountersFile.startTicks(self);
-        assertTrue(ticks > 0, "start ticks " + ticks);
-        assertTrue(CountersFile.isRunning(self, ticks));
-        assertFalse(CountersFile.isRunning(self, ticks - 1), "another process of the same pid");
-        assertFalse(CountersFile.isRunning(self, ticks + 1), "another process of the same pid");
-        assertFalse(CountersFile.isRunning(DEAD_PID, ticks), "no such process");
-        assertEquals(-1, CountersFile.startTicks(DEAD_PID));
-    }
 
     private static String[] conns(final Path shm)
     {
@@ -73,6 +67,7 @@ class ConnectionsFileTest
             b.poll(now);
             now += 1_000_000L;
         }
+        lock = DaemonLock.acquire(shm);
         final ConnectionsFile file = ConnectionsFile.create(shm);
         file.publish(a.tcp(), 0xC612_0002);
         return file;
@@ -116,6 +111,18 @@ class ConnectionsFileTest
     {
         final Path shm = Files.createDirectory(dir.resolve("shm"));
         fileWithOneConnection(shm); // not closed: a crash (kill -9) leaves the file so
+        lock.close(); // and the kernel drops the dead daemon's lock
+        final String[] r = conns(shm);
+        assertEquals("1", r[0], r[1]);
+        assertTrue(r[2].contains("is not running") && r[2].contains("stale"), r[2]);
+    }
+
+    /** A daemon holds the directory, but the file names another (an earlier one that died): its table is stale. */
+    @Test
+    void aTableOfAnotherDaemonThanTheLockHoldersIsStale() throws Exception
+    {
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        fileWithOneConnection(shm);
         putLong(shm, ConnectionsFile.PID_OFFSET, DEAD_PID);
         final String[] r = conns(shm);
         assertEquals("1", r[0], r[1]);
@@ -128,7 +135,7 @@ class ConnectionsFileTest
         final Path shm = Files.createDirectory(dir.resolve("shm"));
         fileWithOneConnection(shm);
         putLong(shm, ConnectionsFile.SEQUENCE_OFFSET, 3); // odd for good
-        putLong(shm, ConnectionsFile.PID_OFFSET, DEAD_PID);
+        lock.close();
         final String[] r = conns(shm);
         assertEquals("1", r[0], r[1]);
         assertTrue(r[2].contains("died while publishing"), r[2]);
@@ -165,6 +172,7 @@ class ConnectionsFileTest
             tables[i] = new byte[(64 << 10) * (i + 1) + i];
             Arrays.fill(tables[i], (byte)('A' + i));
         }
+        lock = DaemonLock.acquire(shm);
         try (ConnectionsFile file = ConnectionsFile.create(shm))
         {
             file.publish(tables[0], tables[0].length);

@@ -20,8 +20,15 @@ public final class DaemonProcess implements AutoCloseable
 
     public DaemonProcess(final Netns ns, final Path shm, final String... daemonArgs) throws IOException
     {
+        this(ns, shm, new String[0], daemonArgs);
+    }
+
+    /** As above, the JVM started by {@code prefix} (say {@code unshare --pid --mount-proc}) inside the namespace. */
+    public DaemonProcess(final Netns ns, final Path shm, final String[] prefix, final String... daemonArgs) throws IOException
+    {
         this.shm = shm;
-        final List<String> cmd = new ArrayList<>(List.of(
+        final List<String> cmd = new ArrayList<>(List.of(prefix));
+        cmd.addAll(List.of(
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "-Xmx512m",

@@ -18,6 +18,7 @@ import java.util.Random;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.CountersManager;
 import org.agrona.concurrent.status.CountersReader;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -35,6 +36,18 @@ class ShmFilesFuzzTest
 {
     private static final int COUNTERS_ROUNDS = 1000;
     private static final int CONNECTIONS_ROUNDS = 2000;
+
+    /** The daemon lock a test took, released after it. */
+    private DaemonLock lock;
+
+    @AfterEach
+    void releaseLock()
+    {
+        if (lock != null)
+        {
+            lock.close();
+        }
+    }
 
     @TempDir
     Path dir;
@@ -161,6 +174,7 @@ class ShmFilesFuzzTest
             b.poll(now);
             now += 1_000_000L;
         }
+        lock = DaemonLock.acquire(shm); // as a running daemon holds it
         final ConnectionsFile f = ConnectionsFile.create(shm); // left open: a running daemon's file
         f.publish(a.tcp(), 0xC612_0002);
         final Path file = shm.resolve(ConnectionsFile.FILE_NAME);

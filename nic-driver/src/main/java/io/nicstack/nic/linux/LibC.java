@@ -51,6 +51,10 @@ public interface LibC
     @Variadic(fixedCount = 2)
     int fcntl(int fd, int cmd, int arg);
 
+    /** fcntl(2) with a pointer argument: the {@code struct flock} of the lock commands ({@link Linux#F_OFD_SETLK}). */
+    @Variadic(fixedCount = 2)
+    int fcntl(int fd, int cmd, @intptr_t long arg);
+
     /**
      * syscall(2) with up to five int arguments (pass 0 for those a call does not take), for calls glibc may not wrap:
      * pidfd_open, pidfd_getfd, pidfd_send_signal, kcmp.

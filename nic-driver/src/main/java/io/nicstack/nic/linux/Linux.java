@@ -27,6 +27,18 @@ public final class Linux
     // fcntl(2)
     public static final int F_GETFL = 3;
     public static final int F_DUPFD_CLOEXEC = 1030;
+    /**
+     * Open-file-description record locks (fcntl(2), Linux 3.15): owned by the open file, not the process, so closing
+     * another descriptor of the same file does not drop them, and they conflict with locks of the same process.
+     */
+    public static final int F_OFD_GETLK = 36;
+    public static final int F_OFD_SETLK = 37;
+    public static final short F_RDLCK = 0;
+    public static final short F_WRLCK = 1;
+    public static final short F_UNLCK = 2;
+    /** {@code struct flock}: l_type (short), l_whence (short), l_start (off_t at 8), l_len (at 16), l_pid (int at 24). */
+    public static final int FLOCK_LENGTH = 32;
+    public static final int FLOCK_TYPE_OFFSET = 0;
 
     /** kcmp(2): its number differs between x86_64 (312) and aarch64 (272); -1 elsewhere. */
     public static final long SYS_KCMP = switch (System.getProperty("os.arch"))

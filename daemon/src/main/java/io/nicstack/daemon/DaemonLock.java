@@ -1,0 +1,200 @@
+package io.nicstack.daemon;
+
+import java.io.IOException;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SeekableByteChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
+
+import org.agrona.BufferUtil;
+
+import io.nicstack.nic.linux.Linux;
+
+import static io.nicstack.nic.linux.Linux.LIBC;
+
+/**
+ * {@code daemon.lock} in the shared-memory directory: held by the running daemon for its whole life, and naming it.
+ *
+ * <p>The daemon takes an exclusive open-file-description lock on the file (fcntl {@code F_OFD_SETLK}) and writes its
+ * identity in it, {@code "<pid> <start ticks>\n"}: its pid as it sees it and its start in clock ticks since boot, the
+ * pair the counters and connections files carry. The kernel drops the lock when the daemon exits, however it exits.
+ * So a reader ({@code stats}, {@code conns}) knows the daemon that wrote its file runs exactly when the lock is held
+ * ({@code F_OFD_GETLK}) and the file names the same daemon as the lock file: it never looks at {@code /proc/<pid>},
+ * which does not show a daemon in another pid namespace (where its pid names another process, or none) nor, under
+ * {@code hidepid}, another user's daemon.
+ *
+ * <p>Open-file-description locks, not Java's {@link java.nio.channels.FileLock} (classic POSIX locks): a classic lock
+ * belongs to the process, is dropped when that process closes any descriptor of the file, and is never reported to
+ * its own process, so a reader in the daemon's JVM (the tests) would either not see it or release it.
+ */
+final class DaemonLock implements AutoCloseable
+{
+    static final String FILE_NAME = "daemon.lock";
+    /** The identity is short ASCII; a longer file is not ours. */
+    private static final int MAX_LENGTH = 64;
+
+    private final Path path;
+    private int fd;
+
+    private DaemonLock(final Path path, final int fd)
+    {
+        this.path = path;
+        this.fd = fd;
+    }
+
+    /** This process's identity: its pid and its start in ticks since boot ({@code /proc/self/stat}, field 22). */
+    static String identity()
+    {
+        return ProcessHandle.current().pid() + " " + ownStartTicks();
+    }
+
+    /** When this process started, in clock ticks since boot, or -1 if {@code /proc} cannot say. */
+    static long ownStartTicks()
+    {
+        try
+        {
+            final String stat = Files.readString(Path.of("/proc/self/stat"), StandardCharsets.ISO_8859_1);
+            final String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" "); // the name may hold anything
+            return Long.parseLong(fields[19]); // fields[0] is field 3 (state)
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return -1;
+        }
+    }
+
+    /** Take the lock in {@code dir} and write this process's identity in it, or say which daemon holds it. */
+    static DaemonLock acquire(final Path dir) throws IOException
+    {
+        final Path path = dir.resolve(FILE_NAME);
+        try
+        {
+            Files.createFile(path, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-r--r--")));
+        }
+        catch (final FileAlreadyExistsException e)
+        {
+            // An earlier daemon's: taken over below if nobody holds it.
+        }
+        final int fd = open(path, Linux.O_RDWR);
+        if (fd < 0)
+        {
+            throw new IOException("cannot open " + path + ": " + Linux.describe(Linux.errno()));
+        }
+        final ByteBuffer request = flock(Linux.F_WRLCK);
+        final int taken = LIBC.fcntl(fd, Linux.F_OFD_SETLK, BufferUtil.address(request));
+        Reference.reachabilityFence(request);
+        if (taken != 0)
+        {
+            final int errno = Linux.errno();
+            LIBC.close(fd);
+            if (errno != Linux.EAGAIN && errno != Linux.EACCES)
+            {
+                throw new IOException("cannot lock " + path + ": " + Linux.describe(errno));
+            }
+            final String holder = read(path);
+            final int space = holder == null ? -1 : holder.indexOf(' ');
+            throw new IOException("--shm " + dir + " is in use by another daemon"
+                + (space > 0 ? " (pid " + holder.substring(0, space) + ")" : "") + "; give each daemon its own --shm");
+        }
+        final DaemonLock lock = new DaemonLock(path, fd);
+        try
+        {
+            Files.write(path, (identity() + "\n").getBytes(StandardCharsets.US_ASCII),
+                StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING, LinkOption.NOFOLLOW_LINKS);
+        }
+        catch (final IOException e)
+        {
+            lock.close();
+            throw e;
+        }
+        return lock;
+    }
+
+    /**
+     * Whether the daemon {@code identity} ({@link #identity()}, as a file in {@code dir} recorded it) runs: it holds
+     * the lock of {@code dir} now. False when no daemon holds it, another daemon does (the file is an older daemon's),
+     * or the lock file cannot be read.
+     */
+    static boolean heldBy(final Path dir, final String identity)
+    {
+        final Path path = dir.resolve(FILE_NAME);
+        final int fd = open(path, Linux.O_RDONLY);
+        if (fd < 0)
+        {
+            return false;
+        }
+        final ByteBuffer query = flock(Linux.F_WRLCK);
+        try
+        {
+            // F_OFD_GETLK answers with the first lock that would conflict with a write lock, or F_UNLCK for none.
+            if (LIBC.fcntl(fd, Linux.F_OFD_GETLK, BufferUtil.address(query)) != 0
+                || query.getShort(Linux.FLOCK_TYPE_OFFSET) == Linux.F_UNLCK)
+            {
+                return false;
+            }
+        }
+        finally
+        {
+            Reference.reachabilityFence(query);
+            LIBC.close(fd);
+        }
+        final String holder = read(path);
+        return holder != null && holder.equals(identity + "\n");
+    }
+
+    private static int open(final Path path, final int flags)
+    {
+        return LIBC.open(path.toString(), flags | Linux.O_NOFOLLOW | Linux.O_CLOEXEC);
+    }
+
+    /** A {@code struct flock} of {@code type} for the whole file, in native memory (keep it reachable over the call). */
+    private static ByteBuffer flock(final short type)
+    {
+        // l_whence SEEK_SET, l_start 0, l_len 0 (to the end, however long), l_pid 0 (required for OFD locks).
+        final ByteBuffer b = ByteBuffer.allocateDirect(Linux.FLOCK_LENGTH).order(ByteOrder.nativeOrder());
+        b.putShort(Linux.FLOCK_TYPE_OFFSET, type);
+        return b;
+    }
+
+    /** The lock file's text, or null if it is missing, unreadable or longer than an identity. */
+    private static String read(final Path path)
+    {
+        try (SeekableByteChannel channel = Files.newByteChannel(path, Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)))
+        {
+            final ByteBuffer b = ByteBuffer.allocate(MAX_LENGTH + 1);
+            while (b.hasRemaining() && channel.read(b) > 0)
+            {
+                // read to the end or past the bound
+            }
+            return b.position() > MAX_LENGTH ? null : new String(b.array(), 0, b.position(), StandardCharsets.US_ASCII);
+        }
+        catch (final IOException e) // missing or unreadable
+        {
+            return null;
+        }
+    }
+
+    Path path()
+    {
+        return path;
+    }
+
+    /** Release the lock (the file stays; the next daemon takes it over). */
+    @Override
+    public void close()
+    {
+        if (fd >= 0)
+        {
+            LIBC.close(fd);
+            fd = -1;
+        }
+    }
+}
