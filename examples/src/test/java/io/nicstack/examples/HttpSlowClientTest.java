@@ -362,6 +362,87 @@ class HttpSlowClientTest
     }
 
     /**
+     * The real client library and daemon: an app sends a file with SEND_FILE and closes its client at once, as a
+     * process that exits after sendfile(2) and close(2). The peer gets the whole file, byte-exact, then FIN. Before,
+     * the client aborted a connection with a file in flight at its close, and the peer got part of the file and a
+     * reset.
+     */
+    @Test
+    void aFileInFlightWhenTheAppClosesItsClientReachesThePeerWholeThenFin() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        final byte[] content = new byte[8 << 20];
+        new java.util.Random(81).nextBytes(content);
+        final Path big = Files.write(root.resolve("big.bin"), content);
+        start(root, true);
+        final PipeListener raw = client.listen(8081, 4);
+        final java.security.MessageDigest digest = java.security.MessageDigest.getInstance("SHA-256");
+        final AtomicLong received = new AtomicLong();
+        final java.util.concurrent.atomic.AtomicBoolean fin = new java.util.concurrent.atomic.AtomicBoolean();
+        final java.util.concurrent.atomic.AtomicInteger closedReason = new java.util.concurrent.atomic.AtomicInteger(-1);
+        final TcpHandler peer = new TcpHandler()
+        {
+            final UnsafeBuffer sink = new UnsafeBuffer(new byte[64 << 10]);
+
+            @Override
+            public void onReadable(final TcpConnection c)
+            {
+                int n;
+                while ((n = c.read(sink, 0, sink.capacity())) > 0)
+                {
+                    digest.update(sink.byteArray(), 0, n);
+                    received.addAndGet(n);
+                }
+            }
+
+            @Override
+            public void onPeerClosed(final TcpConnection c)
+            {
+                onReadable(c);
+                fin.set(true);
+            }
+
+            @Override
+            public void onClosed(final TcpConnection c, final int reason)
+            {
+                closedReason.set(reason);
+            }
+        };
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8081, peer, null));
+        final io.nicstack.pipes.client.PipeConnection[] accepted = new io.nicstack.pipes.client.PipeConnection[1];
+        spinUntil("the raw connection", () ->
+        {
+            try
+            {
+                return (accepted[0] = raw.accept()) != null;
+            }
+            catch (final io.nicstack.pipes.client.NicstackException e)
+            {
+                throw new IllegalStateException(e);
+            }
+        });
+        try (io.nicstack.pipes.client.SendableFile file = io.nicstack.pipes.client.SendableFile.open(big))
+        {
+            accepted[0].sendFile(file, 0, content.length);
+        }
+        app.stop();
+        app = null;
+        client.close();
+        client = null;
+        final long giveUp = System.nanoTime() + 60 * S;
+        while (!fin.get() && closedReason.get() == -1)
+        {
+            assertTrue(System.nanoTime() - giveUp < 0, "timed out: " + received.get() + " bytes received");
+            LockSupport.parkNanos(1_000_000L);
+        }
+        assertTrue(fin.get(), "FIN, not a reset (closed reason " + closedReason.get() + ") after " + received.get() + " bytes");
+        assertEquals(content.length, received.get());
+        assertTrue(java.util.Arrays.equals(java.security.MessageDigest.getInstance("SHA-256").digest(content), digest.digest()),
+            "the file, byte-exact");
+        assertEquals(1, counters.get(PipeCounter.FILES_SENT));
+    }
+
+    /**
      * A reader's end on stack B: a receive buffer of {@link #READER_WINDOW} (window scale 0, so a full buffer is a
      * zero window) that acknowledges at once: when the buffer is full, the daemon has every acknowledgement.
      */

@@ -13,9 +13,16 @@ public final class Protocol
     public static final int LISTEN = 1;
     /** CONNECT: long requestId @0, int address @8 (IPv4, first octet most significant), int port @12. Answer: CONNECTED or ERROR. */
     public static final int CONNECT = 2;
-    /** SHUTDOWN (half-close, FIN after queued bytes): long connectionId @0. */
+    /**
+     * SHUTDOWN (half-close, FIN after queued bytes, a file being sent included: behind a SEND_FILE in progress it takes
+     * effect after the whole file): long connectionId @0.
+     */
     public static final int SHUTDOWN = 3;
-    /** CLOSE: long connectionId @0; after it the app never touches the slot again (the daemon frees it). */
+    /**
+     * CLOSE: long connectionId @0; after it the app never touches the slot again (the daemon frees it). FIN after
+     * queued bytes and a file being sent, as SHUTDOWN (no FILE_SENT comes for that file); a file refused or cut short
+     * resets the connection instead.
+     */
     public static final int CLOSE = 4;
     /** SET_OPTION: long connectionId @0, int option @8, long value @16. */
     public static final int SET_OPTION = 5;

@@ -187,11 +187,18 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     /** Events owed, control messages, accepts, doorbells and notifications; returns work done. */
     int doWork()
     {
+        fillBudget = FILL_BUDGET;
         if (draining)
         {
-            return 0; // the app is gone; TCP alone reads its closed connections' pipes
+            // The app is gone; TCP alone reads its closed connections' pipes, and the daemon the files they were
+            // closed behind.
+            int work = 0;
+            for (int i = 0; i < activeCount; i++)
+            {
+                work += pollSlot(active[i]);
+            }
+            return work;
         }
-        fillBudget = FILL_BUDGET;
         takes = 0;
         int work = drainBacklog();
         final int read = control.read(this, CONTROL_BURST);
@@ -219,9 +226,13 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     private int pollSlot(final PipeSlot s)
     {
         final TcpConnection c = s.connection;
-        if (c == null || s.tcpGone || s.appClosed)
+        if (c == null || s.tcpGone)
         {
             return 0;
+        }
+        if (s.appClosed)
+        {
+            return s.fileFd >= 0 ? fillFile(s) : 0; // closed behind its file: only the file goes on
         }
         int work = s.fileFd >= 0 ? fillFile(s) : 0;
         final long txTail = s.tx.tailVolatile();
@@ -450,21 +461,28 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         {
             return;
         }
+        final boolean fileGoesOn = s.fileFd >= 0 && !s.tcpGone && type != Protocol.ABORT
+            && !(type == Protocol.CLOSE && s.rx.readable() > 0); // unread data makes a CLOSE a reset (Linux's tcp_close)
         if (type != Protocol.SHUTDOWN)
         {
             s.appClosed = true;
-            deactivate(s);
+            if (!fileGoesOn)
+            {
+                deactivate(s);
+            }
+        }
+        if (fileGoesOn)
+        {
+            // RFC 9293 CLOSE: what the app queued before, here the file being sent, goes out first, and the FIN after
+            // it (fillFile; polled on while the app is gone). A raw app may write CLOSE or SHUTDOWN behind its
+            // SEND_FILE; the client library does so when it closes (detaches) with a file in flight.
+            s.endAfterFile = type == Protocol.CLOSE || s.endAfterFile == Protocol.CLOSE ? Protocol.CLOSE : type;
+            return;
         }
         if (s.fileFd >= 0)
         {
-            // The client library holds SHUTDOWN and CLOSE back until FILE_SENT; an app that does not ends its file
-            // here. A FIN after a file cut short (or not begun) would pass a short stream off as whole: reset instead.
-            final long done = s.fileAppended;
+            // ABORT, or a CLOSE with unread data: the file ends with the connection.
             stopFile(s);
-            if (type == Protocol.SHUTDOWN)
-            {
-                fileSent(s, Reason.BAD_ARGUMENT, done);
-            }
             if (!s.tcpGone)
             {
                 counters.increment(PipeCounter.FILES_FAILED);
@@ -494,7 +512,12 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             s.connection.abort(); // the slot is freed when TCP lets go, if the app closed it
             return;
         }
-        // What the app appended before this message is the rest of the stream; the FIN goes after it.
+        endStream(s, type);
+    }
+
+    /** CLOSE or SHUTDOWN takes effect: what the app (or a file) appended so far is the rest of the stream, then FIN. */
+    private static void endStream(final PipeSlot s, final int type)
+    {
         s.tx.freeze();
         if (type == Protocol.CLOSE)
         {
@@ -623,13 +646,18 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 // stream cannot be completed, and the peer must not take a short body for a whole one.
                 final long done = s.fileAppended;
                 stopFile(s);
-                if (done == 0)
+                if (done == 0 && s.endAfterFile == 0)
                 {
                     refuseFile(s, Reason.FILE_UNREADABLE);
                     return 1;
                 }
-                fileSent(s, Reason.FILE_UNREADABLE, done);
+                // Part of it went, or the app ended its output behind it: the peer must not take what it got for all.
+                if (!s.appClosed)
+                {
+                    fileSent(s, Reason.FILE_UNREADABLE, done);
+                }
                 counters.increment(PipeCounter.FILES_FAILED);
+                s.endAfterFile = 0;
                 s.connection.abort();
                 return 1;
             }
@@ -647,7 +675,20 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             counters.increment(PipeCounter.FILES_SENT);
             final long done = s.fileAppended;
             stopFile(s);
-            fileSent(s, Reason.NONE, done);
+            if (!s.appClosed)
+            {
+                fileSent(s, Reason.NONE, done);
+            }
+            final int end = s.endAfterFile;
+            if (end != 0)
+            {
+                s.endAfterFile = 0;
+                if (s.appClosed)
+                {
+                    deactivate(s); // polled only for its file
+                }
+                endStream(s, end);
+            }
         }
         return appended > 0 ? 1 : 0;
     }

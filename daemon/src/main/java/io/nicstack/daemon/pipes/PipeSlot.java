@@ -50,6 +50,8 @@ final class PipeSlot implements BufferProvider.ConnectionBuffers
      */
     boolean fileRefused;
     long fileRefusedBelow;
+    /** CLOSE or SHUTDOWN the app wrote behind the file in progress (0: none): it takes effect after the whole file. */
+    int endAfterFile;
 
     PipeSlot(final AppSession session, final AtomicBuffer file, final int ringCapacity, final int pipeCapacity, final int index,
         final int maxOutOfOrderRanges)
@@ -86,6 +88,7 @@ final class PipeSlot implements BufferProvider.ConnectionBuffers
         lastNotifiedTail = 0;
         fileRefused = false;
         fileRefusedBelow = 0;
+        endAfterFile = 0;
         rx.reset();
         tx.reset();
     }

@@ -690,8 +690,8 @@ class PipeServerTest
 
     /**
      * Every accepted SEND_FILE is answered once, whatever ends it, and part of a file is never followed by a FIN: the
-     * peer resets mid-file (FILE_SENT RESET, then RESET); a raw app shuts its output down mid-file (FILE_SENT, and the
-     * connection is reset since part of the file went); SEND_FILE on a connection already gone; ABORT resets.
+     * peer resets mid-file (FILE_SENT RESET, then RESET); SEND_FILE on a connection already gone; ABORT resets. (A
+     * SHUTDOWN mid-file takes effect after the file: aCloseOrShutdownBehindAFileInProgressEndsTheStreamAfterTheWholeFile.)
      */
     @Test
     void sendFileEndsWithOneAnswerAndNeverAShortStreamWithAFin() throws IOException
@@ -714,24 +714,6 @@ class PipeServerTest
             assertTrue(answer1.longAt(16) > 0 && answer1.longAt(16) < 4 << 20);
             assertEquals(id1, await(app, Protocol.RESET).longAt(0));
 
-            // A raw app sends SHUTDOWN mid-file: answered, and reset rather than a FIN after part of the file.
-            final Peer shortened = new Peer();
-            final TcpConnection[] r2 = new TcpConnection[1];
-            final long id2 = accept(app, shortened, r2);
-            app.sendFile(id2, fd, 0, 4 << 20);
-            step();
-            app.send(Protocol.SHUTDOWN, id2, 0, 0);
-            final TestApp.Event answer2 = awaitDraining(app, Protocol.FILE_SENT, shortened, r2[0]);
-            assertEquals(Reason.BAD_ARGUMENT, answer2.intAt(8));
-            assertTrue(answer2.longAt(16) > 0);
-            runUntil(() ->
-            {
-                shortened.drain(r2[0]);
-                return shortened.closedReason >= 0;
-            }, 1_000_000_000L, "the peer sees the end");
-            assertEquals(TcpConnection.CLOSE_RESET, shortened.closedReason);
-            assertFalse(shortened.peerClosed, "no FIN after part of a file");
-
             // SEND_FILE on a connection that is already gone (the app has not read CLOSED yet).
             final Peer leaver = new Peer();
             final TcpConnection[] r3 = new TcpConnection[1];
@@ -751,13 +733,122 @@ class PipeServerTest
             app.send(Protocol.ABORT, id4, 0, 0);
             runUntil(() -> aborted.closedReason >= 0, 1_000_000_000L, "the peer sees the reset");
             assertEquals(TcpConnection.CLOSE_RESET, aborted.closedReason);
-            assertEquals(1, counters.get(PipeCounter.FILES_FAILED), "the SHUTDOWN mid-file (a peer's reset is not a failure)");
+            assertEquals(0, counters.get(PipeCounter.FILES_FAILED), "a peer's reset is not a failure");
         }
         finally
         {
             Linux.LIBC.close(fd);
         }
         app.close();
+    }
+
+    /**
+     * RFC 9293 CLOSE: what was queued before it, here a file the daemon is sending, goes out before the FIN. A CLOSE or
+     * SHUTDOWN that a raw app writes behind a SEND_FILE in progress (the client library holds them back until
+     * FILE_SENT) ends the stream after the whole file, byte-exact; after the SHUTDOWN the app still gets FILE_SENT.
+     * Before, both reset the connection after part of the file.
+     */
+    @Test
+    void aCloseOrShutdownBehindAFileInProgressEndsTheStreamAfterTheWholeFile() throws IOException
+    {
+        final TestApp app = attach("finish", self, 2);
+        listen(app, PORT);
+        final byte[] content = randomBytes(70, 4 << 20);
+        final byte[] head = randomBytes(71, 300);
+        final int fd = Linux.LIBC.open(Files.write(shm.resolve("body.bin"), content).toString(), Linux.O_RDONLY);
+        try
+        {
+            final Peer[] peers = {new Peer(), new Peer()};
+            final TcpConnection[][] remotes = {new TcpConnection[1], new TcpConnection[1]};
+            final long[] ids = new long[2];
+            for (int i = 0; i < 2; i++)
+            {
+                ids[i] = accept(app, peers[i], remotes[i]);
+                assertEquals(head.length, app.write(Protocol.slotOf(ids[i]), head, 0, head.length));
+                app.sendFile(ids[i], fd, 0, content.length);
+            }
+            step(); // both files taken, and begun
+            app.send(Protocol.CLOSE, ids[0], 0, 0);
+            app.send(Protocol.SHUTDOWN, ids[1], 0, 0);
+            awaitStreamsEnd(peers, remotes);
+            assertWholeStreamsWithFin(peers, head, content);
+            final TestApp.Event sent = await(app, Protocol.FILE_SENT);
+            assertEquals(ids[1], sent.longAt(0), "the app that shut down its output is told; the one that closed is not");
+            assertEquals(Reason.NONE, sent.intAt(8));
+            assertEquals(content.length, sent.longAt(16));
+            assertEquals(2, counters.get(PipeCounter.FILES_SENT));
+            assertEquals(0, counters.get(PipeCounter.FILES_FAILED));
+            app.send(Protocol.CLOSE, ids[1], 0, 0);
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
+    /**
+     * The client library closes every connection when it detaches, a connection with a file in progress too: its CLOSE
+     * takes effect after the whole file, as a kernel sends what a process queued before it exited. Before, the
+     * library aborted such a connection, since the daemon would have reset it.
+     */
+    @Test
+    void aConnectionClosedAtTheDetachBehindAFileInProgressGetsTheWholeFileThenFin() throws IOException
+    {
+        final TestApp app = attach("finish-detach", self, 1);
+        listen(app, PORT);
+        final byte[] content = randomBytes(72, 4 << 20);
+        final byte[] head = randomBytes(73, 300);
+        final int fd = Linux.LIBC.open(Files.write(shm.resolve("body.bin"), content).toString(), Linux.O_RDONLY);
+        try
+        {
+            final Peer[] peers = {new Peer()};
+            final TcpConnection[][] remotes = {new TcpConnection[1]};
+            final long id = accept(app, peers[0], remotes[0]);
+            assertEquals(head.length, app.write(Protocol.slotOf(id), head, 0, head.length));
+            app.sendFile(id, fd, 0, content.length);
+            step(); // taken, and begun
+            detachWith(app, () -> app.send(Protocol.CLOSE, id, 0, 0));
+            awaitStreamsEnd(peers, remotes);
+            assertWholeStreamsWithFin(peers, head, content);
+            assertEquals(1, counters.get(PipeCounter.FILES_SENT));
+            assertEquals(0, counters.get(PipeCounter.CONNECTIONS_RESET_APP_GONE), "it had closed the connection");
+            remotes[0][0].close(); // the peer closes too: the connection gives its pipes back
+            runUntil(() -> server.attached() == 1, 5_000_000_000L, "the detached app gone once its connection ended (the probe app stays)");
+            assertEquals(1, counters.get(PipeCounter.APPS_DETACHED));
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+    }
+
+    private void awaitStreamsEnd(final Peer[] peers, final TcpConnection[][] remotes)
+    {
+        runUntil(() ->
+        {
+            boolean all = true;
+            for (int i = 0; i < peers.length; i++)
+            {
+                peers[i].drain(remotes[i][0]);
+                all &= peers[i].peerClosed || peers[i].closedReason >= 0;
+            }
+            return all;
+        }, 120_000_000_000L, "every peer sees its stream end");
+    }
+
+    private static void assertWholeStreamsWithFin(final Peer[] peers, final byte[] head, final byte[] content)
+    {
+        final MessageDigest expected = sha256();
+        expected.update(head);
+        expected.update(content);
+        final byte[] whole = expected.digest();
+        for (int i = 0; i < peers.length; i++)
+        {
+            assertTrue(peers[i].peerClosed, "FIN on connection " + i + ", not a reset (" + peers[i].closedReason + ")");
+            assertEquals(head.length + content.length, peers[i].read, "connection " + i);
+            assertArrayEquals(whole, peers[i].digest.digest(), "connection " + i + ": head and file, byte-exact");
+        }
     }
 
     /**

@@ -339,16 +339,18 @@ public final class PipeConnection implements AutoCloseable
     }
 
     /**
-     * The client closes: CLOSE, or ABORT with a file still in flight, since no poll will read its FILE_SENT. A CLOSE
-     * then would end in a FIN after a file the daemon refused (FILE_UNREADABLE with 0 bytes, which leaves the stream
-     * as it was) or never read (refused at the detach): a short stream passed off as whole. The daemon resets a
-     * connection closed with its file in flight anyway.
+     * The client closes: CLOSE, also with a file still in flight (or a CLOSE held back for it), though no poll will
+     * read its FILE_SENT. The daemon takes a CLOSE behind a file as RFC 9293 does one behind a SEND: the FIN goes after
+     * the whole file; a file it refuses (never read, as at the detach) or cannot finish resets the connection instead,
+     * never a FIN after a short stream.
      */
     void closeForDetach()
     {
         if (fileInFlight != null)
         {
-            abort(); // holds the descriptor until the daemon has read the SEND_FILE
+            abandonFile(); // holds the descriptor until the daemon has read the SEND_FILE
+            locallyClosed = true;
+            client.onConnectionClosed(this);
         }
         else
         {
