@@ -2339,7 +2339,10 @@ public final class TcpConnection
         // RFC 9293 §3.8.6.2.2 (MUST-39): space beyond what the window field can express does not move the edge.
         final long free = Math.min(receiveBuffer.window(), 65535L << rcvWscale);
         final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
-        return free - current >= Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1));
+        // Receiver SWS avoidance: the edge moves in steps of min(RCV.BUFF/2, MSS). And a segment of its own only when
+        // the window at least doubles (Linux's tcp_cleanup_rbuf): a window still half open or more rides on the next
+        // ACK or data segment, not one ACK more per read; a closed or nearly closed window is reopened at once.
+        return free - current >= Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1)) && free >= 2 * current;
     }
 
     /** Send a keep-alive or zero-window probe: SEG.SEQ = SND.NXT - 1 with no data (RFC 9293 §3.8.4), or one byte. */

@@ -580,6 +580,39 @@ class Rfc9293DataTest
         t.recv(t.out().ack(t.irs + 1 + 8192).window(1500));
     }
 
+    /**
+     * When a read earns a window update a segment of its own (as Linux's tcp_cleanup_rbuf): only when the window at
+     * least doubles. A read that leaves the advertised window half open or more sends nothing; the next segment
+     * carries the wider window. Before, every read of one MSS or more sent a window update: one ACK more per read in
+     * a request-response exchange or a bulk transfer read in small pieces.
+     */
+    @Test
+    void aReadSendsAWindowUpdateOfItsOwnOnlyWhenTheWindowAtLeastDoubles()
+    {
+        t.settings().receiveBufferBytes = 8192;
+        t.passiveOpen();
+        t.send(t.in().payload(bytes(1460, 1)));
+        t.send(t.in().seq(t.irs + 1 + 1460).payload(bytes(1460, 2)));
+        t.recv(t.out().ack(t.irs + 1 + 2920).window(8192 - 2920));
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[8192]);
+        assertEquals(2920, t.conn.read(b, 0, 8192));
+        t.poll();
+        t.recvNothing(); // 8192 free, 5272 advertised: not double
+        t.write(bytes(10, 3));
+        t.recv(t.out().ack(t.irs + 1 + 2920).window(8192).flags(ACK | PSH).payload(bytes(10, 3)));
+
+        final Seg[] four = new Seg[4];
+        for (int i = 0; i < 4; i++)
+        {
+            four[i] = t.in().seq(t.irs + 1 + 2920 + i * 1460).ack(t.iss + 11).payload(bytes(1460, 4 + i));
+        }
+        t.sendBurst(four);
+        t.recv(t.out().seq(t.iss + 11).ack(t.irs + 1 + 2920 + 5840).window(8192 - 5840));
+        assertEquals(5840, t.conn.read(b, 0, 8192));
+        t.poll();
+        t.recv(t.out().seq(t.iss + 11).ack(t.irs + 1 + 2920 + 5840).window(8192)); // 2352 advertised: it more than doubles
+    }
+
     @Test
     void rfc9293_must40_delayedAckUnderHalfASecond()
     {
