@@ -123,10 +123,13 @@ public final class TapDevice implements NetDevice
 
     private int txQueued;
     private boolean claimed;
+    /** The slot {@link #claim()} handed out, {@link #txQueued} when claimed unless a flush came before the commit. */
+    private int claimedSlot;
     private long droppedFrames;
     private boolean closed;
 
-    private TapDevice(
+    /** Over {@code fd}, a tap attached by {@link #open} or, in tests, any fd write(2) takes frames on. */
+    TapDevice(
         final String ifName, final int fd, final int mtu, final boolean created, final boolean checksumOffload)
     {
         this.ifName = ifName;
@@ -444,10 +447,11 @@ public final class TapDevice implements NetDevice
             {
                 flush();
             }
+            claimedSlot = txQueued;
             claimed = true;
         }
 
-        return txSlots[txQueued];
+        return txSlots[claimedSlot];
     }
 
     @Override
@@ -484,6 +488,15 @@ public final class TapDevice implements NetDevice
             throw new IllegalArgumentException("unknown transmit flags " + flags + " on " + name);
         }
 
+        if (claimedSlot != txQueued)
+        {
+            // A flush between claim and commit (NetDevice allows it: the claimed buffer stays valid until commit)
+            // sent the slots before the claimed one and emptied the queue, but never touched the claimed slot.
+            // The queue is one run of slots from 0 for flush and the joiner, so the claimed frame is copied down to
+            // where the queue goes on; a copy only in this rare case, where keeping a start index or swapping slots
+            // would cost every burst. The claimed slot stays as it is in case a flag below is refused.
+            txSlots[txQueued].putBytes(0, txSlots[claimedSlot], 0, length);
+        }
         if (checksumOffload)
         {
             txHeader.wrap(txMemory, txQueued * txSlotLength);

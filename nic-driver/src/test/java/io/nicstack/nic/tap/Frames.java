@@ -4,6 +4,7 @@ import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * Ethernet/IPv4/UDP frames and RFC 1071 checksums for the tap tests, written independently of the stack.
@@ -17,9 +18,26 @@ final class Frames
     static final int UDP = 8;
     static final int PROTOCOL_TCP = 6;
     static final int PROTOCOL_UDP = 17;
+    /** IEEE 802 local experimental EtherType 1. */
+    static final int ETHERTYPE_LOCAL_EXPERIMENTAL = 0x88b5;
 
     private Frames()
     {
+    }
+
+    /**
+     * A frame of the IEEE 802 local experimental EtherType 0x88b5, {@code length} bytes with the payload all
+     * {@code fill}: no protocol in the kernel takes it, so sending it makes no traffic.
+     */
+    static byte[] localExperimental(final byte[] dstMac, final byte[] srcMac, final int length, final byte fill)
+    {
+        final byte[] frame = new byte[length];
+        System.arraycopy(dstMac, 0, frame, 0, 6);
+        System.arraycopy(srcMac, 0, frame, 6, 6);
+        frame[12] = (byte)(ETHERTYPE_LOCAL_EXPERIMENTAL >>> 8);
+        frame[13] = (byte)ETHERTYPE_LOCAL_EXPERIMENTAL;
+        Arrays.fill(frame, ETHERNET, length, fill);
+        return frame;
     }
 
     /**

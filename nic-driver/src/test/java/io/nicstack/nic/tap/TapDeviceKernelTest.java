@@ -13,10 +13,15 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.HexFormat;
 import java.util.concurrent.TimeUnit;
 
+import static io.nicstack.nic.tap.KernelSupport.PYTHON;
 import static io.nicstack.nic.tap.KernelSupport.addNamespace;
 import static io.nicstack.nic.tap.KernelSupport.inNamespace;
 import static io.nicstack.nic.tap.KernelSupport.run;
@@ -41,6 +46,8 @@ class TapDeviceKernelTest
     private static final String TAP = "nsttap0";
     private static final byte[] OUR_MAC = { 0x02, 0x00, 0x5e, 0x12, 0x00, 0x02 };
     private static final String OUR_MAC_TEXT = "02:00:5e:12:00:02";
+    private static final byte[] KERNEL_MAC = { 0x02, 0x00, 0x5e, 0x12, 0x00, 0x01 };
+    private static final String KERNEL_MAC_TEXT = "02:00:5e:12:00:01";
     private static final int OUR_IP = 0xC6120002;    // 198.18.0.2
     private static final int KERNEL_IP = 0xC6120001; // 198.18.0.1
     private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(3);
@@ -118,6 +125,64 @@ class TapDeviceKernelTest
 
             final NicException noNs = assertThrows(NicException.class, () -> NetNamespace.enter(ns + "-missing"));
             assertTrue(noNs.getMessage().startsWith("network namespace " + ns + "-missing does not exist"));
+        }
+        finally
+        {
+            run("ip", "netns", "del", ns);
+        }
+    }
+
+    /**
+     * NetDevice: the claimed buffer is valid until commit or abort, so a flush in between sends only the frame
+     * committed before it, and the kernel then receives the claimed frame as written. No IP: the frames are of a local
+     * experimental EtherType, read back by a packet socket in the namespace.
+     */
+    @ParameterizedTest(name = "checksumOffload={0}")
+    @ValueSource(booleans = { true, false })
+    void flushBetweenClaimAndCommitSendsTheClaimedFrame(final boolean checksumOffload) throws Exception
+    {
+        final String ns = addNamespace();
+        try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP, checksumOffload)))
+        {
+            run("ip", "-n", ns, "link", "set", "dev", TAP, "address", KERNEL_MAC_TEXT);
+            run("ip", "-n", ns, "link", "set", TAP, "up");
+            final Process receiver = new ProcessBuilder("ip", "netns", "exec", ns, "timeout", "10", PYTHON, "-c",
+                "import socket\n" +
+                "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b5))\n" +
+                "s.bind(('" + TAP + "', 0x88b5))\n" +
+                "s.settimeout(5)\n" +
+                "print('ready', flush=True)\n" +
+                "for _ in range(2):\n" +
+                "    try:\n" +
+                "        print(s.recv(2048).hex(), flush=True)\n" +
+                "    except socket.timeout:\n" +
+                "        print('timeout', flush=True)\n" +
+                "        break\n")
+                .redirectErrorStream(true).start();
+            try
+            {
+                final BufferedReader lines =
+                    new BufferedReader(new InputStreamReader(receiver.getInputStream(), StandardCharsets.UTF_8));
+                assertEquals("ready", lines.readLine());
+                final byte[] a = Frames.localExperimental(KERNEL_MAC, OUR_MAC, 60, (byte)0xAA);
+                final byte[] b = Frames.localExperimental(KERNEL_MAC, OUR_MAC, 60, (byte)0xBB);
+
+                tap.claim().putBytes(0, a);
+                tap.commit(a.length);
+                tap.claim().putBytes(0, b);
+                assertEquals(1, tap.flush(), "the committed frame, not the claimed one");
+                tap.commit(b.length);
+                assertEquals(1, tap.flush());
+
+                assertEquals(HexFormat.of().formatHex(a), lines.readLine(), "first frame the kernel received");
+                assertEquals(HexFormat.of().formatHex(b), lines.readLine(), "second frame the kernel received");
+                assertTrue(receiver.waitFor(10, TimeUnit.SECONDS));
+                assertEquals(0, tap.droppedFrames());
+            }
+            finally
+            {
+                receiver.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
         }
         finally
         {
