@@ -50,8 +50,9 @@ import java.nio.file.StandardOpenOption;
  *  |                     Original Length                           |
  *  +---------------------------------------------------------------+
  * </pre>
- * Records are appended to a preallocated native buffer and written with a FileChannel when it fills, on
- * {@link #flushCapture()} and on {@link #close()}, which also closes the inner device. Received frames are recorded as
+ * The file header is written when the device is made. Records are appended to a preallocated native buffer of 1 MiB
+ * and written with a FileChannel when it fills, on {@link #flushCapture()} and on {@link #close()}, which also closes
+ * the inner device. Received frames are recorded as
  * they are delivered, transmitted frames when committed.
  *
  * <p>Checksums: receive flags pass through unchanged, and frames are recorded as the inner device delivers them. On a
@@ -127,6 +128,17 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         buffer.putInt(16, SNAPLEN, ORDER);
         buffer.putInt(20, LINKTYPE_ETHERNET, ORDER);
         position = FILE_HEADER_LENGTH;
+        // Written now, not with the first records: a process killed before close (SIGKILL, a crash) then leaves a
+        // capture readers accept, if without the records still buffered, instead of an empty file they refuse.
+        try
+        {
+            flushCapture();
+        }
+        catch (final RuntimeException ex)
+        {
+            CloseHelper.quietClose(channel);
+            throw ex;
+        }
     }
 
     /** The capture file. */

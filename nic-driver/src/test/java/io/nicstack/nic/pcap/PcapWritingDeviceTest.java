@@ -37,6 +37,12 @@ class PcapWritingDeviceTest
         0x02, 0, 0x5e, 0x12, 0, 0x01, (byte)198, 18, 0, 1,
         0, 0, 0, 0, 0, 0, (byte)198, 18, 0, 2 };
 
+    /** pcap-savefile(5) file header, little-endian. */
+    private static final byte[] FILE_HEADER = {
+        (byte)0xd4, (byte)0xc3, (byte)0xb2, (byte)0xa1, 2, 0, 4, 0, // magic, version 2.4
+        0, 0, 0, 0, 0, 0, 0, 0,                                     // thiszone, sigfigs
+        (byte)0xff, (byte)0xff, 0, 0, 1, 0, 0, 0 };                 // snaplen 65535, LINKTYPE_ETHERNET
+
     @TempDir
     Path dir;
 
@@ -67,11 +73,7 @@ class PcapWritingDeviceTest
 
         final byte[] bytes = Files.readAllBytes(file);
         assertEquals(24 + 16 + ARP_REQUEST.length + 16 + tx.length, bytes.length);
-        assertArrayEquals(new byte[]{
-            (byte)0xd4, (byte)0xc3, (byte)0xb2, (byte)0xa1, 2, 0, 4, 0, // magic, version 2.4
-            0, 0, 0, 0, 0, 0, 0, 0,                                     // thiszone, sigfigs
-            (byte)0xff, (byte)0xff, 0, 0, 1, 0, 0, 0 },                 // snaplen 65535, LINKTYPE_ETHERNET
-            Arrays.copyOfRange(bytes, 0, 24));
+        assertArrayEquals(FILE_HEADER, Arrays.copyOfRange(bytes, 0, 24));
 
         final ByteBuffer records = ByteBuffer.wrap(bytes, 24, bytes.length - 24).slice().order(ByteOrder.LITTLE_ENDIAN);
         assertEquals(1_700_000_000, records.getInt(0));
@@ -89,6 +91,31 @@ class PcapWritingDeviceTest
 
         assertEquals(1, inner.committed.size());
         assertTrue(inner.closed, "close closes the inner device");
+    }
+
+    /**
+     * A process killed before close (SIGKILL, a crash) leaves a file readers accept: the file header is written when
+     * the device is made, records that were still buffered are lost.
+     */
+    @Test
+    void fileHeaderIsInTheFileAsSoonAsTheDeviceIsMade() throws IOException
+    {
+        final Path file = dir.resolve("open.pcap");
+        try (PcapWritingDevice device = new PcapWritingDevice(inner, file, clock))
+        {
+            assertArrayEquals(FILE_HEADER, Files.readAllBytes(file), "the file header, before any frame");
+            for (int i = 0; i < 10; i++)
+            {
+                device.claim().putInt(0, i);
+                device.commit(60);
+            }
+            assertArrayEquals(FILE_HEADER, Files.readAllBytes(file), "records stay buffered until flushCapture");
+
+            device.flushCapture();
+            assertEquals(24 + 10 * (16 + 60), Files.size(file), "the header is not written twice");
+        }
+
+        assertEquals(24 + 10 * (16 + 60), Files.size(file));
     }
 
     @Test
