@@ -164,19 +164,20 @@ final class FaultLine
         return reorderLength >= 0 || heldCount > 0;
     }
 
-    /** Earliest time a held frame may be let go by {@link #release(long, FrameHandler, int)}; only if holding. */
+    /**
+     * Earliest time a held frame may be let go by {@link #release(long, FrameHandler, int)}; only if {@link #holding()}.
+     * Clock readings may be negative and compare only by difference, so there is no "never" value to start from (one
+     * such as {@code Long.MAX_VALUE} overflows the difference): each due time counts only when its frame is held.
+     */
     long nextDueNanos()
     {
-        long due = Long.MAX_VALUE;
-        if (reorderLength >= 0)
+        final long reorderDueNanos = reorderSinceNanos + REORDER_TIMEOUT_NANOS;
+        if (heldCount == 0)
         {
-            due = reorderSinceNanos + REORDER_TIMEOUT_NANOS;
+            return reorderDueNanos;
         }
-        if (heldCount > 0 && heldDueNanos[heldHead] - due < 0)
-        {
-            due = heldDueNanos[heldHead];
-        }
-        return due;
+        final long delayDueNanos = heldDueNanos[heldHead];
+        return reorderLength >= 0 && reorderDueNanos - delayDueNanos < 0 ? reorderDueNanos : delayDueNanos;
     }
 
     /** Frames dropped because no slot was free to hold them. */

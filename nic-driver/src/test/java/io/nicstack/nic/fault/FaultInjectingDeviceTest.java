@@ -71,6 +71,26 @@ class FaultInjectingDeviceTest
         assertEquals(1, device.rxStats().delayed());
     }
 
+    /** Due times compare by difference, as nanoTime values must: a clock that reads negative works like any other. */
+    @Test
+    void delayedFrameIsNotReadableBeforeItIsDueWhenTheClockIsNegative()
+    {
+        clock.update(-10 * MS);
+        final FaultInjectingDevice device = rx("delay=1ms,seed=1");
+        inner.toReceive.add(frame(60, 1));
+
+        assertEquals(0, device.receive(this::collect, NetDevice.BURST));
+        assertFalse(device.awaitReadable(0), "due in 1 ms at clock " + clock.nanoTime());
+        clock.advance(MS - 1);
+        assertFalse(device.awaitReadable(0), "due in 1 ns at clock " + clock.nanoTime());
+        assertEquals(0, device.receive(this::collect, NetDevice.BURST));
+
+        clock.advance(1);
+        assertTrue(device.awaitReadable(0));
+        assertEquals(1, device.receive(this::collect, NetDevice.BURST));
+        assertArrayEquals(frame(60, 1), received.get(0));
+    }
+
     @Test
     void delayOnTransmitReleasesOnALaterFlush()
     {
