@@ -28,6 +28,12 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
     /** Default number of frames each direction can hold for {@code delay}. */
     public static final int DEFAULT_HOLD_FRAMES = 1024;
 
+    /**
+     * Most frames one received frame can add beyond itself: the frame a reorder held, let go behind it, and its
+     * duplicate. Only these can exceed a receive's limit, since the inner device is asked for one frame at a time.
+     */
+    private static final int EXTRA_FRAMES = 2;
+
     private final NanoClock clock;
     private final FaultLine rx;
     private final FaultLine tx;
@@ -48,12 +54,43 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
         @Override
         public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
         {
-            rxDelivered += rx.process(buffer, offset, length, flags, rxNowNanos, rxHandler);
+            rx.process(buffer, offset, length, flags, rxNowNanos, rxToHandler);
+        }
+    };
+    /** Between the receive fault line and the caller's handler: frames beyond the limit are kept for the next call. */
+    private final FrameHandler rxToHandler = new FrameHandler()
+    {
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length)
+        {
+            onFrame(buffer, offset, length, 0);
+        }
+
+        @Override
+        public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
+        {
+            if (rxDelivered < rxLimit)
+            {
+                rxDelivered++;
+                rxHandler.onFrame(buffer, offset, length, flags);
+            }
+            else
+            {
+                keepForNextReceive(buffer, offset, length, flags);
+            }
         }
     };
     private FrameHandler rxHandler;
     private long rxNowNanos;
     private int rxDelivered;
+    private int rxLimit;
+
+    /** Copies of frames the receive fault line let go beyond a call's limit, a FIFO delivered first by the next. */
+    private final UnsafeBuffer[] keptFrames;
+    private final int[] keptLengths;
+    private final int[] keptFlags;
+    private int keptHead;
+    private int keptCount;
 
     /** Wrap {@code inner} with faults per direction, holding up to {@link #DEFAULT_HOLD_FRAMES} delayed frames each. */
     public FaultInjectingDevice(
@@ -78,6 +115,16 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
         this.rx = new FaultLine(rx, inner.maxFrameLength(), holdFrames, nowNanos);
         this.tx = new FaultLine(tx, inner.maxFrameLength(), holdFrames, nowNanos);
         this.txFrame = new UnsafeBuffer(new byte[inner.maxFrameLength()]);
+
+        // Without duplication or reordering every received frame yields at most one: nothing is ever kept.
+        final int kept = rx.duplicate() > 0 || rx.reorder() > 0 ? EXTRA_FRAMES : 0;
+        keptFrames = new UnsafeBuffer[kept];
+        keptLengths = new int[kept];
+        keptFlags = new int[kept];
+        for (int i = 0; i < kept; i++)
+        {
+            keptFrames[i] = new UnsafeBuffer(new byte[inner.maxFrameLength()]);
+        }
     }
 
     /** Faults applied to received frames. */
@@ -110,27 +157,48 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
         return name;
     }
 
-    /** Delivers due held frames first, then frames from the inner device; a duplicate may exceed {@code limit}. */
+    /**
+     * Delivers up to {@code limit} frames: those the last call could not fit first, then due held frames, then frames
+     * from the inner device. A received frame can come out as up to three (with the frame a reorder held and a
+     * duplicate); those beyond {@code limit} are kept, as copies, for the next call.
+     */
     @Override
     public int receive(final FrameHandler handler, final int limit)
     {
         final int max = Math.min(limit, BURST);
+        int delivered = 0;
+        while (keptCount > 0 && delivered < max)
+        {
+            final int slot = keptHead;
+            keptHead = keptHead + 1 == keptFrames.length ? 0 : keptHead + 1;
+            keptCount--;
+            handler.onFrame(keptFrames[slot], 0, keptLengths[slot], keptFlags[slot]);
+            delivered++;
+        }
+
         final long nowNanos = clock.nanoTime();
-        int delivered = rx.release(nowNanos, handler, max);
+        delivered += rx.release(nowNanos, handler, max - delivered);
         if (delivered < max)
         {
             rxHandler = handler;
             rxNowNanos = nowNanos;
-            rxDelivered = 0;
+            rxDelivered = delivered;
+            rxLimit = max;
             try
             {
-                inner.receive(rxFromInner, max - delivered);
+                // One inner frame at a time, and no more of them than there is room for: once the limit is reached,
+                // only what the last frame added is left over, at most EXTRA_FRAMES.
+                int toRead = max - delivered;
+                while (toRead > 0 && rxDelivered < max && inner.receive(rxFromInner, 1) > 0)
+                {
+                    toRead--;
+                }
             }
             finally
             {
                 rxHandler = null;
             }
-            delivered += rxDelivered;
+            delivered = rxDelivered;
         }
 
         return delivered;
@@ -188,6 +256,10 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
     @Override
     public boolean awaitReadable(final long timeoutNanos)
     {
+        if (keptCount > 0)
+        {
+            return true;
+        }
         if (!rx.holding())
         {
             return inner.awaitReadable(timeoutNanos);
@@ -214,6 +286,19 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
     public String toString()
     {
         return name + " rx[" + rx.config() + "] tx[" + tx.config() + "]";
+    }
+
+    private void keepForNextReceive(final DirectBuffer buffer, final int offset, final int length, final int flags)
+    {
+        int slot = keptHead + keptCount;
+        if (slot >= keptFrames.length)
+        {
+            slot -= keptFrames.length;
+        }
+        keptFrames[slot].putBytes(0, buffer, offset, length);
+        keptLengths[slot] = length;
+        keptFlags[slot] = flags;
+        keptCount++;
     }
 
     private void transmitToInner(final DirectBuffer buffer, final int offset, final int length)

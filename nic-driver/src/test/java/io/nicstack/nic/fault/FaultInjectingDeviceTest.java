@@ -151,6 +151,63 @@ class FaultInjectingDeviceTest
         assertEquals(2, device.rxStats().duplicated());
     }
 
+    /**
+     * NetDevice: receive delivers up to {@code limit} frames. A frame let go behind the next one by reorder, or a
+     * duplicate, that does not fit is delivered first by the next call.
+     */
+    @Test
+    void reorderedFrameBeyondTheLimitIsDeliveredByTheNextReceive()
+    {
+        final FaultInjectingDevice device = rx("reorder=1,seed=1");
+        inner.toReceive.add(frame(60, 1));
+        inner.toReceive.add(frame(60, 2));
+
+        assertEquals(0, device.receive(this::collect, 1), "frame 1 held behind the next");
+        assertEquals(1, device.receive(this::collect, 1), "frame 2 passes, frame 1 waits for room");
+        assertTrue(device.awaitReadable(0), "frame 1 is ready");
+        assertEquals(1, device.receive(this::collect, 1));
+        assertEquals(0, device.receive(this::collect, 1));
+        assertEquals(List.of(2, 1), received.stream().map((frame) -> (int)frame[3]).toList());
+        assertFalse(device.awaitReadable(0));
+    }
+
+    @Test
+    void receiveHonoursTheLimitWithDuplicationAndReorderingAndKeepsTheOrder()
+    {
+        final String faults = "reorder=0.3,dup=0.3,corrupt=0.1,seed=21";
+        final int frames = 1_000;
+        final int[] inBursts = receiveSequence(rx(faults), frames);
+
+        final FakeDevice oneByOneInner = new FakeDevice(1500);
+        final FaultInjectingDevice oneByOne =
+            new FaultInjectingDevice(oneByOneInner, parse(faults), FaultConfig.NONE, clock);
+        for (int seq = 0; seq < frames; seq++)
+        {
+            oneByOneInner.toReceive.add(frame(64, seq));
+        }
+        received.clear();
+        final int[] handed = new int[1];
+        final FrameHandler counting = (buffer, offset, length) ->
+        {
+            handed[0]++;
+            collect(buffer, offset, length);
+        };
+        for (int call = 0; call < 3 * frames; call++)
+        {
+            handed[0] = 0;
+            final int delivered = oneByOne.receive(counting, 1);
+            assertTrue(delivered <= 1, "call " + call + " delivered " + delivered + ", " + oneByOne.rxStats());
+            assertEquals(delivered, handed[0], "frames handed to the handler in call " + call);
+        }
+
+        assertTrue(oneByOne.rxStats().duplicated() > 0 && oneByOne.rxStats().reordered() > 0);
+        assertArrayEquals(inBursts, received.stream().mapToInt((frame) ->
+        {
+            final int seq = ByteBuffer.wrap(frame).getInt(0);
+            return Arrays.equals(frame, frame(64, seq)) ? seq : -1;
+        }).toArray(), "the frames of bursts of BURST, in the same order");
+    }
+
     @Test
     void corruptFlipsExactlyOneBitOfACopy()
     {
