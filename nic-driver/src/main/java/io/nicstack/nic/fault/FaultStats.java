@@ -17,7 +17,11 @@ public final class FaultStats
         return lost;
     }
 
-    /** Frames delivered an extra time by {@code dup}. */
+    /**
+     * Duplicates made by {@code dup}. A duplicate then goes through reordering and delay like any frame, so it may
+     * also be counted in {@link #reordered()} or {@link #delayed()}, or dropped (and counted in
+     * {@link #overflowDropped()}) when the ring of delayed frames is full: not every duplicate is delivered.
+     */
     public long duplicated()
     {
         return duplicated;
@@ -29,7 +33,10 @@ public final class FaultStats
         return corrupted;
     }
 
-    /** Frames held back behind the next frame by {@code reorder}. */
+    /**
+     * Frames held back by {@code reorder}: each is let go behind the next frame, or alone after
+     * {@code FaultLine.REORDER_TIMEOUT_NANOS} (1 ms) if no frame comes, and then not actually reordered.
+     */
     public long reordered()
     {
         return reordered;

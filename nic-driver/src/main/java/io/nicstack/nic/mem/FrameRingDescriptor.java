@@ -37,8 +37,10 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *  +---------------------------------------------------------------+
  * </pre>
  *
- * Positions count frames and only grow; slot index is {@code position % capacity}. Two cache lines of padding keep the
- * producer's and consumer's positions apart even with adjacent-line prefetch.
+ * Positions count frames and only grow (from 0, so never negative); the slot index is the position modulo
+ * {@code capacity}, which need not be a power of two ({@link FrameRing} takes it with a mask when it is, by remainder
+ * otherwise). Two cache lines of padding keep the producer's and consumer's positions apart even with adjacent-line
+ * prefetch.
  */
 public final class FrameRingDescriptor
 {
