@@ -407,9 +407,10 @@ final class DaemonCommand
                 err.println("nicstack faults: " + faults);
                 device = new FaultInjectingDevice(device, faults, faults.withSeed(faults.seed() + 1), clock);
             }
-            if (pcap != null)
+            final PcapWritingDevice capture = pcap == null ? null : new PcapWritingDevice(device, pcap, new SystemEpochNanoClock());
+            if (capture != null)
             {
-                device = new PcapWritingDevice(device, pcap, new SystemEpochNanoClock());
+                device = capture;
             }
             // One manager for all counters: two managers over the same file would hand out the same ids.
             final CountersManager countersManager = countersFile.manager();
@@ -436,6 +437,11 @@ final class DaemonCommand
                 {
                     nextSnapshot[0] = now + SNAPSHOT_INTERVAL_NANOS;
                     connectionsFile.publish(stack.tcp(), config.address());
+                    if (capture != null)
+                    {
+                        // A daemon killed (SIGKILL, a crash) loses at most this half second of its capture.
+                        capture.flushCapture();
+                    }
                 }
                 return 0;
             });

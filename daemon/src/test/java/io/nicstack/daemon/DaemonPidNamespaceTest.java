@@ -16,7 +16,8 @@ import static org.junit.jupiter.api.Assertions.*;
  * {@code stats} and {@code conns} outside the daemon's pid namespace, as for a daemon in a container with its own
  * {@code /proc}: its pid there (1) names another process here, and /proc cannot tell whether it runs. They must
  * still tell a running daemon from a dead one. The daemon runs under {@code unshare --pid --mount-proc} inside a
- * network namespace this test creates (198.18.0.0/15 only, IPv6 off), and is killed with SIGKILL halfway.
+ * network namespace this test creates (198.18.0.0/15 only, IPv6 off), and is killed with SIGKILL halfway. Its
+ * {@code --pcap} capture must have records before that: it is flushed while the daemon runs.
  */
 @Tag("kernel")
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -37,7 +38,8 @@ class DaemonPidNamespaceTest
         try (Netns ns = new Netns();
              DaemonProcess daemon = new DaemonProcess(ns, work.resolve("shm"),
                  new String[] {"unshare", "--pid", "--mount-proc", "--kill-child=KILL"},
-                 "--device", "tap:nspid0", "--ip", "198.18.0.2/24", "--host-ip", "198.18.0.1/24"))
+                 "--device", "tap:nspid0", "--ip", "198.18.0.2/24", "--host-ip", "198.18.0.1/24",
+                 "--pcap", work.resolve("run.pcap").toString()))
         {
             daemon.awaitReady();
             final String[] stats = run("stats", daemon.shm);
@@ -47,6 +49,17 @@ class DaemonPidNamespaceTest
             final String[] conns = run("conns", daemon.shm);
             assertEquals("0", conns[0], conns[2]);
             assertTrue(conns[1].contains("connections"), conns[1]);
+
+            // The capture is flushed twice a second with the connection table, not only at exit: the frames the daemon
+            // sent at start (an ARP request) reach the file while it runs.
+            final Path pcap = work.resolve("run.pcap");
+            final long flushBy = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (java.nio.file.Files.size(pcap) <= 24 && System.nanoTime() < flushBy)
+            {
+                Thread.sleep(50);
+            }
+            assertTrue(java.nio.file.Files.size(pcap) > 24, "records in the capture of a running daemon: "
+                + java.nio.file.Files.size(pcap) + " bytes");
 
             daemon.process.destroyForcibly(); // unshare, and with it (--kill-child) the daemon: no clean stop
             assertTrue(daemon.process.waitFor(10, TimeUnit.SECONDS));
