@@ -136,6 +136,30 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
     }
 
     @Override
+    public final void discardOutOfOrderFrom(final long offset)
+    {
+        if (offset < contiguousEnd)
+        {
+            throw new IllegalArgumentException("offset " + offset + " before the contiguous end " + contiguousEnd);
+        }
+        // Cutting ranges keeps them disjoint and never adjacent, and the survivors keep their recency order.
+        int kept = 0;
+        for (int i = 0; i < rangeCount; i++)
+        {
+            final long start = rangeStart[i];
+            final long cut = Math.max(start, Math.min(rangeEnd[i], offset));
+            outOfOrderBytes -= rangeEnd[i] - cut;
+            if (cut > start)
+            {
+                rangeStart[kept] = start;
+                rangeEnd[kept] = cut;
+                kept++;
+            }
+        }
+        rangeCount = kept;
+    }
+
+    @Override
     public final int read(final MutableDirectBuffer destination, final int index, final int length)
     {
         if (length < 0)

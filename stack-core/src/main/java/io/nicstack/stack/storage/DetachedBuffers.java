@@ -100,6 +100,11 @@ public final class DetachedBuffers implements SendBuffer, ReceiveBuffer, BufferP
     }
 
     @Override
+    public void discardOutOfOrderFrom(final long offset)
+    {
+    }
+
+    @Override
     public int read(final MutableDirectBuffer destination, final int index, final int length)
     {
         return 0;

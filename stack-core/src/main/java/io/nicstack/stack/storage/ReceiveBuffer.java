@@ -39,6 +39,12 @@ public interface ReceiveBuffer
     /** Returned by {@link #write} when out-of-order data was refused. */
     int REJECTED = -1;
 
+    /**
+     * Forget every out-of-order byte at or past stream {@code offset}, which must not be before {@link #contiguousEnd()}:
+     * the stream ends there (the peer's FIN), so what lies beyond was never part of it. Ranges are cut, not reordered.
+     */
+    void discardOutOfOrderFrom(long offset);
+
     /** Copy up to {@code length} in-order bytes to {@code destination} and consume them; returns the count. */
     int read(MutableDirectBuffer destination, int index, int length);
 

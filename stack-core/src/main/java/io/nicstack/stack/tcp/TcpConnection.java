@@ -766,14 +766,28 @@ public final class TcpConnection
             return;
         }
 
+        // The FIN's place is noted before the text is taken, so that no text past it is taken, from this segment or
+        // any other (the FIN itself is processed "eighth", once RCV.NXT reaches it).
+        if (seg.hasFlags(TcpHeader.FIN))
+        {
+            notePeerFin(seg.seq + seg.payloadLength);
+        }
+
         // Seventh: segment text.
         if (seg.payloadLength > 0)
         {
-            if (state.receivesData() && !closedByApplication)
+            // §3.10.7.4 "eighth": a FIN ends the stream, so octets past one already seen are not data.
+            final int length = peerFinPending && Seq.gt(seg.seq + seg.payloadLength, peerFinSeq) ?
+                Math.max(0, peerFinSeq - seg.seq) : seg.payloadLength;
+            if (length == 0)
             {
-                receive(seg, buffer, now);
+                ackNow = true;
             }
-            else if (closedByApplication && state.receivesData() && Seq.gt(seg.seq + seg.payloadLength, rcvNxt))
+            else if (state.receivesData() && !closedByApplication)
+            {
+                receive(seg, buffer, length, now);
+            }
+            else if (closedByApplication && state.receivesData() && Seq.gt(seg.seq + length, rcvNxt))
             {
                 // New data for an application that closed: reset (RFC 2525 §2.17, as Linux). Only new data: a peer
                 // that resends text we already took, with its FIN joined on, is closing as we are.
@@ -787,15 +801,9 @@ public final class TcpConnection
             }
         }
 
-        // Eighth: FIN.
+        // Eighth: FIN, when every octet before it is in (its place was noted above).
         if (seg.hasFlags(TcpHeader.FIN))
         {
-            final int finSeq = seg.seq + seg.payloadLength;
-            if (!peerFinReceived && Seq.ge(finSeq, rcvNxt) && Seq.lt(finSeq, rcvAdvertisedEdge + 1))
-            {
-                peerFinPending = true;
-                peerFinSeq = finSeq;
-            }
             ackNow = true;
         }
         if (peerFinPending && rcvNxt == peerFinSeq)
@@ -803,6 +811,28 @@ public final class TcpConnection
             onFin(now);
         }
         markDirty();
+    }
+
+    /**
+     * Note where the peer's FIN ends its stream, as soon as the FIN is in the window, in order or not: from then on no
+     * text past it is taken, and out-of-order text held past it is dropped. Were text past it taken, RCV.NXT would run
+     * over the FIN's sequence number when the hole before it filled, the FIN would never be processed (its
+     * retransmission then being old), and octets after the end of the stream would reach the application.
+     *
+     * <p>Of two FINs at different places (a peer contradicting itself) the lower one stands, whatever the order they
+     * arrive in, as in Linux: the first FIN reached in sequence order is taken and tcp_fin purges the out-of-order
+     * queue behind it. A FIN is noted even when its segment's text was refused (every out-of-order range in use): it
+     * is processed only once RCV.NXT reaches it, over every octet before it, so never without that text.
+     */
+    private void notePeerFin(final int finSeq)
+    {
+        if (!peerFinReceived && Seq.ge(finSeq, rcvNxt) && Seq.lt(finSeq, rcvAdvertisedEdge + 1)
+            && (!peerFinPending || Seq.lt(finSeq, peerFinSeq)))
+        {
+            peerFinPending = true;
+            peerFinSeq = finSeq;
+            receiveBuffer.discardOutOfOrderFrom(offsetOfReceive(finSeq));
+        }
     }
 
     /**
@@ -861,7 +891,7 @@ public final class TcpConnection
         // "Seventh": segment text.
         if (length > 0)
         {
-            receive(seg, buffer, now);
+            receive(seg, buffer, length, now);
         }
         markDirty();
         tcp.predictedInBurst++;
@@ -1582,9 +1612,10 @@ public final class TcpConnection
         return seqOfSend(sendBuffer.end());
     }
 
-    private void receive(final TcpRepr seg, final DirectBuffer buffer, final long now)
+    /** Take the first {@code length} octets of the segment's text (all of it but what lies past the peer's FIN). */
+    private void receive(final TcpRepr seg, final DirectBuffer buffer, final int length, final long now)
     {
-        final int end = seg.seq + seg.payloadLength;
+        final int end = seg.seq + length;
         if (Seq.le(end, rcvNxt))
         {
             // RFC 2883: a duplicate segment is reported in the first SACK block (D-SACK).
@@ -1599,7 +1630,7 @@ public final class TcpConnection
         }
         final long offset = offsetOfReceive(seg.seq);
         final boolean hadHoles = receiveBuffer.outOfOrderRanges() > 0;
-        final int advanced = receiveBuffer.write(offset, buffer, seg.payloadOffset, seg.payloadLength);
+        final int advanced = receiveBuffer.write(offset, buffer, seg.payloadOffset, length);
         if (advanced == ReceiveBuffer.REJECTED)
         {
             tcp.count(StackCounter.TCP_OUT_OF_ORDER_REJECTED);
@@ -1616,7 +1647,7 @@ public final class TcpConnection
                 // RFC 5681 §4.2: a segment that fills a hole is acknowledged at once.
                 ackNow = true;
             }
-            else if (seg.payloadLength >= rcvMssOrSegment() && ++fullSegmentsUnacked >= 2)
+            else if (length >= rcvMssOrSegment() && ++fullSegmentsUnacked >= 2)
             {
                 // RFC 9293 §3.8.6.3 (MUST-58): an ACK for at least every second full-sized segment.
                 ackNow = true;

@@ -290,6 +290,24 @@ class RingReceiveBufferTest
     }
 
     @Test
+    void discardingFromAnOffsetCutsTheRangesPastItAndKeepsTheRestInRecencyOrder()
+    {
+        segment(10, 5);
+        segment(40, 10);
+        segment(20, 10);
+        assertRanges(20, 30, 40, 50, 10, 15);
+        buffer.discardOutOfOrderFrom(25);
+        assertRanges(20, 25, 10, 15);
+        assertEquals(10, buffer.outOfOrderBytes());
+        // Nothing past 25 is left to join the in-order data when the hole fills.
+        assertEquals(25, segment(0, 25));
+        assertRanges();
+        assertEquals(0, buffer.outOfOrderBytes());
+        assertArrayEquals(stream(0, 25), read(64));
+        assertThrows(IllegalArgumentException.class, () -> buffer.discardOutOfOrderFrom(24));
+    }
+
+    @Test
     void resetRestartsTheStream()
     {
         segment(0, 10);

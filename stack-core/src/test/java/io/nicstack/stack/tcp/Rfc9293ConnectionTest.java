@@ -1,5 +1,7 @@
 package io.nicstack.stack.tcp;
 
+import java.util.Arrays;
+
 import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
@@ -562,6 +564,76 @@ class Rfc9293ConnectionTest
         assertEquals(TcpConnection.CLOSE_NORMAL, t.events.closedReason);
     }
 
+    /**
+     * §3.10.7.4 "eighth": the FIN ends the stream, so no octet after it is data. A FIN that arrives out of order fixes
+     * where the stream ends; text the peer sends past it is not taken, so when the hole fills RCV.NXT stops at the
+     * FIN and takes it there (before, it ran past, the FIN was never taken and its retransmission was old).
+     */
+    @Test
+    void rfc9293_textPastAnOutOfOrderFinIsNotTakenAndTheFinIsTakenWhenTheHoleFills()
+    {
+        t.passiveOpen();
+        final byte[] whole = bytes(150, 1);
+        t.send(t.in().seq(t.irs + 51).flags(ACK | FIN).payload(slice(whole, 50, 100)));  // the FIN at 100
+        t.recv(t.out().ack(t.irs + 1));
+        t.send(t.in().seq(t.irs + 101).payload(slice(whole, 100, 150)));                 // past the FIN
+        t.recv(t.out().ack(t.irs + 1));
+        t.send(t.in().payload(slice(whole, 0, 50)));                                     // fills the hole
+        t.recv(t.out().ack(t.irs + 102));
+        assertEquals(TcpState.CLOSE_WAIT, t.conn.state());
+        assertTrue(t.events.peerClosed);
+        assertArrayEquals(slice(whole, 0, 100), t.read());
+        // The FIN sent again is old now: answered with the same ACK.
+        t.send(t.in().seq(t.irs + 51).flags(ACK | FIN).payload(slice(whole, 50, 100)));
+        t.recv(t.out().ack(t.irs + 102));
+    }
+
+    /**
+     * Bytes held out of order past a FIN that arrives later are dropped, and of two FINs at different places the lower
+     * ends the stream, whatever the order they come in: as Linux, whose tcp_fin purges the out-of-order queue behind
+     * the first FIN reached in sequence order. A peer that does either contradicts itself; this end stays consistent.
+     */
+    @Test
+    void rfc9293_theLowestFinEndsTheStreamAndBytesHeldPastItAreDropped()
+    {
+        t.passiveOpen();
+        final byte[] whole = bytes(150, 4);
+        t.send(t.in().seq(t.irs + 121).payload(slice(whole, 120, 150)));    // [120,150)
+        t.send(t.in().seq(t.irs + 51).flags(ACK | FIN).payload(slice(whole, 50, 100)));
+        t.send(t.in().seq(t.irs + 71).flags(ACK | FIN).payload(slice(whole, 70, 80)));
+        t.recv();
+        t.send(t.in().payload(slice(whole, 0, 50)));
+        t.recv(t.out().ack(t.irs + 82));
+        assertEquals(TcpState.CLOSE_WAIT, t.conn.state());
+        assertArrayEquals(slice(whole, 0, 80), t.read());
+    }
+
+    /**
+     * A FIN whose text is refused (out of order, with every out-of-order range in use) is not taken before that text
+     * arrives: RCV.NXT reaches the FIN's sequence number only over every octet before it.
+     */
+    @Test
+    void rfc9293_aFinWhoseTextWasRefusedIsTakenOnlyWithThatText()
+    {
+        t.passiveOpen();
+        final byte[] whole = bytes(410, 5);
+        for (int i = 1; i <= 16; i++)
+        {
+            t.send(t.in().seq(t.irs + 1 + 20 * i).payload(slice(whole, 20 * i, 20 * i + 10)));
+        }
+        t.recv();
+        t.send(t.in().seq(t.irs + 401).flags(ACK | FIN).payload(slice(whole, 400, 410)));
+        t.recv(t.out().ack(t.irs + 1));
+        assertEquals(1, t.counters.get(StackCounter.TCP_OUT_OF_ORDER_REJECTED));
+        t.send(t.in().payload(slice(whole, 0, 400)));
+        t.recv(t.out().ack(t.irs + 401));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), "the FIN waits for [400,410)");
+        t.send(t.in().seq(t.irs + 401).flags(ACK | FIN).payload(slice(whole, 400, 410)));
+        t.recv(t.out().ack(t.irs + 412));
+        assertEquals(TcpState.CLOSE_WAIT, t.conn.state());
+        assertArrayEquals(whole, t.read());
+    }
+
     @Test
     void rfc9293_abortInTimeWaitDropsTheConnectionWithoutReset()
     {
@@ -573,5 +645,10 @@ class Rfc9293ConnectionTest
         t.recvNothing();
         assertEquals(TcpState.CLOSED, t.conn.state());
         assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    private static byte[] slice(final byte[] bytes, final int from, final int to)
+    {
+        return Arrays.copyOfRange(bytes, from, to);
     }
 }
