@@ -602,6 +602,48 @@ class NetStackTest
     }
 
     @Test
+    void aDuplicateOfTheLastFragmentIsDroppedAndReassemblyStillCompletes()
+    {
+        learnPeer();
+        final byte[][] fragments = fragment(icmpEcho(8, 1, 1, new byte[3000]), 1480, 13, 1);
+        final List<byte[]> sent = exchange(fragments[0], fragments[2], fragments[2], fragments[1]);
+        assertEquals(3, sent.size(), "reply of 3008 bytes in three fragments");
+        assertEquals(1, counters.get(StackCounter.IPV4_DROP_FRAGMENT_DUPLICATE));
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLED));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * A fragment with the range of one held but the other MF contradicts it about where the datagram ends: not a
+     * duplicate but a conflict, which discards the datagram as an overlap does, counted as one. Before, it was counted
+     * as a duplicate yet set the datagram's length: the real last fragment was then refused as an overlap, so a
+     * datagram every fragment of which had arrived was neither delivered nor counted as discarded.
+     */
+    @Test
+    void aFragmentRepeatingARangeWithTheOtherMoreFragmentsFlagDiscardsTheDatagram()
+    {
+        learnPeer();
+        final byte[] echo = icmpEcho(8, 1, 1, new byte[3000]);
+        final byte[][] fragments = fragment(echo, 1480, 14, 1);
+        final byte[] middleAsLast = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 14, false, 1480,
+            Arrays.copyOfRange(echo, 1480, 2960)));
+        assertTrue(exchange(fragments[0], fragments[1], middleAsLast).isEmpty());
+        assertEquals(0, stack.ipv4().reassembler().active(), "discarded at once");
+        assertEquals(1, counters.get(StackCounter.IPV4_DROP_FRAGMENT_OVERLAP));
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLY_DISCARDED));
+
+        // The other way round: the last fragment held, then its range again with MF set.
+        final byte[] lastWithMore = fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 15, true, 2960,
+            Arrays.copyOfRange(echo, 2960, echo.length)));
+        assertTrue(exchange(fragment(echo, 1480, 15, 1)[2], lastWithMore).isEmpty());
+        assertEquals(0, stack.ipv4().reassembler().active());
+        assertEquals(2, counters.get(StackCounter.IPV4_DROP_FRAGMENT_OVERLAP));
+        assertEquals(2, counters.get(StackCounter.IPV4_REASSEMBLY_DISCARDED));
+        assertEquals(0, counters.get(StackCounter.IPV4_DROP_FRAGMENT_DUPLICATE));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    @Test
     void reassemblyMemoryIsCappedPerSource()
     {
         stack = new NetStack(device, StackConfig.of("198.18.0.2/24").reassemblyMaxBytesPerSource(8 * 1024), counters, now);

@@ -19,7 +19,9 @@ import io.nicstack.stack.wire.Ipv4Header;
  *     one when all are taken;</li>
  * <li>a bounded number of fragments per datagram, and a cap on bytes held in total and per source address;</li>
  * <li>an overlapping fragment discards the whole datagram (as RFC 5722 requires for IPv6), so overlaps can neither
- *     rewrite accepted bytes nor make the reassembler work harder; an exact duplicate is dropped on its own;</li>
+ *     rewrite accepted bytes nor make the reassembler work harder; an exact duplicate (same range, same MF) is dropped
+ *     on its own and changes nothing, while one with the same range and the other MF contradicts what is held about
+ *     where the datagram ends, and discards it as an overlap does;</li>
  * <li>a datagram whose whole, with the first fragment's header, would pass 65,535 bytes is dropped.</li>
  * </ul>
  * Buffers are allocated once per context and reused.
@@ -116,6 +118,18 @@ public final class Reassembler
                 return DROP_OVERFLOW;
             }
         }
+        final int insertAt = c.insertionPoint(start, end);
+        if (insertAt == Context.DUPLICATE)
+        {
+            // Only a fragment that repeats MF as well changes nothing. One that says the held range ends the datagram
+            // when it said more follows, or the reverse, contradicts it: a conflict, discarded as an overlap.
+            if (more == (start != c.lastStart))
+            {
+                return DROP_DUPLICATE;
+            }
+            discard(c);
+            return DROP_OVERLAP;
+        }
         if (!more)
         {
             if (c.totalLength >= 0 && c.totalLength != end || end < c.highestEnd)
@@ -124,17 +138,12 @@ public final class Reassembler
                 return DROP_OVERLAP;
             }
             c.totalLength = end;
+            c.lastStart = start;
         }
         else if (c.totalLength >= 0 && end > c.totalLength)
         {
             discard(c);
             return DROP_OVERLAP;
-        }
-
-        final int insertAt = c.insertionPoint(start, end);
-        if (insertAt == Context.DUPLICATE)
-        {
-            return DROP_DUPLICATE;
         }
         if (insertAt == Context.OVERLAP)
         {
@@ -347,6 +356,8 @@ public final class Reassembler
         int id;
         int protocol;
         int totalLength;
+        /** Offset of the last fragment (MF clear), -1 until it arrives. */
+        int lastStart;
         int highestEnd;
         int headerLength;
         boolean hasFirst;
@@ -368,6 +379,7 @@ public final class Reassembler
             this.protocol = protocol;
             count = 0;
             totalLength = -1;
+            lastStart = -1;
             highestEnd = 0;
             // Payload is stored after room for the largest header; moved behind the real one on copyHeader.
             headerLength = 60;
