@@ -518,9 +518,8 @@ class NetStackTest
     }
 
     /**
-     * No source can hold every reassembly context. One that opens 64 datagrams (8-byte first fragments, 512 bytes in
-     * all, well inside the byte limits) keeps a quarter of the contexts, its oldest given up for its newest; and when
-     * every context is taken, by 64 sources, the oldest datagram is given up for a new one. Before, both floods made
+     * No source can hold every reassembly context. One that opens 64 datagrams (8-byte first fragments) keeps a
+     * quarter of the contexts, its oldest given up for its newest; and when every context is taken, by 64 sources, the oldest datagram is given up for a new one. Before, both floods made
      * every other host's fragments drop for 30 s.
      */
     @Test
@@ -643,19 +642,31 @@ class NetStackTest
         assertEquals(0, counters.unaccountedFrames());
     }
 
+    /**
+     * Four sources, each with four datagrams of almost 64 KiB in progress, hold 16 of the 64 contexts: another host's
+     * datagram still reassembles. Before, a cap on bytes held (set to what they held) refused its fragments until the
+     * four sources' datagrams timed out, since only a lack of contexts gave an old datagram up; and the cap bounded no
+     * memory, every context's 64 KiB being allocated up front. The cap is gone: contexts bound the memory.
+     */
     @Test
-    void reassemblyMemoryIsCappedPerSource()
+    void fourSourcesWithLargeDatagramsInProgressDoNotKeepOthersFromReassembling()
     {
-        stack = new NetStack(device, StackConfig.of("198.18.0.2/24").reassemblyMaxBytesPerSource(8 * 1024), counters, now);
         learnPeer();
-        // 20 datagrams, each with only its first 1024-byte fragment: 8 fit, the rest overflow.
-        for (int i = 0; i < 20; i++)
+        for (int source = 0; source < 4; source++)
         {
-            exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 1, 100 + i, true, 0, new byte[1024])));
+            for (int id = 0; id < 4; id++)
+            {
+                for (int offset = 0; offset < 65_504; offset += 1480)
+                {
+                    exchange(fromPeer(mac, ipv4(0xC612_0020 + source, STACK_IP, Ipv4Header.PROTOCOL_UDP, id, true, offset,
+                        new byte[Math.min(1480, 65_504 - offset)])));
+                }
+            }
         }
-        assertEquals(8, stack.ipv4().reassembler().active());
-        assertTrue(stack.ipv4().reassembler().bytesHeld() <= 8 * 1024);
-        assertEquals(12, counters.get(StackCounter.IPV4_DROP_REASSEMBLY_OVERFLOW));
+        assertEquals(16, stack.ipv4().reassembler().active());
+        assertEquals(16 * 65_504, stack.ipv4().reassembler().bytesHeld());
+        assertReassemblesFrom(0xC612_0064, 1);
+        assertEquals(0, counters.get(StackCounter.IPV4_DROP_REASSEMBLY_OVERFLOW));
         assertEquals(0, counters.unaccountedFrames());
     }
 

@@ -58,8 +58,6 @@ public final class Ipv4
         this.reassembler = new Reassembler(
             config.reassemblyMaxDatagrams(),
             config.reassemblyMaxFragments(),
-            config.reassemblyMaxBytes(),
-            config.reassemblyMaxBytesPerSource(),
             config.reassemblyTimeoutNanos(),
             timers,
             (buffer, offset, length, now) ->

@@ -33,8 +33,6 @@ public final class StackConfig
     private int reassemblyMaxDatagrams = 64;
     /** 119 fragments make the largest datagram from a sender behind a 576-byte MTU (552 bytes each). */
     private int reassemblyMaxFragments = 128;
-    private int reassemblyMaxBytes = 4 << 20;
-    private int reassemblyMaxBytesPerSource = 1 << 20;
 
     private int icmpErrorsPerSecond = 100;
     private int icmpErrorBurst = 50;
@@ -187,7 +185,11 @@ public final class StackConfig
         return this;
     }
 
-    /** Datagrams in reassembly at once (default 64), a quarter of them from one source at most. */
+    /**
+     * Datagrams in reassembly at once (default 64), a quarter of them from one source at most. This bounds reassembly's
+     * memory: each holds a buffer for the largest datagram, 65,595 bytes of direct memory allocated up front (about
+     * 4 MiB for the default).
+     */
     public int reassemblyMaxDatagrams()
     {
         return reassemblyMaxDatagrams;
@@ -203,30 +205,6 @@ public final class StackConfig
     public int reassemblyMaxFragments()
     {
         return reassemblyMaxFragments;
-    }
-
-    public int reassemblyMaxBytes()
-    {
-        return reassemblyMaxBytes;
-    }
-
-    public StackConfig reassemblyMaxBytes(final int n)
-    {
-        mutable();
-        this.reassemblyMaxBytes = n;
-        return this;
-    }
-
-    public int reassemblyMaxBytesPerSource()
-    {
-        return reassemblyMaxBytesPerSource;
-    }
-
-    public StackConfig reassemblyMaxBytesPerSource(final int n)
-    {
-        mutable();
-        this.reassemblyMaxBytesPerSource = n;
-        return this;
     }
 
     public int icmpErrorsPerSecond()

@@ -55,7 +55,7 @@ public enum StackCounter
     IPV4_FRAGMENTS_QUEUED("ipv4 fragments queued for reassembly", Kind.ACCEPT),
     IPV4_DROP_FRAGMENT_OVERLAP("ipv4 drop: overlapping fragment (datagram discarded)", Kind.DROP),
     IPV4_DROP_FRAGMENT_DUPLICATE("ipv4 drop: duplicate fragment", Kind.DROP),
-    IPV4_DROP_REASSEMBLY_OVERFLOW("ipv4 drop: reassembly memory or fragment limit", Kind.DROP),
+    IPV4_DROP_REASSEMBLY_OVERFLOW("ipv4 drop: reassembly fragment limit (datagram discarded)", Kind.DROP),
     IPV4_REASSEMBLED("ipv4 datagrams reassembled", Kind.INFO),
     IPV4_REASSEMBLY_TIMEOUTS("ipv4 reassembly timeouts (datagrams)", Kind.INFO),
     IPV4_REASSEMBLY_DISCARDED("ipv4 reassembly: datagrams discarded", Kind.INFO),

@@ -3,7 +3,6 @@ package io.nicstack.stack.storage;
 import java.nio.ByteBuffer;
 
 import org.agrona.DirectBuffer;
-import org.agrona.collections.Int2IntHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.time.Timers;
@@ -17,14 +16,17 @@ import io.nicstack.stack.wire.Ipv4Header;
  * <ul>
  * <li>a bounded number of datagrams in progress, a quarter of them per source address, the oldest given up for a new
  *     one when all are taken;</li>
- * <li>a bounded number of fragments per datagram, and a cap on bytes held in total and per source address;</li>
+ * <li>a bounded number of fragments per datagram;</li>
  * <li>an overlapping fragment discards the whole datagram (as RFC 5722 requires for IPv6), so overlaps can neither
  *     rewrite accepted bytes nor make the reassembler work harder; an exact duplicate (same range, same MF) is dropped
  *     on its own and changes nothing, while one with the same range and the other MF contradicts what is held about
  *     where the datagram ends, and discards it as an overlap does;</li>
  * <li>a datagram whose whole, with the first fragment's header, would pass 65,535 bytes is dropped.</li>
  * </ul>
- * Buffers are allocated once per context and reused.
+ * Buffers are allocated once per context and reused, so the number of contexts bounds the memory: each holds a buffer
+ * for the largest datagram (65,535 bytes, with room for a 60-byte header) in direct memory, allocated up front. A cap
+ * on bytes held would bound nothing more, and refusing fragments under one would lock other hosts out until the
+ * datagrams holding the bytes timed out (only taking a context gives an old datagram up).
  *
  * <p>A reassembled datagram is contiguous in the context buffer: the first fragment's IP header
  * (with total length, flags and offset rewritten) followed by the payload.
@@ -50,8 +52,6 @@ public final class Reassembler
     private static final int MAX_DATAGRAM = 65535;
     private static final int BUFFER_CAPACITY = 60 + MAX_DATAGRAM;
 
-    private final int maxBytes;
-    private final int maxBytesPerSource;
     private final int maxFragments;
     private final long timeoutNanos;
     private final Timers timers;
@@ -59,7 +59,6 @@ public final class Reassembler
     /** Told when a datagram is given up to make room for a newer one. */
     private final Runnable evictionListener;
     private final Context[] contexts;
-    private final Int2IntHashMap bytesBySource = new Int2IntHashMap(0);
     private final Timers.Handler expiry = this::onExpiry;
     private final Ipv4Header ip = new Ipv4Header();
     private final int maxPerSource;
@@ -70,16 +69,12 @@ public final class Reassembler
     public Reassembler(
         final int maxDatagrams,
         final int maxFragments,
-        final int maxBytes,
-        final int maxBytesPerSource,
         final long timeoutNanos,
         final Timers timers,
         final TimeoutListener timeoutListener,
         final Runnable evictionListener)
     {
         this.maxFragments = maxFragments;
-        this.maxBytes = maxBytes;
-        this.maxBytesPerSource = maxBytesPerSource;
         this.timeoutNanos = timeoutNanos;
         this.timers = timers;
         this.timeoutListener = timeoutListener;
@@ -150,9 +145,7 @@ public final class Reassembler
             discard(c);
             return DROP_OVERLAP;
         }
-        if (c.count == maxFragments
-            || bytesHeld + payloadLength > maxBytes
-            || bytesBySource.get(source) + payloadLength > maxBytesPerSource)
+        if (c.count == maxFragments)
         {
             discard(c);
             return DROP_OVERFLOW;
@@ -161,11 +154,6 @@ public final class Reassembler
         c.buffer.putBytes(c.headerLength + start, header.buffer(), payloadOffset, payloadLength);
         c.bytes += payloadLength;
         bytesHeld += payloadLength;
-        if (payloadLength > 0)
-        {
-            // (Agrona's map reserves 0 as "missing": an empty last fragment adds nothing anyway.)
-            bytesBySource.put(source, bytesBySource.get(source) + payloadLength);
-        }
         if (c.highestEnd < end)
         {
             c.highestEnd = end;
@@ -304,15 +292,6 @@ public final class Reassembler
             c.timerId = Timers.NO_TIMER;
         }
         bytesHeld -= c.bytes;
-        final int left = bytesBySource.get(c.source) - c.bytes;
-        if (left <= 0)
-        {
-            bytesBySource.remove(c.source);
-        }
-        else
-        {
-            bytesBySource.put(c.source, left);
-        }
         c.inUse = false;
         active--;
     }
