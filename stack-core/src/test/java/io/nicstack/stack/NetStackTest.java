@@ -503,7 +503,32 @@ class NetStackTest
         assertTrue(device.takeSent().isEmpty(), "nothing echoed");
         assertEquals(0, counters.get(StackCounter.IPV4_REASSEMBLED));
         assertEquals(0, stack.ipv4().reassembler().active());
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLY_DISCARDED), "a datagram in progress given up");
         assertEquals(0, counters.get(StackCounter.INTERNAL_ERRORS));
+    }
+
+    /**
+     * A datagram in progress given up for having more fragments than a context holds is counted as discarded, as one
+     * given up for an overlap, a timeout or a newer datagram is; a fragment refused with no datagram in progress is not.
+     */
+    @Test
+    void aDatagramGivenUpAtTheFragmentLimitIsCountedAsDiscarded()
+    {
+        learnPeer();
+        final int limit = stack.config().reassemblyMaxFragments();
+        for (int i = 0; i < limit; i++)
+        {
+            exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, 16, true, 16 * i, new byte[8])));
+        }
+        assertEquals(1, stack.ipv4().reassembler().active());
+        exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, 16, true, 16 * limit, new byte[8])));
+        assertEquals(0, stack.ipv4().reassembler().active());
+        assertEquals(1, counters.get(StackCounter.IPV4_DROP_REASSEMBLY_OVERFLOW));
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLY_DISCARDED));
+        exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, 17, false, 65_528, new byte[16])));
+        assertEquals(1, counters.get(StackCounter.IPV4_DROP_BAD_FRAGMENT));
+        assertEquals(1, counters.get(StackCounter.IPV4_REASSEMBLY_DISCARDED), "no datagram was in progress");
+        assertEquals(0, counters.unaccountedFrames());
     }
 
     /** {@code datagram} with {@code optionBytes} of NOP options inserted after its 20-byte header. */

@@ -66,6 +66,7 @@ public final class Ipv4
                 counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
                 reassemblyTimeout.onTimeout(buffer, offset, length, now);
             },
+            // Every datagram given up, whatever the result code of the fragment that gave it up (timeouts above).
             () -> counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED));
     }
 
@@ -239,7 +240,6 @@ public final class Ipv4
                 break;
             case Reassembler.DROP_OVERLAP:
                 counters.increment(StackCounter.IPV4_DROP_FRAGMENT_OVERLAP);
-                counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
                 break;
             case Reassembler.DROP_OVERFLOW:
                 counters.increment(StackCounter.IPV4_DROP_REASSEMBLY_OVERFLOW);

@@ -56,8 +56,12 @@ public final class Reassembler
     private final long timeoutNanos;
     private final Timers timers;
     private final TimeoutListener timeoutListener;
-    /** Told when a datagram is given up to make room for a newer one. */
-    private final Runnable evictionListener;
+    /**
+     * Told once for every datagram in progress given up other than by a timeout (which {@link #timeoutListener} is
+     * told of): for an overlap or conflict, the fragment limit, a whole longer than 65,535 bytes, or room for a newer
+     * datagram. A fragment refused while no datagram of its own is in progress gives nothing up.
+     */
+    private final Runnable discardListener;
     private final Context[] contexts;
     private final Timers.Handler expiry = this::onExpiry;
     private final Ipv4Header ip = new Ipv4Header();
@@ -72,13 +76,13 @@ public final class Reassembler
         final long timeoutNanos,
         final Timers timers,
         final TimeoutListener timeoutListener,
-        final Runnable evictionListener)
+        final Runnable discardListener)
     {
         this.maxFragments = maxFragments;
         this.timeoutNanos = timeoutNanos;
         this.timers = timers;
         this.timeoutListener = timeoutListener;
-        this.evictionListener = evictionListener;
+        this.discardListener = discardListener;
         this.maxPerSource = Math.max(1, maxDatagrams / 4);
         contexts = new Context[maxDatagrams];
         for (int i = 0; i < maxDatagrams; i++)
@@ -269,8 +273,7 @@ public final class Reassembler
                 return null; // no contexts at all
             }
             c = ofSource >= maxPerSource ? oldestOfSource : oldest;
-            free(c);
-            evictionListener.run();
+            discard(c);
         }
         c.open(source, header.destination(), header.identification(), header.protocol());
         c.openedAt = now;
@@ -282,6 +285,7 @@ public final class Reassembler
     private void discard(final Context c)
     {
         free(c);
+        discardListener.run();
     }
 
     private void free(final Context c)
