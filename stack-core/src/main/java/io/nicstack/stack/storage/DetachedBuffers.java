@@ -47,6 +47,12 @@ public final class DetachedBuffers implements SendBuffer, ReceiveBuffer, BufferP
         return sendEnd;
     }
 
+    /**
+     * The receive buffer's capacity, which the window the connection still advertises is computed from. The send side
+     * shares the method and so the value, which is harmless: {@link #free()} is 0 whatever it is, and nothing asks a
+     * detached connection for its send capacity (only connections with provided buffers are detached, and the stack's
+     * buffer budget, which reads both capacities when a connection closes, leaves those out).
+     */
     @Override
     public int capacity()
     {

@@ -45,7 +45,10 @@ public final class Reassembler
     @FunctionalInterface
     public interface TimeoutListener
     {
-        /** {@code header} is the first fragment's IP header plus up to 8 payload bytes, or length 0 if absent. */
+        /**
+         * {@code buffer} holds, at {@code offset}, the first fragment's IP header and up to 8 bytes of its payload,
+         * {@code length} bytes in all; {@code length} is 0 when the first fragment never arrived.
+         */
         void onTimeout(DirectBuffer buffer, int offset, int length, long now);
     }
 

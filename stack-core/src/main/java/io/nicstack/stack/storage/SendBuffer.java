@@ -30,7 +30,11 @@ public interface SendBuffer
     /** Append up to {@code length} bytes; returns how many fit. */
     int append(DirectBuffer source, int index, int length);
 
-    /** Copy {@code length} bytes starting at stream {@code offset} (which must lie in [start, end)) into {@code destination}. */
+    /**
+     * Copy {@code length} bytes starting at stream {@code offset} into {@code destination}: {@code [offset, offset +
+     * length)} must lie within [start, end), so {@code offset} lies in [start, end), except that a zero-length read at
+     * {@code end()} (a FIN-only segment at SND.NXT) is allowed and copies nothing.
+     */
     void read(long offset, MutableDirectBuffer destination, int index, int length);
 
     /** Free every byte before {@code offset} (acknowledged); {@code offset} must lie in [start, end]. */
