@@ -3,7 +3,9 @@
 #   1. raw tap capacity, measured by TapCapacity (jmh/.../tools, the same TapDevice code as the daemon) in three modes:
 #      - reflect (issue 3's reference): a UDP flood of 1448-byte datagrams, which the kernel cuts from 45-datagram
 #        buffers (UDP GSO, scripts/bench/bulk_peer.py blast) so the sender's system calls are not the limit, is
-#        written straight back; capacity = reflected frames/s x 1448 (the MSS with timestamps)
+#        written straight back, one frame per read(2) and per write(2), to a kernel socket the tool binds and never
+#        reads (so no ICMP port unreachable per datagram); capacity = frames written back per second x 1448 (the MSS
+#        with timestamps)
 #      - sink: the same flood, read and counted only: the limit of kernel -> nicstack at one frame per read(2)
 #        (--no-offload); with offload TCP arrives in TSO superframes of up to 45 segments per read and can pass it
 #      - source: 1448-byte datagrams written into the tap as fast as it takes them, counted by the kernel's UDP
@@ -87,6 +89,8 @@ tap_capacity() {
   ip netns exec "$NS1" ip addr add 198.18.0.1/24 dev nstap0
   ip netns exec "$NS1" ip link set nstap0 up
   ip netns exec "$NS1" ip neigh replace 198.18.0.2 lladdr 02:00:c6:12:00:02 dev nstap0
+  # reflect binds the socket its reflections land on once the link is up: no flood before that
+  [ "$mode" != reflect ] || wait_for "$SHM/cap.log" '^capacity bound' "$rp" 20
   if [ "$mode" != source ]; then
     ip netns exec "$NS1" timeout 60 "$PEER" "$PEER_PY" blast 198.18.0.2 5201 4 >"$SHM/blast.log" 2>&1
   fi

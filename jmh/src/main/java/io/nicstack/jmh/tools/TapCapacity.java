@@ -28,10 +28,16 @@ import io.nicstack.stack.wire.UdpHeader;
  * time, in one of three modes:
  *
  * <ul>
- *   <li>{@code reflect} (issue 3's reference): every IPv4 frame read is written straight back with the Ethernet and IP
- *   addresses swapped (checksums stay valid; a frame that came with a partial checksum goes back partial, as the
- *   pseudo-header sum does not change). The kernel handles every full-sized frame both ways, where TCP's return path
- *   carries only ACKs, so this limit is lower than either direction's own.</li>
+ *   <li>{@code reflect} (issue 3's reference): every IPv4 frame read whose addresses are both in 198.18.0.0/15 is
+ *   written straight back with the Ethernet and IP addresses swapped, the ports left as they are (checksums stay
+ *   valid; a frame that came with a partial checksum goes back partial, as the pseudo-header sum does not change).
+ *   The flood's datagrams go to {@link #SOURCE} port {@value #FLOOD_PORT}, so the reflected ones arrive at
+ *   {@link #SINK} port {@value #FLOOD_PORT}, where this tool binds a kernel socket it never reads, as {@code source}
+ *   does: the kernel drops each at the full socket instead of finding no socket and starting an ICMP port
+ *   unreachable for it. The figure is the frames this tool wrote back (write(2) succeeded) over the flood's time,
+ *   at one frame per read(2) and one per write(2). The kernel handles every full-sized frame both ways, where TCP's
+ *   return path carries only ACKs, so this limit is lower than either direction's own; and it is not a bound for TCP
+ *   with offload, which crosses the tap in TSO superframes of many segments per system call.</li>
  *   <li>{@code sink}: frames are read and counted, nothing is written: the capacity from the kernel to the device
  *   at one frame per read(2), the limit of kernel → nicstack with {@code --no-offload}. With offload the kernel hands
  *   TCP over in TSO superframes (up to 45 segments per read), which UDP cannot match here (UFO/USO are not offered),
@@ -46,11 +52,20 @@ import io.nicstack.stack.wire.UdpHeader;
  *   Frames the kernel dropped earlier (a full backlog) do not count.</li>
  * </ul>
  *
- * <p>{@code reflect} and {@code sink} time the flood alone (from its first burst to its last before a 100 ms gap) and
- * print {@code capacity MODE frames_in N frames_out M flood_frames F flood_seconds S R MB/s}, where R is F / S frames
- * a second times {@link #PAYLOAD} bytes. {@code source} prints
- * {@code capacity source frames_out N kernel_accepted K seconds S R MB/s}, where R is K / S frames a second times
- * {@link #PAYLOAD} bytes.
+ * <p>{@code reflect} and {@code sink} time the flood alone (from its first burst to its last before a 100 ms gap).
+ * Every mode prints one line that names what its MB/s counts, R being that count a second times {@link #PAYLOAD}
+ * bytes:
+ * <pre>
+ * capacity reflect frames_in N reflected W write_failed X kernel_accepted K flood_frames_in FI flood_reflected FW
+ *     flood_seconds S R MB/s (flood_reflected / flood_seconds x 1448)
+ * capacity sink frames_in N flood_frames_in FI flood_seconds S R MB/s (flood_frames_in / flood_seconds x 1448)
+ * capacity source frames_out W write_failed X kernel_accepted K seconds S R MB/s (kernel_accepted / seconds x 1448)
+ * </pre>
+ * ({@code kernel_accepted} in {@code reflect} is the reflected datagrams that reached UDP's socket lookup, for the
+ * record; the figure does not use it.)
+ *
+ * <p>Network safety: the addresses are 198.18.0.0/15 only, and the tool refuses to run in the initial network
+ * namespace (the one pid 1 is in): the script that starts it makes a namespace of its own for it.
  *
  * <p>usage: TapCapacity reflect|sink|source TAP SECONDS [--no-offload]
  */
@@ -60,6 +75,11 @@ public final class TapCapacity
     private static final int SINK = Ipv4Address.parse("198.18.0.1");
     private static final int SOURCE = Ipv4Address.parse("198.18.0.2");
     private static final long SOURCE_MAC = MacAddress.parse("02:00:c6:12:00:02");
+    /** 198.18.0.0/15, the range reserved for benchmarking network devices (RFC 2544): the only one this tool uses. */
+    private static final int BENCH_NET = Ipv4Address.parse("198.18.0.0");
+    private static final int BENCH_MASK = 0xFFFE_0000;
+    /** The port the flood ({@code bulk_peer.py blast}) is sent to, and so the one its reflections arrive at. */
+    private static final int FLOOD_PORT = 5201;
     /** The payload of a full-sized segment with timestamps, as the blast and the capacity figure use. */
     private static final int PAYLOAD = 1448;
 
@@ -81,24 +101,104 @@ public final class TapCapacity
         final String mode = args[0];
         final long seconds = Long.parseLong(args[2]);
         final boolean offload = !(args.length > 3 && "--no-offload".equals(args[3]));
+        refuseInitialNetworkNamespace();
         try (TapDevice tap = TapDevice.open(args[1], offload))
         {
             System.out.println("capacity ready " + tap.name());
-            if ("source".equals(mode))
+            switch (mode)
             {
-                source(tap, seconds, offload);
-            }
-            else
-            {
-                flood(tap, seconds, "reflect".equals(mode), mode);
+                case "source" -> source(tap, seconds, offload);
+                case "reflect" -> reflect(tap, seconds);
+                default -> flood(tap, seconds, false);
             }
         }
     }
 
-    /** Read (and reflect, if asked) for {@code seconds}; time the flood and print its rate. */
-    private static void flood(final TapDevice tap, final long seconds, final boolean reflect, final String mode)
+    /** Whether {@code address} is in 198.18.0.0/15, the only range this tool writes to or from. */
+    private static boolean benchmarkAddress(final int address)
     {
-        final long[] counts = new long[2];
+        return (address & BENCH_MASK) == BENCH_NET;
+    }
+
+    /**
+     * Refuse to run in the initial network namespace (pid 1's), where the tap and its frames would meet the host's
+     * own interfaces: the benchmark scripts start this tool with {@code ip netns exec} in a namespace they made. Where
+     * pid 1's namespace cannot be read (a container may deny it even to root), this one must be a namespace that
+     * {@code ip netns} named (one of {@code /run/netns}).
+     */
+    private static void refuseInitialNetworkNamespace() throws IOException
+    {
+        final String own = Files.readSymbolicLink(Path.of("/proc/self/ns/net")).toString();
+        String reason;
+        try
+        {
+            final String init = Files.readSymbolicLink(Path.of("/proc/1/ns/net")).toString();
+            if (!own.equals(init))
+            {
+                return;
+            }
+            reason = "this is pid 1's network namespace, " + own;
+        }
+        catch (final IOException e)
+        {
+            if (namedByIpNetns(own))
+            {
+                return;
+            }
+            reason = "pid 1's network namespace cannot be read (" + e + ") and this one, " + own
+                + ", is not one of /run/netns";
+        }
+        System.err.println("TapCapacity: refusing to run: " + reason + ". Run it inside a namespace of its own, "
+            + "as scripts/bench-tcp.sh does: ip netns exec NS java ... TapCapacity ...");
+        System.exit(2);
+    }
+
+    /** Whether {@code ns} ("net:[inode]") is a namespace {@code ip netns} named, bound at {@code /run/netns/NAME}. */
+    private static boolean namedByIpNetns(final String ns) throws IOException
+    {
+        final Path named = Path.of("/run/netns");
+        if (!Files.isDirectory(named))
+        {
+            return false;
+        }
+        try (var entries = Files.list(named))
+        {
+            return entries.anyMatch(p ->
+            {
+                try
+                {
+                    return ns.equals("net:[" + Files.getAttribute(p, "unix:ino") + "]");
+                }
+                catch (final IOException | UnsupportedOperationException e)
+                {
+                    return false;
+                }
+            });
+        }
+    }
+
+    /**
+     * {@code reflect}: bind the never-read socket the reflections land on, once the kernel's side of the tap is up
+     * (its address is set before that), then reflect for {@code seconds}.
+     */
+    private static void reflect(final TapDevice tap, final long seconds) throws IOException, InterruptedException
+    {
+        awaitUp(tap);
+        try (DatagramChannel socket = neverRead(FLOOD_PORT))
+        {
+            System.out.println("capacity bound " + Ipv4Address.format(SINK) + ":" + FLOOD_PORT);
+            flood(tap, seconds, true);
+        }
+    }
+
+    /**
+     * Read for {@code seconds}, and reflect each frame if asked; time the flood and print its rate: of the frames
+     * written back when reflecting, of the frames read otherwise.
+     */
+    private static void flood(final TapDevice tap, final long seconds, final boolean reflect) throws IOException
+    {
+        final long udpBefore = reflect ? udpArrivals() : 0;
+        final long[] committed = new long[1];
         final FrameHandler handler = new FrameHandler()
         {
             @Override
@@ -110,10 +210,9 @@ public final class TapCapacity
             @Override
             public void onFrame(final DirectBuffer buffer, final int offset, final int length, final int flags)
             {
-                counts[0]++;
-                if (reflect && reflect(tap, buffer, offset, length, flags))
+                if (reflect && reflectFrame(tap, buffer, offset, length, flags))
                 {
-                    counts[1]++;
+                    committed[0]++;
                 }
             }
         };
@@ -121,13 +220,21 @@ public final class TapCapacity
         // window would count the idle tail (a third of it), and a stray frame after the flood (an ARP or IPv6
         // probe a second later) would stretch the flood's time.
         final long end = System.nanoTime() + seconds * 1_000_000_000L;
+        long framesIn = 0;
+        long reflected = 0;
         long first = 0;
         long last = 0;
-        long floodFrames = 0;
+        long floodIn = 0;
+        long floodReflected = 0;
         boolean floodOver = false;
         while (System.nanoTime() < end)
         {
+            // At most a burst is read, so at most a burst is committed: claim() never flushes on its own, and every
+            // frame written is counted here, from flush()'s return.
             final int n = tap.receive(handler, NetDevice.BURST);
+            final int written = tap.flush();
+            framesIn += n;
+            reflected += written;
             if (n > 0 && !floodOver)
             {
                 final long now = System.nanoTime();
@@ -135,14 +242,15 @@ public final class TapCapacity
                 {
                     // A gap: the flood is over, or what came before it was stray frames (the link's own IPv6
                     // announcements when it comes up) and the flood starts now.
-                    if (floodFrames >= MIN_FLOOD_FRAMES)
+                    if (floodIn >= MIN_FLOOD_FRAMES)
                     {
                         floodOver = true;
                     }
                     else
                     {
                         first = 0;
-                        floodFrames = 0;
+                        floodIn = 0;
+                        floodReflected = 0;
                     }
                 }
                 if (!floodOver)
@@ -152,25 +260,47 @@ public final class TapCapacity
                         first = now;
                     }
                     last = now;
-                    floodFrames += n;
+                    floodIn += n;
+                    floodReflected += written;
                 }
             }
-            tap.flush();
             if (n == 0)
             {
                 tap.awaitReadable(1_000_000L);
             }
         }
         final double floodSeconds = (last - first) / 1e9;
-        System.out.printf("capacity %s frames_in %d frames_out %d flood_frames %d flood_seconds %.3f %.1f MB/s%n",
-            mode, counts[0], counts[1], floodFrames, floodSeconds, megabytesPerSecond(floodFrames, floodSeconds));
+        if (reflect)
+        {
+            final long failed = committed[0] - reflected;
+            System.out.printf("capacity reflect frames_in %d reflected %d write_failed %d kernel_accepted %d "
+                + "flood_frames_in %d flood_reflected %d flood_seconds %.3f %.1f MB/s "
+                + "(flood_reflected / flood_seconds x %d)%n", framesIn, reflected, failed, udpArrivals() - udpBefore,
+                floodIn, floodReflected, floodSeconds, megabytesPerSecond(floodReflected, floodSeconds), PAYLOAD);
+            if (failed > 0)
+            {
+                System.err.println("TapCapacity: " + failed + " reflected frames were not written (the tap refused "
+                    + "them); the figure counts only those written");
+            }
+        }
+        else
+        {
+            System.out.printf("capacity sink frames_in %d flood_frames_in %d flood_seconds %.3f %.1f MB/s "
+                + "(flood_frames_in / flood_seconds x %d)%n",
+                framesIn, floodIn, floodSeconds, megabytesPerSecond(floodIn, floodSeconds), PAYLOAD);
+        }
     }
 
-    /** Write {@code in}'s IPv4 frame back with the addresses swapped; ARP and IPv6 chatter is dropped (false). */
-    private static boolean reflect(
+    /**
+     * Queue {@code in}'s IPv4 frame back with the addresses swapped; ARP, IPv6 chatter and any address outside
+     * 198.18.0.0/15 are dropped (false).
+     */
+    private static boolean reflectFrame(
         final TapDevice tap, final DirectBuffer in, final int offset, final int length, final int flags)
     {
-        if (length < 34 || (in.getByte(offset + 12) & 0xFF) != 0x08 || in.getByte(offset + 13) != 0x00)
+        if (length < 34 || (in.getByte(offset + 12) & 0xFF) != 0x08 || in.getByte(offset + 13) != 0x00 ||
+            !benchmarkAddress(in.getInt(offset + 14 + 12, ByteOrder.BIG_ENDIAN)) ||
+            !benchmarkAddress(in.getInt(offset + 14 + 16, ByteOrder.BIG_ENDIAN)))
         {
             return false;
         }
@@ -187,6 +317,43 @@ public final class TapCapacity
         return true;
     }
 
+    /** Wait up to 10 s for the kernel's side of the tap to be set up (the script sets its address first). */
+    private static void awaitUp(final TapDevice tap) throws IOException, InterruptedException
+    {
+        final Path flags = Path.of("/sys/class/net", tap.ifName(), "flags");
+        final long upBy = System.nanoTime() + 10_000_000_000L;
+        // A tap's operstate stays "unknown"; IFF_UP (0x1) in its flags says the kernel's side was set up.
+        while ((Integer.decode(Files.readString(flags).trim()) & 0x1) == 0)
+        {
+            if (System.nanoTime() > upBy)
+            {
+                throw new IllegalStateException(tap.ifName() + " did not come up within 10 s");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /**
+     * A kernel socket on {@link #SINK} {@code port} that is never read: its receive buffer fills at once, and every
+     * later datagram is found and dropped as RcvbufErrors. With no socket the kernel also starts an ICMP error for
+     * each datagram (and sends only its rate limit of them); the source's rate measured that way was a third lower.
+     */
+    private static DatagramChannel neverRead(final int port) throws IOException
+    {
+        final DatagramChannel socket = DatagramChannel.open();
+        try
+        {
+            socket.setOption(StandardSocketOptions.SO_RCVBUF, 4096);
+            socket.bind(new InetSocketAddress(Ipv4Address.format(SINK), port));
+            return socket;
+        }
+        catch (final IOException e)
+        {
+            socket.close();
+            throw e;
+        }
+    }
+
     /**
      * Wait for the kernel's side of the tap to come up, then write full-sized datagrams for {@code seconds} and print
      * how many the kernel took through IPv4 and UDP. Whatever the kernel sends back (its IPv6 chatter) is read and
@@ -195,30 +362,17 @@ public final class TapCapacity
     private static void source(final TapDevice tap, final long seconds, final boolean offload)
         throws IOException, InterruptedException
     {
+        awaitUp(tap);
         final Path sys = Path.of("/sys/class/net", tap.ifName());
-        final long upBy = System.nanoTime() + 10_000_000_000L;
-        // A tap's operstate stays "unknown"; IFF_UP (0x1) in its flags says the kernel's side was set up.
-        while ((Integer.decode(Files.readString(sys.resolve("flags")).trim()) & 0x1) == 0)
-        {
-            if (System.nanoTime() > upBy)
-            {
-                throw new IllegalStateException(tap.ifName() + " did not come up within 10 s");
-            }
-            Thread.sleep(10);
-        }
         final UnsafeBuffer frame = datagram(MacAddress.parse(Files.readString(sys.resolve("address")).trim()), offload);
         final FrameHandler drop = (buffer, offset, length) -> { };
-        // A kernel socket that is never read: its receive buffer fills at once, and every later datagram is found
-        // and dropped as RcvbufErrors. With no socket the kernel also starts an ICMP error for each datagram (and
-        // sends only its rate limit of them); the rate measured that way was a third lower.
-        try (DatagramChannel socket = DatagramChannel.open())
+        try (DatagramChannel socket = neverRead(9))
         {
-            socket.setOption(StandardSocketOptions.SO_RCVBUF, 4096);
-            socket.bind(new InetSocketAddress(Ipv4Address.format(SINK), 9));
             final long before = udpArrivals();
             final long start = System.nanoTime();
             final long end = start + seconds * 1_000_000_000L;
             long written = 0;
+            long committed = 0;
             long now;
             while ((now = System.nanoTime()) < end)
             {
@@ -227,14 +381,16 @@ public final class TapCapacity
                     tap.claim().putBytes(0, frame, 0, frame.capacity());
                     tap.commit(frame.capacity(), offload ? NetDevice.TX_L4_CHECKSUM_PARTIAL : 0);
                 }
+                committed += NetDevice.BURST;
                 written += tap.flush();
                 tap.receive(drop, NetDevice.BURST);
             }
             Thread.sleep(200); // frames still in the kernel's backlog reach UDP
             final long accepted = udpArrivals() - before;
             final double sent = (now - start) / 1e9;
-            System.out.printf("capacity source frames_out %d kernel_accepted %d seconds %.3f %.1f MB/s%n",
-                written, accepted, sent, megabytesPerSecond(accepted, sent));
+            System.out.printf("capacity source frames_out %d write_failed %d kernel_accepted %d seconds %.3f %.1f MB/s "
+                + "(kernel_accepted / seconds x %d)%n",
+                written, committed - written, accepted, sent, megabytesPerSecond(accepted, sent), PAYLOAD);
         }
     }
 
