@@ -21,6 +21,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPS="${1:-3}"
 DURATION="${2:-10}"
 WARMUP="${NICSTACK_BENCH_WARMUP:-3}"
+for n in "$REPS" "$DURATION" "$WARMUP"; do
+  case "$n" in ''|*[!0-9]*|0) echo "usage: $0 [REPS >= 1] [SECONDS >= 1] (NICSTACK_BENCH_WARMUP >= 1)" >&2; exit 2 ;; esac
+done
 [ "$(id -u)" -eq 0 ] || { echo "bench-http: needs root (namespaces, taps)" >&2; exit 1; }
 "$ROOT/scripts/install-deps.sh"
 command -v wrk >/dev/null || { echo "bench-http: wrk is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
@@ -114,7 +117,10 @@ measure() {
     [ -n "$bytes" ] || { echo "bench-http: no byte count from wrk:" >&2; cat "$WORK/wrk.log" >&2; exit 1; }
     errs=$(sed 's/.*errors=\([0-9]*\) .*/\1/' <<<"$line"); serrs=$(sed 's/.*status_errors=\([0-9]*\).*/\1/' <<<"$line")
     [ "$req" -gt 0 ] || { echo "bench-http: no requests completed ($variant $f)" >&2; cat "$WORK/wrk.log" >&2; exit 1; }
-    [ "$errs" -eq 0 ] || echo "bench-http: WARNING: $errs wrk errors ($serrs non-2xx) in $variant $f rep $rep" >&2
+    # A run with errors (connect, read, write, timeout or non-2xx) measured something else: fail, never count it.
+    case "$errs" in ''|*[!0-9]*) echo "bench-http: no error count from wrk ($variant $f):" >&2; cat "$WORK/wrk.log" >&2; exit 1 ;; esac
+    [ "$errs" -eq 0 ] || { echo "bench-http: $errs wrk errors ($serrs non-2xx) in $variant $f rep $rep; stopping (a run with errors is not counted):" >&2
+                           cat "$WORK/wrk.log" >&2; exit 1; }
     read -r mb0 ms0 <<<"$m0"; read -r mb1 ms1 <<<"$m1"
     # variant file rep requests bytes wall_s app_s daemon_s wrk_s machine_busy_s machine_softirq_s errors
     awk -v v="$variant" -v f="$f" -v r="$rep" -v q="$req" -v b="$bytes" -v w="$(( (t1 - t0) / 1000000 ))" \
@@ -193,7 +199,7 @@ for f in "${FILES[@]}"; do
     n=$(derived "$nv" "$f" '$7 / ($5 / 1e9)')
     for v in kernel-sendfile kernel-copy; do
       k=$(derived "$v" "$f" '$7 / ($5 / 1e9)')
-      echo "  $f $nv vs $v: $(awk -v n="$n" -v k="$k" 'BEGIN {printf "%.2f", n / k}')"
+      echo "  $f $nv vs $v: $(awk -v n="$n" -v k="$k" 'BEGIN {if (k + 0 > 0) printf "%.2f", n / k; else printf "n/a (no kernel CPU measured)"}')"
     done
   done
 done

@@ -25,6 +25,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BYTES="${1:-500000000}"
 REPS="${2:-3}"
 WARMUP="${3:-300000000}"
+for n in "$BYTES" "$REPS" "$WARMUP"; do
+  case "$n" in ''|*[!0-9]*|0) echo "usage: $0 [BYTES >= 1] [REPS >= 1] [WARMUP >= 1]" >&2; exit 2 ;; esac
+done
 [ "$(id -u)" -eq 0 ] || { echo "bench-tcp: needs root (namespaces, taps)" >&2; exit 1; }
 "$ROOT/scripts/install-deps.sh"
 # The build goes under this checkout's target/ (not a fixed /tmp path another user could plant jars in).
@@ -52,7 +55,20 @@ trap cleanup EXIT
 trap 'echo "bench-tcp: interrupted" >&2; exit 130' INT
 trap 'echo "bench-tcp: terminated" >&2; exit 143' TERM
 
-mbps() { awk '{for (i=1;i<=NF;i++) if ($i=="MB/s") print $(i-1)}'; }
+# figure WHAT FILE: the MB/s figure FILE reports (the number before "MB/s"); a run with none, or with 0, fails the
+# whole script (a rep must never drop out of a median, or make a ratio divide by zero, without a word)
+figure() {
+  local v
+  v=$(awk '{for (i=2;i<=NF;i++) if ($i=="MB/s") v=$(i-1)} END {if (v ~ /^[0-9.]+$/ && v+0 > 0) print v}' "$2")
+  [ -n "$v" ] || { echo "bench-tcp: no MB/s figure (or 0) from $1; its output:" >&2; cat "$2" >&2; exit 1; }
+  echo "$v"
+}
+# peer NS SECONDS LOG ARGS...: bulk_peer.py ARGS in namespace NS, bounded, output to LOG; a failure fails the script
+peer() {
+  local ns=$1 secs=$2 log=$3; shift 3
+  ip netns exec "$ns" timeout "$secs" "$PEER" "$PEER_PY" "$@" >"$log" 2>&1 \
+    || { echo "bench-tcp: bulk_peer.py $* failed (exit $?); its output:" >&2; cat "$log" >&2; exit 1; }
+}
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # A fresh namespace with IPv6 off before any link exists (no DAD, router solicitations or MLD reports), lo up.
@@ -79,7 +95,7 @@ stop() { # PID: SIGTERM, up to 15 s, then SIGKILL; forget it
   finish "$1" 15 || true
 }
 
-# tap_capacity MODE: one TapCapacity run in a fresh namespace; prints the MB/s it reports (frames/s x 1448)
+# tap_capacity MODE: one TapCapacity run in a fresh namespace; prints the MB/s it reports (frames/s x 1448), or fails
 tap_capacity() {
   local mode="$1"
   fresh_ns "$NS1"
@@ -93,10 +109,10 @@ tap_capacity() {
   # reflect binds the socket its reflections land on once the link is up: no flood before that
   [ "$mode" != reflect ] || wait_for "$SHM/cap.log" '^capacity bound' "$rp" 20
   if [ "$mode" != source ]; then
-    ip netns exec "$NS1" timeout 60 "$PEER" "$PEER_PY" blast 198.18.0.2 5201 4 >"$SHM/blast.log" 2>&1
+    peer "$NS1" 60 "$SHM/blast.log" blast 198.18.0.2 5201 4
   fi
-  finish "$rp" 60 || true
-  mbps <"$SHM/cap.log"
+  finish "$rp" 60 || { echo "bench-tcp: TapCapacity $mode failed (exit $?); its output:" >&2; cat "$SHM/cap.log" >&2; exit 1; }
+  figure "TapCapacity $mode" "$SHM/cap.log"
 }
 
 # nicstack_bulk [DAEMON OPTIONS]: writes "UP DOWN" (MB/s) to $SHM/bulk.out
@@ -108,10 +124,10 @@ nicstack_bulk() {
   local dp=$!; PIDS+=("$dp")
   wait_for "$SHM/daemon.log" '^nicstack ready' "$dp" 30
   local up down
-  ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.0.2 9 "$WARMUP" >/dev/null
-  ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.0.2 19 "$WARMUP" >/dev/null
-  up=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.0.2 9 "$BYTES" | mbps)
-  down=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.0.2 19 "$BYTES" | mbps)
+  peer "$NS1" 120 "$SHM/peer.log" send 198.18.0.2 9 "$WARMUP"
+  peer "$NS1" 120 "$SHM/peer.log" recv 198.18.0.2 19 "$WARMUP"
+  peer "$NS1" 120 "$SHM/peer.log" send 198.18.0.2 9 "$BYTES"; up=$(figure "kernel -> nicstack (send to discard)" "$SHM/peer.log")
+  peer "$NS1" 120 "$SHM/peer.log" recv 198.18.0.2 19 "$BYTES"; down=$(figure "nicstack -> kernel (recv from chargen)" "$SHM/peer.log")
   stop "$dp"
   ip netns del "$NS1"
   echo "$up $down" >"$SHM/bulk.out"
@@ -127,12 +143,12 @@ kernel_veth() {
   "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" sink 198.18.1.2 9 >"$SHM/sink.log" &
   sp=$!; PIDS+=("$sp")
   sleep 0.3
-  up=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" send 198.18.1.2 9 "$BYTES" | mbps)
+  peer "$NS1" 120 "$SHM/peer.log" send 198.18.1.2 9 "$BYTES"; up=$(figure "kernel veth send" "$SHM/peer.log")
   finish "$sp" 130 || true
   "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" source 198.18.1.2 19 >"$SHM/source.log" &
   sp=$!; PIDS+=("$sp")
   sleep 0.3
-  down=$(ip netns exec "$NS1" timeout 120 "$PEER" "$PEER_PY" recv 198.18.1.2 19 "$BYTES" | mbps)
+  peer "$NS1" 120 "$SHM/peer.log" recv 198.18.1.2 19 "$BYTES"; down=$(figure "kernel veth recv" "$SHM/peer.log")
   finish "$sp" 130 || true
   ip netns del "$NS2"; ip netns del "$NS1"
   echo "$up $down" >"$SHM/veth.out"
@@ -149,7 +165,7 @@ done
 CAP=$(median <"$SHM/cap"); CAPIN=$(median <"$SHM/capin"); CAPOUT=$(median <"$SHM/capout")
 UP=$(median <"$SHM/up"); DOWN=$(median <"$SHM/down"); NUP=$(median <"$SHM/nup"); NDOWN=$(median <"$SHM/ndown")
 KUP=$(median <"$SHM/kup"); KDOWN=$(median <"$SHM/kdown")
-pct() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", 100*a/b}'; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN{if (b+0 > 0) printf "%.0f", 100*a/b; else printf "n/a"}'; }
 echo "medians of $REPS runs, $BYTES bytes per transfer (nicstack after $WARMUP bytes each way untimed):"
 echo "  tap capacity, reflector (frames written back/s x 1448): $CAP MB/s (issue 3's reference; one frame per system call)"
 echo "  tap capacity, kernel -> device (sink):     $CAPIN MB/s"
