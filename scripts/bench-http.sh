@@ -95,13 +95,13 @@ is_java() { [ "$(cat "/proc/$1/comm" 2>/dev/null)" = java ] || { echo "bench-htt
 measure() {
   local variant=$1 rep=$2 ns=$3 base=$4 app=$5 daemon=$6 f
   for f in "${FILES[@]}"; do
-    ip netns exec "$ns" timeout $((WARMUP + 30)) wrk -t2 -c32 -d"${WARMUP}s" "$base/$f" >"$WORK/warm.log" 2>&1 \
+    ip netns exec "$ns" timeout --foreground $((WARMUP + 30)) wrk -t2 -c32 -d"${WARMUP}s" "$base/$f" >"$WORK/warm.log" 2>&1 \
       || { echo "bench-http: warm-up wrk failed ($variant $f):" >&2; cat "$WORK/warm.log" >&2; exit 1; }
     sleep 0.5
     local a0 d0=0 m0 t0 a1 d1=0 m1 t1 out
     a0=$(cpu_ticks "$app"); [ "$daemon" = - ] || d0=$(cpu_ticks "$daemon"); m0=$(machine_ticks); t0=$(date +%s%N)
     # wrk's own CPU: cutime+cstime of the shell that waited for it (fields 16 and 17).
-    out=$(ip netns exec "$ns" bash -c 'timeout '"$((DURATION + 30))"' wrk -t2 -c32 -d'"$DURATION"'s -s "$1" "$2" >"$3" 2>&1
+    out=$(ip netns exec "$ns" bash -c 'timeout --foreground '"$((DURATION + 30))"' wrk -t2 -c32 -d'"$DURATION"'s -s "$1" "$2" >"$3" 2>&1
                                        st=$?; sed "s/^.*) //" /proc/$$/stat | awk "{print \"WRKCPU\", \$14 + \$15}"; exit $st' \
           _ "$WORK/report.lua" "$base/$f" "$WORK/wrk.log") \
       || { echo "bench-http: wrk failed ($variant $f):" >&2; cat "$WORK/wrk.log" >&2; exit 1; }

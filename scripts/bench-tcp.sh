@@ -66,7 +66,7 @@ figure() {
 # peer NS SECONDS LOG ARGS...: bulk_peer.py ARGS in namespace NS, bounded, output to LOG; a failure fails the script
 peer() {
   local ns=$1 secs=$2 log=$3; shift 3
-  ip netns exec "$ns" timeout "$secs" "$PEER" "$PEER_PY" "$@" >"$log" 2>&1 \
+  ip netns exec "$ns" timeout --foreground "$secs" "$PEER" "$PEER_PY" "$@" >"$log" 2>&1 \
     || { echo "bench-tcp: bulk_peer.py $* failed (exit $?); its output:" >&2; cat "$log" >&2; exit 1; }
 }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
