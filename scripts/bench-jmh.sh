@@ -25,10 +25,23 @@ REGEX="${2:-io.nicstack.jmh.}"
 shift $(( $# > 2 ? 2 : $# ))
 
 cd "$ROOT"
-# Offline when the local repository already has everything; fall back to online for a fresh machine.
+# Offline when the local repository already has everything; online again only when the offline build failed for an
+# artifact it does not have (Maven says "in offline mode" then), so that a compile error shows at once.
 # Maven's output goes to stderr, so that stdout carries only what this script prints (the jar's path).
-mvn -B -q -o -pl stack-core,nic-driver,jmh -am "-Dnicstack.buildDir=$BUILD_DIR/\${project.artifactId}" -DskipTests package >&2 \
-  || mvn -B -q -pl stack-core,nic-driver,jmh -am "-Dnicstack.buildDir=$BUILD_DIR/\${project.artifactId}" -DskipTests package >&2
+MVN=(mvn -B -q -pl stack-core,nic-driver,jmh -am "-Dnicstack.buildDir=$BUILD_DIR/\${project.artifactId}" -DskipTests package)
+MVN_LOG="$(mktemp /tmp/nicstack-jmh-build.XXXXXX)"
+if ! "${MVN[@]}" -o 2>&1 | tee "$MVN_LOG" >&2; then
+  if grep -q 'in offline mode' "$MVN_LOG"; then
+    rm -f "$MVN_LOG"
+    echo "bench-jmh: the offline build lacks artifacts (above); building online to fetch them" >&2
+    "${MVN[@]}" >&2
+  else
+    rm -f "$MVN_LOG"
+    echo "bench-jmh: the build failed (above), not for a missing artifact; no online retry" >&2
+    exit 1
+  fi
+fi
+rm -f "$MVN_LOG"
 if $BUILD_ONLY; then
   echo "$BUILD_DIR/jmh/benchmarks.jar"
   exit 0
