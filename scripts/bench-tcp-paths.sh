@@ -15,10 +15,19 @@ ROUNDS="${1:-3}"
 case "$ROUNDS" in
   ''|*[!0-9]*|0) echo "usage: $0 [ROUNDS >= 1] [JAR]" >&2; exit 2 ;;
 esac
+read -r -a OPTS <<< "${NICSTACK_JMH_OPTS:--f 1 -wi 4 -w 1 -i 8 -r 1 -prof gc}"
+# The tables hold one row per benchmark, with the parameters fixed below: another -p would add rows that overwrite
+# each other.
+for o in "${OPTS[@]}"; do
+  case "$o" in
+    -p|-p[!r]*=*) echo "bench-tcp-paths: NICSTACK_JMH_OPTS must not set JMH parameters (-p): the tables keep one row" \
+                    "per benchmark, at the parameters this script fixes; run JMH directly for other combinations" >&2
+                  exit 2 ;;
+  esac
+done
 JAR="${2:-$("$ROOT/scripts/bench-jmh.sh" --build-only)}"
 [ -f "$JAR" ] || { echo "no benchmarks jar at $JAR" >&2; exit 2; }
 OUT="$(mktemp -d /tmp/nicstack-tcp-paths.XXXXXX)"
-read -r -a OPTS <<< "${NICSTACK_JMH_OPTS:--f 1 -wi 4 -w 1 -i 8 -r 1 -prof gc}"
 JMH=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR")
 
 echo "nicstack: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -42,7 +51,12 @@ def load(kind, r):
     for e in json.load(open("%s/%s-%d.json" % (out, kind, r))):
         name = e["benchmark"].rsplit(".", 2)
         alloc = e.get("secondaryMetrics", {}).get("gc.alloc.rate.norm", {}).get("score")
-        rows[name[-2] + "." + name[-1]] = (e["primaryMetric"]["score"], alloc)
+        key = name[-2] + "." + name[-1]
+        if key in rows:
+            # One row per benchmark: a second parameter combination would overwrite the first without a word.
+            sys.exit("bench-tcp-paths: %s ran with more than one parameter combination (%s and %s) in %s-%d.json; "
+                     "the tables need exactly one" % (key, rows[key][2], e.get("params"), kind, r))
+        rows[key] = (e["primaryMetric"]["score"], alloc, e.get("params"))
     return rows
 
 def table(kind, names, baselines):
