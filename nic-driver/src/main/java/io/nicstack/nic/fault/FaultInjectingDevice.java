@@ -76,7 +76,7 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
             }
             else
             {
-                keepForNextReceive(buffer, offset, length, flags);
+                kept.add(buffer, offset, length, flags, 0);
             }
         }
     };
@@ -85,12 +85,8 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
     private int rxDelivered;
     private int rxLimit;
 
-    /** Copies of frames the receive fault line let go beyond a call's limit, a FIFO delivered first by the next. */
-    private final UnsafeBuffer[] keptFrames;
-    private final int[] keptLengths;
-    private final int[] keptFlags;
-    private int keptHead;
-    private int keptCount;
+    /** Copies of frames the receive fault line let go beyond a call's limit, delivered first by the next. */
+    private final FrameQueue kept;
 
     /** Wrap {@code inner} with faults per direction, holding up to {@link #DEFAULT_HOLD_FRAMES} delayed frames each. */
     public FaultInjectingDevice(
@@ -117,14 +113,7 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
         this.txFrame = new UnsafeBuffer(new byte[inner.maxFrameLength()]);
 
         // Without duplication or reordering every received frame yields at most one: nothing is ever kept.
-        final int kept = rx.duplicate() > 0 || rx.reorder() > 0 ? EXTRA_FRAMES : 0;
-        keptFrames = new UnsafeBuffer[kept];
-        keptLengths = new int[kept];
-        keptFlags = new int[kept];
-        for (int i = 0; i < kept; i++)
-        {
-            keptFrames[i] = new UnsafeBuffer(new byte[inner.maxFrameLength()]);
-        }
+        kept = new FrameQueue(rx.duplicate() > 0 || rx.reorder() > 0 ? EXTRA_FRAMES : 0, inner.maxFrameLength());
     }
 
     /** Faults applied to received frames. */
@@ -167,12 +156,9 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
     {
         final int max = Math.min(limit, BURST);
         int delivered = 0;
-        while (keptCount > 0 && delivered < max)
+        while (!kept.isEmpty() && delivered < max)
         {
-            final int slot = keptHead;
-            keptHead = keptHead + 1 == keptFrames.length ? 0 : keptHead + 1;
-            keptCount--;
-            handler.onFrame(keptFrames[slot], 0, keptLengths[slot], keptFlags[slot]);
+            kept.removeTo(handler);
             delivered++;
         }
 
@@ -256,7 +242,7 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
     @Override
     public boolean awaitReadable(final long timeoutNanos)
     {
-        if (keptCount > 0)
+        if (!kept.isEmpty())
         {
             return true;
         }
@@ -286,19 +272,6 @@ public final class FaultInjectingDevice extends NetDeviceDecorator
     public String toString()
     {
         return name + " rx[" + rx.config() + "] tx[" + tx.config() + "]";
-    }
-
-    private void keepForNextReceive(final DirectBuffer buffer, final int offset, final int length, final int flags)
-    {
-        int slot = keptHead + keptCount;
-        if (slot >= keptFrames.length)
-        {
-            slot -= keptFrames.length;
-        }
-        keptFrames[slot].putBytes(0, buffer, offset, length);
-        keptLengths[slot] = length;
-        keptFlags[slot] = flags;
-        keptCount++;
     }
 
     private void transmitToInner(final DirectBuffer buffer, final int offset, final int length)

@@ -1,8 +1,6 @@
 package io.nicstack.nic.fault;
 
 import io.nicstack.nic.FrameHandler;
-import org.agrona.BitUtil;
-import org.agrona.BufferUtil;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -43,12 +41,8 @@ final class FaultLine
     private int reorderFlags;
     private long reorderSinceNanos;
 
-    private final UnsafeBuffer[] heldFrames;
-    private final int[] heldLengths;
-    private final int[] heldFlags;
-    private final long[] heldDueNanos;
-    private int heldHead;
-    private int heldCount;
+    /** Frames the delay holds, each with the time it is due. */
+    private final FrameQueue held;
 
     FaultLine(final FaultConfig config, final int maxFrameLength, final int holdFrames, final long nowNanos)
     {
@@ -63,21 +57,7 @@ final class FaultLine
         corruptFrame = config.corrupt() > 0 ? new UnsafeBuffer(new byte[maxFrameLength]) : null;
         reorderFrame = config.reorder() > 0 ? new UnsafeBuffer(new byte[maxFrameLength]) : null;
 
-        final int slots = config.delayNanos() > 0 ? holdFrames : 0;
-        heldFrames = new UnsafeBuffer[slots];
-        heldLengths = new int[slots];
-        heldFlags = new int[slots];
-        heldDueNanos = new long[slots];
-        if (slots > 0)
-        {
-            final int slotLength = BitUtil.align(maxFrameLength, BitUtil.CACHE_LINE_LENGTH);
-            final UnsafeBuffer memory = new UnsafeBuffer(
-                BufferUtil.allocateDirectAligned(Math.multiplyExact(slots, slotLength), BitUtil.CACHE_LINE_LENGTH));
-            for (int i = 0; i < slots; i++)
-            {
-                heldFrames[i] = new UnsafeBuffer(memory, i * slotLength, maxFrameLength);
-            }
-        }
+        held = new FrameQueue(config.delayNanos() > 0 ? holdFrames : 0, maxFrameLength);
     }
 
     FaultConfig config()
@@ -146,12 +126,9 @@ final class FaultLine
             emitted += releaseReordered(nowNanos, sink);
         }
 
-        while (heldCount > 0 && emitted < limit && nowNanos - heldDueNanos[heldHead] >= 0)
+        while (!held.isEmpty() && emitted < limit && nowNanos - held.headTime() >= 0)
         {
-            final int slot = heldHead;
-            heldHead = heldHead + 1 == heldFrames.length ? 0 : heldHead + 1;
-            heldCount--;
-            sink.onFrame(heldFrames[slot], 0, heldLengths[slot], heldFlags[slot]);
+            held.removeTo(sink);
             emitted++;
         }
 
@@ -161,7 +138,7 @@ final class FaultLine
     /** True when a frame is held for reordering or delay. */
     boolean holding()
     {
-        return reorderLength >= 0 || heldCount > 0;
+        return reorderLength >= 0 || !held.isEmpty();
     }
 
     /**
@@ -172,11 +149,11 @@ final class FaultLine
     long nextDueNanos()
     {
         final long reorderDueNanos = reorderSinceNanos + REORDER_TIMEOUT_NANOS;
-        if (heldCount == 0)
+        if (held.isEmpty())
         {
             return reorderDueNanos;
         }
-        final long delayDueNanos = heldDueNanos[heldHead];
+        final long delayDueNanos = held.headTime();
         return reorderLength >= 0 && reorderDueNanos - delayDueNanos < 0 ? reorderDueNanos : delayDueNanos;
     }
 
@@ -250,22 +227,12 @@ final class FaultLine
             return 1;
         }
 
-        if (heldCount == heldFrames.length)
+        if (held.isFull())
         {
             stats.overflowDropped++;
             return 0;
         }
-
-        int slot = heldHead + heldCount;
-        if (slot >= heldFrames.length)
-        {
-            slot -= heldFrames.length;
-        }
-        heldFrames[slot].putBytes(0, frame, offset, length);
-        heldLengths[slot] = length;
-        heldFlags[slot] = flags;
-        heldDueNanos[slot] = nowNanos + config.delayNanos();
-        heldCount++;
+        held.add(frame, offset, length, flags, nowNanos + config.delayNanos());
         stats.delayed++;
         return 0;
     }
