@@ -2370,10 +2370,17 @@ public final class TcpConnection
         // RFC 9293 §3.8.6.2.2 (MUST-39): space beyond what the window field can express does not move the edge.
         final long free = Math.min(receiveBuffer.window(), 65535L << rcvWscale);
         final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
-        // Receiver SWS avoidance: the edge moves in steps of min(RCV.BUFF/2, MSS). And a segment of its own only when
-        // the window at least doubles (Linux's tcp_cleanup_rbuf): a window still half open or more rides on the next
-        // ACK or data segment, not one ACK more per read; a closed or nearly closed window is reopened at once.
-        return free - current >= Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1)) && free >= 2 * current;
+        // Receiver SWS avoidance: the edge moves in steps of min(RCV.BUFF/2, MSS). And a segment of its own (Linux's
+        // tcp_cleanup_rbuf) only when the window at least doubles, so a closed or nearly closed window is reopened at
+        // once while one still half open or more rides on the next ACK or data segment, not one ACK more per read;
+        // or when an ACK is owed anyway (the delayed-ACK timer runs) for more than one MSS taken since the last ACK:
+        // segments shorter than a full MSS never make "every second full-sized segment", and a sender held by its
+        // congestion window or by Nagle would wait for the timer on every flight.
+        if (free - current < Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1)))
+        {
+            return false;
+        }
+        return free >= 2 * current || delayedAckDeadline != NONE && rcvNxt - lastAckSent > Math.max(rcvMss, 1);
     }
 
     /** Send a keep-alive or zero-window probe: SEG.SEQ = SND.NXT - 1 with no data (RFC 9293 §3.8.4), or one byte. */

@@ -613,6 +613,27 @@ class Rfc9293DataTest
         t.recv(t.out().seq(t.iss + 11).ack(t.irs + 1 + 2920 + 5840).window(8192)); // 2352 advertised: it more than doubles
     }
 
+    /**
+     * The other reason a read sends an ACK at once (Linux's tcp_cleanup_rbuf): one is owed anyway (the delayed-ACK
+     * timer runs) for more than one MSS taken since the last ACK. Segments shorter than a full MSS (a peer writing
+     * 1000-byte messages with Nagle off) never make "every second full-sized segment"; without this their sender,
+     * held by its congestion window or by Nagle, waited for the timer on every flight (the review of 29fd4a2).
+     */
+    @Test
+    void aReadOfMoreThanAnMssOfShortSegmentsAwaitingTheDelayedAckAcksAtOnce()
+    {
+        t.passiveOpen();
+        for (int i = 0; i < 4; i++)
+        {
+            t.send(t.in().seq(t.irs + 1 + i * 1000).payload(bytes(1000, 1 + i)));
+        }
+        t.recvNothing(); // none is full-sized: the ACK is delayed
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[8192]);
+        assertEquals(4000, t.conn.read(b, 0, 8192));
+        t.poll();
+        t.recv(t.out().ack(t.irs + 1 + 4000));
+    }
+
     @Test
     void rfc9293_must40_delayedAckUnderHalfASecond()
     {
