@@ -195,7 +195,8 @@ public final class CountersFile implements AutoCloseable
      */
     public boolean daemonRunning()
     {
-        return DaemonLock.heldBy(path.getParent(), pid() + " " + header.getLong(START_TIME_OFFSET));
+        // Absolute: a file named relative to the working directory ("counters.dat") has no parent of its own.
+        return DaemonLock.heldBy(path.toAbsolutePath().getParent(), pid() + " " + header.getLong(START_TIME_OFFSET));
     }
 
     public CountersManager manager()

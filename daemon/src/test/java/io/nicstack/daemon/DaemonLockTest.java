@@ -68,4 +68,24 @@ class DaemonLockTest
         assertEquals("x", Files.readString(target));
         assertFalse(DaemonLock.heldBy(dir, DaemonLock.identity()));
     }
+
+    /**
+     * A counters file opened as the working directory's ({@code Path.of("")}, which the API allows, though the command
+     * line refuses an empty --shm) is judged by the lock beside it; its path had no parent, and this threw a
+     * NullPointerException (the review of 613145a).
+     */
+    @Test
+    void aCountersFileInTheWorkingDirectoryIsJudgedByTheLockThere() throws Exception
+    {
+        final Path here = Path.of("");
+        assertFalse(Files.exists(here.resolve(CountersFileDescriptor.FILE_NAME)), "a counters file in " + here.toAbsolutePath());
+        try (CountersFile written = CountersFile.create(here); CountersFile read = CountersFile.open(here))
+        {
+            assertFalse(read.daemonRunning(), "no daemon holds ./daemon.lock");
+        }
+        finally
+        {
+            Files.deleteIfExists(here.resolve(CountersFileDescriptor.FILE_NAME));
+        }
+    }
 }

@@ -461,7 +461,10 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         {
             return;
         }
-        final boolean fileGoesOn = s.fileFd >= 0 && !s.tcpGone && type != Protocol.ABORT
+        // Written behind a SEND_FILE that was refused before the app could see FILE_SENT (at a detach every one is):
+        // that file is not in the stream, and a FIN would pass it off as whole, behind a later file too.
+        final boolean afterUnseenRefusal = s.fileRefused && control.messagePosition() - s.fileRefusedBelow < 0;
+        final boolean fileGoesOn = s.fileFd >= 0 && !s.tcpGone && type != Protocol.ABORT && !afterUnseenRefusal
             && !(type == Protocol.CLOSE && s.rx.readable() > 0); // unread data makes a CLOSE a reset (Linux's tcp_close)
         if (type != Protocol.SHUTDOWN)
         {
@@ -481,11 +484,16 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         }
         if (s.fileFd >= 0)
         {
-            // ABORT, or a CLOSE with unread data: the file ends with the connection.
+            // ABORT, a CLOSE with unread data, or an end behind an unseen refusal: the file ends with the connection.
+            final long done = s.fileAppended;
             stopFile(s);
+            if (!s.appClosed)
+            {
+                fileSent(s, Reason.RESET, done); // every accepted SEND_FILE is answered once
+            }
             if (!s.tcpGone)
             {
-                counters.increment(PipeCounter.FILES_FAILED);
+                counters.increment(afterUnseenRefusal ? PipeCounter.FILES_CLOSED_UNSEEN : PipeCounter.FILES_FAILED);
                 s.connection.abort(); // the slot is freed when TCP lets go, if the app closed it
                 return;
             }
@@ -503,11 +511,9 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             s.connection.abort(); // RFC 9293 ABORT: RST now, queued data dropped
             return;
         }
-        if (s.fileRefused && control.messagePosition() - s.fileRefusedBelow < 0)
+        if (afterUnseenRefusal)
         {
-            // Written behind a SEND_FILE that was refused before the app could see FILE_SENT (at a detach every one
-            // is): the file is not in the stream, and a FIN would pass it off as whole. An app that saw the refusal
-            // may write the bytes itself; its CLOSE comes after the refusal, and is a FIN.
+            // An app that saw the refusal may write the bytes itself; its CLOSE comes after the refusal, and is a FIN.
             counters.increment(PipeCounter.FILES_CLOSED_UNSEEN);
             s.connection.abort(); // the slot is freed when TCP lets go, if the app closed it
             return;

@@ -2458,4 +2458,108 @@ class PipeServerTest
         assertNotNull(await(next, Protocol.ACCEPTED));
         next.close();
     }
+
+    /** A peer's RST while a CLOSE waits behind a file frees the slot and closes the file (reviewed with ea8808f). */
+    @Test
+    void aPeerResetWhileACloseWaitsBehindAFileFreesTheSlotAndClosesTheFile() throws IOException
+    {
+        final TestApp app = attach("probe-rst", self, 2);
+        listen(app, PORT);
+        final byte[] content = randomBytes(90, 4 << 20);
+        final Path bodyPath = Files.write(shm.resolve("probe-body.bin"), content);
+        final int fd = Linux.LIBC.open(bodyPath.toString(), Linux.O_RDONLY);
+        try
+        {
+            final AppSession session = server.session(app.path);
+            final Peer peer = new Peer();
+            final TcpConnection[] remote = new TcpConnection[1];
+            final long id = accept(app, peer, remote);
+            app.sendFile(id, fd, 0, content.length);
+            step();
+            app.send(Protocol.CLOSE, id, 0, 0);
+            step();
+            assertEquals(1, session.freeSlots(), "held while its file goes on");
+            final int before = openFdsTo(bodyPath);
+            remote[0].abort();
+            runUntil(() -> session.freeSlots() == 2, 2_000_000_000L, "slot freed after the peer's reset");
+            assertEquals(before - 1, openFdsTo(bodyPath), "the daemon closed the file it was filling from");
+            for (int i = 0; i < 10; i++)
+            {
+                step();
+            }
+            assertEquals(2, session.freeSlots());
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
+    private static int openFdsTo(final Path file) throws IOException
+    {
+        int n = 0;
+        try (java.util.stream.Stream<Path> fds = Files.list(Path.of("/proc/self/fd")))
+        {
+            for (final Path p : (Iterable<Path>)fds::iterator)
+            {
+                try
+                {
+                    if (Files.readSymbolicLink(p).equals(file.toRealPath()))
+                    {
+                        n++;
+                    }
+                }
+                catch (final IOException e)
+                {
+                    // gone meanwhile
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * SEND_FILE A refused (descriptor not open), SEND_FILE B, CLOSE, all written before the app could see A's refusal
+     * (a raw app: the client library sends no second file before the first one's answer). The stream lacks A, so the
+     * CLOSE resets (FILES_CLOSED_UNSEEN), whether B finished before the CLOSE was read or is still in progress. Before
+     * the fix, with B in progress, the CLOSE waited for B and the peer got head and B and a FIN (the review of
+     * ea8808f): a stream without A passed off as whole.
+     */
+    @Test
+    void aCloseBehindASecondFileAfterAnUnseenRefusalResetsWhetherTheSecondFileIsDoneOrNot() throws IOException
+    {
+        final TestApp app = attach("probe-unseen", self, 2);
+        listen(app, PORT);
+        final byte[] small = randomBytes(91, 1000);
+        final byte[] large = randomBytes(92, 4 << 20);
+        final int smallFd = Linux.LIBC.open(Files.write(shm.resolve("probe-small.bin"), small).toString(), Linux.O_RDONLY);
+        final int largeFd = Linux.LIBC.open(Files.write(shm.resolve("probe-large.bin"), large).toString(), Linux.O_RDONLY);
+        try
+        {
+            final Peer[] peers = {new Peer(), new Peer()};
+            final TcpConnection[][] remotes = {new TcpConnection[1], new TcpConnection[1]};
+            final long[] ids = new long[2];
+            for (int i = 0; i < 2; i++)
+            {
+                ids[i] = accept(app, peers[i], remotes[i]);
+                app.write(Protocol.slotOf(ids[i]), randomBytes(93, 100), 0, 100);
+                app.sendFile(ids[i], 999_999, 0, 10); // A: refused
+                app.sendFile(ids[i], i == 0 ? smallFd : largeFd, 0, i == 0 ? small.length : large.length); // B
+                app.send(Protocol.CLOSE, ids[i], 0, 0);
+            }
+            awaitStreamsEnd(peers, remotes);
+            assertEquals(TcpConnection.CLOSE_RESET, peers[0].closedReason, "B finished before the CLOSE: reset");
+            assertFalse(peers[1].peerClosed, "B in progress at the CLOSE: no FIN after a stream without A (got "
+                + peers[1].read + " bytes and a FIN)");
+            assertEquals(TcpConnection.CLOSE_RESET, peers[1].closedReason, "B in progress at the CLOSE: reset");
+            assertEquals(2, counters.get(PipeCounter.FILES_CLOSED_UNSEEN));
+        }
+        finally
+        {
+            Linux.LIBC.close(smallFd);
+            Linux.LIBC.close(largeFd);
+        }
+        app.close();
+    }
 }

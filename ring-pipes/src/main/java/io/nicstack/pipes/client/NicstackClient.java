@@ -448,8 +448,8 @@ public final class NicstackClient implements AutoCloseable
      * CLOSE every connection, write DETACHED, stop the heartbeat thread, unmap and delete the app file. Idempotent;
      * nothing of this client may be used afterwards. As after close(2), the daemon still sends what each connection had
      * committed, then its FIN, from the memory it keeps mapped. A connection whose file the daemon is still sending
-     * (SEND_FILE, not answered yet) is aborted (RST): its answer will not be read, and a FIN after a file refused or
-     * cut short would pass a short stream off as whole. Descriptors of files being sent are held until the daemon has
+     * (SEND_FILE, not answered yet) is closed too: the daemon sends the rest of the file, then the FIN; a file it
+     * refuses or cannot finish resets the connection instead, never a FIN after a short stream. Descriptors of files being sent are held until the daemon has
      * read their SEND_FILEs, so this may wait for a daemon behind on its control ring, while it reads on, and for the
      * daemon timeout at most once it stops (not at all once its heartbeat stopped for the loss bound).
      */
