@@ -109,6 +109,9 @@ final class DaemonLock implements AutoCloseable
         {
             Files.write(path, (identity() + "\n").getBytes(StandardCharsets.US_ASCII),
                 StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING, LinkOption.NOFOLLOW_LINKS);
+            // Readable by every user who may read the counters, whatever the umask it was first made under: a reader
+            // that cannot open it takes the daemon for gone.
+            Files.setAttribute(path, "unix:mode", 0644, LinkOption.NOFOLLOW_LINKS);
         }
         catch (final IOException e)
         {

@@ -88,4 +88,16 @@ class DaemonLockTest
             Files.deleteIfExists(here.resolve(CountersFileDescriptor.FILE_NAME));
         }
     }
+
+    /** A lock file an earlier daemon made under umask 077 is made readable again: other users' readers must open it. */
+    @Test
+    void theLockFileIsReadableByAllWhateverTheModeItWasMadeWith() throws Exception
+    {
+        final Path file = Files.createFile(dir.resolve(DaemonLock.FILE_NAME),
+            java.nio.file.attribute.PosixFilePermissions.asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+        try (DaemonLock lock = DaemonLock.acquire(dir))
+        {
+            assertEquals(0644, (Integer)Files.getAttribute(file, "unix:mode") & 0777);
+        }
+    }
 }
