@@ -49,6 +49,17 @@ public final class Identifications
     /** The identification of the next datagram to {@code destination}, 16 bits. */
     public int next(final int destination, final int protocol)
     {
+        return next(key(destination, protocol));
+    }
+
+    /**
+     * The keyed hash of destination and protocol that {@link #next(long)} takes: from the cache, or one SipHash. A
+     * sender of many datagrams to one destination (a TCP connection) keeps it, so that its identifications cost no
+     * hash and no cache line however many destinations the stack talks to (past the cache's 256 lines, each pair
+     * would be a SipHash per datagram).
+     */
+    public long key(final int destination, final int protocol)
+    {
         final long pair = ((destination & 0xFFFF_FFFFL) << 8) | (protocol & 0xFF);
         final int line = (int)((pair * 0x9E37_79B9_7F4A_7C15L) >>> (64 - CACHE_BITS));
         long h = cachedHash[line];
@@ -58,6 +69,12 @@ public final class Identifications
             cachedPair[line] = pair + 1;
             cachedHash[line] = h;
         }
-        return (counters[(int)h & (BUCKETS - 1)]++ + (int)(h >>> 48)) & 0xFFFF;
+        return h;
+    }
+
+    /** The identification of the next datagram of the pair whose {@link #key} is {@code key}, 16 bits. */
+    public int next(final long key)
+    {
+        return (counters[(int)key & (BUCKETS - 1)]++ + (int)(key >>> 48)) & 0xFFFF;
     }
 }

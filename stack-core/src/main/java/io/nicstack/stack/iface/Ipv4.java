@@ -373,6 +373,20 @@ public final class Ipv4
     public MutableDirectBuffer claimDatagram(
         final int destination, final int protocol, final int l4Length, final boolean dontFragment, final long now)
     {
+        return claimDatagram(destination, protocol, l4Length, dontFragment, identifications.key(destination, protocol), now);
+    }
+
+    /** The identification key ({@link Identifications#key}) of {@code destination} and {@code protocol}, to keep. */
+    public long identificationKey(final int destination, final int protocol)
+    {
+        return identifications.key(destination, protocol);
+    }
+
+    /** As {@link #claimDatagram(int, int, int, boolean, long)}, with the pair's identification key kept by the caller. */
+    public MutableDirectBuffer claimDatagram(
+        final int destination, final int protocol, final int l4Length, final boolean dontFragment,
+        final long identificationKey, final long now)
+    {
         if (l4Length > mtu - Ipv4Header.MIN_HEADER_LENGTH || !config.onLink(destination) && config.gateway() == 0)
         {
             return null;
@@ -386,7 +400,7 @@ public final class Ipv4
         counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
         final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
-        writeHeader(frame, totalLength, destination, protocol, identifications.next(destination, protocol),
+        writeHeader(frame, totalLength, destination, protocol, identifications.next(identificationKey),
             dontFragment, false, 0);
         claimedFrame = frame;
         claimedLength = EthernetFrame.HEADER_LENGTH + totalLength;

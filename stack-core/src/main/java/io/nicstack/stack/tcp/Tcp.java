@@ -709,6 +709,12 @@ public final class Tcp implements IpProtocolHandler
         }
     }
 
+    /** The IPv4 identification key of TCP to {@code remoteIp}, which a connection keeps. */
+    long identificationKey(final int remoteIp)
+    {
+        return ip.identificationKey(remoteIp, Ipv4Header.PROTOCOL_TCP);
+    }
+
     /** Send one segment of {@code c}; the payload (if any) is read from its send buffer. */
     void emit(final TcpConnection c, final TcpRepr r, final long dataOffset, final int length, final long nowNanos)
     {
@@ -718,7 +724,8 @@ public final class Tcp implements IpProtocolHandler
         final int headerLength = r.headerLength();
         final int total = headerLength + length;
         // The one copy of the TX path: send buffer -> frame, with the segment built in place.
-        final MutableDirectBuffer frame = ip.claimDatagram(c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, c.dontFragment(), nowNanos);
+        final MutableDirectBuffer frame = ip.claimDatagram(
+            c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, c.dontFragment(), c.identificationKey, nowNanos);
         if (frame != null)
         {
             final boolean offload = ip.transmitChecksumOffload();

@@ -51,6 +51,8 @@ public final class TcpConnection
     final int localPort;
     final int remoteIp;
     final int remotePort;
+    /** The IPv4 identification key of the peer (Identifications.key), kept: no hash per segment however many peers. */
+    final long identificationKey;
     final TcpSettings settings;
     /** Replaced by a {@link DetachedBuffers} when provided buffers are given back early (TIME-WAIT). */
     SendBuffer sendBuffer;
@@ -253,6 +255,7 @@ public final class TcpConnection
         this.localPort = localPort;
         this.remoteIp = remoteIp;
         this.remotePort = remotePort;
+        this.identificationKey = tcp.identificationKey(remoteIp);
         this.settings = settings;
         this.sendBuffer = sendBuffer;
         this.receiveBuffer = receiveBuffer;

@@ -36,4 +36,26 @@ class IdentificationsTest
             assertEquals(expected, ids.next(destination, protocol), "datagram " + n);
         }
     }
+
+    /**
+     * A key kept (as a TCP connection keeps its peer's) gives the identifications the destination gives, interleaved
+     * with datagrams by destination that share the counters: keeping the key changes no identification, only the cost.
+     */
+    @Test
+    void aKeptKeyGivesWhatTheDestinationGives()
+    {
+        final Identifications byKey = new Identifications(3, 4);
+        final Identifications byDestination = new Identifications(3, 4);
+        final long[] keys = new long[3_000];
+        for (int i = 0; i < keys.length; i++)
+        {
+            keys[i] = byKey.key(0xC612_0000 + i, 6);
+        }
+        final Random random = new Random(6864);
+        for (int n = 0; n < 20_000; n++)
+        {
+            final int i = random.nextInt(keys.length);
+            assertEquals(byDestination.next(0xC612_0000 + i, 6), byKey.next(keys[i]), "datagram " + n);
+        }
+    }
 }
