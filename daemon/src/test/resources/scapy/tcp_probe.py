@@ -16,6 +16,8 @@ CHECK is one of:
   outofwindow  data beyond the window and old data get an ACK with RCV.NXT and are not delivered
   paws         data with an old TSval is dropped with an ACK (RFC 7323 §5); the same data with a new TSval is echoed
   sack         out-of-order data gets ACKs with the right SACK blocks (RFC 2018); the data arrives once the holes fill
+  oofin        a FIN out of order ends the stream: text past it is never echoed, the FIN is ACKed once the hole
+               before it fills, and the echo service then closes (RFC 9293 §3.10.7.4)
   oddsyn       SYNs with odd or illegal options get an answer; a normal connection echoes afterwards
   synflood     20,000 spoofed SYNs from 198.18.0.0/24 in one sendp batch while a kernel client (198.18.0.1) echoes
 
@@ -574,6 +576,108 @@ def check_sack(h):
     return "SACK blocks [100,200) then [300,400)+[100,200) then [300,400); all 400 bytes echoed in order"
 
 
+def check_oofin(h):
+    """RFC 9293 §3.10.7.4: a FIN ends the stream where it stands, even when it arrives out of order.
+
+    Relative to the stream after a warm-up: 0..99 in order, then FIN at 300 carrying 200..299 (a hole at 100..199),
+    then 300..399 past the FIN, then the hole. Only 0..299 may come back, the FIN is acknowledged (ack 301) when the
+    hole fills, and the echo service, which closes once its peer has closed and everything was echoed, sends its FIN.
+    """
+    FIN = 0x01
+    c = Conn(h)
+    c.connect()
+    if not c.sack:
+        raise Fail("SACK not negotiated")
+    c.echo(b"before the out-of-order FIN")
+    base = c.snd_nxt
+    warm = len(c.received)
+    data = bytes((i * 29 + 3) & 0xFF for i in range(400))
+
+    def rel(s):
+        return (s - base) % MOD
+
+    def ack_with(what, want_ack, want_blocks):
+        p = c.h.take(lambda q: c.mine(q) and q[TCP].flags & 0x10, 2.0)
+        if p is None:
+            raise Fail("no ACK after %s" % what)
+        blocks = sack_blocks(p)
+        print("after %s: %s ack=%d sack=%s" % (what, describe(p), rel(p[TCP].ack), [(rel(l), rel(r)) for l, r in blocks]))
+        if p[TCP].ack != add(base, want_ack):
+            raise Fail("after %s: ack %d (relative), want %d" % (what, rel(p[TCP].ack), want_ack))
+        if [(rel(l), rel(r)) for l, r in blocks] != want_blocks:
+            raise Fail("after %s: SACK blocks %s (relative), want %s" % (
+                what, [(rel(l), rel(r)) for l, r in blocks], want_blocks))
+        c.note(p)
+        if payload_len(p) or p[TCP].flags & FIN:
+            raise Fail("after %s: the daemon sent data or a FIN while the hole at 100 remains: %s" % (what, describe(p)))
+        return p
+
+    try:
+        c.echo(data[0:100])
+        # The FIN at 300, carrying 200..299: out of order, the hole 100..199 before it.
+        c.send("FPA", seq=add(base, 200), data=data[200:300])
+        ack_with("FIN at 300 with 200..299 (hole 100..199)", 100, [(200, 300)])
+        # 300..399 lie past the FIN: not data (RFC 9293 §3.10.7.4), so neither held nor reported in a SACK block.
+        c.send("PA", seq=add(base, 300), data=data[300:400])
+        ack_with("300..399 past the FIN", 100, [(200, 300)])
+        if len(c.received) != warm + 100:
+            raise Fail("echo went past byte 100 while the hole at 100..199 remains")
+        # Fill the hole: RCV.NXT reaches the FIN, which is taken (ack 301); our next segments sit after it.
+        c.send("PA", seq=add(base, 100), data=data[100:200])
+        c.snd_nxt = add(base, 301)
+        acks = []
+        fin_at = None
+        end = time.monotonic() + 5
+        while fin_at is None and time.monotonic() < end:
+            p = c.h.take(c.mine, max(0.0, end - time.monotonic()))
+            if p is None:
+                break
+            t = p[TCP]
+            n = payload_len(p)
+            c.note(p)
+            if t.flags & 0x10:
+                acks.append(rel(t.ack))
+            if n > 0 and t.seq == c.rcv_nxt:
+                c.received += payload(p)
+                c.rcv_nxt = add(c.rcv_nxt, n)
+            if t.flags & FIN and add(t.seq, n) == c.rcv_nxt:
+                fin_at = len(c.received) - warm
+                c.rcv_nxt = add(c.rcv_nxt, 1)
+            if n > 0 or t.flags & FIN:
+                c.send("A")
+        # Anything still coming (data past the FIN, a retransmitted FIN) is caught here.
+        for p in c.quiet(0.7):
+            if p[TCP].flags & 0x10:
+                acks.append(rel(p[TCP].ack))
+            if p[TCP].flags & FIN and fin_at is None:
+                fin_at = len(c.received) - warm
+        got = bytes(c.received[warm:])
+        print("after filling the hole: echoed %d bytes, ACKs %s, daemon's FIN after %s bytes" % (len(got), acks, fin_at))
+        if len(got) > 300:
+            raise Fail("echo carried %d bytes past the FIN (bytes 300..%d reached the application): %r..." % (
+                len(got) - 300, len(got) - 1, got[300:320]))
+        if got != data[:300]:
+            raise Fail("echo is %d of 300 bytes, exact prefix=%s" % (len(got), got == data[:len(got)]))
+        past = [a for a in acks if a > 301 and a < (1 << 31)]
+        if past:
+            raise Fail("ACKs past the FIN (want at most 301): %s" % sorted(set(past)))
+        if 301 not in acks:
+            raise Fail("the FIN at 300 was never acknowledged (ack 301 not seen; ACKs %s)" % acks)
+        if fin_at != 300:
+            raise Fail("no FIN from the echo service after the 300 bytes (it closes once its peer closed): FIN after %s"
+                       % fin_at)
+        # Our ACK of its FIN closed the connection (LAST-ACK -> CLOSED): a segment now gets a reset.
+        c.send("PA", data=b"after the close")
+        p = c.h.take(c.mine, 2.0)
+        if p is None or not p[TCP].flags & 0x04:
+            raise Fail("segment after the close not answered by a reset: %s" % (describe(p) if p else "no answer"))
+        print("segment after the close: %s" % describe(p))
+    except Fail:
+        c.reset()
+        raise
+    return "bytes 0..299 echoed, 300..399 past the FIN never; FIN acked (301) when the hole filled; echo closed"
+
+
 def opt_bytes(*parts):
     b = b"".join(parts)
     if len(b) % 4:
@@ -777,6 +881,7 @@ CHECKS = {
     "outofwindow": check_outofwindow,
     "paws": check_paws,
     "sack": check_sack,
+    "oofin": check_oofin,
     "oddsyn": check_oddsyn,
     "synflood": check_synflood,
 }

@@ -180,6 +180,25 @@ class ScapyTcpTest
         probe("sack", 90);
     }
 
+    /**
+     * RFC 9293 §3.10.7.4 end to end (commit c524335; segment level: Rfc9293ConnectionTest's out-of-order FIN tests): a
+     * FIN at 300 arriving before the hole at 100..199 fills, then text at 300..399 past it. Only 0..299 is echoed, the
+     * FIN is acknowledged (ack 301) when the hole fills, and the echo service, which closes once the peer closed and
+     * everything was echoed (TcpServices), sends its FIN; the fake host's ACK of it ends the connection without a reset.
+     */
+    @Test
+    @Order(8)
+    void anOutOfOrderFinEndsTheStreamWhereItStandsAndTheEchoClosesOnceTheHoleFills() throws IOException
+    {
+        final Map<StackCounter, Long> before = counters();
+        probe("oofin", 90);
+        final Map<StackCounter, Long> after = counters();
+        assertEquals(before.get(StackCounter.TCP_ESTABLISHED_RESETS), after.get(StackCounter.TCP_ESTABLISHED_RESETS),
+            "the connection closed by FINs both ways, not by a reset");
+        assertTrue(after.get(StackCounter.TCP_NO_CONNECTION) - before.get(StackCounter.TCP_NO_CONNECTION) >= 1,
+            "the segment sent after the close found no connection: " + after.get(StackCounter.TCP_NO_CONNECTION));
+    }
+
     @Test
     @Order(7)
     void synsWithOddOrIllegalOptionsAreAnsweredAndNothingCrashes() throws IOException
