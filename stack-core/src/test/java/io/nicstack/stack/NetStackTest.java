@@ -785,6 +785,67 @@ class NetStackTest
     }
 
     /**
+     * ARP requests for us from more spoofed on-link senders than the cache holds (on a /16) do not evict a peer we
+     * know: a request's sender gets an entry only while the cache has a free slot (RFC 826 adds it for efficiency
+     * only; the reply goes to the request's sender hardware address either way). Before, each one took an entry at
+     * once, evicting round-robin, and the known peer was gone after one pass.
+     */
+    @Test
+    void arpRequestsFromSpoofedSendersDoNotEvictAKnownPeer()
+    {
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/16"), counters, now);
+        mac = stack.config().mac();
+        learnPeer();
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP));
+        final int n = stack.config().arpCacheSize();
+        for (int i = 0; i < 2 * n; i++)
+        {
+            final long sha = 0x0200_0000_0000L + 0x10000 + i;
+            final List<byte[]> sent = exchange(ethernet(MacAddress.BROADCAST, sha, EthernetFrame.ETHERTYPE_ARP,
+                arp(ArpPacket.OP_REQUEST, sha, 0xC612_1000 + i, 0, STACK_IP)));
+            assertEquals(1, sent.size(), "each request is still answered");
+        }
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "the known peer is still known");
+        assertEquals(0, counters.get(StackCounter.ARP_CACHE_FULL), "no entry evicted for a request's sender");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * A peer we keep sending to (a gateway) stays in a full cache while new destinations of ours take entries one after
+     * another: eviction gives a second chance to entries used since the victim pointer last passed them (CLOCK). Before,
+     * eviction went round-robin over every entry and the peer in use was evicted on the first pass.
+     */
+    @Test
+    void aPeerInUseStaysInAFullCacheWhileNewDestinationsComeAndGo()
+    {
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/16").arpCacheSize(8), counters, now);
+        mac = stack.config().mac();
+        final int size = stack.config().arpCacheSize();
+        learnPeer();
+        for (int i = 1; i < size; i++)
+        {
+            final long otherMac = 0x0200_0000_0000L + i;
+            exchange(ethernet(MacAddress.BROADCAST, otherMac, EthernetFrame.ETHERTYPE_ARP,
+                arp(ArpPacket.OP_REQUEST, otherMac, 0xC612_2000 + i, 0, STACK_IP)));
+        }
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        final UnsafeBuffer payload = new UnsafeBuffer(new byte[10]);
+        for (int i = 0; i < 4 * size; i++)
+        {
+            assertTrue(socket.send(PEER_IP, 9, payload, 0, 10, now));
+            final int destination = 0xC612_3000 + i;
+            final long destinationMac = 0x0A00_0000_3000L + i;
+            assertTrue(socket.send(destination, 9, payload, 0, 10, now));
+            stack.poll(now);
+            device.takeSent();
+            exchange(ethernet(mac, destinationMac, EthernetFrame.ETHERTYPE_ARP,
+                arp(ArpPacket.OP_REPLY, destinationMac, destination, mac, STACK_IP)));
+        }
+        assertTrue(counters.get(StackCounter.ARP_CACHE_FULL) >= 4 * size, "the cache was full throughout");
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "the peer in use is still known");
+    }
+
+    /**
      * Identifications of datagrams a router may fragment come from a counter per destination (RFC 7739 §5.3), not one
      * for all: a host that sees its own datagrams' identifications learns nothing of another host's, so cannot count
      * our traffic to it (an idle scan) nor forge fragments that join its datagrams. Before, one counter, starting at

@@ -43,6 +43,8 @@ public final class Arp
     private final long[] expiresAt;
     private final int[] retries;
     private final long[] timerId;
+    /** CLOCK's reference bit: set when the entry is used to send (resolve), cleared as the victim pointer passes it. */
+    private final boolean[] referenced;
     private int used;
     private int evictCursor;
 
@@ -69,6 +71,7 @@ public final class Arp
         expiresAt = new long[n];
         retries = new int[n];
         timerId = new long[n];
+        referenced = new boolean[n];
         java.util.Arrays.fill(timerId, Timers.NO_TIMER);
 
         final int q = config.arpQueueFrames();
@@ -104,6 +107,7 @@ public final class Arp
         {
             if (state[slot] == REACHABLE)
             {
+                referenced[slot] = true;
                 if (now - expiresAt[slot] >= 0 && timerId[slot] == Timers.NO_TIMER)
                 {
                     // Stale: keep using the old MAC, but confirm it with a unicast request (RFC 1122 2.3.2.1).
@@ -115,6 +119,8 @@ public final class Arp
             }
             return -1;
         }
+        // No reference bit until it answers and is used: the slot is just behind the victim pointer, so a whole pass of
+        // evictions comes first; set, it would tie with the peers in use and turn CLOCK back into round-robin.
         final int fresh = allocate(nextHop);
         state[fresh] = INCOMPLETE;
         retries[fresh] = 0;
@@ -182,7 +188,10 @@ public final class Arp
             return;
         }
 
-        // RFC 826 "packet reception": merge the sender's mapping if we know it; add it if the packet is for us.
+        // RFC 826 "packet reception": merge the sender's mapping if we know it; add it if the packet is for us. The add
+        // only saves a request should we talk back, and the reply below goes to the sender's hardware address anyway, so
+        // it takes a free slot only: anyone on the link can send requests from as many spoofed senders as the subnet
+        // holds, and each would otherwise evict an entry we use (Linux likewise creates no neighbour past gc_thresh3).
         if (spa != 0 && spa != config.address() && config.onLink(spa))
         {
             final int slot = slotByAddress.get(spa);
@@ -190,7 +199,7 @@ public final class Arp
             {
                 learn(slot, sha, now);
             }
-            else if (forUs)
+            else if (forUs && used < address.length)
             {
                 learn(allocate(spa), sha, now);
             }
@@ -322,29 +331,39 @@ public final class Arp
         used++;
         address[slot] = ip;
         state[slot] = INCOMPLETE;
+        referenced[slot] = false;
         slotByAddress.put(ip, slot);
         return slot;
     }
 
     /**
-     * The entry to evict from a full cache, round-robin: among all entries while few wait for a reply (new destinations
-     * of ours), among those waiting alone once a quarter of the cache does (a flood of spoofed sources makes us resolve
-     * addresses that never answer: they give way to one another, and a peer that answered stays).
+     * The entry to evict from a full cache. While few entries wait for a reply (new destinations of ours), CLOCK over all
+     * entries: one used to send since the pointer last passed it gets a second chance (its bit cleared), so a peer or
+     * gateway in use stays while idle entries give way. Once a quarter of the cache waits (a flood of spoofed sources
+     * makes us resolve addresses that never answer), round-robin among those waiting alone: they give way to one
+     * another, and a peer that answered stays.
      */
     private int victim()
     {
+        final int n = address.length;
         int waiting = 0;
-        for (int i = 0; i < address.length; i++)
+        for (int i = 0; i < n; i++)
         {
             waiting += state[i] == INCOMPLETE ? 1 : 0;
         }
-        for (int i = 0; i < address.length; i++)
+        final boolean floodOfWaiting = waiting >= n / 4;
+        // Two passes at most: the first clears every reference bit it passes, so the second finds a victim.
+        for (int i = 0; i < 2 * n; i++)
         {
-            final int slot = (evictCursor + i) % address.length;
-            if (waiting < address.length / 4 || state[slot] == INCOMPLETE)
+            final int slot = (evictCursor + i) % n;
+            if (floodOfWaiting ? state[slot] == INCOMPLETE : !referenced[slot])
             {
-                evictCursor = (slot + 1) % address.length;
+                evictCursor = (slot + 1) % n;
                 return slot;
+            }
+            if (!floodOfWaiting)
+            {
+                referenced[slot] = false;
             }
         }
         return evictCursor;
