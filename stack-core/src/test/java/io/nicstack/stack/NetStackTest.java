@@ -940,6 +940,74 @@ class NetStackTest
         assertEquals(10, stack.arp().queuedFrames(), "each new destination's frame kept");
     }
 
+    /**
+     * RFC 1122 2.3.2.2: SHOULD save at least one (the latest) packet of every unresolved address. Echo requests from
+     * spoofed on-link sources fill the ARP queue with replies that never resolve; a datagram to a new destination of
+     * ours still gets queued, at the expense of the oldest frame of the address holding the most (here one each: the
+     * oldest of all), and leaves once its destination answers. Before, the queue was one FIFO that dropped the newest
+     * frame when full, so the new destination's datagram was lost.
+     */
+    @Test
+    void aNewDestinationKeepsItsFrameWhileSpoofedSourcesFillTheArpQueue()
+    {
+        final int q = stack.config().arpQueueFrames();
+        for (int i = 0; i < q; i++)
+        {
+            exchange(fromPeer(mac, ipv4(0xC612_0010 + i, STACK_IP, Ipv4Header.PROTOCOL_ICMP, i, false, 0,
+                icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, i, new byte[8]))));
+        }
+        assertEquals(q, stack.arp().queuedFrames());
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        final int destination = 0xC612_0005;
+        final long destinationMac = 0x0A00_0000_0005L;
+        assertTrue(socket.send(destination, 9, new UnsafeBuffer(new byte[10]), 0, 10, now));
+        assertEquals(q, stack.arp().queuedFrames());
+        assertEquals(1, counters.get(StackCounter.ARP_QUEUE_OVERFLOW), "the oldest frame gave way");
+        stack.poll(now);
+        device.takeSent();
+        final List<byte[]> after = exchange(ethernet(mac, destinationMac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, destinationMac, destination, mac, STACK_IP)));
+        assertEquals(1, after.size(), "the datagram to the new destination leaves once it resolves");
+        assertEquals(destination, ipOf(after.get(0)).destination());
+        assertEquals(q - 1, stack.arp().queuedFrames(), "the other sources' replies still wait");
+    }
+
+    /**
+     * One destination's burst fills the queue; once full, the destination holding the most frames gives way its oldest
+     * frame, so a second destination gets its own and the first keeps its latest frames, in order.
+     */
+    @Test
+    void aFullArpQueueDropsTheOldestFrameOfTheBusiestDestination()
+    {
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        final int q = stack.config().arpQueueFrames();
+        final int busy = 0xC612_0005;
+        final long busyMac = 0x0A00_0000_0005L;
+        for (int i = 0; i < q + 3; i++)
+        {
+            assertTrue(socket.send(busy, 9, new UnsafeBuffer(new byte[] {(byte)i}), 0, 1, now));
+        }
+        final int other = 0xC612_0006;
+        final long otherMac = 0x0A00_0000_0006L;
+        assertTrue(socket.send(other, 9, new UnsafeBuffer(new byte[] {(byte)0xEE}), 0, 1, now));
+        assertEquals(q, stack.arp().queuedFrames());
+        assertEquals(4, counters.get(StackCounter.ARP_QUEUE_OVERFLOW));
+        stack.poll(now);
+        device.takeSent();
+        final List<byte[]> busyFrames = exchange(ethernet(mac, busyMac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, busyMac, busy, mac, STACK_IP)));
+        assertEquals(q - 1, busyFrames.size());
+        for (int i = 0; i < q - 1; i++)
+        {
+            assertEquals((byte)(i + 4), busyFrames.get(i)[14 + 20 + 8], "the latest, in the order they were sent");
+        }
+        final List<byte[]> otherFrames = exchange(ethernet(mac, otherMac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, otherMac, other, mac, STACK_IP)));
+        assertEquals(1, otherFrames.size());
+        assertEquals((byte)0xEE, otherFrames.get(0)[14 + 20 + 8]);
+        assertEquals(0, stack.arp().queuedFrames());
+    }
+
     @Test
     void arpQueueIsBounded()
     {

@@ -48,12 +48,19 @@ public final class Arp
     private int used;
     private int evictCursor;
 
-    // Frames waiting for resolution: fixed slots in one buffer.
+    // Frames waiting for resolution: fixed slots in one buffer. queueOrder lists the slots in use, oldest first (the
+    // frames for one address leave in the order they came), freeSlots the others; dropping a frame from the middle
+    // moves slot numbers, never frames.
     private final UnsafeBuffer queue;
     private final int queueSlotLength;
-    private final int[] queueNextHop;
+    /** Cache entry each queued frame waits for, by queue slot. */
+    private final int[] queueEntry;
     private final int[] queueLength;
+    private final int[] queueOrder;
+    private final int[] freeSlots;
     private int queued;
+    /** Frames queued for each cache entry. */
+    private final int[] queuedFor;
 
     private final Timers.Handler retryHandler = this::onRetryTimer;
 
@@ -72,13 +79,20 @@ public final class Arp
         retries = new int[n];
         timerId = new long[n];
         referenced = new boolean[n];
+        queuedFor = new int[n];
         java.util.Arrays.fill(timerId, Timers.NO_TIMER);
 
         final int q = config.arpQueueFrames();
         queueSlotLength = link.device().maxFrameLength();
         queue = new UnsafeBuffer(ByteBuffer.allocateDirect(q * queueSlotLength));
-        queueNextHop = new int[q];
+        queueEntry = new int[q];
         queueLength = new int[q];
+        queueOrder = new int[q];
+        freeSlots = new int[q];
+        for (int i = 0; i < q; i++)
+        {
+            freeSlots[i] = q - 1 - i;
+        }
     }
 
     /** RFC 5227 §1.1 DEFEND_INTERVAL: at most one defending announcement per 10 s. */
@@ -129,19 +143,56 @@ public final class Arp
         return -1;
     }
 
-    /** Keep a copy of a complete frame until {@code nextHop} resolves; false (and counted) when the queue is full. */
+    /**
+     * Keep a copy of a complete frame until {@code nextHop} (just given to {@link #resolve}) resolves. A full queue makes
+     * room by dropping a frame (counted): the oldest of the address holding the most. False (and counted) only when the
+     * frame cannot be kept at all: longer than a device frame, no entry waits for {@code nextHop}, or no queue.
+     */
     public boolean enqueue(final int nextHop, final DirectBuffer frame, final int length)
     {
-        if (queued == queueLength.length || length > queueSlotLength)
+        final int entry = slotByAddress.get(nextHop);
+        if (entry == NONE || length > queueSlotLength || queueOrder.length == 0)
         {
             counters.increment(StackCounter.ARP_QUEUE_OVERFLOW);
             return false;
         }
-        queue.putBytes(queued * queueSlotLength, frame, 0, length);
-        queueNextHop[queued] = nextHop;
-        queueLength[queued] = length;
-        queued++;
+        if (queued == queueOrder.length)
+        {
+            // RFC 1122 2.3.2.2: SHOULD save at least one (the latest) packet of each unresolved address. Spoofed sources
+            // make us queue replies that never resolve; they must not starve a new destination, nor one address's burst
+            // everyone else. (With more waiting addresses than slots, the oldest frame of all gives way.)
+            dropOldestOfBusiest();
+        }
+        final int slot = freeSlots[queueOrder.length - 1 - queued];
+        queue.putBytes(slot * queueSlotLength, frame, 0, length);
+        queueEntry[slot] = entry;
+        queueLength[slot] = length;
+        queueOrder[queued++] = slot;
+        queuedFor[entry]++;
         return true;
+    }
+
+    /** Drop the oldest queued frame of the cache entry with the most frames queued. */
+    private void dropOldestOfBusiest()
+    {
+        int most = 0;
+        int at = 0;
+        for (int i = 0; i < queued; i++)
+        {
+            // Oldest first: the first frame of the first entry to reach the maximum is that entry's oldest.
+            final int count = queuedFor[queueEntry[queueOrder[i]]];
+            if (count > most)
+            {
+                most = count;
+                at = i;
+            }
+        }
+        final int slot = queueOrder[at];
+        System.arraycopy(queueOrder, at + 1, queueOrder, at, queued - at - 1);
+        queued--;
+        freeSlots[queueOrder.length - 1 - queued] = slot;
+        queuedFor[queueEntry[slot]]--;
+        counters.increment(StackCounter.ARP_QUEUE_OVERFLOW);
     }
 
     /** Frames currently waiting for resolution. */
@@ -232,51 +283,54 @@ public final class Arp
             timers.cancel(timerId[slot]);
             timerId[slot] = Timers.NO_TIMER;
         }
-        releaseQueued(address[slot], hardwareAddress);
+        releaseQueued(slot, hardwareAddress);
     }
 
-    /** Send every frame waiting for {@code nextHop}, now that its MAC is known. */
-    private void releaseQueued(final int nextHop, final long hardwareAddress)
+    /** Send every frame waiting for cache entry {@code entry}, now that its MAC is known. */
+    private void releaseQueued(final int entry, final long hardwareAddress)
     {
-        takeQueued(nextHop, hardwareAddress);
+        takeQueued(entry, hardwareAddress);
     }
 
-    /** Discard every frame waiting for {@code nextHop} (resolution failed), counting each. */
-    private void dropQueued(final int nextHop)
+    /** Discard every frame waiting for cache entry {@code entry} (resolution failed or evicted), counting each. */
+    private void dropQueued(final int entry)
     {
-        takeQueued(nextHop, -1);
+        takeQueued(entry, -1);
     }
 
-    /** Remove the frames queued for {@code nextHop}: sent to {@code hardwareAddress}, or dropped when it is -1. */
-    private void takeQueued(final int nextHop, final long hardwareAddress)
+    /** Remove the frames queued for {@code entry}, oldest first: sent to {@code hardwareAddress}, or dropped when -1. */
+    private void takeQueued(final int entry, final long hardwareAddress)
     {
+        if (queuedFor[entry] == 0)
+        {
+            return;
+        }
         int kept = 0;
+        int free = queueOrder.length - queued;
         for (int i = 0; i < queued; i++)
         {
-            final int len = queueLength[i];
-            if (queueNextHop[i] != nextHop)
+            final int slot = queueOrder[i];
+            if (queueEntry[slot] != entry)
             {
-                if (kept != i)
-                {
-                    queue.putBytes(kept * queueSlotLength, queue, i * queueSlotLength, len);
-                    queueNextHop[kept] = queueNextHop[i];
-                    queueLength[kept] = len;
-                }
-                kept++;
+                queueOrder[kept++] = slot;
+                continue;
             }
-            else if (hardwareAddress < 0)
+            freeSlots[free++] = slot;
+            if (hardwareAddress < 0)
             {
                 counters.increment(StackCounter.ARP_RESOLUTION_FAILED);
             }
             else
             {
+                final int len = queueLength[slot];
                 final MutableDirectBuffer frame = link.claim(hardwareAddress, 0);
-                frame.putBytes(0, queue, i * queueSlotLength, len);
+                frame.putBytes(0, queue, slot * queueSlotLength, len);
                 eth.wrap(frame, 0, EthernetFrame.HEADER_LENGTH).destination(hardwareAddress);
                 link.commit(len);
             }
         }
         queued = kept;
+        queuedFor[entry] = 0;
     }
 
     private void onRetryTimer(final long now, final long id)
@@ -293,7 +347,7 @@ public final class Arp
                 if (++retries[slot] >= config.arpMaxRetries())
                 {
                     // RFC 1122 2.3.2.1: give up, flush the entry and whatever waited for it.
-                    dropQueued(address[slot]);
+                    dropQueued(slot);
                     free(slot);
                     return;
                 }
@@ -325,7 +379,7 @@ public final class Arp
             // answer through ARP), but not make them answer: see victim().
             counters.increment(StackCounter.ARP_CACHE_FULL);
             slot = victim();
-            dropQueued(address[slot]);
+            dropQueued(slot);
             free(slot);
         }
         used++;
