@@ -1008,6 +1008,51 @@ class NetStackTest
         assertEquals(0, stack.arp().queuedFrames());
     }
 
+    /**
+     * A datagram whose fragments do not all fit the ARP queue is not queued at all (its fragments could never be
+     * reassembled) and send reports it: false, each fragment counted as overflow, not counted as sent; the datagram that
+     * fitted leaves whole once the next hop answers. Before, the fragments that fitted were queued, the rest dropped,
+     * and send returned true.
+     */
+    @Test
+    void aFragmentedDatagramIsQueuedWholeOrReportedNotSent()
+    {
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        final int destination = 0xC612_0005;
+        final long destinationMac = 0x0A00_0000_0005L;
+        final UnsafeBuffer big = new UnsafeBuffer(new byte[60_000]);
+        assertTrue(socket.send(destination, 9, big, 0, 60_000, now));
+        final int fragments = stack.arp().queuedFrames();
+        assertTrue(fragments > stack.config().arpQueueFrames() / 2, "a second one cannot fit: " + fragments);
+        assertFalse(socket.send(destination, 9, big, 0, 60_000, now), "reported not sent");
+        assertEquals(fragments, stack.arp().queuedFrames(), "none of its fragments queued");
+        assertEquals(fragments, counters.get(StackCounter.ARP_QUEUE_OVERFLOW), "each fragment counted");
+        assertEquals(1, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
+        assertEquals(1, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
+        stack.poll(now);
+        device.takeSent();
+        final List<byte[]> sent = exchange(ethernet(mac, destinationMac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, destinationMac, destination, mac, STACK_IP)));
+        assertEquals(fragments, sent.size(), "the first datagram leaves whole");
+        assertFalse(ipOf(sent.get(fragments - 1)).moreFragments());
+    }
+
+    /**
+     * Ipv4.send returns false (counted) when it cannot send (its contract), also when ARP cannot keep the frame until
+     * the next hop resolves (here a stack configured with no waiting queue): UDP's send reports it and counts no
+     * datagram out. Before, the frame was dropped and the datagram counted and reported sent.
+     */
+    @Test
+    void sendReportsFailureWhenArpCannotKeepTheFrame()
+    {
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/24").arpQueueFrames(0), counters, now);
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        assertFalse(socket.send(0xC612_0005, 9, new UnsafeBuffer(new byte[10]), 0, 10, now));
+        assertEquals(1, counters.get(StackCounter.ARP_QUEUE_OVERFLOW));
+        assertEquals(0, counters.get(StackCounter.UDP_OUT_DATAGRAMS), "not counted as sent");
+        assertEquals(0, counters.get(StackCounter.IPV4_OUT_DATAGRAMS), "not counted as sent");
+    }
+
     @Test
     void arpQueueIsBounded()
     {

@@ -172,6 +172,21 @@ public final class Arp
         return true;
     }
 
+    /**
+     * Admit the {@code frames} fragments of one datagram: true when they all fit the queue as it is; false, each counted
+     * as overflow, when not. Fragments never make room by dropping frames: a datagram missing one is never reassembled,
+     * so it is queued whole or not at all, and it does not break another fragmented datagram to make room.
+     */
+    public boolean admitFragments(final int frames)
+    {
+        if (frames > queueOrder.length - queued)
+        {
+            counters.add(StackCounter.ARP_QUEUE_OVERFLOW, frames);
+            return false;
+        }
+        return true;
+    }
+
     /** Drop the oldest queued frame of the cache entry with the most frames queued. */
     private void dropOldestOfBusiest()
     {

@@ -335,24 +335,38 @@ public final class Ipv4
             return false;
         }
         final long mac = arp.resolve(nextHop, now);
-        final int id = identifications.next(destination, protocol);
-        counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
-
         final int maxPayload = mtu - Ipv4Header.MIN_HEADER_LENGTH;
         if (length <= maxPayload)
         {
-            emit(mac, nextHop, destination, protocol, id, false, 0, payload, offset, length);
+            // A frame that waits for ARP may be refused (Arp.enqueue): then the datagram was not sent.
+            if (!emit(mac, nextHop, destination, protocol, identifications.next(destination, protocol), false, 0,
+                payload, offset, length))
+            {
+                return false;
+            }
+            counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
             return true;
         }
         // RFC 791 fragmentation: every fragment but the last carries a multiple of 8 bytes.
         final int chunk = maxPayload & ~7;
+        // Waiting for ARP, all fragments or none: some of them alone can never be reassembled.
+        if (mac < 0 && !arp.admitFragments((length + chunk - 1) / chunk))
+        {
+            return false;
+        }
+        final int id = identifications.next(destination, protocol);
+        boolean all = true;
         for (int sent = 0; sent < length; sent += chunk)
         {
             final int n = Math.min(chunk, length - sent);
-            emit(mac, nextHop, destination, protocol, id, sent + n < length, sent, payload, offset + sent, n);
+            all &= emit(mac, nextHop, destination, protocol, id, sent + n < length, sent, payload, offset + sent, n);
             counters.increment(StackCounter.IPV4_OUT_FRAGMENTS);
         }
-        return true;
+        if (all)
+        {
+            counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
+        }
+        return all;
     }
 
     /** Where the upper-layer header starts in a frame from {@link #claimDatagram}. */
@@ -483,7 +497,8 @@ public final class Ipv4
         link.commit(frameLength, deviceFlags);
     }
 
-    private void emit(
+    /** One frame to {@code mac}, or to ARP's queue when it is -1; false when the queue refused it. */
+    private boolean emit(
         final long mac,
         final int nextHop,
         final int destination,
@@ -508,12 +523,11 @@ public final class Ipv4
         }
         if (mac < 0)
         {
-            arp.enqueue(nextHop, frame, frameLength);
+            final boolean queued = arp.enqueue(nextHop, frame, frameLength);
             link.abort();
+            return queued;
         }
-        else
-        {
-            link.commit(frameLength);
-        }
+        link.commit(frameLength);
+        return true;
     }
 }
