@@ -359,7 +359,8 @@ class NetStackTest
         assertDrop(StackCounter.IPV4_DROP_TTL, patch(good, 8, 0), true);
         assertDrop(StackCounter.IPV4_DROP_NOT_FOR_US, ipv4(PEER_IP, 0xC612_0009, 1, 1, false, 0, new byte[8]), false);
         assertDrop(StackCounter.IPV4_DROP_BAD_SOURCE, ipv4(0xE000_0001, STACK_IP, 1, 1, false, 0, new byte[8]), false);
-        assertDrop(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL, ipv4(PEER_IP, STACK_IP, 99, 1, false, 0, new byte[8]), false);
+        // To our subnet's broadcast address: no Protocol Unreachable either (see the next test).
+        assertDrop(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL, ipv4(PEER_IP, 0xC612_00FF, 99, 1, false, 0, new byte[8]), false);
         assertDrop(StackCounter.ICMP_DROP_BAD_CHECKSUM, patch(good, 22, good[22] ^ 0x10), false);
         // Options: IHL 6 with one option of length 0.
         final byte[] withOption = new byte[24 + 16];
@@ -369,6 +370,37 @@ class NetStackTest
         withOption[20] = 7;
         withOption[21] = 0;
         assertDrop(StackCounter.IPV4_DROP_BAD_OPTIONS, withOption, true);
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * RFC 1122 3.2.2.1: a datagram for a protocol we do not support SHOULD get an ICMP Protocol Unreachable (Linux sends
+     * one), through ICMP's error path: rate limited, quoting the datagram, never about a broadcast or a non-initial
+     * fragment (3.2.2). The frame still ends in its one drop counter. Before, it was dropped without an answer.
+     */
+    @Test
+    void aDatagramForAnUnsupportedProtocolGetsProtocolUnreachable()
+    {
+        learnPeer();
+        final byte[] datagram = ipv4(PEER_IP, STACK_IP, 99, 1, false, 0, new byte[16]);
+        final List<byte[]> sent = exchange(fromPeer(mac, datagram));
+        assertEquals(1, sent.size());
+        final Ipv4Header ip = ipOf(sent.get(0));
+        assertEquals(PEER_IP, ip.destination());
+        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+        assertEquals(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, icmp.type());
+        assertEquals(IcmpHeader.CODE_PROTOCOL_UNREACHABLE, icmp.code());
+        assertTrue(icmp.checksumValid());
+        final byte[] quoted = new byte[datagram.length];
+        ip.buffer().getBytes(ip.payloadOffset() + 8, quoted);
+        assertArrayEquals(datagram, quoted);
+        assertEquals(1, counters.get(StackCounter.ICMP_OUT_UNREACHABLE));
+
+        assertTrue(exchange(fromPeer(mac, ipv4(PEER_IP, 0xC612_00FF, 99, 2, false, 0, new byte[16]))).isEmpty(),
+            "not about a broadcast");
+        assertTrue(exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, 99, 3, false, 8, new byte[16]))).isEmpty(),
+            "not about a non-initial fragment");
+        assertEquals(3, counters.get(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL));
         assertEquals(0, counters.unaccountedFrames());
     }
 

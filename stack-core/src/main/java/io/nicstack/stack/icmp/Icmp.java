@@ -16,7 +16,8 @@ import io.nicstack.stack.wire.Ipv4Header;
 /**
  * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests),
  * rate-limited error messages (destination unreachable, time exceeded), and received error messages
- * passed to the protocol whose datagram they quote ({@link #onErrors}).
+ * passed to the protocol whose datagram they quote ({@link #onErrors}). It answers datagrams of a protocol
+ * nothing handles with Protocol Unreachable ({@link Ipv4#onUnknownProtocol}).
  */
 public final class Icmp implements IpProtocolHandler
 {
@@ -75,6 +76,10 @@ public final class Icmp implements IpProtocolHandler
         final int perSecond = Math.max(1, ip.config().icmpErrorsPerSecond());
         this.nanosPerToken = 1_000_000_000L / perSecond;
         this.burstNanos = nanosPerToken * Math.max(1, ip.config().icmpErrorBurst());
+        // RFC 1122 3.2.2.1: a host SHOULD send Protocol Unreachable for a protocol it does not support (Linux does);
+        // sendError applies 3.2.2's exclusions (broadcast, non-initial fragment, ICMP error) and the rate limit.
+        ip.onUnknownProtocol((header, buffer, offset, length, broadcast, now) -> sendError(
+            IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PROTOCOL_UNREACHABLE, header, broadcast, now));
     }
 
     @Override

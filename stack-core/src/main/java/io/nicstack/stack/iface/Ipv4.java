@@ -30,6 +30,8 @@ public final class Ipv4
     private final StackCounters counters;
     private final Reassembler reassembler;
     private final IpProtocolHandler[] handlers = new IpProtocolHandler[256];
+    /** Told of datagrams for a protocol no handler takes, already counted as dropped (ICMP answers them). */
+    private IpProtocolHandler unknownProtocol;
     private final Ipv4Header in = new Ipv4Header();
     private final Ipv4Fixed fixed = new Ipv4Fixed();
     private final Ipv4Header out = new Ipv4Header();
@@ -79,6 +81,15 @@ public final class Ipv4
             throw new IllegalStateException("IP protocol " + protocol + " already has a handler");
         }
         handlers[protocol] = handler;
+    }
+
+    /**
+     * Pass datagrams of a protocol with no handler to {@code handler} once counted as dropped, so it can answer them
+     * (RFC 1122 3.2.2.1: ICMP's Protocol Unreachable).
+     */
+    public void onUnknownProtocol(final IpProtocolHandler handler)
+    {
+        unknownProtocol = handler;
     }
 
     public int mtu()
@@ -196,6 +207,11 @@ public final class Ipv4
         if (handler == null)
         {
             counters.increment(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL);
+            if (unknownProtocol != null)
+            {
+                datagramSource = h.source;
+                unknownProtocol.onDatagram(ip, buffer, offset + headerLength, totalLength - headerLength, broadcast, now);
+            }
             return;
         }
 
