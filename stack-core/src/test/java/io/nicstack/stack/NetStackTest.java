@@ -450,6 +450,53 @@ class NetStackTest
         assertEchoReply(sent.get(0), 3, 4, new byte[16]);
     }
 
+    /**
+     * A datagram carrying a loose or strict source route option is dropped and counted, whether its route is still
+     * unfinished (we would be an intermediate hop, and this host forwards nothing: RFC 1122 3.3.5) or ends here: RFC 7126
+     * 4.3/4.4 recommend dropping both by default (they bypass filtering and let anyone on the path spoof a source that
+     * gets the answers), as Linux does with accept_source_route=0. Before, both were delivered to the UDP socket.
+     */
+    @Test
+    void aSourceRoutedDatagramIsDropped()
+    {
+        learnPeer();
+        final int[] delivered = new int[1];
+        stack.udp().bind(7, (s, src, port, b, o, l, t) -> delivered[0]++);
+        // LSRR (131), length 7, pointer 4: the hop 198.51.100.9 is still to be visited; padded with EOL.
+        final byte[] unfinishedLoose = {(byte)131, 7, 4, (byte)198, 51, 100, 9, 0};
+        // SSRR (137), length 7, pointer 8: the route is complete, we are its final destination.
+        final byte[] finishedStrict = {(byte)137, 7, 8, (byte)198, 51, 100, 9, 0};
+        // NOP first: the option is found wherever it sits.
+        final byte[] afterNop = {1, (byte)131, 7, 8, (byte)198, 51, 100, 9};
+        for (final byte[] options : new byte[][] {unfinishedLoose, finishedStrict, afterNop})
+        {
+            final byte[] d = ipv4WithOptions(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, options,
+                udp(PEER_IP, STACK_IP, 999, 7, new byte[4]));
+            assertTrue(exchange(fromPeer(mac, d)).isEmpty(), "nothing answers it");
+        }
+        assertEquals(0, delivered[0], "not delivered");
+        assertEquals(3, counters.get(StackCounter.IPV4_DROP_SOURCE_ROUTE));
+        assertEquals(0, counters.unaccountedFrames());
+        // Other options are still skipped (ipv4OptionsAreSkipped): record route (7) here.
+        final byte[] recordRoute = {7, 7, 4, 0, 0, 0, 0, 0};
+        exchange(fromPeer(mac, ipv4WithOptions(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, recordRoute,
+            udp(PEER_IP, STACK_IP, 999, 7, new byte[4]))));
+        assertEquals(1, delivered[0], "a datagram with another option is delivered");
+    }
+
+    private static byte[] ipv4WithOptions(final int src, final int dst, final int protocol, final byte[] options, final byte[] payload)
+    {
+        final int headerLength = 20 + options.length;
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[headerLength + payload.length]);
+        new Ipv4Header().wrap(b, 0, b.capacity()).versionAndIhl(headerLength / 4).tos(0).totalLength(b.capacity())
+            .identification(77).flagsAndFragmentOffset(false, false, 0).ttl(64).protocol(protocol).source(src)
+            .destination(dst);
+        b.putBytes(20, options);
+        b.putBytes(headerLength, payload);
+        new Ipv4Header().wrap(b, 0, b.capacity()).updateChecksum();
+        return b.byteArray();
+    }
+
     private static byte[] patch(final byte[] d, final int index, final int value)
     {
         final byte[] c = d.clone();

@@ -23,6 +23,11 @@ public final class Ipv4
     private static final int MAX_PAYLOAD = 65535 - Ipv4Header.MIN_HEADER_LENGTH;
     private static final int OPTION_EOL = 0;
     private static final int OPTION_NOP = 1;
+    private static final int OPTION_LSRR = 131;
+    private static final int OPTION_SSRR = 137;
+    private static final int OPTIONS_OK = 0;
+    private static final int OPTIONS_MALFORMED = 1;
+    private static final int OPTIONS_SOURCE_ROUTE = 2;
 
     private final StackConfig config;
     private final Link link;
@@ -167,10 +172,23 @@ public final class Ipv4
             counters.increment(StackCounter.IPV4_DROP_BAD_CHECKSUM);
             return;
         }
-        if (options && !optionsWellFormed(buffer, offset + 20, headerLength - 20))
+        if (options)
         {
-            counters.increment(StackCounter.IPV4_DROP_BAD_OPTIONS);
-            return;
+            final int verdict = checkOptions(buffer, offset + 20, headerLength - 20);
+            if (verdict == OPTIONS_MALFORMED)
+            {
+                counters.increment(StackCounter.IPV4_DROP_BAD_OPTIONS);
+                return;
+            }
+            if (verdict == OPTIONS_SOURCE_ROUTE)
+            {
+                // RFC 7126 4.3/4.4: drop LSRR/SSRR by default (Linux: accept_source_route=0). An unfinished route is not
+                // ours to consume (RFC 1122 3.3.5: a host does not forward); a finished one would have us answer along
+                // a path any host on it chose, past filters. This goes against RFC 1122 3.2.1.8's "MUST be able to
+                // act as the final destination of a source route", as current practice does.
+                counters.increment(StackCounter.IPV4_DROP_SOURCE_ROUTE);
+                return;
+            }
         }
         // RFC 1122 3.2.1.7: a host must accept TTL 1; TTL 0 is never legal on the wire (no sender may emit it).
         if (h.ttl == 0)
@@ -266,16 +284,20 @@ public final class Ipv4
         }
     }
 
-    /** RFC 791 options: single-byte EOL and NOP, every other option has a length of at least 2 inside the header. */
-    private static boolean optionsWellFormed(final DirectBuffer buffer, final int offset, final int length)
+    /**
+     * RFC 791 options: single-byte EOL and NOP, every other option has a length of at least 2 inside the header.
+     * OPTIONS_MALFORMED when one does not, else OPTIONS_SOURCE_ROUTE when one is a loose or strict source route.
+     */
+    private static int checkOptions(final DirectBuffer buffer, final int offset, final int length)
     {
+        boolean sourceRoute = false;
         int i = 0;
         while (i < length)
         {
             final int kind = buffer.getByte(offset + i) & 0xFF;
             if (kind == OPTION_EOL)
             {
-                return true;
+                break;
             }
             if (kind == OPTION_NOP)
             {
@@ -284,16 +306,17 @@ public final class Ipv4
             }
             if (i + 1 >= length)
             {
-                return false;
+                return OPTIONS_MALFORMED;
             }
             final int optionLength = buffer.getByte(offset + i + 1) & 0xFF;
             if (optionLength < 2 || i + optionLength > length)
             {
-                return false;
+                return OPTIONS_MALFORMED;
             }
+            sourceRoute |= kind == OPTION_LSRR || kind == OPTION_SSRR;
             i += optionLength;
         }
-        return true;
+        return sourceRoute ? OPTIONS_SOURCE_ROUTE : OPTIONS_OK;
     }
 
     /**

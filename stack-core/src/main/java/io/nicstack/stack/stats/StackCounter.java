@@ -46,6 +46,7 @@ public enum StackCounter
     IPV4_DROP_BAD_TOTAL_LENGTH("ipv4 drop: total length beyond frame", Kind.DROP),
     IPV4_DROP_BAD_CHECKSUM("ipv4 drop: bad header checksum", Kind.DROP),
     IPV4_DROP_BAD_OPTIONS("ipv4 drop: bad option length", Kind.DROP),
+    IPV4_DROP_SOURCE_ROUTE("ipv4 drop: source route option (RFC 7126)", Kind.DROP),
     IPV4_DROP_TTL("ipv4 drop: ttl zero", Kind.DROP),
     IPV4_DROP_BAD_SOURCE("ipv4 drop: bad source address", Kind.DROP),
     IPV4_DROP_NOT_FOR_US("ipv4 drop: destination not ours", Kind.DROP),
