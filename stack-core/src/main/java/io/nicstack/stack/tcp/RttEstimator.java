@@ -15,7 +15,7 @@ public final class RttEstimator
     private final long maxRto;
     private long srtt = -1;
     private long rttvar;
-    private long rto = INITIAL_RTO_NANOS;
+    private long rto;
     private int backoff;
 
     /**
@@ -27,6 +27,9 @@ public final class RttEstimator
     {
         this.minRto = minRtoNanos;
         this.maxRto = maxRtoNanos;
+        // RFC 6298 (2.4)/(2.5): the bounds hold for every RTO, the (2.1) initial one included; a configured
+        // minimum above 1 s (the RFC's own SHOULD) must not be undercut before the first sample.
+        this.rto = clamp(INITIAL_RTO_NANOS);
     }
 
     /** Feed one RTT measurement (Karn's rule is the caller's: never a sample from a retransmitted segment without timestamps). */

@@ -40,6 +40,22 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6298_theInitialRtoIsClampedToTheConfiguredBounds()
+    {
+        // (2.4)/(2.5): the bounds apply to every RTO, so a minimum above 1 s (the RFC's own SHOULD) or a maximum
+        // below it also holds for the 1 s of (2.1), before any sample.
+        final RttEstimator lowMax = new RttEstimator(200 * MS, 500 * MS);
+        assertEquals(500 * MS, lowMax.rto(), "maxRto 500 ms");
+        t.settings().minRtoNanos = 2 * SECOND;
+        final Seg syn = t.connect();
+        assertEquals(2 * SECOND, t.conn.rtoNanos(), "minRto 2 s");
+        t.advanceMs(1999);
+        t.recvNothing();
+        t.advanceMs(1);
+        assertEquals(syn.r.seq, t.recv().get(0).r.seq, "the SYN sent again after the 2 s minimum");
+    }
+
+    @Test
     void rfc6298_rtoFromFirstSample()
     {
         // The handshake ACK arrives 100 ms after the SYN-ACK: SRTT = 100, RTTVAR = 50, RTO = 100 + 4*50 = 300 ms.
