@@ -1405,7 +1405,10 @@ public final class TcpConnection
                 {
                     highRxt = end;
                 }
-                cc.cwnd(Math.max(sndMss, cc.cwnd() - acked + sndMss));
+                // Add back SMSS only "if the partial ACK acknowledges at least one SMSS of new data" (same step): a
+                // smaller ACK adding it back would grow the flight allowed by more than the ACK let leave.
+                final int addBack = acked >= sndMss ? sndMss : 0;
+                cc.cwnd(Math.max(sndMss, cc.cwnd() - acked + addBack));
                 rtoDeadline = now + rtt.rto();
             }
         }

@@ -227,6 +227,35 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6582_aPartialAckOfLessThanOneSmssDeflatesWithoutAddingBack()
+    {
+        // §3.2 step 4: deflate by the amount acknowledged and "if the partial ACK acknowledges at least one SMSS of new
+        // data, then add back SMSS bytes". A 100-byte segment, then five full ones; the small one is held up in the
+        // network: three duplicate ACKs, then, in recovery, its ACK arrives on its own, a partial ACK of 100 bytes.
+        t.settings().congestionControl = "newreno";
+        t.settings().noDelay = true;
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.write(bytes(5 * mss, 2));
+        assertEquals(5, t.recv().size());
+        t.send(t.in());
+        t.send(t.in());
+        t.send(t.in());
+        assertEquals(s, t.recv().get(0).r.seq, "fast retransmit");
+        final long cwnd = t.conn.cwnd();
+        t.send(t.in().ack(s + 100));
+        assertEquals(s + 100, t.recv().get(0).r.seq, "the partial ACK's retransmission");
+        assertEquals(cwnd - 100, t.conn.cwnd(), "less than one SMSS acknowledged: no SMSS added back");
+        // A partial ACK of a full segment: deflated by it and SMSS added back.
+        t.send(t.in().ack(s + 100 + mss));
+        assertEquals(s + 100 + mss, t.recv().get(0).r.seq, "the next partial ACK's retransmission");
+        assertEquals(cwnd - 100, t.conn.cwnd(), "one SMSS acknowledged: SMSS added back");
+    }
+
+    @Test
     void rfc6582_fastRetransmitStillWorksAfterMoreThanTwoGibibytesWithoutLoss()
     {
         // Step 2 holds a new recovery back until the ACK passes the last recovery point. The point starts at the ISS;
