@@ -1990,7 +1990,9 @@ public final class TcpConnection
     private boolean sackRecoveryOutput(final long now)
     {
         boolean sent = false;
-        for (int guard = 0; guard < 64 && flight() < cc.cwnd(); guard++)
+        // RFC 6675 §5 (C): a segment goes "while cwnd - pipe >= 1 SMSS"; with any room at all, a full-sized hole
+        // would put up to SMSS - 1 bytes more in flight than cwnd allows.
+        for (int guard = 0; guard < 64 && cc.cwnd() - flight() >= sndMss; guard++)
         {
             final long hole = nextHole();
             if (hole < 0)

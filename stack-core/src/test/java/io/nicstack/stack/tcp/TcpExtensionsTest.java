@@ -579,6 +579,29 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6675_noHoleIsSentAgainWhileCwndLeavesLessThanOneSegmentOfRoom()
+    {
+        // §5 (C): retransmission goes on only "while cwnd - pipe >= 1 SMSS". Nine and a half segments; 0-5 lost, 6-9
+        // SACKed in one ACK. NewReno's ssthresh, the recovery's cwnd, is half the flight: 4.75 segments. After four holes
+        // sent again pipe is four segments, three quarters of a segment under cwnd: the fifth waits for an ACK.
+        t.peerOffersAll();
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(9 * mss + mss / 2, 6));
+        assertEquals(10, t.recv().size());
+        t.send(t.in().sack(s + 6 * mss, s + 9 * mss + mss / 2));
+        final List<Seg> sent = t.recv();
+        assertEquals((9 * mss + mss / 2) / 2, t.conn.cwnd());
+        assertEquals(List.of(0, 1, 2, 3), segmentNumbers(sent, s, mss));
+        // The first two resends arrive: pipe is two segments, room for two more holes.
+        t.send(t.in().ack(s + 2 * mss).sack(s + 6 * mss, s + 9 * mss + mss / 2));
+        assertEquals(List.of(4, 5), segmentNumbers(t.recv(), s, mss));
+    }
+
+    @Test
     void rfc6675_afterATimeoutTheDataSentAgainSkipsWhatThePeerSacked()
     {
         // §5.1: after an RTO the sender "SHOULD use this SACK information when determining what data should be sent".
