@@ -38,7 +38,11 @@ public interface CongestionControl
     /** Fast recovery ended (the recovery point was acknowledged): cwnd = ssthresh (RFC 6582 step 3). */
     void onRecoveryExit(long nowNanos);
 
-    /** Retransmission timeout: ssthresh from the flight size, cwnd = 1 MSS (RFC 5681 (4), loss window). */
+    /**
+     * Retransmission timeout: ssthresh from the flight size, cwnd = 1 MSS (RFC 5681 (4), loss window). During a fast
+     * recovery (after {@link #onFastRetransmit}, before {@link #onRecoveryExit}) ssthresh stays the recovery's: that
+     * reduction answered this loss, and cwnd may be the sender's inflated window.
+     */
     void onRetransmitTimeout(long flightSize, long nowNanos);
 
     /**

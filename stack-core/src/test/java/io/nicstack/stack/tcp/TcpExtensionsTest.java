@@ -4,6 +4,8 @@ import java.util.List;
 
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.tcp.isn.SynCookies;
@@ -253,6 +255,40 @@ class TcpExtensionsTest
         t.send(t.in().ack(s + 100 + mss));
         assertEquals(s + 100 + mss, t.recv().get(0).r.seq, "the next partial ACK's retransmission");
         assertEquals(cwnd - 100, t.conn.cwnd(), "one SMSS acknowledged: SMSS added back");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc5681_aTimeoutDuringFastRecoveryKeepsTheRecoverysSsthresh(final String congestionControl)
+    {
+        // The timeout ends a recovery whose reduction already answered this loss. Its ssthresh stays, as Linux's
+        // tcp_enter_loss keeps it while the recovery is under way: taken from the window §3.2 step 5 inflated by one
+        // segment per duplicate ACK (CUBIC, RFC 9438 §4.8 from cwnd), or from a flight that inflation let grow
+        // (NewReno, RFC 5681 (4) from FlightSize), it came out higher than the recovery's, a larger window after two
+        // losses than after one.
+        t.settings().congestionControl = congestionControl;
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        t.write(bytes(20 * mss, 1));
+        assertEquals(10, t.recv().size());
+        // Segment 0 lost, 1-9 arrive: nine duplicate ACKs, the last six inflating cwnd and letting new data out.
+        for (int i = 0; i < 3; i++)
+        {
+            t.send(t.in());
+        }
+        assertTrue(retransmitted(t.recv(), t.iss + 1, mss), "fast retransmit");
+        final long recoverySsthresh = t.conn.ssthresh();
+        for (int i = 0; i < 6; i++)
+        {
+            t.send(t.in());
+        }
+        assertFalse(t.recv().isEmpty(), "the inflated window lets new data out");
+        // The retransmission is lost too.
+        t.advance(t.conn.rtoNanos());
+        assertTrue(retransmitted(t.recv(), t.iss + 1, mss), "the timeout's retransmission");
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        assertEquals(recoverySsthresh, t.conn.ssthresh());
+        assertEquals(mss, t.conn.cwnd(), "the loss window");
     }
 
     @Test

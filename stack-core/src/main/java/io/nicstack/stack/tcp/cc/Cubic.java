@@ -18,7 +18,9 @@ import io.nicstack.stack.tcp.CongestionControl;
  *     samples, RFC 6298 (2.3) gain 1/8, as RFC 9438 (4.1) defines it; 0 before the first sample.</li>
  * <li>ssthresh is reduced from cwnd, not FlightSize (RFC 9438 (4.6) allows it, as Linux and
  *     Windows do) and so cwnd only grows while the sender is cwnd limited, which the same
- *     section then requires; see {@link CongestionControls}.</li>
+ *     section then requires; see {@link CongestionControls}. A timeout during a fast recovery keeps
+ *     the recovery's ssthresh, as Linux does, rather than take beta_cubic of the window the sender
+ *     inflated.</li>
  * <li>RFC 9438 (5.8): the epoch is shifted forward by the time between ACKs that found the
  *     sender application limited, and by a fully idle period when sending starts again, so that
  *     {@code t} excludes both. After an idle period longer than the RTO, cwnd restarts from the
@@ -64,6 +66,8 @@ public final class Cubic implements CongestionControl
     private boolean epochAfterTimeout;
     /** A timeout happened and no new data has been acknowledged since. */
     private boolean inTimeoutBackoff;
+    /** Between {@link #onFastRetransmit} and {@link #onRecoveryExit}: cwnd may be the sender's inflated one. */
+    private boolean inFastRecovery;
 
     /** Smoothed RTT in nanoseconds (integer arithmetic on every ACK; seconds only where W_cubic needs them), -1 before a sample. */
     private long srttNanos = -1;
@@ -99,6 +103,7 @@ public final class Cubic implements CongestionControl
         inEpoch = false;
         epochAfterTimeout = false;
         inTimeoutBackoff = false;
+        inFastRecovery = false;
         srttNanos = -1;
         lastAckNanos = nowNanos;
     }
@@ -187,6 +192,7 @@ public final class Cubic implements CongestionControl
         cwnd = ssthresh;
         inEpoch = false;
         epochAfterTimeout = false;
+        inFastRecovery = true;
     }
 
     /** {@inheritDoc} */
@@ -195,19 +201,25 @@ public final class Cubic implements CongestionControl
         // RFC 6582 (3.2) step 3: deflate to ssthresh; the congestion avoidance epoch starts at the next ACK.
         cwnd = ssthresh;
         inEpoch = false;
+        inFastRecovery = false;
     }
 
     /** {@inheritDoc} */
     public void onRetransmitTimeout(final long flightSize, final long nowNanos)
     {
         // RFC 9438 (4.8): ssthresh from beta_cubic as in (4.6), held constant over repeated
-        // timeouts (RFC 5681 (3.1)); cwnd = the loss window of RFC 5681.
-        if (!inTimeoutBackoff)
+        // timeouts (RFC 5681 (3.1)); cwnd = the loss window of RFC 5681. A timeout during a fast
+        // recovery keeps the recovery's ssthresh and cwnd_prior, as Linux's tcp_enter_loss does: the
+        // recovery already reduced for this loss, and cwnd is then the sender's window inflated by one
+        // SMSS per duplicate ACK (RFC 6582 (3.2) step 5), whose beta_cubic share could exceed the
+        // ssthresh taken at the start of the recovery.
+        if (!inTimeoutBackoff && !inFastRecovery)
         {
             cwndPrior = cwnd / mss;
             ssthresh = Math.max(Math.round(cwnd * BETA), 2L * mss);
-            inTimeoutBackoff = true;
         }
+        inTimeoutBackoff = true;
+        inFastRecovery = false;
         cwnd = mss;
         inEpoch = false;
         epochAfterTimeout = true;

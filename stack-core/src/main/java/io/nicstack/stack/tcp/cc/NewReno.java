@@ -21,6 +21,8 @@ public final class NewReno implements CongestionControl
     private long bytesAcked;
     /** A timeout happened and no new data has been acknowledged since. */
     private boolean inTimeoutBackoff;
+    /** Between {@link #onFastRetransmit} and {@link #onRecoveryExit}. */
+    private boolean inFastRecovery;
 
     /** {@inheritDoc} */
     public void init(final int mss, final long nowNanos)
@@ -30,6 +32,7 @@ public final class NewReno implements CongestionControl
         ssthresh = CongestionControls.INITIAL_SSTHRESH;
         bytesAcked = 0;
         inTimeoutBackoff = false;
+        inFastRecovery = false;
     }
 
     /** {@inheritDoc} */
@@ -100,6 +103,7 @@ public final class NewReno implements CongestionControl
         ssthresh = Math.max(flightSize / 2, 2L * mss);
         cwnd = ssthresh;
         bytesAcked = 0;
+        inFastRecovery = true;
     }
 
     /** {@inheritDoc} */
@@ -108,18 +112,23 @@ public final class NewReno implements CongestionControl
         // RFC 6582 (3.2) step 3, full acknowledgment: deflate the window to ssthresh.
         cwnd = ssthresh;
         bytesAcked = 0;
+        inFastRecovery = false;
     }
 
     /** {@inheritDoc} */
     public void onRetransmitTimeout(final long flightSize, final long nowNanos)
     {
         // RFC 5681 (3.1) note after (4): when the segment already went out once by the timer,
-        // ssthresh is held constant; a timeout with no ACK since the last one is that case.
-        if (!inTimeoutBackoff)
+        // ssthresh is held constant; a timeout with no ACK since the last one is that case. A timeout
+        // during a fast recovery keeps the recovery's ssthresh too, as Linux's tcp_enter_loss does: the
+        // recovery already halved for this loss, and the FlightSize its window inflation (RFC 6582 (3.2)
+        // step 5) let grow would raise ssthresh above it.
+        if (!inTimeoutBackoff && !inFastRecovery)
         {
             ssthresh = Math.max(flightSize / 2, 2L * mss);
-            inTimeoutBackoff = true;
         }
+        inTimeoutBackoff = true;
+        inFastRecovery = false;
         // RFC 5681 (3.1): cwnd becomes the loss window, 1 full-sized segment.
         cwnd = mss;
         bytesAcked = 0;

@@ -247,6 +247,25 @@ class CubicTest
     }
 
     @Test
+    void rfc9438_aTimeoutDuringFastRecoveryKeepsTheRecoverysSsthresh()
+    {
+        final Cubic cc = newCubic();
+        cc.cwnd(100L * MSS);
+        cc.onFastRetransmit(100L * MSS, 0);
+        // The sender inflates cwnd by one SMSS per duplicate ACK (RFC 6582 (3.2) step 5).
+        cc.cwnd(140L * MSS);
+
+        cc.onRetransmitTimeout(100L * MSS, 1);
+
+        assertEquals(70 * MSS, cc.ssthresh(), "the recovery's, not beta_cubic of the inflated window");
+        assertEquals(MSS, cc.cwnd());
+        cc.onAck(MSS, MSS, -1, 2);
+        cc.cwnd(50L * MSS);
+        cc.onRetransmitTimeout(50L * MSS, 3);
+        assertEquals(35 * MSS, cc.ssthresh(), "a later timeout, outside any recovery, reduces again");
+    }
+
+    @Test
     void rfc9438_applicationLimitedTimeDoesNotCountInT()
     {
         final long rtt = 100 * MS;

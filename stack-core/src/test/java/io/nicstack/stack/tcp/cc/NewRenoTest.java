@@ -145,6 +145,20 @@ class NewRenoTest
     }
 
     @Test
+    void rfc5681_aTimeoutDuringFastRecoveryKeepsTheRecoverysSsthresh()
+    {
+        cc.cwnd(50L * MSS);
+        cc.onFastRetransmit(40L * MSS, 0);
+        // The flight grew while the sender inflated cwnd (RFC 6582 (3.2) step 5).
+        cc.cwnd(35L * MSS);
+
+        cc.onRetransmitTimeout(50L * MSS, 1);
+
+        assertEquals(20 * MSS, cc.ssthresh(), "the recovery's, not half the grown flight");
+        assertEquals(MSS, cc.cwnd());
+    }
+
+    @Test
     void rfc7661_doesNotGrowWhenNotCwndLimited()
     {
         cc.onAck(MSS, cc.cwnd() / 4, RTT, 1);
