@@ -81,6 +81,12 @@ public final class TcpConnection
     int sndNxt;
     /** Highest sequence number sent plus one (sndNxt is rewound by a retransmission timeout). */
     int sndMax;
+    /**
+     * SND.MAX - 1 is a zero-window probe's byte (RFC 9293 §3.8.6.1), sent past the window and not yet as data. It is
+     * not data in flight: Linux probes with an old sequence number and no byte at all (tcp_xmit_probe_skb). See
+     * {@link #sndMaxOfData}.
+     */
+    private boolean probeByteOutstanding;
     long sndWnd;
     long maxSndWnd;
     int sndWl1;
@@ -1355,6 +1361,10 @@ public final class TcpConnection
         {
             sndNxt = sndUna;
         }
+        if (sndUna == sndMax)
+        {
+            probeByteOutstanding = false; // a receiver may take the probe's byte
+        }
         if (Seq.lt(highRxt, sndUna))
         {
             highRxt = sndUna;
@@ -2052,9 +2062,10 @@ public final class TcpConnection
         {
             return false;
         }
-        if (sndMax == sndUna && sndWnd > 0 && sendBuffer.end() > offsetOfSend(sndNxt))
+        if (sndMaxOfData() == sndUna && sndWnd > 0 && sendBuffer.end() > offsetOfSend(sndNxt))
         {
-            // Nothing in flight and new data to send: the end of an idle period (RFC 5681 §4.1).
+            // Nothing in flight and new data to send: the end of an idle period (RFC 5681 §4.1). So is the end of a
+            // zero-window stall with only the probe's byte outstanding: no ACK clock ran while the window was closed.
             cc.onSendAfterIdle(settings.slowStartAfterIdle && now - lastDataSentNanos > rtt.rto(), now);
         }
         boolean sent = false;
@@ -2116,7 +2127,7 @@ public final class TcpConnection
             {
                 break;
             }
-            sentNew |= Seq.ge(sndNxt, sndMax);
+            sentNew |= Seq.ge(sndNxt, sndMaxOfData());
             transmitAtSndNxt(nextOffset, len, len > 0 && len == unsent, fin, now);
             sent = true;
             if (fin)
@@ -2157,7 +2168,8 @@ public final class TcpConnection
     private void transmitAtSndNxt(final long offset, final int length, final boolean push, final boolean fin, final long now)
     {
         final int flags = TcpHeader.ACK | (push ? TcpHeader.PSH : 0) | (fin ? TcpHeader.FIN : 0);
-        final boolean retransmission = Seq.lt(sndNxt, sndMax);
+        // The probe's byte going out with the data after it is new data: timed, and no retransmission.
+        final boolean retransmission = Seq.lt(sndNxt, sndMaxOfData());
         final int seq = sndNxt;
         sendSegment(flags, seq, offset, length, now);
         if (!retransmission && length > 0)
@@ -2171,9 +2183,10 @@ public final class TcpConnection
             }
         }
         sndNxt += length + (fin ? 1 : 0);
-        if (Seq.gt(sndNxt, sndMax))
+        if (!Seq.lt(sndNxt, sndMax))
         {
             sndMax = sndNxt;
+            probeByteOutstanding = false;
         }
         if (retransmission)
         {
@@ -2391,6 +2404,15 @@ public final class TcpConnection
         return free >= 2 * current || delayedAckDeadline != NONE && rcvNxt - lastAckSent > Math.max(rcvMss, 1);
     }
 
+    /**
+     * SND.MAX less a zero-window probe's byte: the end of the data sent. The byte is no data in flight, so the stall
+     * it probed is an idle period (RFC 5681 §4.1, RFC 9438 §5.8) and its next transmission no retransmission.
+     */
+    private int sndMaxOfData()
+    {
+        return probeByteOutstanding ? sndMax - 1 : sndMax;
+    }
+
     /** Send a keep-alive or zero-window probe: SEG.SEQ = SND.NXT - 1 with no data (RFC 9293 §3.8.4), or one byte. */
     private void sendProbe(final long now, final boolean withByte)
     {
@@ -2401,7 +2423,9 @@ public final class TcpConnection
             sendSegment(TcpHeader.ACK, sndNxt, offset, 1, now);
             if (Seq.gt(sndNxt + 1, sndMax))
             {
+                // SND.MAX covers the byte so that the peer's ACK of it is acceptable.
                 sndMax = sndNxt + 1;
+                probeByteOutstanding = true;
             }
         }
         else

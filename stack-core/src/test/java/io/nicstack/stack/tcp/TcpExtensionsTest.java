@@ -1080,11 +1080,56 @@ class TcpExtensionsTest
         assertEquals(grown / t.conn.sendMss(), burstAfterIdle().size());
     }
 
+    @Test
+    void rfc5681_aZeroWindowStallLongerThanTheRtoRestartsFromTheInitialWindow()
+    {
+        // Nothing but the zero-window probe's byte outstanding for 30 s is an idle period: no data was in flight, and
+        // the ACK clock is gone. The byte is not data in flight (Linux probes with an old sequence number and no
+        // byte at all): when the window opens, the segment that carries it again is new data, timed and not counted
+        // as a retransmission (RFC 6298 §3 would otherwise leave it untimed).
+        final long grown = growWindow();
+        final int end = t.conn.sndMax;
+        t.send(t.in().ack(end).window(0));
+        t.write(bytes(100 * t.conn.sendMss(), 4));
+        t.recvNothing();
+        int probes = 0;
+        for (int i = 0; i < 300; i++)
+        {
+            t.advanceMs(100);
+            for (final Seg probe : t.recv())
+            {
+                probes++;
+                t.send(t.in().ack(end).window(0));
+            }
+        }
+        assertTrue(probes > 0, "the zero window was probed");
+        final long retransmitted = t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+        final long srtt = t.conn.srttNanos();
+        t.send(t.in().ack(end).window(1024));
+        final List<Seg> burst = t.recv();
+        assertEquals(10, burst.size(), "IW = 10 segments, not the old cwnd");
+        assertEquals(end, burst.get(0).r.seq);
+        assertTrue(t.conn.ssthresh() >= grown - grown / 4, "RFC 2861: ssthresh keeps at least 3/4 of the old cwnd");
+        assertEquals(retransmitted, t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS), "no retransmission");
+        t.advanceMs(50);
+        t.send(t.in().ack(end + burst.get(0).payload.length).window(1024));
+        assertNotEquals(srtt, t.conn.srttNanos(), "the first segment after the stall was timed");
+    }
+
     /**
      * Slow start to a window of at least 40 segments, every segment acknowledged, then idle for the RTO plus {@code
      * beyondRto}; returns the window reached.
      */
     private long growWindowThenIdle(final long beyondRto)
+    {
+        final long grown = growWindow();
+        t.advance(t.conn.rtoNanos() + beyondRto);
+        t.recvNothing();
+        return grown;
+    }
+
+    /** Slow start to a window of at least 40 segments, every segment acknowledged; returns the window reached. */
+    private long growWindow()
     {
         t.peerWindowScale = 7;
         t.passiveOpen();
@@ -1101,8 +1146,6 @@ class TcpExtensionsTest
         assertEquals(t.conn.sndMax, t.conn.sndUna, "all acknowledged");
         final long grown = t.conn.cwnd();
         assertTrue(grown >= 40L * mss, "slow start grew the window: " + grown);
-        t.advance(t.conn.rtoNanos() + beyondRto);
-        t.recvNothing();
         return grown;
     }
 
