@@ -2368,15 +2368,9 @@ public final class TcpConnection
     /** The window field to send: free receive space, never shrinking the advertised edge, with receiver SWS avoidance. */
     private int advertiseWindow()
     {
-        // RFC 9293 §3.8.6.2.2 (MUST-39): the window we can offer is also capped by the 16-bit field and the scale.
-        final long free = Math.min(receiveBuffer.window(), 65535L << rcvWscale);
-        final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
-        long window = free;
-        // RFC 9293 §3.8.6.2.2: move the right edge only by at least min(RCV.BUFF/2, Eff.snd.MSS).
-        if (free - current < Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1)))
-        {
-            window = current;
-        }
+        final long free = offerableWindow();
+        final long current = advertisedWindowLeft();
+        final long window = edgeMayMove(free, current) ? free : current;
         final long scaled = Math.min(65535, window >> rcvWscale);
         final int edge = rcvNxt + (int)(scaled << rcvWscale);
         if (Seq.gt(edge, rcvAdvertisedEdge))
@@ -2386,22 +2380,38 @@ public final class TcpConnection
         return (int)scaled;
     }
 
+    /**
+     * Whether a read earns a window update of its own. Only when the edge may move (receiver SWS avoidance), and then
+     * (Linux's tcp_cleanup_rbuf) when the window at least doubles, so a closed or nearly closed window is reopened at
+     * once while one still half open or more rides on the next ACK or data segment, not one ACK more per read; or when
+     * an ACK is owed anyway (the delayed-ACK timer runs) for more than one MSS taken since the last ACK: segments
+     * shorter than a full MSS never make "every second full-sized segment", and a sender held by its congestion window
+     * or by Nagle would wait for the timer on every flight.
+     */
     private boolean windowUpdateWorthSending()
     {
-        // RFC 9293 §3.8.6.2.2 (MUST-39): space beyond what the window field can express does not move the edge.
-        final long free = Math.min(receiveBuffer.window(), 65535L << rcvWscale);
-        final long current = Math.max(0, rcvAdvertisedEdge - rcvNxt);
-        // Receiver SWS avoidance: the edge moves in steps of min(RCV.BUFF/2, MSS). And a segment of its own (Linux's
-        // tcp_cleanup_rbuf) only when the window at least doubles, so a closed or nearly closed window is reopened at
-        // once while one still half open or more rides on the next ACK or data segment, not one ACK more per read;
-        // or when an ACK is owed anyway (the delayed-ACK timer runs) for more than one MSS taken since the last ACK:
-        // segments shorter than a full MSS never make "every second full-sized segment", and a sender held by its
-        // congestion window or by Nagle would wait for the timer on every flight.
-        if (free - current < Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1)))
-        {
-            return false;
-        }
-        return free >= 2 * current || delayedAckDeadline != NONE && rcvNxt - lastAckSent > Math.max(rcvMss, 1);
+        final long free = offerableWindow();
+        final long current = advertisedWindowLeft();
+        return edgeMayMove(free, current)
+            && (free >= 2 * current || delayedAckDeadline != NONE && rcvNxt - lastAckSent > Math.max(rcvMss, 1));
+    }
+
+    /** Free receive space as far as the window field can express it (RFC 9293 §3.8.6.2.2, MUST-39: field and scale). */
+    private long offerableWindow()
+    {
+        return Math.min(receiveBuffer.window(), 65535L << rcvWscale);
+    }
+
+    /** What is left of the window last advertised, from RCV.NXT to the advertised right edge. */
+    private long advertisedWindowLeft()
+    {
+        return Math.max(0, rcvAdvertisedEdge - rcvNxt);
+    }
+
+    /** Receiver SWS avoidance (RFC 9293 §3.8.6.2.2): the right edge moves only by at least min(RCV.BUFF/2, Eff.snd.MSS). */
+    private boolean edgeMayMove(final long free, final long current)
+    {
+        return free - current >= Math.min(receiveBuffer.capacity() / 2, Math.max(rcvMss, 1));
     }
 
     /**
