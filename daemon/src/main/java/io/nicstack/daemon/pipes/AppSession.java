@@ -188,31 +188,26 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     int doWork()
     {
         fillBudget = FILL_BUDGET;
-        if (draining)
+        int work = 0;
+        // Draining, the app is gone: TCP alone reads its closed connections' pipes, and the daemon the files they were
+        // closed behind (pollSlot).
+        if (!draining)
         {
-            // The app is gone; TCP alone reads its closed connections' pipes, and the daemon the files they were
-            // closed behind.
-            int work = 0;
-            for (int i = 0; i < activeCount; i++)
+            takes = 0;
+            work += drainBacklog();
+            final int read = control.read(this, CONTROL_BURST);
+            if (read == CheckedRingReader.CORRUPT)
             {
-                work += pollSlot(active[i]);
+                broken = true;
+                return work + 1;
             }
-            return work;
-        }
-        takes = 0;
-        int work = drainBacklog();
-        final int read = control.read(this, CONTROL_BURST);
-        if (read == CheckedRingReader.CORRUPT)
-        {
-            broken = true;
-            return work + 1;
-        }
-        work += read;
-        if (!listeners.isEmpty())
-        {
-            for (final TcpListener l : listeners.values())
+            work += read;
+            if (!listeners.isEmpty())
             {
-                work += acceptAll(l);
+                for (final TcpListener l : listeners.values())
+                {
+                    work += acceptAll(l);
+                }
             }
         }
         for (int i = 0; i < activeCount; i++)
@@ -230,11 +225,11 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         {
             return 0;
         }
+        int work = s.fileFd >= 0 ? fillFile(s) : 0;
         if (s.appClosed)
         {
-            return s.fileFd >= 0 ? fillFile(s) : 0; // closed behind its file: only the file goes on
+            return work; // closed behind its file: only the file goes on
         }
-        int work = s.fileFd >= 0 ? fillFile(s) : 0;
         final long txTail = s.tx.tailVolatile();
         if (txTail != s.lastTxTail)
         {
@@ -487,10 +482,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             // ABORT, a CLOSE with unread data, or an end behind an unseen refusal: the file ends with the connection.
             final long done = s.fileAppended;
             stopFile(s);
-            if (!s.appClosed)
-            {
-                fileSent(s, Reason.RESET, done); // every accepted SEND_FILE is answered once
-            }
+            fileSent(s, Reason.RESET, done); // every accepted SEND_FILE is answered once
             if (!s.tcpGone)
             {
                 counters.increment(afterUnseenRefusal ? PipeCounter.FILES_CLOSED_UNSEEN : PipeCounter.FILES_FAILED);
@@ -658,10 +650,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                     return 1;
                 }
                 // Part of it went, or the app ended its output behind it: the peer must not take what it got for all.
-                if (!s.appClosed)
-                {
-                    fileSent(s, Reason.FILE_UNREADABLE, done);
-                }
+                fileSent(s, Reason.FILE_UNREADABLE, done);
                 counters.increment(PipeCounter.FILES_FAILED);
                 s.endAfterFile = 0;
                 s.connection.abort();
@@ -681,10 +670,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             counters.increment(PipeCounter.FILES_SENT);
             final long done = s.fileAppended;
             stopFile(s);
-            if (!s.appClosed)
-            {
-                fileSent(s, Reason.NONE, done);
-            }
+            fileSent(s, Reason.NONE, done);
             final int end = s.endAfterFile;
             if (end != 0)
             {
@@ -727,8 +713,17 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         fileSent(s, reason, 0);
     }
 
+    /**
+     * FILE_SENT: the answer to the slot's SEND_FILE, once. Not to an app that closed the connection behind its file:
+     * the app forgot the connection with its CLOSE (the client library let the descriptor go once the daemon read the
+     * SEND_FILE).
+     */
     private void fileSent(final PipeSlot s, final int reason, final long bytes)
     {
+        if (s.appClosed)
+        {
+            return;
+        }
         event().putLong(0, s.connectionId());
         scratch.putInt(8, reason);
         scratch.putLong(16, bytes);
