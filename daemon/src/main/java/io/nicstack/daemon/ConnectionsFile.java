@@ -249,7 +249,7 @@ public final class ConnectionsFile implements AutoCloseable
             {
                 throw new IOException("the daemon (pid " + pid + ") has stopped: no connections (" + path + " is its last table)");
             }
-            final String daemon = pid + " " + b.getLong(START_TIME_OFFSET);
+            final String daemon = DaemonLock.identity(pid, b.getLong(START_TIME_OFFSET));
             if (!DaemonLock.heldBy(dir, daemon))
             {
                 throw new IOException("the daemon (pid " + pid + ") is not running: it died "

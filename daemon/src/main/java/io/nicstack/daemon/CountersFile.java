@@ -196,7 +196,8 @@ public final class CountersFile implements AutoCloseable
     public boolean daemonRunning()
     {
         // Absolute: a file named relative to the working directory ("counters.dat") has no parent of its own.
-        return DaemonLock.heldBy(path.toAbsolutePath().getParent(), pid() + " " + header.getLong(START_TIME_OFFSET));
+        return DaemonLock.heldBy(path.toAbsolutePath().getParent(),
+            DaemonLock.identity(pid(), header.getLong(START_TIME_OFFSET)));
     }
 
     public CountersManager manager()

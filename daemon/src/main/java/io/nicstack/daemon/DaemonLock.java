@@ -53,7 +53,13 @@ final class DaemonLock implements AutoCloseable
     /** This process's identity: its pid and its start in ticks since boot ({@code /proc/self/stat}, field 22). */
     static String identity()
     {
-        return ProcessHandle.current().pid() + " " + ownStartTicks();
+        return identity(ProcessHandle.current().pid(), ownStartTicks());
+    }
+
+    /** The identity of the daemon a counters or connections file names by its pid and start ticks. */
+    static String identity(final long pid, final long startTicks)
+    {
+        return pid + " " + startTicks;
     }
 
     /** When this process started, in clock ticks since boot, or -1 if {@code /proc} cannot say. */
