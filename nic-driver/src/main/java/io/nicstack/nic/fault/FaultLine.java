@@ -70,8 +70,8 @@ final class FaultLine
         return stats;
     }
 
-    /** Pass one frame with its flags through every stage; returns how many frames reached the sink during this call. */
-    int process(
+    /** Pass one frame with its flags through every stage (to the sink now, or held for later). */
+    void process(
         final DirectBuffer buffer,
         final int offset,
         final int length,
@@ -82,13 +82,13 @@ final class FaultLine
         if (config.loss() > 0 && random.nextDouble() < config.loss())
         {
             stats.lost++;
-            return 0;
+            return;
         }
 
         if (bytesPerNano > 0 && !admit(length, nowNanos))
         {
             stats.rateDropped++;
-            return 0;
+            return;
         }
 
         DirectBuffer frame = buffer;
@@ -107,14 +107,12 @@ final class FaultLine
             stats.corrupted++;
         }
 
-        int emitted = reorder(frame, frameOffset, length, frameFlags, nowNanos, sink);
+        reorder(frame, frameOffset, length, frameFlags, nowNanos, sink);
         if (config.duplicate() > 0 && random.nextDouble() < config.duplicate())
         {
             stats.duplicated++;
-            emitted += reorder(frame, frameOffset, length, frameFlags, nowNanos, sink);
+            reorder(frame, frameOffset, length, frameFlags, nowNanos, sink);
         }
-
-        return emitted;
     }
 
     /** Let go of up to {@code limit} held frames that are due; returns how many reached the sink. */
@@ -180,7 +178,7 @@ final class FaultLine
         return true;
     }
 
-    private int reorder(
+    private void reorder(
         final DirectBuffer frame,
         final int offset,
         final int length,
@@ -195,15 +193,14 @@ final class FaultLine
             reorderFlags = flags;
             reorderSinceNanos = nowNanos;
             stats.reordered++;
-            return 0;
+            return;
         }
 
-        int emitted = delay(frame, offset, length, flags, nowNanos, sink);
+        delay(frame, offset, length, flags, nowNanos, sink);
         if (reorderLength >= 0)
         {
-            emitted += releaseReordered(nowNanos, sink);
+            releaseReordered(nowNanos, sink);
         }
-        return emitted;
     }
 
     private int releaseReordered(final long nowNanos, final FrameHandler sink)
