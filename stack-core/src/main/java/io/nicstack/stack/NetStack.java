@@ -86,11 +86,11 @@ public final class NetStack implements FrameHandler
         icmp.onErrors(Ipv4Header.PROTOCOL_TCP, tcp::onIcmpError);
     }
 
-    /** Send the gratuitous ARP that announces us (call once when the link is up). */
+    /** Announce our address with gratuitous ARP, now and again in 2 s (call once when the link is up). */
     public void start(final long nowNanos)
     {
         now = nowNanos;
-        arp.announce();
+        arp.start(nowNanos);
         link.flush();
     }
 

@@ -81,6 +81,57 @@ class NetStackTest
         assertEquals(mac, arp.senderHardwareAddress());
     }
 
+    /**
+     * RFC 5227 §2.3: a host announces its address with ANNOUNCE_NUM (2) announcements ANNOUNCE_INTERVAL (2 s) apart, so
+     * that one lost broadcast does not leave stale caches behind. Before, the stack sent one.
+     */
+    @Test
+    void theAddressIsAnnouncedTwiceTwoSecondsApart()
+    {
+        stack.start(now);
+        assertEquals(1, device.takeSent().size(), "the first announcement at start");
+        now += 1_999_000_000L;
+        stack.poll(now);
+        assertTrue(device.takeSent().isEmpty(), "nothing before ANNOUNCE_INTERVAL");
+        now += 10_000_000L;
+        stack.poll(now);
+        final List<byte[]> second = device.takeSent();
+        assertEquals(1, second.size(), "the second announcement");
+        final ArpPacket arp = new ArpPacket().wrap(new UnsafeBuffer(second.get(0)), 14, ArpPacket.LENGTH);
+        assertEquals(ArpPacket.OP_REQUEST, arp.operation());
+        assertEquals(STACK_IP, arp.senderProtocolAddress());
+        assertEquals(STACK_IP, arp.targetProtocolAddress());
+        now += 60 * SECOND;
+        stack.poll(now);
+        assertTrue(device.takeSent().isEmpty(), "two announcements, no more");
+    }
+
+    /**
+     * An ARP packet whose sender hardware address is all zeros is no host's, and one whose sender hardware address is
+     * ours is our own frame looped back (or a spoof): neither is learned nor answered, each is counted. Before, the zero
+     * MAC was learned for the peer (its frames then went to 00:00:00:00:00:00) and our own announcement, looped back,
+     * got a reply sent to ourselves.
+     */
+    @Test
+    void arpFromTheZeroMacOrFromOurOwnMacIsDroppedAndCounted()
+    {
+        assertTrue(exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, 0L, PEER_IP, 0, STACK_IP))).isEmpty(), "no reply to the zero MAC");
+        assertEquals(-1, stack.arp().lookup(PEER_IP), "the zero MAC is not learned");
+        assertEquals(1, counters.get(StackCounter.ARP_DROP_MALFORMED));
+
+        assertTrue(exchange(ethernet(MacAddress.BROADCAST, mac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, mac, STACK_IP, 0, STACK_IP))).isEmpty(), "our looped-back announcement gets no reply");
+        assertTrue(exchange(ethernet(MacAddress.BROADCAST, mac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, mac, PEER_IP, 0, STACK_IP))).isEmpty(), "nor a request claiming our MAC for a peer");
+        assertEquals(-1, stack.arp().lookup(PEER_IP), "our own MAC is not learned for a peer");
+        assertEquals(2, counters.get(StackCounter.ARP_DROP_OWN_MAC));
+        assertEquals(0, counters.unaccountedFrames());
+
+        learnPeer();
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "a well-formed request still teaches its sender");
+    }
+
     @Test
     void arpRequestForUsGetsReplyAndTeachesTheSender()
     {

@@ -17,7 +17,7 @@ import io.nicstack.stack.wire.MacAddress;
 
 /**
  * ARP (RFC 826) for one Ethernet link: a bounded cache, requests with retry and timeout, a bounded
- * queue of frames waiting for resolution, replies, and a gratuitous ARP on start (RFC 5227 §3).
+ * queue of frames waiting for resolution, replies, and two announcements on start (RFC 5227 §2.3).
  *
  * <p>Entries live in preallocated parallel arrays indexed by slot; {@link Int2IntHashMap} maps an
  * address to its slot. Nothing is allocated after construction.
@@ -100,8 +100,34 @@ public final class Arp
     /** When we last defended our address, or Long.MIN_VALUE. */
     private long lastDefence = Long.MIN_VALUE;
 
+    /** RFC 5227 §1.1 ANNOUNCE_NUM: announcements when the address comes into use. */
+    static final int ANNOUNCE_NUM = 2;
+    /** RFC 5227 §1.1 ANNOUNCE_INTERVAL: time between them. */
+    static final long ANNOUNCE_INTERVAL_NANOS = 2_000_000_000L;
+    private int announcementsLeft;
+    private final Timers.Handler announceHandler = this::onAnnounceTimer;
+
+    /**
+     * The address comes into use: announce it now and ANNOUNCE_NUM - 1 more times ANNOUNCE_INTERVAL apart (RFC 5227
+     * §2.3), so that one lost broadcast leaves no stale cache behind.
+     */
+    public void start(final long now)
+    {
+        announcementsLeft = ANNOUNCE_NUM;
+        onAnnounceTimer(now, Timers.NO_TIMER);
+    }
+
+    private void onAnnounceTimer(final long now, final long id)
+    {
+        announce();
+        if (--announcementsLeft > 0)
+        {
+            timers.schedule(now + ANNOUNCE_INTERVAL_NANOS, announceHandler);
+        }
+    }
+
     /** Announce our address: a gratuitous ARP request (sender and target protocol address both ours). */
-    public void announce()
+    private void announce()
     {
         sendArp(ArpPacket.OP_REQUEST, MacAddress.BROADCAST, 0L, config.address());
     }
@@ -232,16 +258,25 @@ public final class Arp
             || arp.hardwareLength() != 6
             || arp.protocolLength() != 4
             || (arp.operation() != ArpPacket.OP_REQUEST && arp.operation() != ArpPacket.OP_REPLY)
-            || MacAddress.isMulticast(arp.senderHardwareAddress()))
+            || MacAddress.isMulticast(arp.senderHardwareAddress())
+            || arp.senderHardwareAddress() == 0L)
         {
+            // A multicast or all-zero sender hardware address is no host's: learned, our frames would go nowhere.
             counters.increment(StackCounter.ARP_DROP_MALFORMED);
             return;
         }
         final int spa = arp.senderProtocolAddress();
         final int tpa = arp.targetProtocolAddress();
         final long sha = arp.senderHardwareAddress();
+        if (sha == link.mac())
+        {
+            // Our own packet looped back (a hairpin or a loop in the link), or another host using our MAC: answered,
+            // the reply would go to ourselves; learned, a peer's address would map to us.
+            counters.increment(StackCounter.ARP_DROP_OWN_MAC);
+            return;
+        }
         final boolean forUs = tpa == config.address();
-        if (spa == config.address() && sha != link.mac())
+        if (spa == config.address())
         {
             // RFC 5227 §2.4: another host claims our address. Option (c): go on defending it, with one announcement per
             // DEFEND_INTERVAL at most; never answer the claim as if it were a request for us.

@@ -33,6 +33,7 @@ public enum StackCounter
     ARP_IN_REPLIES("arp replies in", Kind.ACCEPT),
     ARP_DROP_MALFORMED("arp drop: malformed", Kind.DROP),
     ARP_DROP_NOT_FOR_US("arp drop: target address not ours", Kind.DROP),
+    ARP_DROP_OWN_MAC("arp drop: sender MAC is ours (our own frame looped back, or a spoof)", Kind.DROP),
     ARP_DROP_ADDRESS_CONFLICT("arp drop: another host claims our address (defended at most every 10 s)", Kind.DROP),
     ARP_OUT_REQUESTS("arp requests out", Kind.INFO),
     ARP_OUT_REPLIES("arp replies out", Kind.INFO),
