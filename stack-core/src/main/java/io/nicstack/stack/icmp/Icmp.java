@@ -73,9 +73,9 @@ public final class Icmp implements IpProtocolHandler
     {
         this.ip = ip;
         this.counters = counters;
-        final int perSecond = Math.max(1, ip.config().icmpErrorsPerSecond());
+        final int perSecond = ip.config().icmpErrorsPerSecond();
         this.nanosPerToken = 1_000_000_000L / perSecond;
-        this.burstNanos = nanosPerToken * Math.max(1, ip.config().icmpErrorBurst());
+        this.burstNanos = nanosPerToken * ip.config().icmpErrorBurst();
         // RFC 1122 3.2.2.1: a host SHOULD send Protocol Unreachable for a protocol it does not support (Linux does);
         // sendError applies 3.2.2's exclusions (broadcast, non-initial fragment, ICMP error) and the rate limit.
         ip.onUnknownProtocol((header, buffer, offset, length, broadcast, now) -> sendError(

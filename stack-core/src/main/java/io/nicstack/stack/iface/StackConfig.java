@@ -142,7 +142,7 @@ public final class StackConfig
     public StackConfig arpCacheSize(final int n)
     {
         mutable();
-        this.arpCacheSize = n;
+        this.arpCacheSize = checked("ARP cache size (entries)", n, 1, 65_536);
         return this;
     }
 
@@ -154,7 +154,7 @@ public final class StackConfig
     public StackConfig arpQueueFrames(final int n)
     {
         mutable();
-        this.arpQueueFrames = n;
+        this.arpQueueFrames = checked("ARP queue (frames waiting for resolution)", n, 0, 4_096);
         return this;
     }
 
@@ -181,6 +181,10 @@ public final class StackConfig
     public StackConfig reassemblyTimeoutNanos(final long nanos)
     {
         mutable();
+        if (nanos <= 0)
+        {
+            throw new IllegalArgumentException("reassembly timeout must be positive: " + nanos + " ns");
+        }
         this.reassemblyTimeoutNanos = nanos;
         return this;
     }
@@ -198,7 +202,7 @@ public final class StackConfig
     public StackConfig reassemblyMaxDatagrams(final int n)
     {
         mutable();
-        this.reassemblyMaxDatagrams = n;
+        this.reassemblyMaxDatagrams = checked("reassembly datagrams at once", n, 1, 4_096);
         return this;
     }
 
@@ -220,9 +224,20 @@ public final class StackConfig
     public StackConfig icmpErrorRate(final int perSecond, final int burst)
     {
         mutable();
+        checked("ICMP error rate (per second)", perSecond, 1, 1_000_000);
+        checked("ICMP error rate (burst)", burst, 1, 1_000_000);
         this.icmpErrorsPerSecond = perSecond;
         this.icmpErrorBurst = burst;
         return this;
+    }
+
+    private static int checked(final String name, final int value, final int min, final int max)
+    {
+        if (value < min || value > max)
+        {
+            throw new IllegalArgumentException(name + " must be " + min + ".." + max + ": " + value);
+        }
+        return value;
     }
 
     public int netmask()

@@ -37,6 +37,44 @@ class StackConfigTest
     }
 
     /**
+     * A size, count, rate or timeout that leaves a layer nothing to work with (an ARP cache of no entries, a negative
+     * ARP queue (0 is allowed: no frame waits for resolution), no reassembly context or no time for one, a zero ICMP
+     * error rate) or that would take memory without bound is refused when it is set, with a message naming it; before,
+     * an ARP cache of size 0 made the stack's first send throw, and the ICMP rates were silently raised to 1. The value
+     * before stays.
+     */
+    @Test
+    void sizesCountsRatesAndTimeoutsOutOfRangeAreRefusedWhenSet()
+    {
+        final StackConfig config = StackConfig.of("198.18.0.2/24");
+        assertRefused(() -> config.arpCacheSize(0), "ARP cache");
+        assertRefused(() -> config.arpCacheSize(1 << 20), "ARP cache");
+        assertRefused(() -> config.arpQueueFrames(-1), "ARP queue");
+        assertRefused(() -> config.arpQueueFrames(1 << 20), "ARP queue");
+        assertRefused(() -> config.reassemblyMaxDatagrams(0), "reassembly");
+        assertRefused(() -> config.reassemblyTimeoutNanos(0), "reassembly timeout");
+        assertRefused(() -> config.icmpErrorRate(0, 10), "ICMP error rate");
+        assertRefused(() -> config.icmpErrorRate(10, 0), "ICMP error rate");
+        assertEquals(256, config.arpCacheSize());
+        assertEquals(64, config.arpQueueFrames());
+        assertEquals(64, config.reassemblyMaxDatagrams());
+        assertTrue(config.reassemblyTimeoutNanos() > 0);
+        assertTrue(config.icmpErrorsPerSecond() > 0 && config.icmpErrorBurst() > 0);
+
+        config.arpCacheSize(1).arpQueueFrames(1).reassemblyMaxDatagrams(1).reassemblyTimeoutNanos(1).icmpErrorRate(1, 1);
+        final TestDevice device = new TestDevice(1500);
+        final NetStack stack = new NetStack(device, config, StackCounters.inMemory(), 0);
+        stack.start(0);
+        assertEquals(1, device.takeSent().size(), "the smallest sizes make a working stack");
+    }
+
+    private static void assertRefused(final org.junit.jupiter.api.function.Executable set, final String named)
+    {
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class, set);
+        assertTrue(e.getMessage().contains(named), e.getMessage());
+    }
+
+    /**
      * A stack reads its config once and parts of it keep what they read (early demultiplexing keeps the address), so a
      * change afterwards would reach some layers and not others: the stack seals its config, and every setter, found
      * by reflection so that one added later is covered too, then throws and changes nothing.
