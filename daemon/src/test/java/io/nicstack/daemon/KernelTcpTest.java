@@ -41,7 +41,8 @@ import static org.junit.jupiter.api.Assertions.*;
 /**
  * TCP against the Linux kernel over a tap in a namespace this test creates: the daemon's echo,
  * discard and chargen services driven by kernel sockets, the stack as a client of a kernel server,
- * and a transfer through the daemon's fault injector. Addresses from 198.18.0.0/15 only. The work directory is
+ * a transfer through the daemon's fault injector, and the daemon behind kernel routers (path MTU discovery, ICMP
+ * redirects). Addresses from 198.18.0.0/15 only. The work directory is
  * deleted at the end.
  */
 @Tag("kernel")
@@ -410,6 +411,68 @@ class KernelTcpTest
             System.out.println("[kernel tcp] path mtu " + linkMtu + ": " + r.output().trim() + ", reductions "
                 + c.get(StackCounter.TCP_PATH_MTU_REDUCTIONS) + ", datagrams the router fragmented " + fragmented);
             assertEquals(0, pmtu.stop());
+        }
+    }
+
+    /**
+     * RFC 1122 §3.2.2.2 against the kernel: the daemon's gateway is a Linux router whose route to 198.19.7.0/24 goes
+     * through a second router on the same link (the far namespace, 198.18.0.3, which also holds 198.19.7.7). The
+     * daemon's first echo reply to 198.19.7.7 goes to the gateway, which forwards it back out the link it came in on and
+     * answers with an ICMP Redirect; the daemon then sends the other replies to 198.18.0.3 directly. Before redirects
+     * were handled, the gateway forwarded every reply. The link is a bridge: the daemon's tap is made its port after
+     * start, the bridge taking over the tap's address and MAC.
+     */
+    @Test
+    void anIcmpRedirectFromTheGatewaySendsTheDaemonStraightToTheBetterFirstHop() throws Exception
+    {
+        final int datagrams = 20;
+        try (Netns router = new Netns(); Netns far = new Netns();
+            DaemonProcess redirected = new DaemonProcess(router, work.resolve("shm-redirect"), "--device", "tap:nstap6",
+                "--ip", DAEMON_IP + "/24", "--host-ip", "198.18.0.1/24", "--gateway", "198.18.0.1", "--services", "echo"))
+        {
+            redirected.awaitReady();
+            final String tapMac = router.exec(5, "cat", "/sys/class/net/nstap6/address").assertOk("tap MAC").output().trim();
+            router.exec(5, "ip", "link", "add", "nstbr6", "address", tapMac, "type", "bridge").assertOk("bridge");
+            router.exec(5, "ip", "addr", "del", "198.18.0.1/24", "dev", "nstap6").assertOk("tap address");
+            router.exec(5, "ip", "link", "set", "nstap6", "master", "nstbr6").assertOk("tap into the bridge");
+            router.exec(5, "ip", "addr", "add", "198.18.0.1/24", "dev", "nstbr6").assertOk("bridge address");
+            router.exec(5, "ip", "link", "add", "nstrd0", "type", "veth", "peer", "name", "nstrd1", "netns", far.name)
+                .assertOk("veth");
+            router.exec(5, "ip", "link", "set", "nstrd0", "master", "nstbr6").assertOk("veth into the bridge");
+            router.exec(5, "ip", "link", "set", "nstrd0", "up").assertOk("veth up");
+            router.exec(5, "ip", "link", "set", "nstbr6", "up").assertOk("bridge up");
+            router.exec(5, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward").assertOk("forwarding");
+            router.exec(5, "ip", "route", "add", "198.19.7.0/24", "via", "198.18.0.3").assertOk("route to the far net");
+            far.exec(5, "ip", "link", "set", "lo", "up").assertOk("lo");
+            far.exec(5, "ip", "addr", "add", "198.19.7.7/32", "dev", "lo").assertOk("far address");
+            far.exec(5, "ip", "addr", "add", "198.18.0.3/24", "dev", "nstrd1").assertOk("far link address");
+            far.exec(5, "ip", "link", "set", "nstrd1", "up").assertOk("far link");
+
+            // One datagram at a time from 198.19.7.7, each echo awaited (2 s at most): the redirect arrives in between.
+            final Netns.Result r = far.exec(60, PYTHON, "-c", String.join("\n",
+                "import socket",
+                "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)",
+                "s.bind(('198.19.7.7', 0))",
+                "s.settimeout(2)",
+                "echoed = 0",
+                "for i in range(" + datagrams + "):",
+                "    m = b'redirect %d' % i",
+                "    s.sendto(m, ('" + DAEMON_IP + "', 7))",
+                "    try:",
+                "        echoed += s.recv(100) == m",
+                "    except socket.timeout:",
+                "        pass",
+                "print('echoed', echoed)"));
+            assertEquals(0, r.exitCode(), r.output());
+            assertTrue(r.output().contains("echoed " + datagrams), r.output());
+            final long forwarded = snmpIp(router, "ForwDatagrams");
+            final Map<StackCounter, Long> c = DaemonCounters.read(redirected.shm);
+            System.out.println("[kernel tcp] redirect: " + r.output().trim() + ", replies the gateway forwarded " + forwarded
+                + ", redirects applied " + c.get(StackCounter.ICMP_IN_REDIRECTS_APPLIED) + ", ignored "
+                + c.get(StackCounter.ICMP_IN_REDIRECTS_IGNORED));
+            assertTrue(c.get(StackCounter.ICMP_IN_REDIRECTS_APPLIED) >= 1, "the gateway's redirect applied: " + c);
+            assertTrue(forwarded >= 1 && forwarded <= 2, "the gateway forwarded only the replies before its redirect: " + forwarded);
+            assertEquals(0, redirected.stop());
         }
     }
 

@@ -16,7 +16,8 @@ import io.nicstack.stack.wire.Ipv4Header;
 /**
  * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests),
  * rate-limited error messages (destination unreachable, time exceeded), and received error messages
- * passed to the protocol whose datagram they quote ({@link #onErrors}). It answers datagrams of a protocol
+ * passed to the protocol whose datagram they quote ({@link #onErrors}), and Redirects for datagrams we sent
+ * ({@link Ipv4#redirect}). It answers datagrams of a protocol
  * nothing handles with Protocol Unreachable ({@link Ipv4#onUnknownProtocol}).
  */
 public final class Icmp implements IpProtocolHandler
@@ -69,6 +70,21 @@ public final class Icmp implements IpProtocolHandler
             quoteOffset + headerLength, quoteLength - headerLength, now);
     }
 
+    /**
+     * A Redirect (RFC 792) names a better first hop, in its rest of header, for the destination of the datagram it
+     * quotes: one of ours (its source is this host), quoted as an error is (header and 8 octets), sent to us alone.
+     * {@link Ipv4#redirect} checks that it comes from the current first hop and names a host on our subnet.
+     */
+    private boolean redirect(
+        final int source, final DirectBuffer buffer, final int quoteOffset, final int quoteLength, final boolean broadcast,
+        final long now)
+    {
+        return !broadcast && icmp.code() <= IcmpHeader.MAX_REDIRECT_CODE
+            && quotedIp.wrapChecked(buffer, quoteOffset, quoteLength) && quotedIp.version() == 4
+            && quoteLength - quotedIp.headerLength() >= 8 && quotedIp.source() == ip.config().address()
+            && ip.redirect(source, quotedIp.destination(), icmp.restOfHeader(), now);
+    }
+
     public Icmp(final Ipv4 ip, final StackCounters counters)
     {
         this.ip = ip;
@@ -107,6 +123,12 @@ public final class Icmp implements IpProtocolHandler
             if (isError(icmp.type()) && !broadcast)
             {
                 deliverError(buffer, offset + IcmpHeader.HEADER_LENGTH, length - IcmpHeader.HEADER_LENGTH, now);
+            }
+            else if (icmp.type() == IcmpHeader.TYPE_REDIRECT)
+            {
+                counters.increment(redirect(header.source(), buffer, offset + IcmpHeader.HEADER_LENGTH,
+                    length - IcmpHeader.HEADER_LENGTH, broadcast, now)
+                    ? StackCounter.ICMP_IN_REDIRECTS_APPLIED : StackCounter.ICMP_IN_REDIRECTS_IGNORED);
             }
             return;
         }

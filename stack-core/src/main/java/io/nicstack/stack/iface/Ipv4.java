@@ -11,6 +11,7 @@ import io.nicstack.stack.storage.Reassembler;
 import io.nicstack.stack.time.Timers;
 import io.nicstack.stack.wire.Checksum;
 import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.Ipv4Address;
 import io.nicstack.stack.wire.Ipv4Fixed;
 import io.nicstack.stack.wire.Ipv4Header;
 
@@ -46,6 +47,7 @@ public final class Ipv4
     /** Source address of the datagram an upper layer is handling (see {@link #datagramSource()}). */
     private int datagramSource;
     private final Identifications identifications;
+    private final Redirects redirects = new Redirects();
 
     public Ipv4(
         final StackConfig config,
@@ -359,16 +361,8 @@ public final class Ipv4
             counters.increment(StackCounter.IPV4_OUT_TOO_BIG);
             return false;
         }
-        final int nextHop;
-        if (config.onLink(destination) || isBroadcast(destination))
-        {
-            nextHop = destination;
-        }
-        else if (config.gateway() != 0)
-        {
-            nextHop = config.gateway();
-        }
-        else
+        final int nextHop = nextHop(destination, now);
+        if (nextHop == 0)
         {
             counters.increment(StackCounter.IPV4_OUT_NO_ROUTE);
             return false;
@@ -408,6 +402,49 @@ public final class Ipv4
         return all;
     }
 
+    /**
+     * The first hop for {@code destination}: itself on our link (or a broadcast), else the gateway an ICMP Redirect
+     * named for it, else the default gateway; 0 when there is no route.
+     */
+    public int nextHop(final int destination, final long now)
+    {
+        if (config.onLink(destination) || isBroadcast(destination))
+        {
+            return destination;
+        }
+        final int redirected = redirects.gatewayFor(destination, now);
+        return redirected != 0 ? redirected : config.gateway();
+    }
+
+    /**
+     * An ICMP Redirect from {@code source}: send datagrams for {@code destination} to {@code newGateway} from now on
+     * (RFC 1122 §3.2.2.2, a host MUST update its routing; net and TOS redirects are taken as host redirects,
+     * §3.3.1.2). Refused, as §3.2.2.2 says, unless it comes from the current first hop for {@code destination} (only
+     * that router can know a better one) and names a host on our subnet other than us; a destination on our link is
+     * reached directly and not redirected. A redirect to the default gateway ends an earlier one.
+     *
+     * @return whether the route changed or was confirmed.
+     */
+    public boolean redirect(final int source, final int destination, final int newGateway, final long now)
+    {
+        final int firstHop = nextHop(destination, now);
+        if (config.onLink(destination) || isBroadcast(destination) || Ipv4Address.isMulticast(destination)
+            || firstHop == 0 || source != firstHop || newGateway == config.address() || newGateway == source
+            || !config.onLink(newGateway) || isBroadcast(newGateway) || newGateway == (config.address() & config.netmask()))
+        {
+            return false;
+        }
+        if (newGateway == config.gateway())
+        {
+            redirects.forget(destination);
+        }
+        else
+        {
+            redirects.learn(destination, newGateway, now);
+        }
+        return true;
+    }
+
     /** Where the upper-layer header starts in a frame from {@link #claimDatagram}. */
     public static final int L4_OFFSET = EthernetFrame.HEADER_LENGTH + Ipv4Header.MIN_HEADER_LENGTH;
 
@@ -440,11 +477,11 @@ public final class Ipv4
         final int destination, final int protocol, final int l4Length, final boolean dontFragment,
         final long identificationKey, final long now)
     {
-        if (l4Length > mtu - Ipv4Header.MIN_HEADER_LENGTH || !config.onLink(destination) && config.gateway() == 0)
+        final int nextHop = nextHop(destination, now);
+        if (l4Length > mtu - Ipv4Header.MIN_HEADER_LENGTH || nextHop == 0)
         {
             return null;
         }
-        final int nextHop = config.onLink(destination) || isBroadcast(destination) ? destination : config.gateway();
         final long mac = arp.resolve(nextHop, now);
         if (mac < 0)
         {

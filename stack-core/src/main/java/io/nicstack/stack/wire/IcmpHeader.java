@@ -39,6 +39,11 @@ public final class IcmpHeader extends HeaderView<IcmpHeader>
     public static final int TYPE_SOURCE_QUENCH = 4;
 
     /** Echo request. */
+    public static final int TYPE_REDIRECT = 5;
+
+    /** Highest Redirect code RFC 792 defines (3: for the type of service and host). */
+    public static final int MAX_REDIRECT_CODE = 3;
+
     public static final int TYPE_ECHO_REQUEST = 8;
 
     /** Time exceeded. */

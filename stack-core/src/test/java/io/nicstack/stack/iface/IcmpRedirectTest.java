@@ -1,0 +1,237 @@
+package io.nicstack.stack.iface;
+
+import java.util.List;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.TestDevice;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.udp.UdpSocket;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.IcmpHeader;
+import io.nicstack.stack.wire.Ipv4Address;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
+
+import static io.nicstack.stack.Frames.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * ICMP Redirects (RFC 1122 §3.2.2.2: a host MUST update its routing information on one, and SHOULD discard one that
+ * does not come from the current first hop for the destination or names a gateway off the subnet it came through).
+ * The stack's gateway is {@link io.nicstack.stack.Frames#PEER_IP}; a second router sits at {@link #ROUTER2}.
+ */
+class IcmpRedirectTest
+{
+    private static final long SECOND = 1_000_000_000L;
+    private static final int ROUTER2 = Ipv4Address.parse("198.18.0.9");
+    private static final long ROUTER2_MAC = 0x0A00_0000_0009L;
+    private static final int FAR = Ipv4Address.parse("198.19.7.7");
+    private static final int FAR2 = Ipv4Address.parse("198.19.7.8");
+
+    private TestDevice device;
+    private StackCounters counters;
+    private NetStack stack;
+    private UdpSocket socket;
+    private long mac;
+    private long now = 1_000 * SECOND;
+
+    @BeforeEach
+    void setUp()
+    {
+        device = new TestDevice(1500);
+        counters = StackCounters.inMemory();
+        stack = new NetStack(device, StackConfig.of("198.18.0.2/24").gateway(PEER_IP), counters, now);
+        mac = stack.config().mac();
+        socket = stack.udp().bind(6000, 1 << 16);
+        hearFrom(PEER_IP, PEER_MAC);
+        hearFrom(ROUTER2, ROUTER2_MAC);
+    }
+
+    /** An ARP request for us from {@code ip}: the stack learns its MAC. */
+    private void hearFrom(final int ip, final long hostMac)
+    {
+        device.inject(ethernet(MacAddress.BROADCAST, hostMac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, hostMac, ip, 0, STACK_IP)));
+        stack.poll(now);
+        device.takeSent();
+    }
+
+    /** Send a datagram to {@code destination}; returns its frame (ARP's confirmations of stale entries aside). */
+    private byte[] sendTo(final int destination)
+    {
+        assertTrue(socket.send(destination, 9, new UnsafeBuffer(new byte[16]), 0, 16, now));
+        stack.poll(now);
+        final List<byte[]> sent = device.takeSent();
+        sent.removeIf(f -> new EthernetFrame().wrap(new UnsafeBuffer(f), 0, f.length).etherType() == EthernetFrame.ETHERTYPE_ARP);
+        assertEquals(1, sent.size());
+        return sent.get(0);
+    }
+
+    private static long macOf(final byte[] frame)
+    {
+        return new EthernetFrame().wrap(new UnsafeBuffer(frame), 0, frame.length).destination();
+    }
+
+    /** The first hop a datagram to {@code destination} goes to now, by its frame's destination MAC. */
+    private long firstHopMac(final int destination)
+    {
+        return macOf(sendTo(destination));
+    }
+
+    /** A Redirect from {@code source} quoting {@code quoted} (an Ethernet frame whose IP datagram it quotes). */
+    private void redirect(final int source, final int to, final int code, final int gateway, final byte[] quoted)
+    {
+        final int quoteLength = Ipv4Header.MIN_HEADER_LENGTH + 8;
+        final byte[] icmp = new byte[IcmpHeader.HEADER_LENGTH + quoteLength];
+        final UnsafeBuffer b = new UnsafeBuffer(icmp);
+        b.putBytes(IcmpHeader.HEADER_LENGTH, quoted, EthernetFrame.HEADER_LENGTH, quoteLength);
+        new IcmpHeader().wrap(b, 0, icmp.length).type(IcmpHeader.TYPE_REDIRECT).code(code).checksum(0)
+            .restOfHeader(gateway).updateChecksum();
+        final long sourceMac = source == PEER_IP ? PEER_MAC : ROUTER2_MAC;
+        device.inject(ethernet(mac, sourceMac, EthernetFrame.ETHERTYPE_IPV4,
+            ipv4(source, to, Ipv4Header.PROTOCOL_ICMP, 77, false, 0, icmp)));
+        stack.poll(now);
+        assertTrue(device.takeSent().isEmpty(), "a redirect is never answered");
+    }
+
+    private static Ipv4Header quotedHeader(final byte[] frame)
+    {
+        return new Ipv4Header().wrap(new UnsafeBuffer(frame), EthernetFrame.HEADER_LENGTH, Ipv4Header.MIN_HEADER_LENGTH);
+    }
+
+    private void redirect(final int source, final int gateway, final byte[] quoted)
+    {
+        redirect(source, STACK_IP, 1, gateway, quoted);
+    }
+
+    private long applied()
+    {
+        return counters.get(StackCounter.ICMP_IN_REDIRECTS_APPLIED);
+    }
+
+    private long ignored()
+    {
+        return counters.get(StackCounter.ICMP_IN_REDIRECTS_IGNORED);
+    }
+
+    @Test
+    void aRedirectFromTheGatewaySendsThatDestinationToTheNewFirstHopAndNoOtherDestination()
+    {
+        final byte[] sent = sendTo(FAR);
+        assertEquals(PEER_MAC, macOf(sent), "through the default gateway");
+        redirect(PEER_IP, ROUTER2, sent);
+        assertEquals(1, applied());
+        assertEquals(ROUTER2_MAC, firstHopMac(FAR), "the redirected destination");
+        assertEquals(PEER_MAC, firstHopMac(FAR2), "another destination keeps the default gateway");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /** Net and type-of-service redirects (codes 0, 2, 3) are taken as host redirects (RFC 1122 §3.3.1.2). */
+    @Test
+    void everyRedirectCodeOfRfc792IsAHostRedirect()
+    {
+        for (int code = 0; code <= IcmpHeader.MAX_REDIRECT_CODE; code++)
+        {
+            final int far = FAR + 100 + code;
+            redirect(PEER_IP, STACK_IP, code, ROUTER2, sendTo(far));
+            assertEquals(ROUTER2_MAC, firstHopMac(far), "code " + code);
+        }
+        assertEquals(IcmpHeader.MAX_REDIRECT_CODE + 1, applied());
+        redirect(PEER_IP, STACK_IP, IcmpHeader.MAX_REDIRECT_CODE + 1, ROUTER2, sendTo(FAR));
+        assertEquals(1, ignored(), "a code RFC 792 does not define");
+        assertEquals(PEER_MAC, firstHopMac(FAR));
+    }
+
+    @Test
+    void redirectsThatAreNotFromTheFirstHopOrNameNoHostOfOurSubnetOrQuoteNoDatagramOfOursAreIgnored()
+    {
+        final byte[] toFar = sendTo(FAR);
+        int expected = 0;
+        redirect(ROUTER2, ROUTER2, toFar);
+        assertEquals(++expected, ignored(), "not from the current first hop");
+        redirect(PEER_IP, Ipv4Address.parse("198.20.0.1"), toFar);
+        assertEquals(++expected, ignored(), "a new gateway off our subnet");
+        redirect(PEER_IP, STACK_IP, toFar);
+        assertEquals(++expected, ignored(), "ourselves as the new gateway");
+        redirect(PEER_IP, Ipv4Address.parse("198.18.0.255"), toFar);
+        assertEquals(++expected, ignored(), "the subnet's broadcast address");
+        redirect(PEER_IP, Ipv4Address.parse("198.18.0.0"), toFar);
+        assertEquals(++expected, ignored(), "the subnet's network address");
+        redirect(PEER_IP, Ipv4Address.parse("198.18.0.255"), 1, ROUTER2, toFar);
+        assertEquals(++expected, ignored(), "sent to the broadcast address");
+
+        final byte[] notOurs = toFar.clone();
+        quotedHeader(notOurs).source(Ipv4Address.parse("198.18.0.50"));
+        redirect(PEER_IP, ROUTER2, notOurs);
+        assertEquals(++expected, ignored(), "quoting a datagram we did not send");
+
+        final byte[] onLink = toFar.clone();
+        quotedHeader(onLink).destination(Ipv4Address.parse("198.18.0.60"));
+        redirect(PEER_IP, ROUTER2, onLink);
+        assertEquals(++expected, ignored(), "about a destination on our link");
+
+        assertEquals(0, applied());
+        assertEquals(PEER_MAC, firstHopMac(FAR), "still through the default gateway");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * Once redirected, the new first hop is the one router that may redirect the destination again; the old gateway
+     * may not. A redirect back to the default gateway ends the host route.
+     */
+    @Test
+    void onlyTheCurrentFirstHopRedirectsAgainAndARedirectToTheDefaultGatewayEndsTheRoute()
+    {
+        final byte[] toFar = sendTo(FAR);
+        redirect(PEER_IP, ROUTER2, toFar);
+        redirect(PEER_IP, Ipv4Address.parse("198.18.0.10"), toFar);
+        assertEquals(1, ignored(), "the old gateway is no longer the first hop");
+        assertEquals(ROUTER2_MAC, firstHopMac(FAR));
+        redirect(ROUTER2, PEER_IP, toFar);
+        assertEquals(2, applied());
+        assertEquals(PEER_MAC, firstHopMac(FAR), "back to the default gateway");
+    }
+
+    /** A learned route lasts 300 s (as Linux's redirect exceptions, ip_rt_gc_timeout), then the default route holds. */
+    @Test
+    void aRedirectLastsFiveMinutes()
+    {
+        redirect(PEER_IP, ROUTER2, sendTo(FAR));
+        now += Redirects.LIFETIME_SECONDS * SECOND - 1;
+        assertEquals(ROUTER2_MAC, firstHopMac(FAR));
+        now += 1;
+        assertEquals(PEER_MAC, firstHopMac(FAR));
+    }
+
+    /** The table is bounded: past its capacity a new destination replaces the one closest to expiring. */
+    @Test
+    void theTableIsBoundedAndANewDestinationReplacesTheOneClosestToExpiring()
+    {
+        final Redirects table = new Redirects();
+        for (int i = 0; i < Redirects.CAPACITY; i++)
+        {
+            table.learn(FAR + i, ROUTER2, now + i);
+        }
+        table.learn(FAR, ROUTER2, now + Redirects.CAPACITY);
+        assertEquals(Redirects.CAPACITY, table.size(), "a known destination is refreshed, not added");
+        table.learn(FAR2 + 1000, ROUTER2, now + Redirects.CAPACITY + 1);
+        assertEquals(Redirects.CAPACITY, table.size());
+        assertEquals(0, table.gatewayFor(FAR + 1, now), "the entry closest to expiring gave way");
+        assertEquals(ROUTER2, table.gatewayFor(FAR, now), "the refreshed one stays");
+        assertEquals(ROUTER2, table.gatewayFor(FAR2 + 1000, now));
+        for (int i = 2; i < Redirects.CAPACITY; i++)
+        {
+            assertEquals(ROUTER2, table.gatewayFor(FAR + i, now), "entry " + i);
+        }
+        table.forget(FAR + 5);
+        assertEquals(0, table.gatewayFor(FAR + 5, now));
+        assertEquals(Redirects.CAPACITY - 1, table.size());
+        assertEquals(ROUTER2, table.gatewayFor(FAR + 6, now), "the others stay where they were");
+    }
+}
