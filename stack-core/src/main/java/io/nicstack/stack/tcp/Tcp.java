@@ -74,8 +74,12 @@ public final class Tcp implements IpProtocolHandler
     private final int mss;
     private TcpConnection[] dirty = new TcpConnection[64];
     private int dirtyCount;
-    /** A listener has connections to announce after this burst. */
-    boolean listenerPending;
+    /**
+     * Listeners with connections to announce after this burst, each once: a list, not a scan of the listener table,
+     * whose callbacks may close or open listeners (a map changed while iterated skips or repeats entries).
+     */
+    private TcpListener[] readyListeners = new TcpListener[8];
+    private int readyListenerCount;
     /** Picks the next ephemeral port; unsigned, it wraps at 2^32. Package-private so a test can start it near the wrap. */
     int nextEphemeral;
     private long now;
@@ -880,6 +884,16 @@ public final class Tcp implements IpProtocolHandler
         }
     }
 
+    /** {@code l} queued a connection: announce it after this burst (called once until it is announced). */
+    void listenerReady(final TcpListener l)
+    {
+        if (readyListenerCount == readyListeners.length)
+        {
+            readyListeners = java.util.Arrays.copyOf(readyListeners, readyListeners.length * 2);
+        }
+        readyListeners[readyListenerCount++] = l;
+    }
+
     void markDirty(final TcpConnection c)
     {
         if (dirtyCount == dirty.length)
@@ -903,12 +917,14 @@ public final class Tcp implements IpProtocolHandler
             n++;
         }
         dirtyCount = 0;
-        if (listenerPending)
+        // A callback may make another listener ready; the loop picks it up.
+        for (int i = 0; i < readyListenerCount; i++)
         {
-            // Only when some listener queued a connection: the scan is not free on every burst.
-            listenerPending = false;
-            listeners.values().forEach(TcpListener::dispatch);
+            final TcpListener l = readyListeners[i];
+            readyListeners[i] = null;
+            l.dispatch();
         }
+        readyListenerCount = 0;
         return n;
     }
 

@@ -170,8 +170,11 @@ public final class TcpListener
             return false;
         }
         acceptQueue.add(c);
-        acceptable = true;
-        tcp.listenerPending = true;
+        if (!acceptable)
+        {
+            acceptable = true;
+            tcp.listenerReady(this);
+        }
         return true;
     }
 
