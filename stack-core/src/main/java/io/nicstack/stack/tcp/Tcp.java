@@ -873,8 +873,9 @@ public final class Tcp implements IpProtocolHandler
         {
             counters.increment(StackCounter.TCP_TIMEOUTS);
         }
-        if (was == TcpState.SYN_SENT || (was == TcpState.SYN_RECEIVED && !c.passive))
+        if (was == TcpState.SYN_SENT || was == TcpState.SYN_RECEIVED)
         {
+            // RFC 4022 tcpAttemptFails: SYN-SENT or SYN-RECEIVED to CLOSED, and SYN-RECEIVED back to LISTEN.
             counters.increment(StackCounter.TCP_ATTEMPT_FAILS);
         }
         final TcpHandler h = c.handler;

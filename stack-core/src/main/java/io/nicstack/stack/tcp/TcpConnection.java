@@ -2771,10 +2771,6 @@ public final class TcpConnection
             if (retransmits > (opening ? settings.synRetransmits : settings.r2Retransmits))
             {
                 // R2 reached (RFC 9293 §3.8.3, MUST-20): give up.
-                if (state == TcpState.SYN_SENT)
-                {
-                    tcp.count(StackCounter.TCP_ATTEMPT_FAILS);
-                }
                 tcp.remove(this, CLOSE_TIMED_OUT);
                 return false;
             }

@@ -3,12 +3,45 @@ package io.nicstack.stack.tcp;
 import org.agrona.collections.Hashing;
 import org.junit.jupiter.api.Test;
 
+import io.nicstack.stack.stats.StackCounter;
+
 import static io.nicstack.stack.tcp.TcpTestHarness.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 /** Listeners, their callbacks and the connections they queue. */
 class TcpListenerTest
 {
+    /**
+     * RFC 4022's tcpAttemptFails (as Linux's TCP_MIB_ATTEMPTFAILS) counts every direct transition from SYN-SENT or
+     * SYN-RECEIVED to CLOSED, and from SYN-RECEIVED back to LISTEN, once: an active open that times out, and a passive
+     * one that does. Before, the active one counted twice and the passive one not at all.
+     */
+    @Test
+    void aConnectionAttemptThatTimesOutCountsOnceActiveOrPassive()
+    {
+        final TcpTestHarness active = new TcpTestHarness();
+        active.settings().synRetransmits = 1;
+        active.connect();
+        for (int i = 0; i < 10 && active.conn.state() != TcpState.CLOSED; i++)
+        {
+            active.advance(10 * SECOND);
+        }
+        assertEquals(TcpState.CLOSED, active.conn.state());
+        assertEquals(1, active.counter(StackCounter.TCP_ATTEMPT_FAILS), "the active open");
+
+        final TcpTestHarness passive = new TcpTestHarness();
+        passive.settings().synRetransmits = 1;
+        final TcpListener listener = passive.listen();
+        passive.send(passive.peerSyn());
+        assertEquals(1, listener.synReceived());
+        for (int i = 0; i < 10 && listener.synReceived() != 0; i++)
+        {
+            passive.advance(10 * SECOND);
+        }
+        assertEquals(0, listener.synReceived());
+        assertEquals(1, passive.counter(StackCounter.TCP_ATTEMPT_FAILS), "the passive open");
+    }
+
     /**
      * Two listeners whose ports share a chain of the listener table each queue a connection in one burst; the first
      * one's callback accepts and closes its listener (a one-shot listener, as for an FTP data connection). The second
