@@ -83,6 +83,12 @@ public class TcpMultiFlowReceiveBenchmark
             }
 
             @Override
+            public int receiveCapacity()
+            {
+                return TcpReceiveBurstBenchmark.PipeBuffers.CAPACITY;
+            }
+
+            @Override
             public void release(final ConnectionBuffers buffers)
             {
             }

@@ -164,6 +164,12 @@ public class TcpReceiveBurstBenchmark
         }
 
         @Override
+        public int receiveCapacity()
+        {
+            return CAPACITY;
+        }
+
+        @Override
         public void release(final ConnectionBuffers buffers)
         {
         }

@@ -867,6 +867,12 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         return s;
     }
 
+    @Override
+    public int receiveCapacity()
+    {
+        return pipeCapacity;
+    }
+
     /** TCP let go of the slot's connection; the slot is free once the app has let go too (or never knew it). */
     @Override
     public void release(final ConnectionBuffers buffers)

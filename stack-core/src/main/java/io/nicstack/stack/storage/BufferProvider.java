@@ -18,6 +18,12 @@ public interface BufferProvider
      */
     ConnectionBuffers allocate();
 
+    /**
+     * The capacity of the receive buffer of every connection {@link #allocate} serves: a SYN cookie's SYN,ACK, sent
+     * before any buffer is allocated, offers no more window than this.
+     */
+    int receiveCapacity();
+
     /** The connection that used {@code buffers} is gone from TCP; it touches them no more. */
     void release(ConnectionBuffers buffers);
 

@@ -638,9 +638,9 @@ public final class Tcp implements IpProtocolHandler
     }
 
     /**
-     * A stateless SYN,ACK whose ISN is the cookie. Its window is the listener's receive buffer up to 65535 (a cookie
-     * connection has no window scaling): advertising more than the buffer the connection will get would make its
-     * right edge move left (RFC 9293 §3.8.6.2.2).
+     * A stateless SYN,ACK whose ISN is the cookie. Its window is the receive buffer the connection will get (the
+     * listener's buffer provider's, else its settings') up to 65535 (a cookie connection has no window scaling):
+     * advertising more would make its right edge move left (RFC 9293 §3.8.6.2.2).
      */
     private void sendCookie(final TcpListener listener, final int localIp, final int remoteIp, final long nowNanos)
     {
@@ -654,7 +654,8 @@ public final class Tcp implements IpProtocolHandler
         out.seq = cookie;
         out.ack = in.seq + 1;
         out.flags = TcpHeader.SYN | TcpHeader.ACK;
-        out.window = Math.min(65535, listener.settings().receiveBufferBytes);
+        final BufferProvider provider = listener.bufferProvider();
+        out.window = Math.min(65535, provider != null ? provider.receiveCapacity() : listener.settings().receiveBufferBytes);
         out.mss = SynCookies.mssForIndex(SynCookies.mssIndexFor(Math.min(peerMss, mss)));
         emitRaw(localIp, remoteIp, nowNanos);
         counters.increment(StackCounter.TCP_SYN_COOKIES_SENT);

@@ -4,8 +4,15 @@ import org.agrona.collections.Hashing;
 import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.storage.BufferProvider;
+import io.nicstack.stack.storage.ReceiveBuffer;
+import io.nicstack.stack.storage.RingReceiveBuffer;
+import io.nicstack.stack.storage.RingSendBuffer;
+import io.nicstack.stack.storage.SendBuffer;
 
 import static io.nicstack.stack.tcp.TcpTestHarness.*;
+import static io.nicstack.stack.wire.TcpHeader.ACK;
+import static io.nicstack.stack.wire.TcpHeader.PSH;
 import static org.junit.jupiter.api.Assertions.*;
 
 /** Listeners, their callbacks and the connections they queue. */
@@ -95,5 +102,67 @@ class TcpListenerTest
         t.advance(SECOND);
         t.poll();
         assertEquals(1, told[0], "once");
+    }
+
+    /**
+     * A listener whose connections get their buffers from a provider (the daemon's pipes) answers a SYN past its backlog
+     * with a cookie SYN,ACK whose window is no larger than the provider's receive buffer, and data sent up to that
+     * window is taken. Before, the cookie offered the settings' buffer (65535 by default) and the connection, built on
+     * a 4 KiB pipe, moved its right edge left: data inside the offered window was dropped as out of window.
+     */
+    @Test
+    void aCookieSynAckOffersNoMoreThanTheProvidersReceiveBuffer()
+    {
+        final int capacity = 4096;
+        final TcpTestHarness t = new TcpTestHarness();
+        t.listen(1).bufferProvider(new BufferProvider()
+        {
+            @Override
+            public ConnectionBuffers allocate()
+            {
+                final SendBuffer send = new RingSendBuffer(capacity);
+                final ReceiveBuffer receive = new RingReceiveBuffer(capacity, 16);
+                return new ConnectionBuffers()
+                {
+                    @Override
+                    public SendBuffer sendBuffer()
+                    {
+                        return send;
+                    }
+
+                    @Override
+                    public ReceiveBuffer receiveBuffer()
+                    {
+                        return receive;
+                    }
+                };
+            }
+
+            @Override
+            public int receiveCapacity()
+            {
+                return capacity;
+            }
+
+            @Override
+            public void release(final ConnectionBuffers buffers)
+            {
+            }
+        });
+        t.send(t.peerSyn());
+        assertTrue(t.recv().get(0).r.window <= capacity, "the SYN,ACK of a half-open connection with state");
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        final TcpTestHarness.Seg cookie = t.recv().get(0);
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_SENT));
+        assertEquals(capacity, cookie.r.window, "the cookie SYN,ACK offers the provider's buffer");
+        t.iss = cookie.r.seq;
+        t.tsOn = false;
+        t.send(t.in());
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn);
+        final int length = 1000;
+        t.send(t.in().seq(t.irs + 1 + cookie.r.window - length).flags(ACK | PSH).payload(bytes(length, 1)));
+        assertEquals(0, t.counter(StackCounter.TCP_OUT_OF_WINDOW), "data at the end of the offered window is taken");
     }
 }
