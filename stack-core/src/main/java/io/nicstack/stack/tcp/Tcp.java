@@ -656,7 +656,8 @@ public final class Tcp implements IpProtocolHandler
         out.flags = TcpHeader.SYN | TcpHeader.ACK;
         final BufferProvider provider = listener.bufferProvider();
         out.window = Math.min(65535, provider != null ? provider.receiveCapacity() : listener.settings().receiveBufferBytes);
-        out.mss = SynCookies.mssForIndex(SynCookies.mssIndexFor(Math.min(peerMss, mss)));
+        // Our own MSS, as any SYN,ACK: the cookie's table entry bounds what we send, not what the peer may.
+        out.mss = mss;
         emitRaw(localIp, remoteIp, nowNanos);
         counters.increment(StackCounter.TCP_SYN_COOKIES_SENT);
     }

@@ -1317,6 +1317,38 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
     }
 
+    /**
+     * A cookie connection never sends segments larger than the peer's MSS (RFC 9293 §3.7.1), also one below 536, and
+     * its SYN,ACK offers our own MSS, as any SYN,ACK does. Before, the cookie's table started at 536 (a peer's 300 was
+     * exceeded by 236 bytes) and the SYN,ACK offered the table's entry for the smaller of both MSS as ours: a peer
+     * with MSS 300 was told 536, one with 1400 was told 1220 and sent smaller segments than it could.
+     */
+    @Test
+    void rfc4987_aCookieConnectionKeepsAPeerMssBelow536AndOffersOurOwnMss()
+    {
+        t.listen(1);
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        t.peerPort = PEER_PORT + 1;
+        t.peerMss = 300;
+        t.send(t.peerSyn());
+        final Seg cookie = t.recv(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).get(0);
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_SENT));
+        t.iss = cookie.r.seq;
+        t.tsOn = false;
+        t.send(t.in());
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn);
+        t.settings().noDelay = true;
+        t.write(bytes(2000, 3));
+        int largest = 0;
+        for (final Seg seg : t.recv())
+        {
+            largest = Math.max(largest, seg.r.payloadLength);
+        }
+        assertTrue(largest > 0 && largest <= 300, "segments within the peer's MSS of 300: " + largest);
+    }
+
     @Test
     void rfc4987_forgedCookieAckGetsReset()
     {

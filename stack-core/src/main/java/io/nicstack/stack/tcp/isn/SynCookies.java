@@ -44,10 +44,12 @@ public final class SynCookies
     private static final int COUNTER_MASK = 0x1F;
 
     /**
-     * MSS values a cookie can carry, ascending: the RFC 9293 (3.7.1) default and common values
-     * under IPv6-in-tunnel, PPPoE and Ethernet MTUs (Linux uses a similar four-entry table).
+     * MSS values a cookie can carry (its three bits), ascending: the floor every connection's send MSS keeps (76, as a
+     * state-kept connection's), 256, the RFC 9293 §3.7.1 default 536, and common values under IPv6-in-tunnel, VPN,
+     * PPPoE and Ethernet MTUs. The small entries keep a cookie connection within a peer's MSS below 536 (RFC 9293
+     * §3.7.1: never larger segments than the peer's MSS), which Linux's four-entry table, starting at 536, does not.
      */
-    private static final int[] MSS_TABLE = { 536, 1220, 1440, 1460 };
+    private static final int[] MSS_TABLE = { 76, 256, 536, 1220, 1300, 1380, 1440, 1460 };
 
     private final long k0;
     private final long k1;
@@ -79,8 +81,8 @@ public final class SynCookies
     }
 
     /**
-     * Index of the largest table MSS not above the client's MSS; index 0 (536) when the client's
-     * is smaller still, since 536 is what a peer must accept without an MSS option (RFC 9293 (3.7.1)).
+     * Index of the largest table MSS not above the client's MSS; index 0 (76, the floor of every connection's send
+     * MSS) when the client's is smaller still.
      */
     public static int mssIndexFor(final int mss)
     {

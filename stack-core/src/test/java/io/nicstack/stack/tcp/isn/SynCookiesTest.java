@@ -3,6 +3,7 @@ package io.nicstack.stack.tcp.isn;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -21,17 +22,23 @@ class SynCookiesTest
     @Test
     void mssIndexPicksTheLargestTableEntryNotAboveTheClients()
     {
-        assertEquals(3, SynCookies.mssIndexFor(1460));
-        assertEquals(3, SynCookies.mssIndexFor(8960));
-        assertEquals(2, SynCookies.mssIndexFor(1459));
-        assertEquals(2, SynCookies.mssIndexFor(1440));
-        assertEquals(1, SynCookies.mssIndexFor(1400));
-        assertEquals(1, SynCookies.mssIndexFor(1220));
-        assertEquals(0, SynCookies.mssIndexFor(1219));
-        assertEquals(0, SynCookies.mssIndexFor(536));
+        assertEquals(7, SynCookies.mssIndexFor(1460));
+        assertEquals(7, SynCookies.mssIndexFor(8960));
+        assertEquals(6, SynCookies.mssIndexFor(1459));
+        assertEquals(6, SynCookies.mssIndexFor(1440));
+        assertEquals(5, SynCookies.mssIndexFor(1400));
+        assertEquals(3, SynCookies.mssIndexFor(1220));
+        assertEquals(2, SynCookies.mssIndexFor(1219));
+        assertEquals(2, SynCookies.mssIndexFor(536));
+        assertEquals(1, SynCookies.mssIndexFor(535));
         assertEquals(0, SynCookies.mssIndexFor(100));
-        assertEquals(4, SynCookies.mssTableLength());
-        assertEquals(1220, SynCookies.mssForIndex(1));
+        assertEquals(0, SynCookies.mssIndexFor(40));
+        assertEquals(8, SynCookies.mssTableLength());
+        assertEquals(1220, SynCookies.mssForIndex(3));
+        for (int i = 1; i < SynCookies.mssTableLength(); i++)
+        {
+            assertTrue(SynCookies.mssForIndex(i) > SynCookies.mssForIndex(i - 1), "ascending");
+        }
     }
 
     @Test
@@ -48,7 +55,7 @@ class SynCookiesTest
     @Test
     void wrongTupleIsRejected()
     {
-        final int cookie = encode(CLIENT_ISN, 3, NOW);
+        final int cookie = encode(CLIENT_ISN, 7, NOW);
 
         assertEquals(-1, cookies.decode(LOCAL_IP + 1, LOCAL_PORT, REMOTE_IP, REMOTE_PORT, CLIENT_ISN, cookie, NOW));
         assertEquals(-1, cookies.decode(LOCAL_IP, LOCAL_PORT + 1, REMOTE_IP, REMOTE_PORT, CLIENT_ISN, cookie, NOW));
@@ -59,7 +66,7 @@ class SynCookiesTest
     @Test
     void wrongClientIsnIsRejected()
     {
-        final int cookie = encode(CLIENT_ISN, 3, NOW);
+        final int cookie = encode(CLIENT_ISN, 7, NOW);
 
         assertEquals(-1, decode(CLIENT_ISN + 1, cookie, NOW));
         assertEquals(-1, decode(CLIENT_ISN ^ 0x8000_0000, cookie, NOW));
@@ -68,7 +75,7 @@ class SynCookiesTest
     @Test
     void everySingleBitFlipIsRejected()
     {
-        final int cookie = encode(CLIENT_ISN, 2, NOW);
+        final int cookie = encode(CLIENT_ISN, 6, NOW);
 
         for (int bit = 0; bit < 32; bit++)
         {
@@ -80,7 +87,7 @@ class SynCookiesTest
     void anotherSecretRejects()
     {
         final SynCookies other = new SynCookies(0x5555_AAAA_5555_AAAAL, 0x1234_5678_9ABC_DEF1L);
-        final int cookie = encode(CLIENT_ISN, 3, NOW);
+        final int cookie = encode(CLIENT_ISN, 7, NOW);
 
         assertEquals(-1, other.decode(LOCAL_IP, LOCAL_PORT, REMOTE_IP, REMOTE_PORT, CLIENT_ISN, cookie, NOW));
     }
@@ -89,7 +96,7 @@ class SynCookiesTest
     void cookieExpiresAfterTwoPeriods()
     {
         final long periodStart = SynCookies.PERIOD_NANOS * 1_000;
-        final int cookie = encode(CLIENT_ISN, 3, periodStart);
+        final int cookie = encode(CLIENT_ISN, 7, periodStart);
 
         assertEquals(1460, decode(CLIENT_ISN, cookie, periodStart + 64 * SECOND));
         assertEquals(1460, decode(CLIENT_ISN, cookie, periodStart + 128 * SECOND - 1));
@@ -101,7 +108,7 @@ class SynCookiesTest
     void cookieIssuedLateInAPeriodStillLivesMoreThanOnePeriod()
     {
         final long issued = SynCookies.PERIOD_NANOS * 1_001 - 1;
-        final int cookie = encode(CLIENT_ISN, 1, issued);
+        final int cookie = encode(CLIENT_ISN, 3, issued);
 
         assertEquals(1220, decode(CLIENT_ISN, cookie, issued + 64 * SECOND));
         assertEquals(-1, decode(CLIENT_ISN, cookie, issued + 64 * SECOND + 1));
@@ -110,7 +117,7 @@ class SynCookiesTest
     @Test
     void cookieFromTheFutureIsRejected()
     {
-        final int cookie = encode(CLIENT_ISN, 3, NOW);
+        final int cookie = encode(CLIENT_ISN, 7, NOW);
 
         assertEquals(-1, decode(CLIENT_ISN, cookie, NOW - SynCookies.PERIOD_NANOS));
     }
@@ -118,7 +125,7 @@ class SynCookiesTest
     @Test
     void cookieIsRejectedWhenTheFiveBitCounterWrapsAround()
     {
-        final int cookie = encode(CLIENT_ISN, 3, NOW);
+        final int cookie = encode(CLIENT_ISN, 7, NOW);
 
         assertEquals(-1, decode(CLIENT_ISN, cookie, NOW + 32 * SynCookies.PERIOD_NANOS));
     }
@@ -126,26 +133,26 @@ class SynCookiesTest
     @Test
     void layoutCarriesCounterAndMssIndex()
     {
-        final int cookie = encode(CLIENT_ISN, 2, NOW);
+        final int cookie = encode(CLIENT_ISN, 6, NOW);
         final long counter = NOW / SynCookies.PERIOD_NANOS;
 
         assertEquals(counter & 0x1F, cookie >>> 27);
-        assertEquals(2, (cookie >>> 24) & 0x7);
+        assertEquals(6, (cookie >>> 24) & 0x7);
     }
 
     @Test
     void cookiesDifferAcrossTuplesAndPeriods()
     {
-        final int cookie = encode(CLIENT_ISN, 3, NOW);
+        final int cookie = encode(CLIENT_ISN, 7, NOW);
 
         assertNotEquals(cookie, cookies.encode(LOCAL_IP, LOCAL_PORT, REMOTE_IP, REMOTE_PORT + 1, CLIENT_ISN, 3, NOW));
-        assertNotEquals(cookie, encode(CLIENT_ISN, 3, NOW + SynCookies.PERIOD_NANOS));
+        assertNotEquals(cookie, encode(CLIENT_ISN, 7, NOW + SynCookies.PERIOD_NANOS));
     }
 
     @Test
     void rejectsAnMssIndexOutsideTheTable()
     {
-        assertThrows(IllegalArgumentException.class, () -> encode(CLIENT_ISN, 4, NOW));
+        assertThrows(IllegalArgumentException.class, () -> encode(CLIENT_ISN, 8, NOW));
         assertThrows(IllegalArgumentException.class, () -> encode(CLIENT_ISN, -1, NOW));
     }
 
