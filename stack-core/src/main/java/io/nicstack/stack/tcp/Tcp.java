@@ -102,7 +102,6 @@ public final class Tcp implements IpProtocolHandler
         this.isn = isn;
         this.cookies = cookies;
         this.mss = ip.mtu() - Ipv4Header.MIN_HEADER_LENGTH - TcpHeader.HEADER_LENGTH;
-        this.nextEphemeral = (int)((ip.config().address() * 2654435761L) & 0x3FFF);
         this.localAddress = ip.config().address();
         // An address that is also a broadcast address (the subnet's all-ones one, e.g. 10.0.0.255/24) makes IPv4 hand
         // TCP its datagrams as broadcasts, which TCP drops: no early path around that. The config is read once here.
@@ -146,9 +145,10 @@ public final class Tcp implements IpProtocolHandler
      */
     private int unusedPort()
     {
+        final int offset = isn.portOffset(localAddress, 0, 0);
         for (int i = 0; i < EPHEMERAL_COUNT; i++)
         {
-            final int candidate = nextEphemeralPort();
+            final int candidate = nextEphemeralPort(offset);
             if (!listeners.containsKey(candidate))
             {
                 return candidate;
@@ -157,11 +157,15 @@ public final class Tcp implements IpProtocolHandler
         throw new IllegalStateException("tcp: every port of the dynamic range is in use");
     }
 
-    /** The next port of the dynamic range (RFC 6335) to try, for an active open or a listen on port 0. */
-    private int nextEphemeralPort()
+    /**
+     * The next port of the dynamic range (RFC 6335) to try, for an active open or a listen on port 0: RFC 6056's
+     * Algorithm 3, one counter for all destinations plus each destination's secret {@code offset}
+     * ({@link IsnGenerator#portOffset}).
+     */
+    private int nextEphemeralPort(final int offset)
     {
         // Unsigned: past 2^31 increments a signed remainder turns negative, a port below the dynamic range.
-        return EPHEMERAL_FIRST + Integer.remainderUnsigned(nextEphemeral++, EPHEMERAL_COUNT);
+        return EPHEMERAL_FIRST + Integer.remainderUnsigned(offset + nextEphemeral++, EPHEMERAL_COUNT);
     }
 
     void unlisten(final TcpListener listener)
@@ -191,9 +195,10 @@ public final class Tcp implements IpProtocolHandler
             throw new IllegalArgumentException("tcp cannot connect to " + io.nicstack.stack.wire.Ipv4Address.format(remoteIp));
         }
         int localPort = -1;
+        final int offset = isn.portOffset(localAddress, remoteIp, remotePort);
         for (int i = 0; i < EPHEMERAL_COUNT; i++)
         {
-            final int candidate = nextEphemeralPort();
+            final int candidate = nextEphemeralPort(offset);
             if (!listeners.containsKey(candidate) && !connections.containsKey(key(remoteIp, remotePort, candidate)))
             {
                 localPort = candidate;

@@ -73,9 +73,13 @@ class TcpResourceLimitsTest
         final TcpTestHarness t = new TcpTestHarness();
         final Tcp tcp = t.stack.tcp();
         tcp.nextEphemeral = 0;
-        tcp.listen(49152, 1, null);
+        final TcpListener first = tcp.listen(0, 1, null);
+        final int firstPort = first.port();
+        first.close();
+        tcp.nextEphemeral = 0;
+        tcp.listen(firstPort, 1, null);
         final TcpListener picked = tcp.listen(0, 0, null);
-        assertEquals(49153, picked.port(), "49152 is taken");
+        assertEquals(firstPort == 65535 ? 49152 : firstPort + 1, picked.port(), firstPort + " is taken");
         final TcpListener next = tcp.listen(0, 1, null);
         assertNotEquals(picked.port(), next.port());
         assertTrue(next.port() >= 49152 && next.port() <= 65535);
@@ -85,6 +89,31 @@ class TcpResourceLimitsTest
         t.localPort = picked.port();
         t.send(t.peerSyn());
         assertEquals(1, picked.synReceived());
+    }
+
+    /**
+     * RFC 6056 §3.3.3 (Algorithm 3): each destination's ephemeral ports start at an offset only the stack's secret
+     * gives, so a peer learns from its own connections' ports neither another destination's ports nor how many
+     * connections the host opens; a stack with another secret picks others. Before, every active open took the next
+     * port of one counter whose start depended on our address alone.
+     */
+    @Test
+    void rfc6056_ephemeralPortsOfOneDestinationTellNothingOfAnothers()
+    {
+        final long[] secret = {0x1111_2222_3333_4444L, 0x5555_6666_7777_8888L, 1, 2};
+        final Tcp tcp = new TcpTestHarness(1500, false, secret).stack.tcp();
+        final int a1 = tcp.connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null).localPort();
+        final int a2 = tcp.connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null).localPort();
+        final int b1 = tcp.connect(TcpTestHarness.PEER_IP + 2, 80, new TcpHandler() { }, null).localPort();
+        final int c1 = tcp.connect(TcpTestHarness.PEER_IP, 81, new TcpHandler() { }, null).localPort();
+        assertEquals(a1 + 1, a2, "one destination's ports follow one another");
+        assertTrue(Math.abs(b1 - a2) > 16 && Math.abs(c1 - b1) > 16, "other destinations' ports lie elsewhere: " + a2 + ", "
+            + b1 + ", " + c1);
+
+        final long[] other = {0x0123_4567_89AB_CDEFL, 0x0FED_CBA9_8765_4321L, 1, 2};
+        final int elsewhere = new TcpTestHarness(1500, false, other).stack.tcp()
+            .connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null).localPort();
+        assertNotEquals(a1, elsewhere, "another secret, another port");
     }
 
     @Test
@@ -99,6 +128,10 @@ class TcpResourceLimitsTest
             ports[i] = tcp.connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null).localPort();
         }
         // 2^31 - 2 and 2^31 - 1, then the counter turns negative: still in order, still within 49152-65535.
-        assertArrayEquals(new int[] {65534, 65535, 49152, 49153}, ports);
+        for (int i = 0; i < ports.length; i++)
+        {
+            assertTrue(ports[i] >= 49152 && ports[i] <= 65535, "port " + ports[i]);
+            assertEquals(i == 0 ? ports[0] : ports[i - 1] == 65535 ? 49152 : ports[i - 1] + 1, ports[i], "in order");
+        }
     }
 }

@@ -51,6 +51,17 @@ public final class IsnGenerator
         return (int)m + (int)f;
     }
 
+    /**
+     * RFC 6056 §3.3.3 (Algorithm 3): the offset of a destination's ephemeral port sequence, {@code F(localIp, remoteIp,
+     * remotePort, secretkey)}, so that the ports of connections to one destination tell nothing of those to another,
+     * nor of how many connections the host opens. The same secret as the ISNs, in a separate domain: the hash's second
+     * word has bit 40 set, which no ISN input has.
+     */
+    public int portOffset(final int localIp, final int remoteIp, final int remotePort)
+    {
+        return (int)SipHash.hash(k0, k1, addresses(localIp, remoteIp), 1L << 40 | (remotePort & 0xFFFF));
+    }
+
     static long addresses(final int localIp, final int remoteIp)
     {
         return ((long)localIp << 32) | (remoteIp & 0xFFFF_FFFFL);
