@@ -722,7 +722,14 @@ public final class TcpConnection
             return;
         }
 
-        // Fourth: SYN in a synchronized state (RFC 5961 §4.2): challenge ACK, whatever the sequence number.
+        // Fourth: SYN. In SYN-RECEIVED of a passive open (RFC 9293 §3.10.7.4) it returns the connection to LISTEN: the
+        // peer started again with another ISN, and its next SYN opens a fresh connection. Otherwise the state is
+        // synchronized (RFC 5961 §4.2): challenge ACK, whatever the sequence number.
+        if (seg.hasFlags(TcpHeader.SYN) && state == TcpState.SYN_RECEIVED && passive)
+        {
+            tcp.remove(this, CLOSE_RESET);
+            return;
+        }
         if (seg.hasFlags(TcpHeader.SYN))
         {
             tcp.challengeAck(this, true, now);

@@ -121,6 +121,31 @@ class Rfc9293ConnectionTest
         assertEquals(1, t.listener.synReceived());
     }
 
+    /**
+     * §3.10.7.4 "fourth", SYN-RECEIVED of a passive open: an in-window SYN (a peer that restarted and chose a new ISN)
+     * returns the connection to LISTEN, silently; the peer's next SYN opens a fresh one. Before, the stack answered
+     * with a challenge ACK (the SYN,ACK again, acknowledging the old ISN) and kept the stale half-open connection.
+     */
+    @Test
+    void rfc9293_anInWindowSynInSynReceivedOfAPassiveOpenReturnsToListen()
+    {
+        t.listen();
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        assertEquals(1, t.listener.synReceived());
+
+        t.send(t.peerSyn().seq(t.irs + 1000));
+        t.recvNothing();
+        assertEquals(0, t.listener.synReceived(), "back to LISTEN");
+        assertEquals(0, t.stack.tcp().connectionCount());
+
+        t.irs = t.irs + 1000;
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq;
+        t.send(t.in());
+        assertNotNull(t.listener.accept(), "the peer's next SYN opens a connection");
+    }
+
     @Test
     void linux_aSynWithFinToAListenerIsDropped()
     {
