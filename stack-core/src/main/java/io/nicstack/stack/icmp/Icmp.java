@@ -16,7 +16,8 @@ import io.nicstack.stack.wire.Ipv4Header;
 /**
  * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests),
  * rate-limited error messages (destination unreachable, time exceeded), and received error messages
- * passed to the protocol whose datagram they quote ({@link #onErrors}), and Redirects for datagrams we sent
+ * passed to the protocol whose datagram they quote ({@link #onErrors}; "fragmentation needed" without a next-hop MTU
+ * gets RFC 1191's estimate, {@link #plateauBelow}), and Redirects for datagrams we sent
  * ({@link Ipv4#redirect}). It answers datagrams of a protocol
  * nothing handles with Protocol Unreachable ({@link Ipv4#onUnknownProtocol}).
  */
@@ -66,8 +67,35 @@ public final class Icmp implements IpProtocolHandler
         {
             return;
         }
-        handler.onIcmpError(icmp.type(), icmp.code(), icmp.restOfHeader(), quotedIp.destination(), buffer,
+        int restOfHeader = icmp.restOfHeader();
+        if (icmp.type() == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && icmp.code() == IcmpHeader.CODE_FRAGMENTATION_NEEDED
+            && (restOfHeader & 0xFFFF) == 0)
+        {
+            restOfHeader |= plateauBelow(quotedIp.totalLength());
+        }
+        handler.onIcmpError(icmp.type(), icmp.code(), restOfHeader, quotedIp.destination(), buffer,
             quoteOffset + headerLength, quoteLength - headerLength, now);
+    }
+
+    /** RFC 1191 §7 table 7-1: the plateaus of the MTUs in use, descending. */
+    private static final int[] MTU_PLATEAUS = {32000, 17914, 8166, 4352, 2002, 1492, 1006, 508, 296, 68};
+
+    /**
+     * RFC 1191 §5 and §7: a router from before RFC 1191 says "fragmentation needed" without the next-hop MTU; the
+     * estimate is the largest plateau below the length of the datagram it refused. A stale report, about a datagram
+     * sent before an earlier reduction, so estimates no smaller than that reduction, and a repeated one about the
+     * new size steps down a plateau, down to 68, which a sender below its floor answers by no longer setting DF.
+     */
+    static int plateauBelow(final int refusedLength)
+    {
+        for (final int plateau : MTU_PLATEAUS)
+        {
+            if (plateau < refusedLength)
+            {
+                return plateau;
+            }
+        }
+        return MTU_PLATEAUS[MTU_PLATEAUS.length - 1];
     }
 
     /**

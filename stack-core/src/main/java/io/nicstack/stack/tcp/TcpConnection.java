@@ -929,8 +929,8 @@ public final class TcpConnection
      *     ({@link #softError()}, SHLD-25).</li>
      * <li>Fragmentation needed (code 4) is path MTU discovery (RFC 1191): every segment we send has DF set, so a
      *     smaller link on the path drops it and says so. The send MSS shrinks to the reported next-hop MTU (at least
-     *     {@link #MIN_PATH_MTU}, as Linux's min_pmtu, so a forged error cannot make segments tiny; 576 when the
-     *     router does not report one) and what is in flight is sent again in smaller segments at once, without a
+     *     {@link #MIN_PATH_MTU}, as Linux's min_pmtu, so a forged error cannot make segments tiny; when the router does
+     *     not report one, ICMP gives RFC 1191's plateau estimate) and what is in flight is sent again in smaller segments at once, without a
      *     congestion response (RFC 1191 §6.5: a segment too big is not congestion). A report below the floor also
      *     clears DF on what is sent from then on, so the router with the small link fragments it.</li>
      * </ul>
@@ -955,7 +955,7 @@ public final class TcpConnection
         softError = type << 8 | code;
         if (unreachable && code == IcmpHeader.CODE_FRAGMENTATION_NEEDED)
         {
-            pathMtuReduced(nextHopMtu == 0 ? 576 : nextHopMtu, now);
+            pathMtuReduced(nextHopMtu, now);
         }
     }
 

@@ -187,6 +187,49 @@ class IcmpToTcpTest
     }
 
     /**
+     * A router from before RFC 1191 says "fragmentation needed" without the next-hop MTU (0): the MSS steps down RFC
+     * 1191 §7's plateaus below the datagram it refused (1500: 1492, then 1006, then 508, which is below the floor: the
+     * floor without DF), and a stale report about a datagram larger than those now sent changes nothing. Before, every
+     * such report meant 576 with DF kept: on a path smaller than 576 every segment went on being dropped.
+     */
+    @Test
+    void fragmentationNeededWithoutAnMtuStepsDownThePlateausOfRfc1191()
+    {
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        final byte[] data = bytes(3000, 4);
+        t.write(data);
+        final TcpTestHarness.Seg original = t.recv().get(0);
+        assertEquals(1500 + 14, original.frame.length);
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 0, original.frame));
+        t.poll();
+        assertEquals(1492 - 40, t.conn.sendMss());
+        final java.util.List<TcpTestHarness.Seg> at1492 = t.recv();
+        assertResentInSegmentsThatFit(at1492, t.iss + 1, 1492 - 40, data, "sent again within the plateau");
+        assertTrue(at1492.stream().allMatch(seg -> seg.ipDontFragment), "DF on: still discovering");
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 0, original.frame));
+        t.poll();
+        assertEquals(1492 - 40, t.conn.sendMss(), "a stale report about a 1500-byte datagram changes nothing");
+        assertTrue(t.recv().isEmpty());
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 0, at1492.get(0).frame));
+        t.poll();
+        assertEquals(1006 - 40, t.conn.sendMss());
+        final java.util.List<TcpTestHarness.Seg> at1006 = t.recv();
+        assertTrue(at1006.stream().allMatch(seg -> seg.ipDontFragment));
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 0, at1006.get(0).frame));
+        t.poll();
+        assertEquals(TcpConnection.MIN_PATH_MTU - 40, t.conn.sendMss(), "508 is below the floor");
+        final java.util.List<TcpTestHarness.Seg> atFloor = t.recv();
+        assertResentInSegmentsThatFit(atFloor, t.iss + 1, TcpConnection.MIN_PATH_MTU - 40, data, "sent again at the floor");
+        assertTrue(atFloor.stream().noneMatch(seg -> seg.ipDontFragment), "without DF: the small link's router fragments");
+        assertEquals(3, t.counter(StackCounter.TCP_PATH_MTU_REDUCTIONS));
+    }
+
+    /**
      * RFC 1191 §6.3: a lowered path MTU is tried at its old size again after 10 minutes, not before; if the path is still
      * small, the next "fragmentation needed" lowers it again.
      */

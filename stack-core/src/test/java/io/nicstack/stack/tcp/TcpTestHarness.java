@@ -516,6 +516,8 @@ final class TcpTestHarness
         int ipTtl;
         int ipSource;
         boolean ipDontFragment;
+        /** Parsed from the stack's output: the whole frame, e.g. for an ICMP error to quote. */
+        byte[] frame;
 
         Seg seq(final int seq)
         {
@@ -784,6 +786,7 @@ final class TcpTestHarness
         assertTrue(new TcpHeader().wrap(b, tcpOffset, tcpLength).checksumValid(ip.source(), ip.destination()),
             "TCP checksum of a segment the stack sent");
         final Seg s = new Seg();
+        s.frame = frame;
         final int status = s.r.parse(b, tcpOffset, tcpLength);
         assertEquals(TcpRepr.OK, status, "the stack's options parse cleanly: " + TcpRepr.statusName(status));
         checkOptionEncoding(b, tcpOffset, s.r.payloadOffset);
