@@ -49,7 +49,7 @@ for opts in (b"\x07\x00\x00\x00", b"\x07\x28\x04\x00", b"\x01\x01\x01\x44"):
     frames.append(bytes(eth / IP(src=src_ip, dst=dst_ip, options=[]) / ICMP()))
     pkt = bytearray(bytes(IP(src=src_ip, dst=dst_ip, ihl=6, options=opts) / ICMP()))
     frames.append(bytes(eth) + bytes(pkt))
-# TTL 0, multicast source, not for us.
+# TTL 0 (taken and answered: RFC 1122 3.2.1.7), multicast source, not for us.
 frames.append(bytes(eth / IP(src=src_ip, dst=dst_ip, ttl=0) / ICMP()))
 frames.append(bytes(eth / IP(src="224.0.0.1", dst=dst_ip) / ICMP()))
 frames.append(bytes(eth / IP(src=src_ip, dst="198.18.0.77") / ICMP()))

@@ -392,6 +392,27 @@ class NetStackTest
         assertEquals(2 * burst, sent, "one second refills the bucket up to its burst size");
     }
 
+    /**
+     * RFC 1122 §3.2.1.7: a host MUST NOT discard a datagram just because it was received with a TTL below 2; TTL 0 and
+     * 1 are answered like any other. Before, TTL 0 was dropped (as "never legal on the wire"), against the text.
+     */
+    @Test
+    void aDatagramWithTtlZeroOrOneIsTakenLikeAnyOther()
+    {
+        learnPeer();
+        for (final int ttl : new int[] {0, 1})
+        {
+            final byte[] request = ipv4(PEER_IP, STACK_IP, 1, 1, false, 0, icmpEcho(8, 1, ttl, new byte[8]));
+            final UnsafeBuffer b = new UnsafeBuffer(request);
+            new Ipv4Header().wrap(b, 0, request.length).ttl(ttl).updateChecksum();
+            final List<byte[]> sent = exchange(fromPeer(mac, request));
+            assertEquals(1, sent.size(), "the echo request with TTL " + ttl + " is answered");
+            assertEquals(stack.config().defaultTtl(), ipOf(sent.get(0)).ttl(), "the reply goes with our own TTL");
+        }
+        assertEquals(2, counters.get(StackCounter.ICMP_OUT_ECHO_REPLIES));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
     @Test
     void everyMalformedIpv4HeaderHasItsOwnDropReason()
     {
@@ -407,7 +428,6 @@ class NetStackTest
         assertDrop(StackCounter.IPV4_DROP_BAD_TOTAL_LENGTH, patch(good, 2, 0x05), true);
         assertDrop(StackCounter.IPV4_DROP_BAD_TOTAL_LENGTH, patch(patch(good, 2, 0), 3, 19), true);
         assertDrop(StackCounter.IPV4_DROP_BAD_CHECKSUM, patch(good, 10, good[10] ^ 0x01), false);
-        assertDrop(StackCounter.IPV4_DROP_TTL, patch(good, 8, 0), true);
         assertDrop(StackCounter.IPV4_DROP_NOT_FOR_US, ipv4(PEER_IP, 0xC612_0009, 1, 1, false, 0, new byte[8]), false);
         assertDrop(StackCounter.IPV4_DROP_BAD_SOURCE, ipv4(0xE000_0001, STACK_IP, 1, 1, false, 0, new byte[8]), false);
         // To our subnet's broadcast address: no Protocol Unreachable either (see the next test).

@@ -192,12 +192,8 @@ public final class Ipv4
                 return;
             }
         }
-        // RFC 1122 3.2.1.7: a host must accept TTL 1; TTL 0 is never legal on the wire (no sender may emit it).
-        if (h.ttl == 0)
-        {
-            counters.increment(StackCounter.IPV4_DROP_TTL);
-            return;
-        }
+        // No TTL check: RFC 1122 3.2.1.7, a host MUST NOT discard a datagram just because it was received with a TTL
+        // below 2 (0 included, which no sender may emit; Linux delivers it too).
         if (isMartian(h.source))
         {
             // RFC 1122 3.2.1.3: silently discard a datagram from an invalid source, before any layer can answer it.

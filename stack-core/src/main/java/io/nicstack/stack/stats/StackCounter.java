@@ -48,7 +48,6 @@ public enum StackCounter
     IPV4_DROP_BAD_CHECKSUM("ipv4 drop: bad header checksum", Kind.DROP),
     IPV4_DROP_BAD_OPTIONS("ipv4 drop: bad option length", Kind.DROP),
     IPV4_DROP_SOURCE_ROUTE("ipv4 drop: source route option (RFC 7126)", Kind.DROP),
-    IPV4_DROP_TTL("ipv4 drop: ttl zero", Kind.DROP),
     IPV4_DROP_BAD_SOURCE("ipv4 drop: bad source address", Kind.DROP),
     IPV4_DROP_NOT_FOR_US("ipv4 drop: destination not ours", Kind.DROP),
     IPV4_DROP_UNICAST_IN_LINK_BROADCAST("ipv4 drop: unicast destination in a link-layer broadcast", Kind.DROP),

@@ -34,7 +34,7 @@ public final class TcpFrameShape
     /**
      * True when {@code buffer[offset, offset + length)} lies inside the buffer and is an Ethernet II frame to
      * {@code mac} with EtherType IPv4, whose datagram has version 4 and a 20-byte header, a total length of at least
-     * 40 bytes that the frame holds, no flag but DF and fragment offset 0, a TTL above 0, protocol TCP, a header
+     * 40 bytes that the frame holds, no flag but DF and fragment offset 0, protocol TCP, a header
      * checksum that verifies, and destination {@code address}. The fields then describe it; on false they are stale.
      * The source address is not checked: the caller compares it with a connection's, which was vetted when made.
      */
@@ -62,7 +62,7 @@ public final class TcpFrameShape
         final int dst = Raw.i32(buffer, ip + 16);
         final int totalLength = w0 & 0xFFFF;
         if ((w0 >>> 24) != VERSION_4_IHL_5 || totalLength < Ipv4Header.MIN_HEADER_LENGTH + TcpHeader.HEADER_LENGTH
-            || totalLength > length - IP_AT || (w1 & NOT_WHOLE) != 0 || (w2 >>> 24) == 0
+            || totalLength > length - IP_AT || (w1 & NOT_WHOLE) != 0
             || ((w2 >>> 16) & 0xFF) != Ipv4Header.PROTOCOL_TCP || dst != address)
         {
             return false;

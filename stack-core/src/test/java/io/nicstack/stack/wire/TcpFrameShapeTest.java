@@ -85,7 +85,7 @@ class TcpFrameShapeTest
         reserved[20] |= (byte)0x80;
         new Ipv4Header().wrap(new UnsafeBuffer(reserved), 14, 50).updateChecksum();
         assertFalse(decode(reserved), "the reserved flag");
-        assertFalse(decode(frame(10, ip -> ip.ttl(0))), "TTL 0");
+        assertTrue(decode(frame(10, ip -> ip.ttl(0))), "TTL 0 is taken (RFC 1122 §3.2.1.7)");
         assertFalse(decode(frame(10, ip -> ip.protocol(Ipv4Header.PROTOCOL_UDP))), "UDP");
         assertFalse(decode(frame(10, ip -> ip.destination(ADDRESS + 1))), "another destination address");
         final byte[] badChecksum = frame(10, ip -> { });
@@ -132,7 +132,7 @@ class TcpFrameShapeTest
                 && eth.inputEtherType() == EthernetFrame.ETHERTYPE_IPV4, "Ethernet" + seed);
             final Ipv4Header ip = new Ipv4Header().wrap(exact, 14, bytes.length - 14);
             assertTrue(ip.version() == 4 && ip.headerLength() == 20 && ip.checksumValid() && ip.totalLength() >= 40
-                && ip.totalLength() <= bytes.length - 14 && !ip.isFragment() && !ip.reservedFlag() && ip.ttl() > 0
+                && ip.totalLength() <= bytes.length - 14 && !ip.isFragment() && !ip.reservedFlag()
                 && ip.protocol() == Ipv4Header.PROTOCOL_TCP && ip.destination() == ADDRESS, "IPv4" + seed);
             assertEquals(ip.source(), f.source, seed);
             assertEquals(ip.totalLength() - 20, f.tcpLength, seed);
