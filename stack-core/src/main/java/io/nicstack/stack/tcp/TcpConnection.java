@@ -2737,6 +2737,15 @@ public final class TcpConnection
                 swsOverride = false;
             }
         }
+        if (keepAliveDeadline != NONE && now - keepAliveDeadline >= 0
+            && (sndMax != sndUna || sendBuffer.end() != offsetOfSend(sndUna)))
+        {
+            // Not idle: data (or a FIN) waits for an ACK, or for the window. The retransmission or persist timer and
+            // R2 judge the peer (RFC 9293 §3.8.3); keep-alive looks again an idle interval later (Linux's
+            // tcp_keepalive_timer reschedules the same way).
+            keepAliveProbesSent = 0;
+            keepAliveDeadline = now + settings.keepAliveIdleNanos;
+        }
         if (keepAliveDeadline != NONE && now - keepAliveDeadline >= 0)
         {
             if (keepAliveProbesSent >= settings.keepAliveProbes)

@@ -224,6 +224,42 @@ class Rfc9293DataTest
         t.recv(t.out().seq(t.iss));
     }
 
+    /**
+     * Keep-alive checks an idle connection (RFC 9293 §3.8.4, RFC 1122 §4.2.3.6): with data unacknowledged the
+     * retransmission timer and R2 decide when to give up (§3.8.3), and keep-alive sends no probe (as Linux's
+     * tcp_keepalive_timer, which only reschedules while packets are out or queued). Before, a short keep-alive (10 s
+     * idle, three probes 1 s apart) ended a connection whose data was being retransmitted 13 s after the last ACK,
+     * R2 being minutes away, and its probes drew duplicate ACKs from a live peer.
+     */
+    @Test
+    void rfc9293_keepAliveLeavesAConnectionWithDataInFlightToTheRetransmissionTimer()
+    {
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = SECOND;
+        t.settings().keepAliveProbes = 3;
+        t.passiveOpen();
+        t.advance(5 * SECOND);
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        int probes = 0;
+        for (int i = 0; i < 600 && t.conn.state() != TcpState.CLOSED; i++)
+        {
+            t.advance(100 * MS);
+            for (final TcpTestHarness.Seg s : t.recv())
+            {
+                probes += s.r.payloadLength == 0 ? 1 : 0;
+            }
+        }
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), "60 s of retransmissions, R2 not reached");
+        assertEquals(0, probes, "no keep-alive probe while data is in flight");
+
+        // Acknowledged, the connection is idle again: probes after the idle interval.
+        t.send(t.in().ack(t.iss + 101));
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss + 100));
+    }
+
     @Test
     void rfc9293_must29_keepAliveToleratesLostAcks()
     {
