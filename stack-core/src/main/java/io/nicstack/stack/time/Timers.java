@@ -41,6 +41,10 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     private final int[] spokeTimers = new int[TICKS_PER_WHEEL];
     private final long startNanos;
     private long now;
+    /** Inside {@link #poll}: handlers run, and the wheel is scanning its current spoke. */
+    private boolean polling;
+    /** A handler of this poll scheduled a timer already due. */
+    private boolean dueFromHandler;
 
     public Timers(final long startNanos)
     {
@@ -52,13 +56,26 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     /** Schedule {@code handler} to run once at or after {@code deadlineNanos}; returns the timer id. */
     public long schedule(final long deadlineNanos, final Handler handler)
     {
-        final long id = wheel.scheduleTimer(deadlineNanos);
+        long deadline = deadlineNanos;
+        if (polling && deadlineNanos - now <= 0)
+        {
+            // Due already, from a handler: the wheel would put it in the spoke being scanned, behind the scan, and then
+            // move on, and it would wait a whole revolution. Past the current tick it goes to the next one (still due,
+            // the scan comes to it); within it, poll scans the spoke again. Either way this poll runs it.
+            dueFromHandler = true;
+            final long tickEnd = wheel.currentTickTime();
+            if (now - tickEnd >= 0)
+            {
+                deadline = Math.max(deadlineNanos, tickEnd);
+            }
+        }
+        final long id = wheel.scheduleTimer(deadline);
         handlers.put(id, handler);
         final int spoke = spokeOf(id);
         spokeTimers[spoke]++;
-        if (deadlineNanos < spokeMinDeadline[spoke])
+        if (deadline < spokeMinDeadline[spoke])
         {
-            spokeMinDeadline[spoke] = deadlineNanos;
+            spokeMinDeadline[spoke] = deadline;
         }
         return id;
     }
@@ -119,16 +136,25 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
             return 0;
         }
         int expired = 0;
-        // The wheel moves at most one tick per poll: poll until it stops moving, so the tick that
-        // contains nowNanos is scanned too (tests move the clock by seconds at a time).
-        for (int ticks = 0; ticks < MAX_TICKS_PER_POLL && wheel.timerCount() > 0; ticks++)
+        polling = true;
+        try
         {
-            final long tickTime = wheel.currentTickTime();
-            expired += wheel.poll(nowNanos, this, EXPIRY_LIMIT);
-            if (wheel.currentTickTime() == tickTime)
+            // The wheel moves at most one tick per poll: poll until it stops moving, so the tick that
+            // contains nowNanos is scanned too (tests move the clock by seconds at a time).
+            for (int ticks = 0; ticks < MAX_TICKS_PER_POLL && wheel.timerCount() > 0; ticks++)
             {
-                break;
+                final long tickTime = wheel.currentTickTime();
+                dueFromHandler = false;
+                expired += wheel.poll(nowNanos, this, EXPIRY_LIMIT);
+                if (wheel.currentTickTime() == tickTime && !dueFromHandler)
+                {
+                    break;
+                }
             }
+        }
+        finally
+        {
+            polling = false;
         }
         return expired;
     }
