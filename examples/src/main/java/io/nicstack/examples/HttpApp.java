@@ -18,7 +18,7 @@ import io.nicstack.pipes.client.PipeConnection;
 /**
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
  * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}),
- * Content-Length on every response, 404/403/400/501/505. Requests are parsed by
+ * Content-Length on every response, 404/403/400/413/501/505. Requests are parsed by
  * {@link HttpRequestParser} from at most 8 KiB of copied head bytes; pipelined requests wait in the
  * RX pipe until the response before them is fully queued.
  *
@@ -182,6 +182,7 @@ final class HttpApp
             case 400: return "Bad Request";
             case 403: return "Forbidden";
             case 404: return "Not Found";
+            case 413: return "Content Too Large";
             case 501: return "Not Implemented";
             case 505: return "HTTP Version Not Supported";
             default: return "Error";
@@ -234,7 +235,8 @@ final class HttpApp
             }
             if (deadlines.expired(now) != null)
             {
-                reset(); // a request head that takes too long, or a peer that reads nothing: free the slot and the file
+                // A request head or body that takes too long, or a peer that reads nothing: free the slot and the file.
+                reset();
                 return 1;
             }
             if (!noDelaySet)
@@ -274,6 +276,10 @@ final class HttpApp
                     final int n = (int)Math.min(readable, discardBody);
                     conn.release(n);
                     discardBody -= n;
+                    if (discardBody == 0)
+                    {
+                        deadlines.bodyDone();
+                    }
                     continue;
                 }
                 final int consumed = parser.feed(conn.rxBuffer(), conn.rxIndex(), readable);
@@ -515,6 +521,10 @@ final class HttpApp
             head = null;
             body = null;
             lastActivity = now;
+            if (discardBody > 0)
+            {
+                deadlines.bodyStarted(now); // read from now on: each byte is activity, so only this bounds a drip
+            }
             if (closeAfterResponse)
             {
                 shutdownAndLinger(now);

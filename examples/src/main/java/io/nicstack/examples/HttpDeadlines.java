@@ -3,7 +3,7 @@ package io.nicstack.examples;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The two deadlines that keep a slow client from holding an HTTP connection (and its open file) for good; both HTTP
+ * The deadlines that keep a slow client from holding an HTTP connection (and its open file) for good; both HTTP
  * apps use them, on their own clock ({@code now} in nanoseconds, compared modulo 2^64).
  *
  * <ul>
@@ -11,6 +11,11 @@ import java.util.concurrent.TimeUnit;
  *       {@link #HEADER_TIMEOUT_NANOS}, however the bytes trickle in ("slowloris"). nginx's client_header_timeout
  *       (60 s) and Apache's mod_reqtimeout (header=20-40, growing with the data rate) bound the same thing; nginx
  *       closes the connection without an answer, and so do we.</li>
+ *   <li><b>Request body</b>: from the end of the response, when the app starts reading the request's body to
+ *       discard it, until its last byte, at most {@link #BODY_TIMEOUT_NANOS}, however the bytes trickle: a body
+ *       dripped a byte a minute would otherwise hold the connection for good (each byte is activity, so the idle
+ *       timeout never passes). Apache's mod_reqtimeout bounds the body too (body=20, growing with the data rate);
+ *       its size is bounded apart ({@link HttpRequestParser#MAX_BODY_BYTES}).</li>
  *   <li><b>Response</b>: while a response is being written, at most {@link #SEND_TIMEOUT_NANOS} without progress
  *       (nothing more taken by the socket or the TX pipe, nor {@link #released acknowledged} while the daemon sends a
  *       file body itself): a peer that reads nothing. As nginx's send_timeout (60 s), the time between two successful
@@ -22,15 +27,19 @@ final class HttpDeadlines
 {
     static final long HEADER_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
     static final long SEND_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
+    static final long BODY_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     enum Expired
     {
         REQUEST_HEAD,
+        REQUEST_BODY,
         RESPONSE
     }
 
     private boolean inRequest;
     private long requestStart;
+    private boolean inBody;
+    private long bodyStart;
     private boolean sending;
     private long lastProgress;
     private long released;
@@ -49,6 +58,19 @@ final class HttpDeadlines
     void requestDone()
     {
         inRequest = false;
+    }
+
+    /** The app starts reading a request body (after its response): the body's deadline starts. */
+    void bodyStarted(final long now)
+    {
+        inBody = true;
+        bodyStart = now;
+    }
+
+    /** The body is read to its end: no body deadline until the next one. */
+    void bodyDone()
+    {
+        inBody = false;
     }
 
     /** A response starts: its progress is timed from now. */
@@ -94,6 +116,10 @@ final class HttpDeadlines
         if (inRequest && now - requestStart > HEADER_TIMEOUT_NANOS)
         {
             return Expired.REQUEST_HEAD;
+        }
+        if (inBody && now - bodyStart > BODY_TIMEOUT_NANOS)
+        {
+            return Expired.REQUEST_BODY;
         }
         return null;
     }

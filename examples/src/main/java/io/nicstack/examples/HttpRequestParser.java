@@ -12,7 +12,7 @@ import org.agrona.DirectBuffer;
  * fed with untrusted bytes in arbitrary pieces. It copies at most {@link #MAX_HEADER_BYTES} bytes
  * and consumes nothing past the blank line that ends the head, so pipelined requests stay where
  * they are until the caller is ready for them. It never throws on bad input: it ends in
- * {@link State#ERROR} with the status code to answer ({@code 400}, {@code 501}, {@code 505}).
+ * {@link State#ERROR} with the status code to answer ({@code 400}, {@code 413}, {@code 501}, {@code 505}).
  *
  * <p>Lines may end with CRLF or a bare LF (RFC 9112 §2.2); empty lines before the request line are
  * skipped. Anything else that is not strictly valid is a 400: bytes outside VCHAR in the request
@@ -23,6 +23,12 @@ public final class HttpRequestParser
 {
     /** Largest request head accepted (request line plus headers); more is a 400. */
     public static final int MAX_HEADER_BYTES = 8192;
+    /**
+     * Largest request body accepted (nginx's client_max_body_size default); a Content-Length above it is a 413. The
+     * server only discards bodies (GET and HEAD ones have no meaning here, RFC 9110 §9.3.1), and a large one mostly
+     * holds a connection.
+     */
+    public static final long MAX_BODY_BYTES = 1 << 20;
 
     /** What the parser has seen so far. */
     public enum State
@@ -309,6 +315,12 @@ public final class HttpRequestParser
         if (!method.equals("GET") && !method.equals("HEAD"))
         {
             fail(501, "method " + method + " not implemented");
+            return;
+        }
+        if (contentLength > MAX_BODY_BYTES)
+        {
+            // RFC 9110 §15.5.14: 413 Content Too Large, and close: nothing of the body is read.
+            fail(413, "request body larger than " + MAX_BODY_BYTES + " bytes");
             return;
         }
         final boolean keepAlive = minorVersion >= 1 ? !connectionClose : connectionKeepAlive && !connectionClose;

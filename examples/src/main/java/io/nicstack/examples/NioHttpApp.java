@@ -26,10 +26,10 @@ import org.agrona.concurrent.UnsafeBuffer;
  * <p>Same behaviour by construction: requests are parsed by the same {@link HttpRequestParser},
  * files are looked up by the same {@link StaticFiles}, response heads come from
  * {@link HttpApp#responseHead}; GET and HEAD, persistent connections, Content-Length on every
- * response, 404/403/400/501/505, request bodies discarded, a malformed request answered and the
- * connection closed, pipelined requests read only after the response before them is fully written,
- * idle keep-alive connections closed after 60 s, a closing connection lingers (reads and discards)
- * until the peer's FIN or 30 s.
+ * response, 404/403/400/413/501/505, request bodies discarded after the response (within the same
+ * {@link HttpDeadlines}), a malformed request answered and the connection closed, pipelined requests
+ * read only after the response before them is fully written, idle keep-alive connections closed after
+ * 60 s, a closing connection lingers (reads and discards) until the peer's FIN or 30 s.
  *
  * <p>One thread, one {@link Selector}, non-blocking {@link SocketChannel}s with {@code TCP_NODELAY}.
  * File bodies are sent one of two ways:
@@ -300,6 +300,10 @@ final class NioHttpApp
                     final int n = (int)Math.min(available, discardBody);
                     inStart += n;
                     discardBody -= n;
+                    if (discardBody == 0)
+                    {
+                        deadlines.bodyDone();
+                    }
                     continue;
                 }
                 inStart += parser.feed(inView, inStart, available);
@@ -476,6 +480,10 @@ final class NioHttpApp
             file = null;
             out = null;
             lastActivity = now;
+            if (discardBody > 0)
+            {
+                deadlines.bodyStarted(now); // read from now on: each read is activity, so only this bounds a drip
+            }
             if (closeAfterResponse)
             {
                 shutdownAndLinger();
@@ -527,7 +535,7 @@ final class NioHttpApp
             }
             if (deadlines.expired(now) != null)
             {
-                close(); // a request head that takes too long, or a peer that reads nothing
+                close(); // a request head or body that takes too long, or a peer that reads nothing
                 return;
             }
             if (!responding && now - lastActivity > HttpApp.IDLE_TIMEOUT_NANOS)

@@ -1,5 +1,6 @@
 package io.nicstack.examples;
 
+import static io.nicstack.examples.HttpDeadlines.BODY_TIMEOUT_NANOS;
 import static io.nicstack.examples.HttpDeadlines.HEADER_TIMEOUT_NANOS;
 import static io.nicstack.examples.HttpDeadlines.SEND_TIMEOUT_NANOS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -36,6 +37,19 @@ class HttpDeadlinesTest
         assertNull(d.expired(T0 + 10 * HEADER_TIMEOUT_NANOS));
         d.requestBytes(T0 + 10 * HEADER_TIMEOUT_NANOS); // the next request's first byte starts a new one
         assertEquals(HttpDeadlines.Expired.REQUEST_HEAD, d.expired(T0 + 11 * HEADER_TIMEOUT_NANOS + 1));
+    }
+
+    /** A request body, read after its response: one deadline from its start to its end, however the bytes trickle. */
+    @Test
+    void requestBodyDeadlineRunsFromItsStartToItsEnd()
+    {
+        d.bodyStarted(T0);
+        assertNull(d.expired(T0 + BODY_TIMEOUT_NANOS));
+        assertEquals(HttpDeadlines.Expired.REQUEST_BODY, d.expired(T0 + BODY_TIMEOUT_NANOS + 1));
+        d.bodyDone();
+        assertNull(d.expired(T0 + 10 * BODY_TIMEOUT_NANOS));
+        d.bodyStarted(T0 + 10 * BODY_TIMEOUT_NANOS); // the next request's body starts a new one
+        assertEquals(HttpDeadlines.Expired.REQUEST_BODY, d.expired(T0 + 11 * BODY_TIMEOUT_NANOS + 1));
     }
 
     @Test

@@ -181,6 +181,20 @@ class HttpRequestParserTest
         status(400, start + "v".repeat(HttpRequestParser.MAX_HEADER_BYTES - start.length() - end.length() + 1) + end);
     }
 
+    /** RFC 9110 §15.5.14: a body over the limit is refused with 413 before a byte of it is read; HEAD too. */
+    @Test
+    void aContentLengthOverTheBodyLimitIs413()
+    {
+        assertEquals(HttpRequestParser.MAX_BODY_BYTES,
+            ok("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: " + HttpRequestParser.MAX_BODY_BYTES + "\r\n\r\n")
+                .contentLength());
+        status(413, "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: " + (HttpRequestParser.MAX_BODY_BYTES + 1) + "\r\n\r\n");
+        status(413, "GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 999999999999999999\r\n\r\n");
+        final HttpRequestParser head = parse("HEAD / HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000000\r\n\r\n");
+        assertEquals(413, head.errorStatus());
+        assertTrue(head.errorOnHead());
+    }
+
     // ---- randomized: seeded mutations of valid requests and plain garbage ---------------------------
 
     private static final List<String> CORPUS = List.of(
@@ -281,8 +295,8 @@ class HttpRequestParserTest
         switch (p.state())
         {
             case ERROR:
-                assertTrue(p.errorStatus() == 400 || p.errorStatus() == 501 || p.errorStatus() == 505,
-                    "status " + p.errorStatus());
+                assertTrue(p.errorStatus() == 400 || p.errorStatus() == 413 || p.errorStatus() == 501 ||
+                    p.errorStatus() == 505, "status " + p.errorStatus());
                 assertNotNull(p.errorMessage());
                 break;
             case COMPLETE:

@@ -69,6 +69,7 @@ class HttpSlowClientTest
     {
         final String initial;
         volatile int closedReason = -1;
+        volatile boolean peerClosed;
         /** Stack B's end, touched on the loop thread only. */
         volatile TcpConnection connection;
 
@@ -83,6 +84,12 @@ class HttpSlowClientTest
             connection = c;
             final byte[] b = initial.getBytes(StandardCharsets.ISO_8859_1);
             c.write(new UnsafeBuffer(b), 0, b.length);
+        }
+
+        @Override
+        public void onPeerClosed(final TcpConnection c)
+        {
+            peerClosed = true;
         }
 
         @Override
@@ -351,6 +358,88 @@ class HttpSlowClientTest
         spinUntilQuiet();
         assertEquals(2, app.connections(), "the stray CRLF's connection was reset: " + crlf.closedReason);
         assertEquals(-1, crlf.closedReason);
+    }
+
+    /**
+     * A request body is read after its response, and each of its bytes is activity: dripped a byte every 10 s, it held
+     * the connection for good (the idle timeout never passed). Now it has {@link HttpDeadlines#BODY_TIMEOUT_NANOS} from
+     * the end of the response, however the bytes trickle, and then the connection is reset as a slowloris's.
+     */
+    @Test
+    void aDrippedRequestBodyLosesItsConnectionWhenTheBodyDeadlinePasses() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
+        start(root, false);
+        final Client drip = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, drip, null));
+        spinUntil("one connection", () -> app.connections() == 1);
+        spinUntilQuiet();
+        assertTrue(received(drip).startsWith("HTTP/1.1 200 OK\r\n"));
+        final long t0 = appNow.get();
+
+        final UnsafeBuffer one = new UnsafeBuffer(new byte[] {'x'});
+        for (long t = 10 * S; t < HttpDeadlines.BODY_TIMEOUT_NANOS; t += 10 * S)
+        {
+            appNow.set(t0 + t);
+            assertEquals(1, (int)onLoop(() -> drip.connection.write(one, 0, 1)));
+            spinUntilQuiet();
+        }
+        appNow.set(t0 + HttpDeadlines.BODY_TIMEOUT_NANOS - S);
+        spinUntilQuiet();
+        assertEquals(1, app.connections(), "the body deadline passed early");
+
+        appNow.set(t0 + HttpDeadlines.BODY_TIMEOUT_NANOS + S);
+        spinUntil("the dripper reset", () -> drip.closedReason != -1);
+        assertTrue(drip.closedReason != 0, "reset, not closed: " + drip.closedReason);
+        assertEquals(0, app.connections());
+    }
+
+    /** A body read to its end ends its deadline: the request behind it is answered, the connection kept past it. */
+    @Test
+    void aWholeRequestBodyEndsItsDeadline() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
+        start(root, false);
+        final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello" +
+            "GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
+        spinUntil("one connection", () -> app.connections() == 1);
+        spinUntilQuiet();
+        final String responses = received(c);
+        assertEquals(2, responses.split("HTTP/1.1 200 OK\r\n", -1).length - 1, responses);
+
+        appNow.set(appNow.get() + HttpDeadlines.BODY_TIMEOUT_NANOS + S);
+        spinUntilQuiet();
+        assertEquals(1, app.connections(), "reset: " + c.closedReason);
+        assertEquals(-1, c.closedReason);
+    }
+
+    /**
+     * A Content-Length over {@link HttpRequestParser#MAX_BODY_BYTES} is answered 413 and the connection closed (FIN)
+     * without reading the body: before, a GET declaring 10^12 bytes was answered 200 and its body read for good.
+     */
+    @Test
+    void aRequestBodyOverTheLimitIs413AndTheConnectionIsClosed() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
+        start(root, false);
+        final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000000\r\n\r\nxyz");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
+        spinUntil("the app's FIN", () -> c.peerClosed);
+        final String response = received(c);
+        assertTrue(response.startsWith("HTTP/1.1 413 Content Too Large\r\n"), response);
+        assertTrue(response.contains("\r\nConnection: close\r\n"), response);
+    }
+
+    /** What {@code c} has received and not read, read now. */
+    private String received(final Client c) throws Exception
+    {
+        final UnsafeBuffer sink = new UnsafeBuffer(new byte[64 * 1024]);
+        final int n = onLoop(() -> c.connection.read(sink, 0, sink.capacity()));
+        return new String(sink.byteArray(), 0, Math.max(n, 0), StandardCharsets.ISO_8859_1);
     }
 
     private void readN(final Client c, final long now, final int n) throws Exception
