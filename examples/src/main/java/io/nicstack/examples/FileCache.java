@@ -283,6 +283,27 @@ final class FileCache
     }
 
     /**
+     * Whether the file of {@code e} (in use) now ends before {@code end}, by its size (fstat(2)) or because that
+     * cannot be had: it shrank, as a short {@link #copy} finds, and is dropped from the cache the same way.
+     */
+    boolean endsBefore(final Entry e, final long end)
+    {
+        try
+        {
+            if (e.body.channel().size() >= end)
+            {
+                return false;
+            }
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            // As a short file: the bytes promised cannot be had.
+        }
+        drop(e);
+        return true;
+    }
+
+    /**
      * One positional read of at most {@code length} bytes of {@code channel} at {@code position} into
      * {@code dst[index ..]}: straight into its memory when it has a {@link ByteBuffer} view, else through a
      * scratch buffer. Returns what {@link FileChannel#read(ByteBuffer, long)} returns.

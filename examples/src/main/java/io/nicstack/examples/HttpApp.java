@@ -37,7 +37,9 @@ import io.nicstack.pipes.client.PipeConnection;
  * SEND_FILE ({@link PipeConnection#sendFile}) and the daemon reads it into the TX pipe itself, as a NIC
  * would DMA it from the page cache; the connection waits for the daemon's answer before its next
  * response. If the daemon refuses (it may not read this app's files), the body is copied as above and
- * the app stops asking.
+ * the app stops asking. A file that shrank before the daemon read a byte of it gets the same answer
+ * (FILE_UNREADABLE, 0 bytes); the app tells it apart by the file's size and resets that response alone,
+ * as when a copy comes up short.
  */
 final class HttpApp
 {
@@ -433,14 +435,17 @@ final class HttpApp
                     filePos = fileEnd;
                 }
                 else if (conn.fileBytes() == 0 && (conn.fileReason() == Protocol.Reason.FILE_UNREADABLE ||
-                    conn.fileReason() == Protocol.Reason.BAD_ARGUMENT || conn.fileReason() == Protocol.Reason.BAD_MESSAGE))
+                    conn.fileReason() == Protocol.Reason.BAD_ARGUMENT || conn.fileReason() == Protocol.Reason.BAD_MESSAGE)
+                    && !fileEndsEarly())
                 {
                     refused(conn.fileReason()); // the daemon will not read it: copy this body, and every later one
                     fileByDaemon = false;
                 }
                 else
                 {
-                    reset(); // the connection is gone, or the daemon could not read the file to its end
+                    // The connection is gone, or the file could not be read to its end: by the daemon, or by anyone
+                    // (it shrank before the daemon read a byte, which the daemon answers as it answers a refusal).
+                    reset();
                     return work;
                 }
             }
@@ -530,6 +535,23 @@ final class HttpApp
                 shutdownAndLinger(now);
             }
             return work + 1;
+        }
+
+        /**
+         * Whether the body's file now ends before the end of the body: then a FILE_UNREADABLE with no byte sent is the
+         * file's doing, not a refusal, and copying could not keep the Content-Length either. The daemon read through a
+         * duplicate of our descriptor, so our fstat(2) sees the size it saw.
+         */
+        private boolean fileEndsEarly()
+        {
+            try
+            {
+                return entry != null ? cache.endsBefore(entry, fileEnd) : file.channel().size() < fileEnd;
+            }
+            catch (final IOException e)
+            {
+                return true;
+            }
         }
 
         /** The daemon would not read our file: say so once, and copy bodies from now on. */

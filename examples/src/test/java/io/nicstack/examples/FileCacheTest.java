@@ -207,6 +207,27 @@ class FileCacheTest
         }
     }
 
+    /** A file that shrank under its entry ends before its old size, as a SEND_FILE found, and leaves the cache. */
+    @Test
+    void aFileThatShrankEndsBeforeItsEntrysSizeAndLeavesTheCache() throws Exception
+    {
+        final Path f = write("s.bin", random(64 * 1024, 4));
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, true);
+        final FileCache.Entry e = cache.refresh("/s.bin", f, TYPE, 0);
+        cache.use(e);
+        assertFalse(cache.endsBefore(e, e.size()));
+        assertTrue(e.cached());
+        try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw"))
+        {
+            raf.setLength(1000);
+        }
+        assertFalse(cache.endsBefore(e, 1000), "what is left is still there");
+        assertTrue(cache.endsBefore(e, e.size()));
+        assertFalse(e.cached(), "a shrunk file leaves the cache");
+        cache.release(e);
+        assertFalse(e.open());
+    }
+
     /**
      * A sendable cache opens each file once as a {@link io.nicstack.pipes.client.SendableFile} and reads through a
      * channel on the same open file, so both keep naming the file that was opened when its path is replaced; the

@@ -434,6 +434,37 @@ class HttpSlowClientTest
         assertTrue(response.contains("\r\nConnection: close\r\n"), response);
     }
 
+    /**
+     * A file truncated before the daemon read a byte of it: the daemon answers its SEND_FILE as it answers a refusal
+     * (FILE_UNREADABLE, 0 bytes), and the app took that for one and copied every body from then on. That response is
+     * reset (its head promised the old length); the next body, the file whole again, still goes by SEND_FILE.
+     */
+    @Test
+    void aFileTruncatedUnderItsSendFileResetsThatResponseAndSendFileGoesOn() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        final byte[] content = new byte[HttpApp.SEND_FILE_MIN + 8 * 1024];
+        final Path big = Files.write(root.resolve("big.bin"), content);
+        start(root, true);
+        final Client first = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, first, null));
+        spinUntil("the first body sent by the daemon", () -> counters.get(PipeCounter.FILES_SENT) == 1);
+        spinUntilQuiet();
+
+        Files.write(big, new byte[0]); // truncated in place while its cache entry is trusted
+        final Client second = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, second, null));
+        spinUntil("the second response reset", () -> second.closedReason != -1);
+        assertTrue(second.closedReason != 0, "reset, not closed: " + second.closedReason);
+
+        Files.write(big, content);
+        appNow.addAndGet(HttpApp.CACHE_REVALIDATE_NANOS + S);
+        final Client third = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, third, null));
+        spinUntil("the third response", () -> third.connection != null && unread(third) > content.length);
+        assertEquals(2, counters.get(PipeCounter.FILES_SENT), "the third body goes by SEND_FILE");
+    }
+
     /** What {@code c} has received and not read, read now. */
     private String received(final Client c) throws Exception
     {
