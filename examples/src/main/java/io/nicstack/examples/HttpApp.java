@@ -18,7 +18,7 @@ import io.nicstack.pipes.client.PipeConnection;
 /**
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
  * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}),
- * Content-Length on every response, 404/403/400/413/501/505. Requests are parsed by
+ * Content-Length on every response, 404/403/400/413/414/431/501/505. Requests are parsed by
  * {@link HttpRequestParser} from at most 8 KiB of copied head bytes; pipelined requests wait in the
  * RX pipe until the response before them is fully queued.
  *
@@ -185,6 +185,8 @@ final class HttpApp
             case 403: return "Forbidden";
             case 404: return "Not Found";
             case 413: return "Content Too Large";
+            case 414: return "URI Too Long";
+            case 431: return "Request Header Fields Too Large";
             case 501: return "Not Implemented";
             case 505: return "HTTP Version Not Supported";
             default: return "Error";

@@ -12,7 +12,10 @@ import org.agrona.DirectBuffer;
  * fed with untrusted bytes in arbitrary pieces. It copies at most {@link #MAX_HEADER_BYTES} bytes
  * and consumes nothing past the blank line that ends the head, so pipelined requests stay where
  * they are until the caller is ready for them. It never throws on bad input: it ends in
- * {@link State#ERROR} with the status code to answer ({@code 400}, {@code 413}, {@code 501}, {@code 505}).
+ * {@link State#ERROR} with the status code to answer ({@code 400}, {@code 413}, {@code 414}, {@code 431},
+ * {@code 501}, {@code 505}). The request line is checked as soon as it ends, so a head too large is a 414
+ * (URI Too Long) when its request line does not end within the limit and a 431 (Request Header Fields Too
+ * Large) when it did, never a size error for a request line that was bad anyway.
  *
  * <p>Lines may end with CRLF or a bare LF (RFC 9112 §2.2); empty lines before the request line are
  * skipped. Anything else that is not strictly valid is a 400: bytes outside VCHAR in the request
@@ -21,7 +24,7 @@ import org.agrona.DirectBuffer;
  */
 public final class HttpRequestParser
 {
-    /** Largest request head accepted (request line plus headers); more is a 400. */
+    /** Largest request head accepted (request line plus headers); more is a 414 or a 431. */
     public static final int MAX_HEADER_BYTES = 8192;
     /**
      * Largest request body accepted (nginx's client_max_body_size default); a Content-Length above it is a 413. The
@@ -64,6 +67,7 @@ public final class HttpRequestParser
     private final byte[] buf = new byte[MAX_HEADER_BYTES];
     private int length;
     private int skippedBlankBytes;
+    private boolean requestLineDone;
     private State state = State.NEED_MORE;
     private int errorStatus;
     private String errorMessage;
@@ -112,6 +116,7 @@ public final class HttpRequestParser
     {
         length = 0;
         skippedBlankBytes = 0;
+        requestLineDone = false;
         state = State.NEED_MORE;
         errorStatus = 0;
         errorMessage = null;
@@ -156,14 +161,55 @@ public final class HttpRequestParser
         }
         if (length == MAX_HEADER_BYTES)
         {
-            fail(400, "request header section larger than " + MAX_HEADER_BYTES + " bytes");
+            if (requestLineDone)
+            {
+                fail(431, "request header section larger than " + MAX_HEADER_BYTES + " bytes"); // RFC 6585 §5
+            }
+            else if (inRequestTarget())
+            {
+                fail(414, "request target longer than " + MAX_HEADER_BYTES + " bytes"); // RFC 9112 §3
+            }
+            else
+            {
+                fail(400, "malformed request line");
+            }
             return;
         }
         buf[length++] = b;
-        if (b == '\n' && endsHead())
+        if (b != '\n')
+        {
+            return;
+        }
+        if (!requestLineDone)
+        {
+            requestLineDone = true;
+            if (!parseRequestLine(0, trimCr(0, length - 1)))
+            {
+                return;
+            }
+        }
+        if (endsHead())
         {
             parseHead();
         }
+    }
+
+    /** Whether the bytes so far end inside a request target: a method, one space, and no space after it. */
+    private boolean inRequestTarget()
+    {
+        final int sp = indexOf(0, length, (byte)' ');
+        if (sp <= 0 || indexOf(sp + 1, length, (byte)' ') >= 0)
+        {
+            return false;
+        }
+        for (int i = 0; i < sp; i++)
+        {
+            if (!isToken(buf[i]))
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     private boolean endsHead()
@@ -185,14 +231,8 @@ public final class HttpRequestParser
 
     private void parseHead()
     {
-        int pos = 0;
-        int lineEnd = lineEnd(pos);
-        final int requestLineEnd = trimCr(pos, lineEnd);
-        if (!parseRequestLine(pos, requestLineEnd))
-        {
-            return;
-        }
-        pos = lineEnd + 1;
+        int pos = lineEnd(0) + 1; // past the request line, parsed when it ended
+        int lineEnd;
 
         int hostCount = 0;
         boolean connectionClose = false;
@@ -329,7 +369,7 @@ public final class HttpRequestParser
         state = State.COMPLETE;
     }
 
-    // request-line fields, valid only during parseHead
+    // request-line fields, set when the request line ends
     private String method;
     private String target;
     private String path;

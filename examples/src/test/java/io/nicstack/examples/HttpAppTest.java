@@ -88,6 +88,20 @@ class HttpAppTest
         }
     }
 
+    /** The size refusals say what they are (RFC 9110 §15.5.14 and §15.5.15, RFC 6585 §5), and close. */
+    @Test
+    void sizeRefusalsCarryTheirOwnReasonPhrases()
+    {
+        for (final String expected : new String[] {"413 Content Too Large", "414 URI Too Long",
+            "431 Request Header Fields Too Large"})
+        {
+            final HttpApp.ErrorResponse r = HttpApp.errorResponse(Integer.parseInt(expected.substring(0, 3)), "x", false);
+            final String head = text(r.head(), r.head().length);
+            assertTrue(head.startsWith("HTTP/1.1 " + expected + "\r\n"), head);
+            assertTrue(head.contains("\r\nConnection: close\r\n"), head);
+        }
+    }
+
     @Test
     void aFileNamedAsADirectoryIsNotFound(@TempDir final Path dir) throws Exception
     {

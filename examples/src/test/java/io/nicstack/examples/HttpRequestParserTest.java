@@ -147,6 +147,7 @@ class HttpRequestParserTest
         status(501, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
     }
 
+    /** RFC 6585 §5: a header section over the limit is a 431 (Request Header Fields Too Large). */
     @Test
     void headerSectionOver8KiBIsRejectedWithoutReadingFurther()
     {
@@ -160,7 +161,7 @@ class HttpRequestParserTest
         final HttpRequestParser p = new HttpRequestParser();
         final int consumed = p.feed(b, 0, b.length);
         assertEquals(HttpRequestParser.State.ERROR, p.state());
-        assertEquals(400, p.errorStatus());
+        assertEquals(431, p.errorStatus());
         assertTrue(consumed <= HttpRequestParser.MAX_HEADER_BYTES + 1, "stops right after the limit: " + consumed);
 
         final HttpRequestParser blanks = new HttpRequestParser();
@@ -178,7 +179,32 @@ class HttpRequestParserTest
         final String req = start + "v".repeat(HttpRequestParser.MAX_HEADER_BYTES - start.length() - end.length()) + end;
         assertEquals(HttpRequestParser.MAX_HEADER_BYTES, req.length());
         ok(req);
-        status(400, start + "v".repeat(HttpRequestParser.MAX_HEADER_BYTES - start.length() - end.length() + 1) + end);
+        status(431, start + "v".repeat(HttpRequestParser.MAX_HEADER_BYTES - start.length() - end.length() + 1) + end);
+    }
+
+    /**
+     * RFC 9112 §3: a request-target longer than the server parses is a 414 (URI Too Long), not a 400; a request line
+     * over the limit that has no target (no method and space before it) is just malformed.
+     */
+    @Test
+    void requestTargetOverTheLimitIs414()
+    {
+        status(414, "GET /" + "a".repeat(HttpRequestParser.MAX_HEADER_BYTES) + " HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(414, "HEAD /?q=" + "a".repeat(HttpRequestParser.MAX_HEADER_BYTES));
+        status(400, "G" + "E".repeat(HttpRequestParser.MAX_HEADER_BYTES) + " / HTTP/1.1\r\n\r\n");
+        status(400, "GET / HTTP/1.1" + " ".repeat(HttpRequestParser.MAX_HEADER_BYTES));
+    }
+
+    /** The request line is checked when it ends: a bad one is a 400 at once, before its headers, however many. */
+    @Test
+    void aBadRequestLineIsRefusedWhenItEnds()
+    {
+        final HttpRequestParser p = new HttpRequestParser();
+        final byte[] line = bytes("GET  / HTTP/1.1\r\n");
+        assertEquals(line.length, p.feed(line, 0, line.length));
+        assertEquals(HttpRequestParser.State.ERROR, p.state());
+        assertEquals(400, p.errorStatus());
+        status(400, "GET  / HTTP/1.1\r\nX: " + "a".repeat(HttpRequestParser.MAX_HEADER_BYTES) + "\r\n\r\n");
     }
 
     /** RFC 9110 §15.5.14: a body over the limit is refused with 413 before a byte of it is read; HEAD too. */
@@ -295,8 +321,8 @@ class HttpRequestParserTest
         switch (p.state())
         {
             case ERROR:
-                assertTrue(p.errorStatus() == 400 || p.errorStatus() == 413 || p.errorStatus() == 501 ||
-                    p.errorStatus() == 505, "status " + p.errorStatus());
+                assertTrue(List.of(400, 413, 414, 431, 501, 505).contains(p.errorStatus()),
+                    "status " + p.errorStatus());
                 assertNotNull(p.errorMessage());
                 break;
             case COMPLETE:

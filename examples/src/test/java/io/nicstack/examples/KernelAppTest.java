@@ -628,7 +628,7 @@ class KernelAppTest
             assertEquals("HTTP/1.1 400 Bad Request", lines[0]);
             assertEquals("HTTP/1.1 400 Bad Request", lines[1]);
             assertEquals("HTTP/1.1 400 Bad Request", lines[2]);
-            assertEquals("HTTP/1.1 400 Bad Request", lines[3]);
+            assertEquals("HTTP/1.1 431 Request Header Fields Too Large", lines[3]);
             assertEquals("HTTP/1.1 400 Bad Request", lines[4]);
             assertEquals("HTTP/1.1 501 Not Implemented", lines[5]);
             assertTrue(lines[6].equals("HTTP/1.1 403 Forbidden") || lines[6].equals("HTTP/1.1 404 Not Found"), lines[6]);
