@@ -17,10 +17,11 @@ import io.nicstack.pipes.client.PipeConnection;
 
 /**
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
- * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}),
- * Content-Length on every response, 404/403/400/413/414/431/501/505. Requests are parsed by
- * {@link HttpRequestParser} from at most 8 KiB of copied head bytes; pipelined requests wait in the
- * RX pipe until the response before them is fully queued.
+ * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}; closed after
+ * a request with a chunked body, which is not read), Content-Length on every response,
+ * 404/403/400/413/414/431/501/505. Requests are parsed by {@link HttpRequestParser} from at most
+ * 8 KiB of copied head bytes; pipelined requests wait in the RX pipe until the response before them
+ * is fully queued.
  *
  * <p>File bodies are read from a {@link FileCache} open file straight into claimed TX pipe space
  * (one positional read per refill, no open/stat/close per request once a file is cached); files too large for the cache

@@ -17,6 +17,9 @@ import org.agrona.DirectBuffer;
  * (URI Too Long) when its request line does not end within the limit and a 431 (Request Header Fields Too
  * Large) when it did, never a size error for a request line that was bad anyway.
  *
+ * <p>A request with a chunked body ({@code Transfer-Encoding: chunked}, RFC 9112 §7.1) is complete at the
+ * end of its head, with no keep-alive: the caller answers it and closes the connection, never parsing the body.
+ *
  * <p>Lines may end with CRLF or a bare LF (RFC 9112 §2.2); empty lines before the request line are
  * skipped. Anything else that is not strictly valid is a 400: bytes outside VCHAR in the request
  * line, obs-fold, whitespace before a header colon, a missing or repeated Host in HTTP/1.1,
@@ -239,6 +242,9 @@ public final class HttpRequestParser
         boolean connectionKeepAlive = false;
         long contentLength = -1;
         boolean transferEncoding = false;
+        int codings = 0;
+        int chunked = 0;
+        String lastCoding = null;
         while (pos < length)
         {
             lineEnd = lineEnd(pos);
@@ -329,6 +335,16 @@ public final class HttpRequestParser
                     break;
                 case "transfer-encoding":
                     transferEncoding = true;
+                    for (final String coding : ascii(vs, ve).split(","))
+                    {
+                        final String c = coding.trim().toLowerCase(java.util.Locale.ROOT);
+                        if (!c.isEmpty())
+                        {
+                            codings++;
+                            chunked += c.equals("chunked") ? 1 : 0;
+                            lastCoding = c;
+                        }
+                    }
                     break;
                 default:
                     break;
@@ -348,9 +364,23 @@ public final class HttpRequestParser
         }
         if (transferEncoding)
         {
-            // A transfer coding we do not implement (RFC 9112 §6.1); also rules out request smuggling.
-            fail(contentLength >= 0 ? 400 : 501, "request Transfer-Encoding not supported");
-            return;
+            if (contentLength >= 0)
+            {
+                // RFC 9112 §6.3: two framings, the opening of request smuggling; refused, and the connection closed.
+                fail(400, "both Transfer-Encoding and Content-Length");
+                return;
+            }
+            if (!"chunked".equals(lastCoding) || chunked > 1)
+            {
+                // RFC 9112 §6.3: without chunked last the body's length cannot be known (§7: never chunked twice).
+                fail(400, "request Transfer-Encoding without chunked last");
+                return;
+            }
+            if (codings > 1)
+            {
+                fail(501, "request Transfer-Encoding not supported"); // RFC 9112 §6.1: a coding we do not implement
+                return;
+            }
         }
         if (!method.equals("GET") && !method.equals("HEAD"))
         {
@@ -363,7 +393,11 @@ public final class HttpRequestParser
             fail(413, "request body larger than " + MAX_BODY_BYTES + " bytes");
             return;
         }
-        final boolean keepAlive = minorVersion >= 1 ? !connectionClose : connectionKeepAlive && !connectionClose;
+        // A chunked body (RFC 9112 §7.1: every recipient must take one) is not read but left behind the head: the
+        // request is answered, then the connection closed (it lingers, reading and dropping the body for a while). Its
+        // end is only found by decoding it, and GET and HEAD bodies have no meaning here (RFC 9110 §9.3.1).
+        final boolean keepAlive = !transferEncoding &&
+            (minorVersion >= 1 ? !connectionClose : connectionKeepAlive && !connectionClose);
         request = new Request(method, target, path, minorVersion, keepAlive, Math.max(0, contentLength),
             method.equals("HEAD"));
         state = State.COMPLETE;

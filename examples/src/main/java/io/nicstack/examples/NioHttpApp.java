@@ -25,11 +25,12 @@ import org.agrona.concurrent.UnsafeBuffer;
  *
  * <p>Same behaviour by construction: requests are parsed by the same {@link HttpRequestParser},
  * files are looked up by the same {@link StaticFiles}, response heads come from
- * {@link HttpApp#responseHead}; GET and HEAD, persistent connections, Content-Length on every
- * response, 404/403/400/413/414/431/501/505, request bodies discarded after the response (within
- * the same {@link HttpDeadlines}), a malformed request answered and the connection closed, pipelined
- * requests read only after the response before them is fully written, idle keep-alive connections
- * closed after 60 s, a closing connection lingers (reads and discards) until the peer's FIN or 30 s.
+ * {@link HttpApp#responseHead}; GET and HEAD, persistent connections (closed after a request with
+ * a chunked body, which is not read), Content-Length on every response,
+ * 404/403/400/413/414/431/501/505, request bodies discarded after the response (within the same
+ * {@link HttpDeadlines}), a malformed request answered and the connection closed, pipelined requests
+ * read only after the response before them is fully written, idle keep-alive connections closed
+ * after 60 s, a closing connection lingers (reads and discards) until the peer's FIN or 30 s.
  *
  * <p>One thread, one {@link Selector}, non-blocking {@link SocketChannel}s with {@code TCP_NODELAY}.
  * File bodies are sent one of two ways:

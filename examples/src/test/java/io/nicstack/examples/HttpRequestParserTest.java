@@ -144,7 +144,41 @@ class HttpRequestParserTest
         status(501, "POST / HTTP/1.1\r\nHost: h\r\n\r\n");
         status(501, "DELETE /x HTTP/1.1\r\nHost: h\r\n\r\n");
         status(505, "GET / HTTP/2.0\r\nHost: h\r\n\r\n");
-        status(501, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+        status(501, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+    }
+
+    /**
+     * RFC 9112 §7.1: every HTTP/1.1 recipient must take a chunked body (it was a 501). The request is complete at the
+     * end of its head, without keep-alive: answered, then the connection closed, the body never parsed.
+     */
+    @Test
+    void aChunkedRequestIsCompleteAtItsHeadWithoutKeepAlive()
+    {
+        final String head = "GET /a.txt HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+        final byte[] request = bytes(head + "5\r\nhello\r\n0\r\n\r\nGET /b.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        final HttpRequestParser p = new HttpRequestParser();
+        assertEquals(head.length(), p.feed(request, 0, request.length), "nothing of the body consumed");
+        assertEquals(HttpRequestParser.State.COMPLETE, p.state());
+        assertEquals("/a.txt", p.request().path());
+        assertFalse(p.request().keepAlive());
+        assertEquals(0, p.request().contentLength());
+
+        assertFalse(ok("HEAD / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n").keepAlive());
+        assertFalse(ok("GET / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n").keepAlive());
+        assertFalse(ok("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .keepAlive());
+    }
+
+    /** RFC 9112 §6.3: a body whose length cannot be known, or two framings (smuggling), is a 400, and the end. */
+    @Test
+    void transferEncodingsWithoutChunkedLastOrWithContentLengthAre400()
+    {
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n");
+        status(400, "GET / HTTP/1.0\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \r\n\r\n");
     }
 
     /** RFC 6585 §5: a header section over the limit is a 431 (Request Header Fields Too Large). */

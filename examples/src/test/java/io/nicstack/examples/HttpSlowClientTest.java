@@ -435,6 +435,26 @@ class HttpSlowClientTest
     }
 
     /**
+     * A GET with a chunked body (RFC 9112 §7.1, which it answered 501) is answered and the connection closed: the
+     * body's end is not looked for, so the request pipelined behind it gets no answer (the client sends it again).
+     */
+    @Test
+    void aChunkedRequestIsAnsweredAndTheConnectionClosed() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
+        start(root, false);
+        final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            "5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
+        spinUntil("the app's FIN", () -> c.peerClosed);
+        final String response = received(c);
+        assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), response);
+        assertTrue(response.contains("\r\nConnection: close\r\n"), response);
+        assertTrue(response.endsWith("\r\n\r\nhello\n"), "one response: " + response);
+    }
+
+    /**
      * A file truncated before the daemon read a byte of it: the daemon answers its SEND_FILE as it answers a refusal
      * (FILE_UNREADABLE, 0 bytes), and the app took that for one and copied every body from then on. That response is
      * reset (its head promised the old length); the next body, the file whole again, still goes by SEND_FILE.
