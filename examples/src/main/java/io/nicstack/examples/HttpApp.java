@@ -18,10 +18,10 @@ import io.nicstack.pipes.client.PipeConnection;
 /**
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
  * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}; closed after
- * a request with a chunked body, which is not read), Content-Length on every response,
- * 404/403/400/413/414/431/501/505. Requests are parsed by {@link HttpRequestParser} from at most
- * 8 KiB of copied head bytes; pipelined requests wait in the RX pipe until the response before them
- * is fully queued.
+ * a request with a chunked body, which is not read), Content-Length on every response, 301 to a
+ * directory's name with its slash, 404/403/400/413/414/431/501/505. Requests are parsed by
+ * {@link HttpRequestParser} from at most 8 KiB of copied head bytes; pipelined requests wait in the
+ * RX pipe until the response before them is fully queued.
  *
  * <p>File bodies are read from a {@link FileCache} open file straight into claimed TX pipe space
  * (one positional read per refill, no open/stat/close per request once a file is cached); files too large for the cache
@@ -182,6 +182,7 @@ final class HttpApp
         switch (status)
         {
             case 200: return "OK";
+            case 301: return "Moved Permanently";
             case 400: return "Bad Request";
             case 403: return "Forbidden";
             case 404: return "Not Found";
@@ -192,6 +193,23 @@ final class HttpApp
             case 505: return "HTTP Version Not Supported";
             default: return "Error";
         }
+    }
+
+    /**
+     * Header fields of the response to a lookup that did not find a file, or null: a redirect's Location, the query of
+     * the request kept (as nginx keeps it), which only follows the path and cannot move it to another host.
+     */
+    static String statusHeaders(final StaticFiles.Lookup lookup, final HttpRequestParser.Request request)
+    {
+        if (lookup.status() != 301)
+        {
+            return null;
+        }
+        final String target = request.target();
+        final int q = target.indexOf('?');
+        final int h = target.indexOf('#', q < 0 ? 0 : q);
+        final String query = q < 0 ? "" : h < 0 ? target.substring(q) : target.substring(q, h);
+        return "Location: " + lookup.location() + query + "\r\n";
     }
 
     final class Handler extends ConnectionHandler
@@ -328,7 +346,7 @@ final class HttpApp
                 if (lookup.status() != 200)
                 {
                     cache.remove(path);
-                    respondStatus(lookup.status(), request);
+                    respondStatus(lookup.status(), request, statusHeaders(lookup, request));
                     return;
                 }
                 e = cache.refresh(path, lookup.file(), lookup.contentType(), now);
@@ -368,7 +386,7 @@ final class HttpApp
             catch (final IOException | RuntimeException e)
             {
                 CloseHelper.quietClose(body);
-                respondStatus(403, request);
+                respondStatus(403, request, null);
                 return;
             }
             final byte[] h = responseHead(200, "OK", size, lookup.contentType(), request.keepAlive(),
@@ -386,11 +404,11 @@ final class HttpApp
             }
         }
 
-        private void respondStatus(final int status, final HttpRequestParser.Request request)
+        private void respondStatus(final int status, final HttpRequestParser.Request request, final String extraHeaders)
         {
             final byte[] text = (status + " " + reason(status) + "\n").getBytes(StandardCharsets.US_ASCII);
             final byte[] h = responseHead(status, reason(status), text.length, "text/plain; charset=utf-8",
-                request.keepAlive(), request.minorVersion(), null);
+                request.keepAlive(), request.minorVersion(), extraHeaders);
             start(h, h.length, request.head() ? null : text);
         }
 

@@ -26,11 +26,12 @@ import org.agrona.concurrent.UnsafeBuffer;
  * <p>Same behaviour by construction: requests are parsed by the same {@link HttpRequestParser},
  * files are looked up by the same {@link StaticFiles}, response heads come from
  * {@link HttpApp#responseHead}; GET and HEAD, persistent connections (closed after a request with
- * a chunked body, which is not read), Content-Length on every response,
- * 404/403/400/413/414/431/501/505, request bodies discarded after the response (within the same
- * {@link HttpDeadlines}), a malformed request answered and the connection closed, pipelined requests
- * read only after the response before them is fully written, idle keep-alive connections closed
- * after 60 s, a closing connection lingers (reads and discards) until the peer's FIN or 30 s.
+ * a chunked body, which is not read), Content-Length on every response, 301 to a directory's name
+ * with its slash, 404/403/400/413/414/431/501/505, request bodies discarded after the response
+ * (within the same {@link HttpDeadlines}), a malformed request answered and the connection closed,
+ * pipelined requests read only after the response before them is fully written, idle keep-alive
+ * connections closed after 60 s, a closing connection lingers (reads and discards) until the peer's
+ * FIN or 30 s.
  *
  * <p>One thread, one {@link Selector}, non-blocking {@link SocketChannel}s with {@code TCP_NODELAY}.
  * File bodies are sent one of two ways:
@@ -345,7 +346,8 @@ final class NioHttpApp
                 final byte[] text = (lookup.status() + " " + HttpApp.reason(lookup.status()) + "\n")
                     .getBytes(StandardCharsets.US_ASCII);
                 start(HttpApp.responseHead(lookup.status(), HttpApp.reason(lookup.status()), text.length,
-                    "text/plain; charset=utf-8", request.keepAlive(), request.minorVersion(), null),
+                    "text/plain; charset=utf-8", request.keepAlive(), request.minorVersion(),
+                    HttpApp.statusHeaders(lookup, request)),
                     request.head() ? null : text, null, 0);
                 return;
             }

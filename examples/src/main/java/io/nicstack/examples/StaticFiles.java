@@ -1,6 +1,7 @@
 package io.nicstack.examples;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
@@ -11,13 +12,22 @@ import java.util.Map;
 /**
  * Maps a decoded request path to a regular file under a root directory. {@code ..} may never
  * climb above the root (403), and the real path of the file (symbolic links resolved) must stay
- * under the real root too (403); missing files are 404. A directory serves its {@code index.html}.
+ * under the real root too (403); missing files are 404. A directory serves its {@code index.html}
+ * when named with a trailing slash; without one it is a 301 to the name with the slash, as nginx
+ * answers, so that relative links in the page resolve inside the directory.
  */
 public final class StaticFiles
 {
-    /** Outcome of a lookup: {@code status} 200 with the file, its size and type, or 403/404. */
-    public record Lookup(int status, Path file, long size, String contentType)
+    /**
+     * Outcome of a lookup: {@code status} 200 with the file, its size and type, 301 with the {@code location} to
+     * redirect to (a path, percent-encoded, without the query), or 403/404.
+     */
+    public record Lookup(int status, Path file, long size, String contentType, String location)
     {
+        public Lookup(final int status, final Path file, final long size, final String contentType)
+        {
+            this(status, file, size, contentType, null);
+        }
     }
 
     private static final Map<String, String> TYPES = Map.ofEntries(
@@ -96,6 +106,10 @@ public final class StaticFiles
         }
         if (Files.isDirectory(file))
         {
+            if (!decodedPath.endsWith("/"))
+            {
+                return redirectToDirectory(file, segments);
+            }
             file = file.resolve("index.html");
         }
         else if (decodedPath.endsWith("/") || decodedPath.endsWith("/."))
@@ -123,6 +137,52 @@ public final class StaticFiles
         catch (final IOException | RuntimeException e)
         {
             return new Lookup(404, null, 0, null);
+        }
+    }
+
+    /** A 301 to the directory's name with a trailing slash, if it lies under the root (else 403, as its files). */
+    private Lookup redirectToDirectory(final Path dir, final Deque<String> segments)
+    {
+        try
+        {
+            if (!dir.toRealPath().startsWith(root))
+            {
+                return new Lookup(403, null, 0, null);
+            }
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return new Lookup(404, null, 0, null);
+        }
+        final StringBuilder location = new StringBuilder("/");
+        for (final String s : segments)
+        {
+            encodeSegment(s, location);
+            location.append('/');
+        }
+        return new Lookup(301, null, 0, null, location.toString());
+    }
+
+    /**
+     * {@code segment} percent-encoded as a path segment (RFC 3986 §3.3: pchar kept, every other byte of its UTF-8
+     * %XX). Built from the decoded segments, none empty, a location is never "//host" nor "/\host", which a browser
+     * would take for another host.
+     */
+    private static void encodeSegment(final String segment, final StringBuilder out)
+    {
+        for (final byte b : segment.getBytes(StandardCharsets.UTF_8))
+        {
+            final int c = b & 0xFF;
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                "-._~!$&'()*+,;=:@".indexOf(c) >= 0)
+            {
+                out.append((char)c);
+            }
+            else
+            {
+                out.append('%').append(Character.toUpperCase(Character.forDigit(c >>> 4, 16)))
+                    .append(Character.toUpperCase(Character.forDigit(c & 0xF, 16)));
+            }
         }
     }
 

@@ -115,6 +115,40 @@ class HttpAppTest
         assertEquals(404, files.lookup("/a.txt/").status());
         assertEquals(404, files.lookup("/a.txt/.").status());
         assertEquals(200, files.lookup("/sub/").status());
-        assertEquals(200, files.lookup("/sub").status());
+        assertEquals(301, files.lookup("/sub").status());
+    }
+
+    /**
+     * A directory named without its trailing slash is a 301 to the name with it (as nginx answers): its index.html
+     * served at /sub resolved its relative links against /. The location is built from the decoded segments and
+     * percent-encoded, so it always stays on this host; the request's query follows it.
+     */
+    @Test
+    void aDirectoryNamedWithoutItsSlashIsRedirectedToIt(@TempDir final Path dir) throws Exception
+    {
+        final Path root = Files.createDirectory(dir.resolve("root"));
+        Files.createDirectories(root.resolve("sub").resolve("a b"));
+        Files.createDirectory(root.resolve("\\evil.example"));
+        Files.createDirectory(dir.resolve("outside"));
+        Files.createSymbolicLink(root.resolve("out"), dir.resolve("outside"));
+        final StaticFiles files = new StaticFiles(root);
+        assertEquals(new StaticFiles.Lookup(301, null, 0, null, "/sub/"), files.lookup("/sub"));
+        assertEquals("/sub/", files.lookup("//sub").location());
+        assertEquals("/sub/a%20b/", files.lookup("/sub/a b").location());
+        assertEquals("/", files.lookup("/sub/..").location());
+        assertEquals("/sub/", files.lookup("/sub/.").location());
+        assertEquals("/%5Cevil.example/", files.lookup("/\\evil.example").location(), "a browser reads /\\ as //");
+        assertEquals(403, files.lookup("/out").status());
+        assertNull(files.lookup("/sub/").location());
+
+        for (final String[] c : new String[][] {{"/sub?x=1", "/sub/?x=1"}, {"/sub?x=1#top", "/sub/?x=1"},
+            {"/sub#top", "/sub/"}, {"http://h/sub?x", "/sub/?x"}, {"/s%75b", "/sub/"}})
+        {
+            final HttpRequestParser p = new HttpRequestParser();
+            final byte[] req = ("GET " + c[0] + " HTTP/1.1\r\nHost: h\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+            p.feed(req, 0, req.length);
+            final StaticFiles.Lookup lookup = files.lookup(p.request().path());
+            assertEquals("Location: " + c[1] + "\r\n", HttpApp.statusHeaders(lookup, p.request()), c[0]);
+        }
     }
 }

@@ -450,7 +450,7 @@ class HttpRequestParserTest
         assertEquals("text/plain; charset=utf-8", files.lookup("/a.txt").contentType());
         assertEquals(200, files.lookup("/sub/../a.txt").status());
         assertEquals(200, files.lookup("/sub/").status());
-        assertEquals("text/html; charset=utf-8", files.lookup("/sub").contentType());
+        assertEquals("text/html; charset=utf-8", files.lookup("/sub/").contentType());
         assertEquals(404, files.lookup("/missing").status());
         assertEquals(404, files.lookup("/").status());
         assertEquals(403, files.lookup("/../secret.txt").status());

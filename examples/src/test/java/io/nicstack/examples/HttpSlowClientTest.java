@@ -454,6 +454,27 @@ class HttpSlowClientTest
         assertTrue(response.endsWith("\r\n\r\nhello\n"), "one response: " + response);
     }
 
+    /** /sub is a 301 to /sub/ (its query kept), on a connection kept alive for the request that follows it. */
+    @Test
+    void aDirectoryNamedWithoutItsSlashIsRedirectedToIt() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.createDirectory(root.resolve("sub"));
+        Files.writeString(root.resolve("sub").resolve("index.html"), "<a href=x.html>x</a>\n");
+        start(root, false);
+        final Client c = new Client("GET /sub?x=1 HTTP/1.1\r\nHost: h\r\n\r\n" +
+            "GET /sub/?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
+        spinUntil("one connection", () -> app.connections() == 1);
+        spinUntilQuiet();
+        final String responses = received(c);
+        assertTrue(responses.startsWith("HTTP/1.1 301 Moved Permanently\r\n"), responses);
+        assertTrue(responses.contains("\r\nLocation: /sub/?x=1\r\n"), responses);
+        assertTrue(responses.contains("\r\n\r\n301 Moved Permanently\nHTTP/1.1 200 OK\r\n"), responses);
+        assertTrue(responses.endsWith("\r\n\r\n<a href=x.html>x</a>\n"), responses);
+        assertEquals(1, app.connections());
+    }
+
     /**
      * A file truncated before the daemon read a byte of it: the daemon answers its SEND_FILE as it answers a refusal
      * (FILE_UNREADABLE, 0 bytes), and the app took that for one and copied every body from then on. That response is
