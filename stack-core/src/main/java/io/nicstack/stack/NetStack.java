@@ -84,6 +84,7 @@ public final class NetStack implements FrameHandler
         ipv4.register(Ipv4Header.PROTOCOL_UDP, udp);
         ipv4.register(Ipv4Header.PROTOCOL_TCP, tcp);
         icmp.onErrors(Ipv4Header.PROTOCOL_TCP, tcp::onIcmpError);
+        icmp.onErrors(Ipv4Header.PROTOCOL_UDP, udp);
     }
 
     /** Announce our address with gratuitous ARP, now and again in 2 s (call once when the link is up). */

@@ -83,6 +83,8 @@ public enum StackCounter
     UDP_DROP_NO_PORT("udp drop: no socket on port", Kind.DROP),
     UDP_DROP_RECEIVE_QUEUE_FULL("udp drop: receive queue full", Kind.DROP),
     UDP_OUT_DATAGRAMS("udp datagrams out", Kind.INFO),
+    UDP_ICMP_ERRORS("udp icmp errors passed to the socket that sent the quoted datagram (rfc 1122 s4.1.3.3)", Kind.INFO),
+    UDP_ICMP_IGNORED("udp icmp errors ignored (no socket on the quoted port, or its receive queue full)", Kind.INFO),
 
     TCP_SEGMENTS_IN("tcp segments in", Kind.ACCEPT),
     TCP_DROP_TRUNCATED("tcp drop: truncated or bad data offset", Kind.DROP),

@@ -8,6 +8,7 @@ import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.icmp.Icmp;
+import io.nicstack.stack.icmp.IcmpErrorHandler;
 import io.nicstack.nic.NetDevice;
 import io.nicstack.stack.iface.IpProtocolHandler;
 import io.nicstack.stack.iface.Ipv4;
@@ -17,8 +18,11 @@ import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
 import io.nicstack.stack.wire.UdpHeader;
 
-/** UDP (RFC 768, RFC 1122 §4.1): checksum validation, port demultiplexing, port unreachable, sending. */
-public final class Udp implements IpProtocolHandler
+/**
+ * UDP (RFC 768, RFC 1122 §4.1): checksum validation, port demultiplexing, port unreachable, sending, and received ICMP
+ * errors passed to the socket whose datagram they quote.
+ */
+public final class Udp implements IpProtocolHandler, IcmpErrorHandler
 {
     /** Largest payload of one datagram: 65535 - 20 (IPv4) - 8 (UDP). */
     public static final int MAX_PAYLOAD = 65507;
@@ -28,6 +32,7 @@ public final class Udp implements IpProtocolHandler
     private final StackCounters counters;
     private final Int2ObjectHashMap<UdpSocket> sockets = new Int2ObjectHashMap<>();
     private final UdpHeader in = new UdpHeader();
+    private final UdpHeader quoted = new UdpHeader();
     private final UdpHeader out = new UdpHeader();
     private final UnsafeBuffer scratch = new UnsafeBuffer(ByteBuffer.allocateDirect(65536));
 
@@ -120,6 +125,32 @@ public final class Udp implements IpProtocolHandler
         else
         {
             counters.increment(StackCounter.UDP_DROP_RECEIVE_QUEUE_FULL);
+        }
+    }
+
+    /**
+     * RFC 1122 §4.1.3.3: UDP MUST pass every ICMP error it receives to the application. The quote's first 8 octets
+     * (all {@link Icmp} promises) are the whole UDP header: its source port is the socket's, its destination the remote
+     * end. UDP has nothing else to check an error against (no sequence numbers, as TCP has), so any socket bound to the
+     * quoted port hears it; Icmp has already refused quotes of datagrams not from our address.
+     */
+    @Override
+    public void onIcmpError(
+        final int type, final int code, final int restOfHeader, final int quotedDestination, final DirectBuffer buffer,
+        final int offset, final int length, final long now)
+    {
+        quoted.wrap(buffer, offset, UdpHeader.HEADER_LENGTH);
+        final UdpSocket socket = sockets.get(quoted.sourcePort());
+        // RFC 1191 §4: the next-hop MTU is the low 16 bits of fragmentation needed's rest of header; other errors have none.
+        final int nextHopMtu = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && code == IcmpHeader.CODE_FRAGMENTATION_NEEDED
+            ? restOfHeader & 0xFFFF : 0;
+        if (socket != null && socket.deliverIcmpError(type, code, quotedDestination, quoted.destinationPort(), nextHopMtu, now))
+        {
+            counters.increment(StackCounter.UDP_ICMP_ERRORS);
+        }
+        else
+        {
+            counters.increment(StackCounter.UDP_ICMP_IGNORED);
         }
     }
 

@@ -11,13 +11,17 @@ import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
 /**
- * A bound UDP port. Datagrams either go to a {@link UdpHandler} inline, or, without one, into a
- * bounded receive queue drained with {@link #receive(UdpHandler, int)}. Used from the event loop thread.
+ * A bound UDP port. Datagrams, and ICMP errors about datagrams it sent ({@link UdpHandler#onIcmpError}), either go to
+ * a {@link UdpHandler} inline, or, without one, into a bounded receive queue drained with
+ * {@link #receive(UdpHandler, int)}. Used from the event loop thread.
  */
 public final class UdpSocket
 {
     private static final int MSG_TYPE = 1;
     private static final int META_LENGTH = 8;
+    /** A queued ICMP error: destination address and port, type, code, next-hop MTU. */
+    private static final int MSG_TYPE_ICMP_ERROR = 2;
+    private static final int ICMP_ERROR_LENGTH = 20;
 
     private final Udp udp;
     private final int port;
@@ -61,7 +65,7 @@ public final class UdpSocket
         return udp.send(port, address, destinationPort, buffer, offset, length, nowNanos);
     }
 
-    /** Deliver up to {@code limit} queued datagrams to {@code receiver}; returns how many. */
+    /** Deliver up to {@code limit} queued datagrams and ICMP errors to {@code receiver}, in arrival order; returns how many. */
     public int receive(final UdpHandler receiver, final int limit)
     {
         if (queue == null)
@@ -74,6 +78,12 @@ public final class UdpSocket
 
     private void onQueued(final int msgType, final MutableDirectBuffer buffer, final int index, final int length)
     {
+        if (msgType == MSG_TYPE_ICMP_ERROR)
+        {
+            drainHandler.onIcmpError(this, buffer.getInt(index + 8), buffer.getInt(index + 12), buffer.getInt(index),
+                buffer.getInt(index + 4), buffer.getInt(index + 16), now);
+            return;
+        }
         drainHandler.onDatagram(this, buffer.getInt(index), buffer.getInt(index + 4), buffer, index + META_LENGTH, length - META_LENGTH, now);
     }
 
@@ -104,6 +114,31 @@ public final class UdpSocket
         b.putInt(index, source);
         b.putInt(index + 4, sourcePort);
         b.putBytes(index + META_LENGTH, buffer, offset, length);
+        queue.commit(index);
+        return true;
+    }
+
+    /** Called by {@link Udp} for an ICMP error quoting a datagram from this port; false when the receive queue is full. */
+    boolean deliverIcmpError(
+        final int type, final int code, final int destination, final int destinationPort, final int nextHopMtu, final long nowNanos)
+    {
+        now = nowNanos;
+        if (handler != null)
+        {
+            handler.onIcmpError(this, type, code, destination, destinationPort, nextHopMtu, nowNanos);
+            return true;
+        }
+        final int index = queue.tryClaim(MSG_TYPE_ICMP_ERROR, ICMP_ERROR_LENGTH);
+        if (index < 0)
+        {
+            return false;
+        }
+        final var b = queue.buffer();
+        b.putInt(index, destination);
+        b.putInt(index + 4, destinationPort);
+        b.putInt(index + 8, type);
+        b.putInt(index + 12, code);
+        b.putInt(index + 16, nextHopMtu);
         queue.commit(index);
         return true;
     }
