@@ -20,7 +20,8 @@ public interface UdpHandler
      * @param destinationAddress where the quoted datagram was going.
      * @param destinationPort    the port it was going to.
      * @param nextHopMtu         for fragmentation needed (type 3, code 4), the next-hop MTU the router reported (RFC
-     *                           1191; 0 from routers older than it); 0 for every other error.
+     *                           1191), or for a router older than it RFC 1191 §7's estimate (the plateau below the
+     *                           refused datagram's length, see {@code Icmp}); 0 for every other error.
      */
     default void onIcmpError(UdpSocket socket, int type, int code, int destinationAddress, int destinationPort, int nextHopMtu,
         long now)
