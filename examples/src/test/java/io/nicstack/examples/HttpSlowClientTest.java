@@ -158,6 +158,22 @@ class HttpSlowClientTest
      * The daemon on stack A (its loop on a thread of its own, which also polls stack B), the HTTP app over it serving
      * {@code root} with SEND_FILE or not, on the hand clock, 64 KiB pipes.
      */
+    /** The app serving a root that holds a.txt ("hello\n"), bodies copied. */
+    private void startWithOneSmallFile() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
+        start(root, false);
+    }
+
+    /** {@code client} connects, and the app has it and has done all it can with what the client sent. */
+    private void connectAndSettle(final Client client) throws Exception
+    {
+        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, client, null));
+        spinUntil("one connection", () -> app.connections() == 1);
+        spinUntilQuiet();
+    }
+
     private void start(final Path root, final boolean sendFiles) throws Exception
     {
         final Path shm = Files.createDirectory(tmp.resolve("shm"));
@@ -341,9 +357,7 @@ class HttpSlowClientTest
     @Test
     void aStrayCrlfAfterARequestStartsNoHeadDeadline() throws Exception
     {
-        final Path root = Files.createDirectory(tmp.resolve("root"));
-        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
-        start(root, false);
+        startWithOneSmallFile();
         final Client plain = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
         final Client crlf = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n\r\n");
         onLoop.add(() ->
@@ -368,13 +382,9 @@ class HttpSlowClientTest
     @Test
     void aDrippedRequestBodyLosesItsConnectionWhenTheBodyDeadlinePasses() throws Exception
     {
-        final Path root = Files.createDirectory(tmp.resolve("root"));
-        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
-        start(root, false);
+        startWithOneSmallFile();
         final Client drip = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, drip, null));
-        spinUntil("one connection", () -> app.connections() == 1);
-        spinUntilQuiet();
+        connectAndSettle(drip);
         assertTrue(received(drip).startsWith("HTTP/1.1 200 OK\r\n"));
         final long t0 = appNow.get();
 
@@ -399,14 +409,10 @@ class HttpSlowClientTest
     @Test
     void aWholeRequestBodyEndsItsDeadline() throws Exception
     {
-        final Path root = Files.createDirectory(tmp.resolve("root"));
-        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
-        start(root, false);
+        startWithOneSmallFile();
         final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello" +
             "GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
-        spinUntil("one connection", () -> app.connections() == 1);
-        spinUntilQuiet();
+        connectAndSettle(c);
         final String responses = received(c);
         assertEquals(2, responses.split("HTTP/1.1 200 OK\r\n", -1).length - 1, responses);
 
@@ -423,9 +429,7 @@ class HttpSlowClientTest
     @Test
     void aRequestBodyOverTheLimitIs413AndTheConnectionIsClosed() throws Exception
     {
-        final Path root = Files.createDirectory(tmp.resolve("root"));
-        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
-        start(root, false);
+        startWithOneSmallFile();
         final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000000\r\n\r\nxyz");
         onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
         spinUntil("the app's FIN", () -> c.peerClosed);
@@ -441,9 +445,7 @@ class HttpSlowClientTest
     @Test
     void aChunkedRequestIsAnsweredAndTheConnectionClosed() throws Exception
     {
-        final Path root = Files.createDirectory(tmp.resolve("root"));
-        Files.write(root.resolve("a.txt"), "hello\n".getBytes(StandardCharsets.US_ASCII));
-        start(root, false);
+        startWithOneSmallFile();
         final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" +
             "5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
         onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
@@ -464,9 +466,7 @@ class HttpSlowClientTest
         start(root, false);
         final Client c = new Client("GET /sub?x=1 HTTP/1.1\r\nHost: h\r\n\r\n" +
             "GET /sub/?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
-        spinUntil("one connection", () -> app.connections() == 1);
-        spinUntilQuiet();
+        connectAndSettle(c);
         final String responses = received(c);
         assertTrue(responses.startsWith("HTTP/1.1 301 Moved Permanently\r\n"), responses);
         assertTrue(responses.contains("\r\nLocation: /sub/?x=1\r\n"), responses);
