@@ -725,14 +725,16 @@ public final class TcpConnection
         // Fourth: SYN. In SYN-RECEIVED of a passive open (RFC 9293 §3.10.7.4) it returns the connection to LISTEN: the
         // peer started again with another ISN, and its next SYN opens a fresh connection. Otherwise the state is
         // synchronized (RFC 5961 §4.2): challenge ACK, whatever the sequence number.
-        if (seg.hasFlags(TcpHeader.SYN) && state == TcpState.SYN_RECEIVED && passive)
-        {
-            tcp.remove(this, CLOSE_RESET);
-            return;
-        }
         if (seg.hasFlags(TcpHeader.SYN))
         {
-            tcp.challengeAck(this, true, now);
+            if (state == TcpState.SYN_RECEIVED && passive)
+            {
+                tcp.remove(this, CLOSE_RESET);
+            }
+            else
+            {
+                tcp.challengeAck(this, true, now);
+            }
             return;
         }
 
@@ -2737,25 +2739,27 @@ public final class TcpConnection
                 swsOverride = false;
             }
         }
-        if (keepAliveDeadline != NONE && now - keepAliveDeadline >= 0
-            && (sndMax != sndUna || sendBuffer.end() != offsetOfSend(sndUna)))
-        {
-            // Not idle: data (or a FIN) waits for an ACK, or for the window. The retransmission or persist timer and
-            // R2 judge the peer (RFC 9293 §3.8.3); keep-alive looks again an idle interval later (Linux's
-            // tcp_keepalive_timer reschedules the same way).
-            keepAliveProbesSent = 0;
-            keepAliveDeadline = now + settings.keepAliveIdleNanos;
-        }
         if (keepAliveDeadline != NONE && now - keepAliveDeadline >= 0)
         {
-            if (keepAliveProbesSent >= settings.keepAliveProbes)
+            if (sndMax != sndUna || sendBuffer.end() != offsetOfSend(sndUna))
+            {
+                // Not idle: data (or a FIN) waits for an ACK, or for the window. The retransmission or persist timer
+                // and R2 judge the peer (RFC 9293 §3.8.3); keep-alive looks again an idle interval later (Linux's
+                // tcp_keepalive_timer reschedules the same way).
+                keepAliveProbesSent = 0;
+                keepAliveDeadline = now + settings.keepAliveIdleNanos;
+            }
+            else if (keepAliveProbesSent >= settings.keepAliveProbes)
             {
                 tcp.remove(this, CLOSE_TIMED_OUT);
                 return;
             }
-            keepAliveProbesSent++;
-            sendProbe(now, false);
-            keepAliveDeadline = now + settings.keepAliveIntervalNanos;
+            else
+            {
+                keepAliveProbesSent++;
+                sendProbe(now, false);
+                keepAliveDeadline = now + settings.keepAliveIntervalNanos;
+            }
         }
         if (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)
         {
