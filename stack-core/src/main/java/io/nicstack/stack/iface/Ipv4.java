@@ -423,10 +423,10 @@ public final class Ipv4
      */
     public boolean redirect(final int source, final int destination, final int newGateway, final long now)
     {
+        final boolean routedByGateway = !config.onLink(destination) && !isBroadcast(destination)
+            && !Ipv4Address.isMulticast(destination);
         final int firstHop = nextHop(destination, now);
-        if (config.onLink(destination) || isBroadcast(destination) || Ipv4Address.isMulticast(destination)
-            || firstHop == 0 || source != firstHop || newGateway == config.address() || newGateway == source
-            || !config.onLink(newGateway) || isBroadcast(newGateway) || newGateway == (config.address() & config.netmask()))
+        if (!routedByGateway || firstHop == 0 || source != firstHop || newGateway == source || !config.isNeighbour(newGateway))
         {
             return false;
         }

@@ -261,6 +261,13 @@ public final class StackConfig
         return (ip & netmask()) == (address & netmask());
     }
 
+    /** True when another host on our subnet may hold {@code ip}: on link, not ours, not the network or broadcast address. */
+    public boolean isNeighbour(final int ip)
+    {
+        final int host = ip & ~netmask();
+        return onLink(ip) && ip != address && host != 0 && host != ~netmask();
+    }
+
     @Override
     public String toString()
     {
