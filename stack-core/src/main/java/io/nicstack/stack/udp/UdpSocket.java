@@ -19,8 +19,13 @@ public final class UdpSocket
 {
     private static final int MSG_TYPE = 1;
     private static final int META_LENGTH = 8;
-    /** A queued ICMP error: destination address and port, type, code, next-hop MTU. */
+    /** A queued ICMP error: destination address and port, type, code, next-hop MTU, an int each at these offsets. */
     private static final int MSG_TYPE_ICMP_ERROR = 2;
+    private static final int ERROR_DESTINATION_AT = 0;
+    private static final int ERROR_PORT_AT = 4;
+    private static final int ERROR_TYPE_AT = 8;
+    private static final int ERROR_CODE_AT = 12;
+    private static final int ERROR_MTU_AT = 16;
     private static final int ICMP_ERROR_LENGTH = 20;
 
     private final Udp udp;
@@ -80,8 +85,9 @@ public final class UdpSocket
     {
         if (msgType == MSG_TYPE_ICMP_ERROR)
         {
-            drainHandler.onIcmpError(this, buffer.getInt(index + 8), buffer.getInt(index + 12), buffer.getInt(index),
-                buffer.getInt(index + 4), buffer.getInt(index + 16), now);
+            drainHandler.onIcmpError(this, buffer.getInt(index + ERROR_TYPE_AT), buffer.getInt(index + ERROR_CODE_AT),
+                buffer.getInt(index + ERROR_DESTINATION_AT), buffer.getInt(index + ERROR_PORT_AT),
+                buffer.getInt(index + ERROR_MTU_AT), now);
             return;
         }
         drainHandler.onDatagram(this, buffer.getInt(index), buffer.getInt(index + 4), buffer, index + META_LENGTH, length - META_LENGTH, now);
@@ -134,11 +140,11 @@ public final class UdpSocket
             return false;
         }
         final var b = queue.buffer();
-        b.putInt(index, destination);
-        b.putInt(index + 4, destinationPort);
-        b.putInt(index + 8, type);
-        b.putInt(index + 12, code);
-        b.putInt(index + 16, nextHopMtu);
+        b.putInt(index + ERROR_DESTINATION_AT, destination);
+        b.putInt(index + ERROR_PORT_AT, destinationPort);
+        b.putInt(index + ERROR_TYPE_AT, type);
+        b.putInt(index + ERROR_CODE_AT, code);
+        b.putInt(index + ERROR_MTU_AT, nextHopMtu);
         queue.commit(index);
         return true;
     }
