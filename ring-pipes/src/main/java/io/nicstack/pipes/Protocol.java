@@ -77,6 +77,13 @@ public final class Protocol
      */
     public static final int FILE_SENT = 108;
 
+    /**
+     * DELIVERY_PROBLEM (RFC 9293 §3.8.3, R1): long connectionId @0. The connection has retransmitted R1 times without
+     * an answer; advice only, it keeps trying until R2 ends it (CLOSED, TIMED_OUT). Sent once per such episode. A
+     * client that does not know the type ignores it.
+     */
+    public static final int DELIVERY_PROBLEM = 109;
+
     public static final int EVENT_LENGTH = 32;
 
     // ---- notification ring: daemon -> app ---------------------------------------------------

@@ -807,6 +807,17 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     }
 
     @Override
+    public void onDeliveryProblem(final TcpConnection c)
+    {
+        final PipeSlot s = (PipeSlot)c.buffers();
+        if (s.connection == c && s.announced && !s.appClosed)
+        {
+            event().putLong(0, s.connectionId());
+            post(Protocol.DELIVERY_PROBLEM);
+        }
+    }
+
+    @Override
     public void onClosed(final TcpConnection c, final int reason)
     {
         final PipeSlot s = (PipeSlot)c.buffers();

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -1237,6 +1238,46 @@ class PipeServerTest
             assertEquals(icmp ? Reason.UNREACHABLE : Reason.TIMED_OUT, error.intAt(8),
                 Reason.describe(error.intAt(8)) + (icmp ? " after host unreachable" : " without ICMP"));
         }
+        app.close();
+    }
+
+    /**
+     * A peer that stops answering: at R1 the app is told (DELIVERY_PROBLEM, RFC 9293 §3.8.3 SHLD-9) and the connection
+     * lives on; at R2 it ends as TIMED_OUT.
+     */
+    @Test
+    void aPeerThatStopsAnsweringIsADeliveryProblemAtR1AndATimeoutAtR2() throws IOException
+    {
+        final TestApp app = attach("r1", self, 2);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        for (int i = 0; i < 100; i++)
+        {
+            step(); // the handshake's last ACK settles
+        }
+        bSilent = true;
+        assertEquals(100, app.write(Protocol.slotOf(id), randomBytes(9, 100), 0, 100));
+        final TestApp.Event[] problem = new TestApp.Event[1];
+        runUntil(() ->
+        {
+            wire.b().receive((frame, offset, length) -> { }, 64); // retransmissions go nowhere
+            app.poll();
+            return (problem[0] = app.take(Protocol.DELIVERY_PROBLEM)) != null;
+        }, 60_000_000_000L, "DELIVERY_PROBLEM");
+        assertEquals(id, problem[0].longAt(0));
+        assertNull(app.take(Protocol.CLOSED), "advice only");
+        final TestApp.Event[] closed = new TestApp.Event[1];
+        runUntil(() ->
+        {
+            wire.b().receive((frame, offset, length) -> { }, 64);
+            app.poll();
+            return (closed[0] = app.take(Protocol.CLOSED)) != null;
+        }, 1_000_000_000_000L, "CLOSED");
+        assertEquals(id, closed[0].longAt(0));
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, closed[0].intAt(8));
+        assertNull(app.take(Protocol.DELIVERY_PROBLEM), "once per episode");
         app.close();
     }
 

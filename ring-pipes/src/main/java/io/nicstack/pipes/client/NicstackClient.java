@@ -1027,6 +1027,16 @@ public final class NicstackClient implements AutoCloseable
                 break;
             }
 
+            case Protocol.DELIVERY_PROBLEM:
+            {
+                final PipeConnection connection = lookup(id);
+                if (connection != null)
+                {
+                    connection.onDeliveryProblem();
+                }
+                break;
+            }
+
             case Protocol.CLOSED:
             {
                 final PipeConnection connection = lookup(id);

@@ -30,6 +30,7 @@ public final class PipeConnection implements AutoCloseable
     private final Pipe tx;
 
     private boolean peerClosed;
+    private int deliveryProblems;
     private boolean daemonClosed;
     private boolean locallyClosed;
     private boolean outputShutdown;
@@ -383,6 +384,16 @@ public final class PipeConnection implements AutoCloseable
         return peerClosed;
     }
 
+    /**
+     * How many times the daemon's TCP reached R1 on this connection (RFC 9293 §3.8.3): it retransmitted that many times
+     * (3 by default) without an answer. Advice: the peer or the path may be gone, but TCP keeps trying until R2 ends
+     * the connection as TIMED_OUT. Counted once per episode; an answer ends one.
+     */
+    public int deliveryProblems()
+    {
+        return deliveryProblems;
+    }
+
     /** Whether the app closed the connection or the daemon reported it closed or reset. */
     public boolean isClosed()
     {
@@ -461,6 +472,11 @@ public final class PipeConnection implements AutoCloseable
     void onPeerClosed()
     {
         peerClosed = true;
+    }
+
+    void onDeliveryProblem()
+    {
+        deliveryProblems++;
     }
 
     void onClosed(final int reason)

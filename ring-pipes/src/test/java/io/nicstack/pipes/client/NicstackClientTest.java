@@ -142,6 +142,13 @@ class NicstackClientTest
         assertArrayEquals(big, back);
         pollUntil(() -> daemon.call(d -> d.rxBacklogDone(id)));
 
+        // R1 reached twice (two episodes of unanswered retransmissions): counted, the connection unharmed.
+        assertEquals(0, connection.deliveryProblems());
+        daemon.call(d -> d.event(Protocol.DELIVERY_PROBLEM, id, 0));
+        daemon.call(d -> d.event(Protocol.DELIVERY_PROBLEM, id, 0));
+        pollUntil(() -> connection.deliveryProblems() == 2);
+        assertFalse(connection.isClosed());
+
         // FIN from the peer: the end of the stream after everything was consumed.
         daemon.call(d -> d.sendRx(id, new byte[] {42}));
         pollUntil(() -> daemon.call(d -> d.rxBacklogDone(id)));

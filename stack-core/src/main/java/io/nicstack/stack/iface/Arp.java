@@ -242,6 +242,21 @@ public final class Arp
         return queued;
     }
 
+    /**
+     * Higher-layer advice (RFC 1122 §2.3.2.1, method 4): an upper layer sees no answers through {@code ip}. A resolved
+     * entry is made stale, so the next datagram to it polls the cached MAC with a unicast request while still using it
+     * (as for an aged entry), and the entry is flushed if the poll goes unanswered. An entry being resolved, or none,
+     * is left alone.
+     */
+    public void adviseUnreachable(final int ip, final long now)
+    {
+        final int slot = slotByAddress.get(ip);
+        if (slot != NONE && state[slot] == REACHABLE && now - expiresAt[slot] < 0)
+        {
+            expiresAt[slot] = now;
+        }
+    }
+
     /** Cached MAC for {@code ip} in any usable state, or -1. */
     public long lookup(final int ip)
     {

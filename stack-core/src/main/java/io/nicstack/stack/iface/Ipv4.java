@@ -441,6 +441,21 @@ public final class Ipv4
         return true;
     }
 
+    /**
+     * Negative advice from a transport (RFC 1122 §3.3.1.4; RFC 9293 §3.8.3, MUST-20 at R1): datagrams to
+     * {@code destination} go unanswered. A redirected route to it is dropped (back to the default gateway, as Linux's
+     * ipv4_negative_advice), and the first hop's link address is polled again before it is trusted further.
+     */
+    public void adviseUnreachable(final int destination, final long now)
+    {
+        final int firstHop = nextHop(destination, now);
+        redirects.forget(destination);
+        if (firstHop != 0)
+        {
+            arp.adviseUnreachable(firstHop, now);
+        }
+    }
+
     /** Where the upper-layer header starts in a frame from {@link #claimDatagram}. */
     public static final int L4_OFFSET = EthernetFrame.HEADER_LENGTH + Ipv4Header.MIN_HEADER_LENGTH;
 

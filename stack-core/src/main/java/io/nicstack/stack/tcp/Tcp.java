@@ -952,6 +952,12 @@ public final class Tcp implements IpProtocolHandler
         }
     }
 
+    /** Negative advice to IP for {@code remoteIp} (a connection reached R1). */
+    void adviseUnreachable(final int remoteIp, final long nowNanos)
+    {
+        ip.adviseUnreachable(remoteIp, nowNanos);
+    }
+
     void count(final StackCounter counter)
     {
         counters.increment(counter);

@@ -236,6 +236,7 @@ public final class TcpConnection
     private boolean eventReadable;
     private boolean eventWritable;
     private boolean eventPeerClosed;
+    private boolean eventDeliveryProblem;
     private boolean closedByApplication;
 
     // Statistics for `nicstack conns`.
@@ -2786,7 +2787,11 @@ public final class TcpConnection
             retransmits++;
             if (retransmits == settings.r1Retransmits)
             {
+                // R1 (RFC 9293 §3.8.3, MUST-20, SHLD-9): negative advice to IP, and the application is told.
                 tcp.count(StackCounter.TCP_R1_REACHED);
+                tcp.adviseUnreachable(remoteIp, now);
+                eventDeliveryProblem = true;
+                markDirty();
             }
             if (retransmits > (opening ? settings.synRetransmits : settings.r2Retransmits))
             {
@@ -2858,6 +2863,11 @@ public final class TcpConnection
             {
                 eventWritable = false;
                 h.onWritable(this);
+            }
+            if (eventDeliveryProblem && state != TcpState.CLOSED)
+            {
+                eventDeliveryProblem = false;
+                h.onDeliveryProblem(this);
             }
         }
         if (state != TcpState.CLOSED)

@@ -26,6 +26,14 @@ public interface TcpHandler
     {
     }
 
+    /**
+     * R1 reached (RFC 9293 §3.8.3, SHLD-9): the connection has retransmitted {@code TcpSettings.r1Retransmits} times
+     * without an answer. Advice only: it lives on, and keeps retrying, until R2 ends it with {@link #onClosed}.
+     */
+    default void onDeliveryProblem(final TcpConnection connection)
+    {
+    }
+
     /** The connection is gone; {@code reason} is one of {@link TcpConnection}'s CLOSE_ constants. */
     default void onClosed(final TcpConnection connection, final int reason)
     {

@@ -23,7 +23,7 @@ public final class TcpSettings
      * reads waits for the FIN as long as it takes (RFC 9293 §3.6).
      */
     public long finWait2TimeoutNanos = 60_000_000_000L;
-    /** R1 (RFC 9293 §3.8.3, MUST-20): retransmissions after which IP is told; counted only. */
+    /** R1 (RFC 9293 §3.8.3, MUST-20): retransmissions after which IP gets negative advice and the handler is told. */
     public int r1Retransmits = 3;
     /** R2 for data: retransmissions before the connection is given up (≥ 100 s with backoff). */
     public int r2Retransmits = 15;

@@ -1,5 +1,6 @@
 package io.nicstack.stack.iface;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import org.agrona.concurrent.UnsafeBuffer;
@@ -40,6 +41,8 @@ class IcmpRedirectTest
     private UdpSocket socket;
     private long mac;
     private long now = 1_000 * SECOND;
+    /** Destination MACs of the ARP frames the last {@link #sendTo} removed. */
+    private final List<Long> sentArpRequests = new ArrayList<>();
 
     @BeforeEach
     void setUp()
@@ -68,7 +71,17 @@ class IcmpRedirectTest
         assertTrue(socket.send(destination, 9, new UnsafeBuffer(new byte[16]), 0, 16, now));
         stack.poll(now);
         final List<byte[]> sent = device.takeSent();
-        sent.removeIf(f -> new EthernetFrame().wrap(new UnsafeBuffer(f), 0, f.length).etherType() == EthernetFrame.ETHERTYPE_ARP);
+        sentArpRequests.clear();
+        sent.removeIf(f ->
+        {
+            final EthernetFrame frame = new EthernetFrame().wrap(new UnsafeBuffer(f), 0, f.length);
+            if (frame.etherType() != EthernetFrame.ETHERTYPE_ARP)
+            {
+                return false;
+            }
+            sentArpRequests.add(frame.destination());
+            return true;
+        });
         assertEquals(1, sent.size());
         return sent.get(0);
     }
@@ -207,6 +220,32 @@ class IcmpRedirectTest
         assertEquals(ROUTER2_MAC, firstHopMac(FAR));
         now += 1;
         assertEquals(PEER_MAC, firstHopMac(FAR));
+    }
+
+    /**
+     * Negative advice from a transport that sees no answers (RFC 1122 §3.3.1.4; TCP at R1) ends a redirected route, as
+     * Linux's ipv4_negative_advice drops a redirect exception: a dead second router sends us back to the default one.
+     * The first hop's link address is polled (a unicast ARP request) when it is next used.
+     */
+    @Test
+    void negativeAdviceEndsARedirectedRouteAndPollsTheFirstHop()
+    {
+        redirect(PEER_IP, ROUTER2, sendTo(FAR));
+        redirect(PEER_IP, ROUTER2, sendTo(FAR2));
+        stack.ipv4().adviseUnreachable(FAR, now);
+        assertEquals(PEER_MAC, firstHopMac(FAR), "back to the default gateway");
+        assertEquals(List.of(), polls(), "the default gateway was not advised against");
+        assertEquals(ROUTER2_MAC, firstHopMac(FAR2), "another destination keeps its route");
+        assertEquals(List.of(ROUTER2_MAC), polls(), "but the router it goes through is polled");
+        stack.ipv4().adviseUnreachable(FAR, now);
+        assertEquals(PEER_MAC, firstHopMac(FAR));
+        assertEquals(List.of(PEER_MAC), polls(), "the default gateway advised against in turn");
+    }
+
+    /** Destination MACs of the unicast ARP requests of the last {@link #sendTo} (polls of cached entries). */
+    private List<Long> polls()
+    {
+        return sentArpRequests.stream().filter(m -> m != MacAddress.BROADCAST).toList();
     }
 
     /** The table is bounded: past its capacity a new destination replaces the one closest to expiring. */

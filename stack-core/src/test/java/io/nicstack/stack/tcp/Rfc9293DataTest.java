@@ -8,8 +8,11 @@ import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.Frames;
 import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
 
 import static io.nicstack.stack.tcp.TcpTestHarness.*;
 import static io.nicstack.stack.wire.TcpHeader.*;
@@ -136,6 +139,51 @@ class Rfc9293DataTest
         assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
         t.recvNothing();
         assertEquals(15, t.settings().r2Retransmits, "the default R2 is untouched");
+    }
+
+    @Test
+    void rfc9293_must20_shld9_atR1IpIsAdvisedAndTheApplicationToldOnce()
+    {
+        t.passiveOpen();
+        t.conn.settings().r1Retransmits = 2;
+        t.conn.settings().r2Retransmits = 4;
+        final long rto = t.conn.rtoNanos();
+        t.write(bytes(100, 7));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.advance(rto);
+        assertEquals(List.of(), unicastArpPollsOfThePeer(), "one retransmission: no advice yet");
+        assertEquals(0, t.events.deliveryProblems);
+        t.advance(rto << 1);
+        // R1: the application is told once, and IP polls the peer's cached MAC before trusting it further (RFC 1122
+        // §2.3.2.1's higher-layer advice); the retransmission still goes to the cached MAC meanwhile.
+        assertEquals(1, t.events.deliveryProblems);
+        assertEquals(1, unicastArpPollsOfThePeer().size(), "a unicast ARP request to the cached MAC");
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), "advice only: the connection lives on");
+        t.advance(rto << 2);
+        assertEquals(1, t.events.deliveryProblems, "told once per episode, not per retransmission");
+        // An answer ends the episode; the next one tells the application again.
+        t.send(t.in().ack(t.iss + 101));
+        t.write(bytes(10, 8));
+        t.recv();
+        t.advance(t.conn.rtoNanos());
+        t.advance(t.conn.rtoNanos());
+        assertEquals(2, t.events.deliveryProblems);
+    }
+
+    /** ARP requests the stack sent since the last look, unicast to the peer's MAC (polls of a cached entry). */
+    private List<byte[]> unicastArpPollsOfThePeer()
+    {
+        final List<byte[]> polls = new ArrayList<>();
+        for (final byte[] frame : t.device.takeSent())
+        {
+            final boolean arp = (((frame[12] & 0xFF) << 8) | (frame[13] & 0xFF)) == EthernetFrame.ETHERTYPE_ARP;
+            final int operation = ((frame[EthernetFrame.HEADER_LENGTH + 6] & 0xFF) << 8) | (frame[EthernetFrame.HEADER_LENGTH + 7] & 0xFF);
+            if (arp && operation == ArpPacket.OP_REQUEST && MacAddress.read(new UnsafeBuffer(frame), 0) == Frames.PEER_MAC)
+            {
+                polls.add(frame);
+            }
+        }
+        return polls;
     }
 
     @Test

@@ -462,6 +462,7 @@ final class TcpTestHarness
         boolean connected;
         int readableEvents;
         boolean peerClosed;
+        int deliveryProblems;
         int closedReason = -1;
 
         @Override
@@ -480,6 +481,12 @@ final class TcpTestHarness
         public void onPeerClosed(final TcpConnection c)
         {
             peerClosed = true;
+        }
+
+        @Override
+        public void onDeliveryProblem(final TcpConnection c)
+        {
+            deliveryProblems++;
         }
 
         @Override
