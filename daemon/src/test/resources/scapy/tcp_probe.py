@@ -20,6 +20,8 @@ CHECK is one of:
                before it fills, and the echo service then closes (RFC 9293 §3.10.7.4)
   oddsyn       SYNs with odd or illegal options get an answer; a normal connection echoes afterwards
   synflood     20,000 spoofed SYNs from 198.18.0.0/24 in one sendp batch while a kernel client (198.18.0.1) echoes
+  ipoptions    an echo request with a malformed IP option gets Parameter Problem pointing at it (RFC 1122
+               3.2.2.5, RFC 792); one with well-formed options gets its echo reply
 
 Prints one line per finding and ends with exactly one verdict line "PASS <check> ..." (exit 0) or
 "FAIL <check> ..." (exit 1). Every wait is bounded; the whole run is killed by an alarm.
@@ -34,7 +36,7 @@ import sys
 import threading
 import time
 
-from scapy.all import ARP, IP, TCP, Ether, Raw, conf, sendp
+from scapy.all import ARP, ICMP, IP, TCP, Ether, Raw, conf, sendp
 
 conf.verb = 0
 
@@ -94,6 +96,7 @@ class Host:
         self.dmac = daemon_mac
         self.sock = conf.L2socket(iface=iface, promisc=False)
         self.inbox = []
+        self.icmp_inbox = []
         self.arp_replies = 0
         # Tell the daemon who we are: an ARP request from the fake address (it learns the sender).
         self.send(Ether(src=FAKE_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=FAKE_MAC, psrc=FAKE_IP,
@@ -128,6 +131,22 @@ class Host:
             self.arp_replies += 1
         elif IP in p and TCP in p and p[IP].src == self.dip and p[IP].dst == FAKE_IP:
             self.inbox.append(p)
+        elif IP in p and ICMP in p and p[IP].src == self.dip and p[IP].dst == FAKE_IP:
+            self.icmp_inbox.append(p)
+
+    def take_icmp(self, pred, timeout):
+        """The first queued ICMP message from the daemon matching pred (removed), waiting up to timeout; else None."""
+        end = time.monotonic() + timeout
+        while True:
+            for i, p in enumerate(self.icmp_inbox):
+                if pred(p):
+                    return self.icmp_inbox.pop(i)
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.sock.ins], [], [], min(left, 0.05))
+            if r:
+                self._read_one()
 
     def take(self, pred, timeout):
         """The first queued segment matching pred (removed from the queue), waiting up to timeout; else None."""
@@ -874,6 +893,45 @@ def check_synflood(h):
         count, flood_done["seconds"], client["connect"], "during" if client["during_flood"] else "after")
 
 
+def echo_request_frame(h, ident, options):
+    """An Ethernet/IPv4 ICMP echo request from the fake host carrying raw IP `options` (checksums right)."""
+    assert len(options) % 4 == 0
+    icmp = struct.pack("!BBHHH", 8, 0, 0, ident, 1) + b"options probe..."
+    icmp = icmp[:2] + struct.pack("!H", checksum(icmp)) + icmp[4:]
+    header_length = 20 + len(options)
+    iph = struct.pack("!BBHHHBBH4s4s", 0x40 | header_length // 4, 0, header_length + len(icmp), ident, 0, 64, 1, 0,
+                      socket.inet_aton(FAKE_IP), socket.inet_aton(h.dip)) + options
+    iph = iph[:10] + struct.pack("!H", checksum(iph)) + iph[12:]
+    return bytes(Ether(src=FAKE_MAC, dst=h.dmac, type=0x0800)) + iph + icmp
+
+
+def check_ipoptions(h):
+    findings = []
+    cases = [("an option of length 0", b"\x07\x00\x00\x00", 20),
+             ("after a NOP, a length past the header", b"\x01\x07\x09\x00", 21)]
+    for name, options, pointer in cases:
+        ident = random.randint(1, 65535)
+        h.send(echo_request_frame(h, ident, options))
+        problem = h.take_icmp(lambda p: p[ICMP].type == 12, 2.0)
+        if problem is None:
+            raise Fail("%s: no Parameter Problem" % name)
+        quoted = bytes(problem[ICMP].payload)
+        if problem[ICMP].code != 0 or problem[ICMP].ptr != pointer:
+            raise Fail("%s: Parameter Problem code %d pointer %d, expected code 0 pointer %d"
+                       % (name, problem[ICMP].code, problem[ICMP].ptr, pointer))
+        if len(quoted) < 28 or struct.unpack("!H", quoted[4:6])[0] != ident:
+            raise Fail("%s: the Parameter Problem does not quote the datagram: %s" % (name, quoted[:28].hex()))
+        if h.take_icmp(lambda p: p[ICMP].type == 0, 0.3) is not None:
+            raise Fail("%s: a malformed datagram was answered with an echo reply" % name)
+        findings.append("%s -> Parameter Problem pointer %d" % (name, pointer))
+    ident = random.randint(1, 65535)
+    h.send(echo_request_frame(h, ident, b"\x01\x01\x01\x00"))
+    if h.take_icmp(lambda p: p[ICMP].type == 0 and p[ICMP].id == ident, 2.0) is None:
+        raise Fail("an echo request with well-formed options (NOP NOP NOP EOL) got no reply")
+    findings.append("well-formed options -> echo reply")
+    return "; ".join(findings)
+
+
 CHECKS = {
     "synack": check_synack,
     "badcsum": check_badcsum,
@@ -884,6 +942,7 @@ CHECKS = {
     "oofin": check_oofin,
     "oddsyn": check_oddsyn,
     "synflood": check_synflood,
+    "ipoptions": check_ipoptions,
 }
 
 

@@ -210,6 +210,15 @@ class ScapyTcpTest
     }
 
     @Test
+    @Order(9)
+    void aDatagramWithAMalformedIpOptionGetsParameterProblem() throws IOException
+    {
+        final long before = counters().get(StackCounter.ICMP_OUT_PARAMETER_PROBLEM);
+        probe("ipoptions", 60);
+        assertEquals(2, counters().get(StackCounter.ICMP_OUT_PARAMETER_PROBLEM) - before);
+    }
+
+    @Test
     @Order(100)
     void synFloodDoesNotStopARealClientAndSynCookiesKickIn() throws IOException
     {

@@ -433,14 +433,66 @@ class NetStackTest
         // To our subnet's broadcast address: no Protocol Unreachable either (see the next test).
         assertDrop(StackCounter.IPV4_DROP_UNKNOWN_PROTOCOL, ipv4(PEER_IP, 0xC612_00FF, 99, 1, false, 0, new byte[8]), false);
         assertDrop(StackCounter.ICMP_DROP_BAD_CHECKSUM, patch(good, 22, good[22] ^ 0x10), false);
-        // Options: IHL 6 with one option of length 0.
-        final byte[] withOption = new byte[24 + 16];
-        System.arraycopy(good, 0, withOption, 0, 20);
-        withOption[0] = 0x46;
-        withOption[3] = (byte)withOption.length;
-        withOption[20] = 7;
-        withOption[21] = 0;
-        assertDrop(StackCounter.IPV4_DROP_BAD_OPTIONS, withOption, true);
+        // Options: IHL 6 with one option of length 0, to our subnet's broadcast (to us it is answered: the next test).
+        assertDrop(StackCounter.IPV4_DROP_BAD_OPTIONS, withOptions(good, 0xC612_00FF, 7, 0, 0, 0), true);
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /** {@code datagram} (a 20-byte header) with the 4 option octets given, sent to {@code destination}, checksum fixed. */
+    private static byte[] withOptions(final byte[] datagram, final int destination, final int... options)
+    {
+        final byte[] d = new byte[datagram.length + 4];
+        System.arraycopy(datagram, 0, d, 0, 20);
+        System.arraycopy(datagram, 20, d, 24, datagram.length - 20);
+        for (int i = 0; i < 4; i++)
+        {
+            d[20 + i] = (byte)options[i];
+        }
+        d[0] = 0x46;
+        new Ipv4Header().wrap(new UnsafeBuffer(d), 0, d.length).totalLength(d.length).destination(destination).updateChecksum();
+        return d;
+    }
+
+    /**
+     * RFC 1122 3.2.2.5: a host SHOULD send Parameter Problem for a datagram it drops for a bad parameter (Linux does, for
+     * a malformed option): code 0, the pointer naming the option's first octet (RFC 792), the datagram quoted. Never
+     * about a broadcast or an ICMP error (3.2.2). Before, such datagrams were dropped without an answer.
+     */
+    @Test
+    void aDatagramWithAMalformedOptionGetsParameterProblemPointingAtIt()
+    {
+        learnPeer();
+        final byte[] good = ipv4(PEER_IP, STACK_IP, 1, 1, false, 0, icmpEcho(8, 1, 1, new byte[8]));
+        final int[][] cases = {
+            {7, 0, 0, 0, 20},    // a length below 2
+            {1, 7, 9, 0, 21},    // after a NOP, a length past the header
+            {1, 1, 1, 68, 23},   // a kind with no room for its length octet
+        };
+        for (final int[] c : cases)
+        {
+            final byte[] datagram = withOptions(good, STACK_IP, c[0], c[1], c[2], c[3]);
+            final List<byte[]> sent = exchange(fromPeer(mac, datagram));
+            assertEquals(1, sent.size());
+            final Ipv4Header ip = ipOf(sent.get(0));
+            assertEquals(PEER_IP, ip.destination());
+            final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+            assertEquals(IcmpHeader.TYPE_PARAMETER_PROBLEM, icmp.type());
+            assertEquals(0, icmp.code());
+            assertTrue(icmp.checksumValid());
+            assertEquals(c[4], icmp.restOfHeader() >>> 24, "the pointer");
+            assertEquals(0, icmp.restOfHeader() & 0xFF_FFFF, "the rest is unused");
+            final byte[] quoted = new byte[datagram.length];
+            ip.buffer().getBytes(ip.payloadOffset() + 8, quoted);
+            assertArrayEquals(datagram, quoted);
+        }
+        assertEquals(3, counters.get(StackCounter.ICMP_OUT_PARAMETER_PROBLEM));
+        assertEquals(3, counters.get(StackCounter.IPV4_DROP_BAD_OPTIONS));
+
+        final byte[] error = ipv4(PEER_IP, STACK_IP, 1, 2, false, 0, icmpEcho(3, 1, 1, new byte[28]));
+        assertTrue(exchange(fromPeer(mac, withOptions(error, STACK_IP, 7, 0, 0, 0))).isEmpty(), "never about an ICMP error");
+        assertTrue(exchange(fromPeer(mac, withOptions(good, 0xC612_00FF, 7, 0, 0, 0))).isEmpty(), "never about a broadcast");
+        assertEquals(5, counters.get(StackCounter.IPV4_DROP_BAD_OPTIONS));
+        assertEquals(3, counters.get(StackCounter.ICMP_OUT_PARAMETER_PROBLEM));
         assertEquals(0, counters.unaccountedFrames());
     }
 

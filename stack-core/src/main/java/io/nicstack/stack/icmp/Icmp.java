@@ -124,6 +124,10 @@ public final class Icmp implements IpProtocolHandler
         // sendError applies 3.2.2's exclusions (broadcast, non-initial fragment, ICMP error) and the rate limit.
         ip.onUnknownProtocol((header, buffer, offset, length, broadcast, now) -> sendError(
             IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PROTOCOL_UNREACHABLE, header, broadcast, now));
+        // RFC 1122 3.2.2.5: a host SHOULD send Parameter Problem (code 0, the pointer in the first octet of the rest of
+        // the header, RFC 792) for a datagram it drops for a bad parameter (Linux does, for a malformed option).
+        ip.onBadOptions((header, pointer, now) -> sendError(
+            IcmpHeader.TYPE_PARAMETER_PROBLEM, 0, pointer << 24, header, false, now));
     }
 
     @Override
@@ -192,19 +196,38 @@ public final class Icmp implements IpProtocolHandler
      */
     public void sendError(final int type, final int code, final Ipv4Header original, final boolean broadcast, final long now)
     {
+        sendError(type, code, 0, original, broadcast, now);
+    }
+
+    private void sendError(
+        final int type, final int code, final int restOfHeader, final Ipv4Header original, final boolean broadcast, final long now)
+    {
         // RFC 1122 3.2.2: never about a broadcast, a non-initial fragment, or another ICMP error.
         if (broadcast || original.fragmentOffset() != 0 || isIcmpError(original))
         {
             return;
         }
         final int quoted = Math.min(original.totalLength(), MAX_ERROR_DATAGRAM - Ipv4Header.MIN_HEADER_LENGTH - IcmpHeader.HEADER_LENGTH);
-        sendError(type, code, original.source(), original.buffer(), original.offset(), quoted, now);
+        sendError(type, code, restOfHeader, original.source(), original.buffer(), original.offset(), quoted, now);
     }
 
     /** Send an ICMP error to {@code destination} quoting {@code quoted} bytes of the offending datagram. */
     public void sendError(
         final int type,
         final int code,
+        final int destination,
+        final DirectBuffer buffer,
+        final int offset,
+        final int quoted,
+        final long now)
+    {
+        sendError(type, code, 0, destination, buffer, offset, quoted, now);
+    }
+
+    private void sendError(
+        final int type,
+        final int code,
+        final int restOfHeader,
         final int destination,
         final DirectBuffer buffer,
         final int offset,
@@ -218,10 +241,15 @@ public final class Icmp implements IpProtocolHandler
         }
         final int length = IcmpHeader.HEADER_LENGTH + quoted;
         scratch.putBytes(IcmpHeader.HEADER_LENGTH, buffer, offset, quoted);
-        reply.wrap(scratch, 0, length).type(type).code(code).checksum(0).restOfHeader(0).updateChecksum();
+        reply.wrap(scratch, 0, length).type(type).code(code).checksum(0).restOfHeader(restOfHeader).updateChecksum();
         if (ip.send(destination, Ipv4Header.PROTOCOL_ICMP, scratch, 0, length, now))
         {
-            counters.increment(type == IcmpHeader.TYPE_TIME_EXCEEDED ? StackCounter.ICMP_OUT_TIME_EXCEEDED : StackCounter.ICMP_OUT_UNREACHABLE);
+            counters.increment(switch (type)
+            {
+                case IcmpHeader.TYPE_TIME_EXCEEDED -> StackCounter.ICMP_OUT_TIME_EXCEEDED;
+                case IcmpHeader.TYPE_PARAMETER_PROBLEM -> StackCounter.ICMP_OUT_PARAMETER_PROBLEM;
+                default -> StackCounter.ICMP_OUT_UNREACHABLE;
+            });
         }
     }
 

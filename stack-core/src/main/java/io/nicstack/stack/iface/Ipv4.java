@@ -38,6 +38,10 @@ public final class Ipv4
     private final IpProtocolHandler[] handlers = new IpProtocolHandler[256];
     /** Told of datagrams for a protocol no handler takes, already counted as dropped (ICMP answers them). */
     private IpProtocolHandler unknownProtocol;
+    /** Told of datagrams to us with a malformed option, already counted as dropped (ICMP answers them). */
+    private BadOptionsHandler badOptions;
+    /** Where {@link #checkOptions} found a malformed option: its first octet, from the start of the IP header. */
+    private int malformedOptionAt;
     private final Ipv4Header in = new Ipv4Header();
     private final Ipv4Fixed fixed = new Ipv4Fixed();
     private final Ipv4Header out = new Ipv4Header();
@@ -79,6 +83,14 @@ public final class Ipv4
             () -> counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED));
     }
 
+    /** Told of a datagram for us dropped for a malformed header option (see {@link #onBadOptions}). */
+    @FunctionalInterface
+    public interface BadOptionsHandler
+    {
+        /** {@code ip} is wrapped over the dropped datagram; {@code pointer} is the offending option's octet in its header. */
+        void onBadOptions(Ipv4Header ip, int pointer, long now);
+    }
+
     /** Register the handler for an IP protocol number, once: a second handler for the same number is refused. */
     public void register(final int protocol, final IpProtocolHandler handler)
     {
@@ -97,6 +109,15 @@ public final class Ipv4
     public void onUnknownProtocol(final IpProtocolHandler handler)
     {
         unknownProtocol = handler;
+    }
+
+    /**
+     * Pass datagrams addressed to us (not a broadcast, from a valid source) that were dropped for a malformed option to
+     * {@code handler} once counted, so it can answer them (RFC 1122 3.2.2.5: a host SHOULD send Parameter Problem).
+     */
+    public void onBadOptions(final BadOptionsHandler handler)
+    {
+        badOptions = handler;
     }
 
     public int mtu()
@@ -180,6 +201,12 @@ public final class Ipv4
             if (verdict == OPTIONS_MALFORMED)
             {
                 counters.increment(StackCounter.IPV4_DROP_BAD_OPTIONS);
+                // RFC 1122 3.2.2: no error about a datagram from an invalid source or to a broadcast (sendError checks
+                // the rest); the header checks above hold, so the addresses can be believed that far.
+                if (badOptions != null && !isMartian(h.source) && h.destination == config.address() && !linkBroadcast)
+                {
+                    badOptions.onBadOptions(ip, malformedOptionAt, now);
+                }
                 return;
             }
             if (verdict == OPTIONS_SOURCE_ROUTE)
@@ -284,9 +311,10 @@ public final class Ipv4
 
     /**
      * RFC 791 options: single-byte EOL and NOP, every other option has a length of at least 2 inside the header.
-     * OPTIONS_MALFORMED when one does not, else OPTIONS_SOURCE_ROUTE when one is a loose or strict source route.
+     * OPTIONS_MALFORMED when one does not (its octet in the header is then {@link #malformedOptionAt}), else
+     * OPTIONS_SOURCE_ROUTE when one is a loose or strict source route.
      */
-    private static int checkOptions(final DirectBuffer buffer, final int offset, final int length)
+    private int checkOptions(final DirectBuffer buffer, final int offset, final int length)
     {
         boolean sourceRoute = false;
         int i = 0;
@@ -302,13 +330,11 @@ public final class Ipv4
                 i++;
                 continue;
             }
-            if (i + 1 >= length)
-            {
-                return OPTIONS_MALFORMED;
-            }
-            final int optionLength = buffer.getByte(offset + i + 1) & 0xFF;
+            final int optionLength = i + 1 < length ? buffer.getByte(offset + i + 1) & 0xFF : 0;
             if (optionLength < 2 || i + optionLength > length)
             {
+                // As Linux's ip_options_compile, the pointer names the option, not its length octet.
+                malformedOptionAt = Ipv4Header.MIN_HEADER_LENGTH + i;
                 return OPTIONS_MALFORMED;
             }
             sourceRoute |= kind == OPTION_LSRR || kind == OPTION_SSRR;

@@ -75,6 +75,7 @@ public enum StackCounter
     ICMP_OUT_ECHO_REPLIES("icmp echo replies out", Kind.INFO),
     ICMP_OUT_UNREACHABLE("icmp destination unreachable out", Kind.INFO),
     ICMP_OUT_TIME_EXCEEDED("icmp time exceeded out", Kind.INFO),
+    ICMP_OUT_PARAMETER_PROBLEM("icmp parameter problem out", Kind.INFO),
     ICMP_OUT_RATE_LIMITED("icmp errors suppressed by rate limit", Kind.INFO),
 
     UDP_IN_DATAGRAMS("udp datagrams delivered", Kind.ACCEPT),
