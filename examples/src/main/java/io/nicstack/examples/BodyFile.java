@@ -3,7 +3,6 @@ package io.nicstack.examples;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 import org.agrona.CloseHelper;
 
@@ -11,18 +10,22 @@ import io.nicstack.pipes.client.SendableFile;
 
 /**
  * A file opened for response bodies: a channel to copy from and, when asked for, the same file as a
- * {@link SendableFile} for SEND_FILE. The channel is then opened through the sendable file, so both name the
- * same inode even if the path is replaced meanwhile.
+ * {@link SendableFile} for SEND_FILE. The channel is always opened through a sendable file, so both name the
+ * same inode even if the path is replaced meanwhile, and a path swapped for a FIFO after the server's stat is
+ * refused at once instead of blocking the server's thread in open(2) until a writer comes.
  */
 record BodyFile(FileChannel channel, SendableFile sendable) implements AutoCloseable
 {
     static BodyFile open(final Path file, final boolean sendable) throws IOException
     {
+        final SendableFile s = SendableFile.open(file);
         if (!sendable)
         {
-            return new BodyFile(FileChannel.open(file, StandardOpenOption.READ), null);
+            try (s)
+            {
+                return new BodyFile(s.openChannel(), null);
+            }
         }
-        final SendableFile s = SendableFile.open(file);
         try
         {
             return new BodyFile(s.openChannel(), s);

@@ -11,7 +11,6 @@ import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -355,7 +354,7 @@ final class NioHttpApp
             long size;
             try
             {
-                channel = FileChannel.open(lookup.file(), StandardOpenOption.READ);
+                channel = BodyFile.open(lookup.file(), false).channel();
                 size = channel.size();
             }
             catch (final IOException e)

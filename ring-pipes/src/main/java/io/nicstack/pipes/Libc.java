@@ -15,6 +15,7 @@ public final class Libc
     public static final int O_RDONLY = 0;
     public static final int O_RDWR = 2;
     public static final int O_ACCMODE = 3;
+    public static final int O_NONBLOCK = 0x800;
     public static final int O_CLOEXEC = 0x80000;
 
     // memfd_create(2), linux/memfd.h

@@ -2,6 +2,7 @@ package io.nicstack.pipes.client;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -35,13 +36,24 @@ public final class SendableFile implements AutoCloseable
         this.fd = fd;
     }
 
-    /** Open {@code path} for reading. */
+    /**
+     * Open {@code path} for reading.
+     *
+     * @throws IOException if it cannot be opened, or is not a regular file (the daemon sends only those). A FIFO or
+     *                     device there is refused at once: the open does not wait for a writer (O_NONBLOCK, which
+     *                     reads of a regular file ignore), so a path swapped after the caller's stat cannot block it.
+     */
     public static SendableFile open(final Path path) throws IOException
     {
-        final int fd = Libc.calls().open(path.toString(), Libc.O_RDONLY | Libc.O_CLOEXEC);
+        final int fd = Libc.calls().open(path.toString(), Libc.O_RDONLY | Libc.O_CLOEXEC | Libc.O_NONBLOCK);
         if (fd < 0)
         {
             throw new IOException("open " + path + ": " + Libc.lastError());
+        }
+        if (!Files.isRegularFile(Path.of("/proc/self/fd/" + fd)))
+        {
+            Libc.calls().close(fd);
+            throw new IOException(path + " is not a regular file");
         }
         return new SendableFile(path, fd);
     }

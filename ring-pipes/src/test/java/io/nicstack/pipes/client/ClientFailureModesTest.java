@@ -11,9 +11,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
@@ -24,6 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -170,6 +173,25 @@ class ClientFailureModesTest
             Thread.onSpinWait();
         }
         assertEquals(List.of(realPath(body)), List.copyOf(daemon.filesTaken));
+    }
+
+    /**
+     * Only a regular file can be sent. A FIFO put where the app stat'ed a file is refused at once instead of blocking
+     * the open until some writer comes (before, open(2) without O_NONBLOCK waited for good); a directory is refused.
+     */
+    @Test
+    void aSendableFileIsARegularFileAndAFifoIsRefusedWithoutWaiting() throws Exception
+    {
+        final Path fifo = dir.resolve("swapped");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+        final IOException refused = assertTimeoutPreemptively(Duration.ofSeconds(10),
+            () -> assertThrows(IOException.class, () -> SendableFile.open(fifo)));
+        assertTrue(refused.getMessage().contains("not a regular file"), refused.getMessage());
+        assertThrows(IOException.class, () -> SendableFile.open(dir));
+        try (SendableFile file = SendableFile.open(Files.writeString(dir.resolve("plain"), "PLAIN")))
+        {
+            assertTrue(file.isOpen());
+        }
     }
 
     /** One SendableFile shared by threads: every hold and release counts, and the descriptor closes once, at the end. */
