@@ -139,6 +139,18 @@ class KernelPeerTest
         assertTrue(r.output().contains("20 packets transmitted, 20 received"), r.output());
     }
 
+    /** RFC 1122 3.2.2.6: ping -R's Record Route comes back in the reply with the daemon's address recorded. */
+    @Test
+    @Order(2)
+    void pingRecordRouteListsTheDaemon() throws IOException
+    {
+        final Netns.Result r = ns.exec(30, "ping", "-R", "-c", "3", "-i", "0.1", "-W", "2", DAEMON_IP).assertOk("ping -R");
+        assertTrue(r.output().contains("3 packets transmitted, 3 received"), r.output());
+        final int route = r.output().indexOf("RR:");
+        assertTrue(route >= 0, "no recorded route in the replies:\n" + r.output());
+        assertTrue(r.output().indexOf(DAEMON_IP, route) > route, "the daemon is not on the recorded route:\n" + r.output());
+    }
+
     @Test
     @Order(2)
     void kernelNeighbourEntryCarriesTheDaemonsMac() throws IOException

@@ -186,7 +186,7 @@ class NetStackTest
         assertEquals(PEER_IP, ip.destination());
         assertEquals(STACK_IP, ip.source());
         assertEquals(Ipv4Header.PROTOCOL_ICMP, ip.protocol());
-        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - ip.headerLength());
         assertEquals(IcmpHeader.TYPE_ECHO_REPLY, icmp.type());
         assertTrue(icmp.checksumValid());
         assertEquals(id, icmp.identifier());
@@ -438,19 +438,74 @@ class NetStackTest
         assertEquals(0, counters.unaccountedFrames());
     }
 
-    /** {@code datagram} (a 20-byte header) with the 4 option octets given, sent to {@code destination}, checksum fixed. */
+    /**
+     * {@code datagram} (a 20-byte header) with the option octets given (a multiple of 4), sent to {@code destination},
+     * checksum fixed.
+     */
     private static byte[] withOptions(final byte[] datagram, final int destination, final int... options)
     {
-        final byte[] d = new byte[datagram.length + 4];
+        final byte[] d = new byte[datagram.length + options.length];
         System.arraycopy(datagram, 0, d, 0, 20);
-        System.arraycopy(datagram, 20, d, 24, datagram.length - 20);
-        for (int i = 0; i < 4; i++)
+        System.arraycopy(datagram, 20, d, 20 + options.length, datagram.length - 20);
+        for (int i = 0; i < options.length; i++)
         {
             d[20 + i] = (byte)options[i];
         }
-        d[0] = 0x46;
+        d[0] = (byte)(0x40 | (20 + options.length) / 4);
         new Ipv4Header().wrap(new UnsafeBuffer(d), 0, d.length).totalLength(d.length).destination(destination).updateChecksum();
         return d;
+    }
+
+    /**
+     * RFC 1122 3.2.2.6: Record Route and Timestamp options of an echo request SHOULD be updated to include this host and
+     * sent back in the reply's header (Linux does: {@code ping -R}). Before, the reply had no options.
+     */
+    @Test
+    void anEchoReplyCarriesTheRequestsRecordRouteAndTimestampWithUsAdded()
+    {
+        learnPeer();
+        final byte[] data = "round trip".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        final byte[] request = ipv4(PEER_IP, STACK_IP, 1, 1, false, 0, icmpEcho(8, 77, 5, data));
+        final int ts = 0x8000_0000 | (int)(now / 1_000_000L);
+        final int[] us = {0xC6, 0x12, 0x00, 0x02};
+        // Record Route with room for two, one slot already taken by a router on the way.
+        assertEchoOptions(request, new int[] {7, 11, 8, 1, 2, 3, 4, 0, 0, 0, 0, 0},
+            new int[] {7, 11, 12, 1, 2, 3, 4, us[0], us[1], us[2], us[3], 0}, data);
+        // Record Route full: reflected unchanged. A NOP and an unknown option before it are not reflected.
+        assertEchoOptions(request, new int[] {1, 0x94, 4, 0, 0, 7, 7, 8, 9, 9, 9, 9},
+            new int[] {7, 7, 8, 9, 9, 9, 9, 0}, data);
+        // Timestamps with addresses (flag 1), one slot.
+        assertEchoOptions(request, new int[] {68, 12, 5, 0x01, 0, 0, 0, 0, 0, 0, 0, 0},
+            new int[] {68, 12, 13, 0x01, us[0], us[1], us[2], us[3], ts >>> 24, ts >>> 16 & 0xFF, ts >>> 8 & 0xFF, ts & 0xFF}, data);
+        // Timestamps only (flag 0), full: the overflow count goes up.
+        assertEchoOptions(request, new int[] {68, 8, 9, 0x20, 1, 2, 3, 4},
+            new int[] {68, 8, 9, 0x30, 1, 2, 3, 4}, data);
+        // Prespecified (flag 3): our slot gets our time; a slot naming another host does not.
+        assertEchoOptions(request, new int[] {68, 12, 5, 0x03, us[0], us[1], us[2], us[3], 0, 0, 0, 0},
+            new int[] {68, 12, 13, 0x03, us[0], us[1], us[2], us[3], ts >>> 24, ts >>> 16 & 0xFF, ts >>> 8 & 0xFF, ts & 0xFF}, data);
+        assertEchoOptions(request, new int[] {68, 12, 5, 0x03, 198, 18, 0, 9, 0, 0, 0, 0},
+            new int[] {68, 12, 5, 0x03, 198, 18, 0, 9, 0, 0, 0, 0}, data);
+        // Nothing to reflect: a plain reply.
+        assertEchoOptions(request, new int[] {1, 1, 1, 0}, new int[0], data);
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /** Send {@code request} with {@code options}; its reply must carry {@code expected} (empty: no options) and the data. */
+    private void assertEchoOptions(final byte[] request, final int[] options, final int[] expected, final byte[] data)
+    {
+        final List<byte[]> sent = exchange(fromPeer(mac, withOptions(request, STACK_IP, options)));
+        assertEquals(1, sent.size(), "one reply");
+        final Ipv4Header ip = ipOf(sent.get(0));
+        assertEquals(20 + expected.length, ip.headerLength());
+        final byte[] got = new byte[expected.length];
+        ip.buffer().getBytes(ip.offset() + 20, got);
+        final byte[] want = new byte[expected.length];
+        for (int i = 0; i < expected.length; i++)
+        {
+            want[i] = (byte)expected[i];
+        }
+        assertArrayEquals(want, got, "reply options for " + Arrays.toString(options));
+        assertEchoReply(sent.get(0), 77, 5, data);
     }
 
     /**

@@ -14,7 +14,8 @@ import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
 
 /**
- * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests),
+ * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests; with the request's
+ * Record Route and Timestamp options updated, {@link EchoOptions}),
  * rate-limited error messages (destination unreachable, time exceeded), and received error messages
  * passed to the protocol whose datagram they quote ({@link #onErrors}; "fragmentation needed" without a next-hop MTU
  * gets RFC 1191's estimate, {@link #plateauBelow}), and Redirects for datagrams we sent
@@ -36,6 +37,8 @@ public final class Icmp implements IpProtocolHandler
     private long bucketTime = Long.MIN_VALUE;
     private final IcmpErrorHandler[] errorHandlers = new IcmpErrorHandler[256];
     private final Ipv4Header quotedIp = new Ipv4Header();
+    /** The options of an echo reply (RFC 1122 3.2.2.6, {@link EchoOptions}). */
+    private final UnsafeBuffer replyOptions = new UnsafeBuffer(new byte[EchoOptions.MAX_LENGTH]);
 
     /** Pass received ICMP errors that quote a datagram of {@code protocol} to {@code handler} (RFC 1122 §3.2.2). */
     public void onErrors(final int protocol, final IcmpErrorHandler handler)
@@ -171,7 +174,21 @@ public final class Icmp implements IpProtocolHandler
             return;
         }
         counters.increment(StackCounter.ICMP_IN_ECHO_REQUESTS);
+        final int optionsLength = header.headerLength() > Ipv4Header.MIN_HEADER_LENGTH
+            ? EchoOptions.reflect(header.buffer(), header.offset() + Ipv4Header.MIN_HEADER_LENGTH,
+                header.headerLength() - Ipv4Header.MIN_HEADER_LENGTH, ip.config().address(), now, replyOptions)
+            : 0;
         // RFC 792: the reply carries the request's identifier, sequence number and data unchanged.
+        if (optionsLength > 0)
+        {
+            scratch.putBytes(0, buffer, offset, length);
+            reply.wrap(scratch, 0, length).type(IcmpHeader.TYPE_ECHO_REPLY).code(0).updateChecksum();
+            if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, replyOptions, optionsLength, scratch, 0, length, now))
+            {
+                counters.increment(StackCounter.ICMP_OUT_ECHO_REPLIES);
+            }
+            return;
+        }
         final MutableDirectBuffer frame = ip.claimDatagram(header.source(), Ipv4Header.PROTOCOL_ICMP, length, false, now);
         if (frame != null)
         {

@@ -378,6 +378,25 @@ public final class Ipv4
         final int length,
         final long now)
     {
+        return send(destination, protocol, null, 0, payload, offset, length, now);
+    }
+
+    /**
+     * As {@link #send(int, int, DirectBuffer, int, int, long)}, the header carrying {@code options[0, optionsLength)}
+     * (a multiple of 4, at most 40): an echo reply with the request's Record Route and Timestamp options (RFC 1122
+     * 3.2.2.6). A datagram that does not fit one frame with them goes without them rather than in fragments: only a
+     * first fragment could carry these options (RFC 791 does not copy them), and they are a courtesy.
+     */
+    public boolean send(
+        final int destination,
+        final int protocol,
+        final DirectBuffer options,
+        final int optionsLength,
+        final DirectBuffer payload,
+        final int offset,
+        final int length,
+        final long now)
+    {
         if (length > MAX_PAYLOAD)
         {
             counters.increment(StackCounter.IPV4_OUT_TOO_BIG);
@@ -393,9 +412,10 @@ public final class Ipv4
         final int maxPayload = mtu - Ipv4Header.MIN_HEADER_LENGTH;
         if (length <= maxPayload)
         {
+            final int keptOptions = length <= maxPayload - optionsLength ? optionsLength : 0;
             // A frame that waits for ARP may be refused (Arp.enqueue): then the datagram was not sent.
             if (!emit(mac, nextHop, destination, protocol, identifications.next(destination, protocol), false, 0,
-                payload, offset, length))
+                options, keptOptions, payload, offset, length))
             {
                 return false;
             }
@@ -414,7 +434,7 @@ public final class Ipv4
         for (int sent = 0; sent < length; sent += chunk)
         {
             final int n = Math.min(chunk, length - sent);
-            all &= emit(mac, nextHop, destination, protocol, id, sent + n < length, sent, payload, offset + sent, n);
+            all &= emit(mac, nextHop, destination, protocol, id, sent + n < length, sent, null, 0, payload, offset + sent, n);
             counters.increment(StackCounter.IPV4_OUT_FRAGMENTS);
         }
         if (all)
@@ -610,7 +630,10 @@ public final class Ipv4
         link.commit(frameLength, deviceFlags);
     }
 
-    /** One frame to {@code mac}, or to ARP's queue when it is -1; false when the queue refused it. */
+    /**
+     * One frame to {@code mac}, or to ARP's queue when it is -1; false when the queue refused it. The header carries
+     * {@code options[0, optionsLength)} ({@code optionsLength} a multiple of 4, 0 for none).
+     */
     private boolean emit(
         final long mac,
         final int nextHop,
@@ -619,15 +642,23 @@ public final class Ipv4
         final int id,
         final boolean moreFragments,
         final int fragmentOffset,
+        final DirectBuffer options,
+        final int optionsLength,
         final DirectBuffer payload,
         final int offset,
         final int length)
     {
         final MutableDirectBuffer frame = link.claim(mac < 0 ? 0 : mac, EthernetFrame.ETHERTYPE_IPV4);
         final int ipOffset = EthernetFrame.HEADER_LENGTH;
-        final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + length;
+        final int headerLength = Ipv4Header.MIN_HEADER_LENGTH + optionsLength;
+        final int totalLength = headerLength + length;
         writeHeader(frame, totalLength, destination, protocol, id, false, moreFragments, fragmentOffset);
-        frame.putBytes(ipOffset + Ipv4Header.MIN_HEADER_LENGTH, payload, offset, length);
+        if (optionsLength > 0)
+        {
+            frame.putBytes(ipOffset + Ipv4Header.MIN_HEADER_LENGTH, options, 0, optionsLength);
+            out.versionAndIhl(headerLength / 4).updateChecksum();
+        }
+        frame.putBytes(ipOffset + headerLength, payload, offset, length);
         int frameLength = ipOffset + totalLength;
         if (frameLength < 60)
         {
