@@ -429,6 +429,7 @@ final class DaemonCommand
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
             final long[] nextSnapshot = {clock.nanoTime()};
+            final boolean[] captureStopped = {false};
             final EventLoop loop = new EventLoop(stack, clock, roundClock,
                 busyPoll ? new BusySpinIdleStrategy() : new BackoffIdleStrategy(), pipes, () ->
             {
@@ -437,10 +438,15 @@ final class DaemonCommand
                 {
                     nextSnapshot[0] = now + SNAPSHOT_INTERVAL_NANOS;
                     connectionsFile.publish(stack.tcp(), config.address());
-                    if (capture != null)
+                    if (capture != null && !captureStopped[0])
                     {
                         // A daemon killed (SIGKILL, a crash) loses at most this half second of its capture.
                         capture.flushCapture();
+                        if (capture.captureFailure() != null)
+                        {
+                            captureStopped[0] = true;
+                            err.println("nicstack pcap: " + capture.captureFailure() + "; capture stopped, the network goes on");
+                        }
                     }
                 }
                 return 0;

@@ -55,6 +55,11 @@ import java.nio.file.StandardOpenOption;
  * the inner device. Received frames are recorded as
  * they are delivered, transmitted frames when committed.
  *
+ * <p>A write that fails (a full disk) stops the capture, as tcpdump -w stops, and never the frames: they still pass in
+ * both directions, nothing is thrown from the data path, and {@link #captureFailure()} says why the capture stopped
+ * ({@link #framesNotCaptured()} how many were left out). The file is cut back to the last whole record it holds, so
+ * readers take it.
+ *
  * <p>Checksums: receive flags pass through unchanged, and frames are recorded as the inner device delivers them. On a
  * tap with checksum offload, frames the local kernel sent carry only the pseudo-header sum in their TCP/UDP checksum
  * field ({@code NEEDS_CSUM}), so a reader that verifies checksums reports them as bad, just as tcpdump does on a host
@@ -82,6 +87,15 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     private final ByteBuffer byteBuffer;
     private final UnsafeBuffer buffer;
     private int position;
+    /** Records in the buffer, not yet in the file. */
+    private int recordsBuffered;
+    /** Bytes in the file, whole records only. */
+    private long fileBytes;
+    /** How much of the buffer the last write got into the file. */
+    private int bytesWritten;
+    /** The write that stopped the capture; null while capturing. */
+    private IOException failure;
+    private long framesNotCaptured;
 
     private MutableDirectBuffer claimed;
     private final FrameHandler rxTap = new FrameHandler()
@@ -105,20 +119,18 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     /** Wrap {@code inner}, creating or truncating {@code file} and writing the pcap file header to it. */
     public PcapWritingDevice(final NetDevice inner, final Path file, final EpochNanoClock clock)
     {
+        this(inner, file, open(file), clock);
+    }
+
+    /** As the public constructor, writing through {@code channel} (open on {@code file}, empty). */
+    PcapWritingDevice(final NetDevice inner, final Path file, final FileChannel channel, final EpochNanoClock clock)
+    {
         super(inner);
         this.file = file;
         this.clock = clock;
+        this.channel = channel;
         this.byteBuffer = BufferUtil.allocateDirectAligned(BUFFER_LENGTH, 64);
         this.buffer = new UnsafeBuffer(byteBuffer);
-        try
-        {
-            this.channel = FileChannel.open(
-                file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException("cannot open pcap file " + file + ": " + ex.getMessage(), ex);
-        }
 
         buffer.putInt(0, MAGIC, ORDER);
         buffer.putShort(4, VERSION_MAJOR, ORDER);
@@ -132,12 +144,24 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         // capture readers accept, if without the records still buffered, instead of an empty file they refuse.
         try
         {
-            flushCapture();
+            writeBuffer();
         }
-        catch (final RuntimeException ex)
+        catch (final IOException ex)
         {
             CloseHelper.quietClose(channel);
-            throw ex;
+            throw new UncheckedIOException("cannot write pcap file " + file + ": " + ex.getMessage(), ex);
+        }
+    }
+
+    private static FileChannel open(final Path file)
+    {
+        try
+        {
+            return FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot open pcap file " + file + ": " + ex.getMessage(), ex);
         }
     }
 
@@ -147,8 +171,61 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         return file;
     }
 
-    /** Write every buffered record to the file now. */
+    /** Write every buffered record to the file now; a write that fails stops the capture ({@link #captureFailure()}). */
     public void flushCapture()
+    {
+        if (failure != null)
+        {
+            return;
+        }
+        try
+        {
+            writeBuffer();
+        }
+        catch (final IOException ex)
+        {
+            failure = ex;
+            // Keep the whole records a short write got into the file; cut off the part of the one after them.
+            int kept = 0;
+            int end = 0;
+            while (kept < recordsBuffered)
+            {
+                final int next = end + RECORD_HEADER_LENGTH + buffer.getInt(end + 8, ORDER);
+                if (next > bytesWritten)
+                {
+                    break;
+                }
+                end = next;
+                kept++;
+            }
+            fileBytes += end;
+            framesNotCaptured += recordsBuffered - kept;
+            recordsBuffered = 0;
+            position = 0;
+            try
+            {
+                channel.truncate(fileBytes); // freeing space works on a full disk
+            }
+            catch (final IOException | RuntimeException ignored)
+            {
+                // The records before it are still there; a reader stops at the torn one.
+            }
+        }
+    }
+
+    /** Why the capture stopped ("cannot write pcap file ...: No space left on device"), or null while it runs. */
+    public String captureFailure()
+    {
+        return failure == null ? null : "cannot write pcap file " + file + ": " + failure.getMessage();
+    }
+
+    /** Frames left out of the capture since it stopped, those lost from its buffer included. */
+    public long framesNotCaptured()
+    {
+        return framesNotCaptured;
+    }
+
+    private void writeBuffer() throws IOException
     {
         byteBuffer.limit(position).position(0);
         try
@@ -158,15 +235,14 @@ public final class PcapWritingDevice extends NetDeviceDecorator
                 channel.write(byteBuffer);
             }
         }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException("cannot write pcap file " + file + ": " + ex.getMessage(), ex);
-        }
         finally
         {
+            bytesWritten = byteBuffer.position();
             byteBuffer.clear();
         }
+        fileBytes += position;
         position = 0;
+        recordsBuffered = 0;
     }
 
     @Override
@@ -246,9 +322,14 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     private void record(final DirectBuffer frame, final int offset, final int length)
     {
         final int captured = Math.min(length, SNAPLEN);
-        if (position + RECORD_HEADER_LENGTH + captured > BUFFER_LENGTH)
+        if (failure == null && position + RECORD_HEADER_LENGTH + captured > BUFFER_LENGTH)
         {
             flushCapture();
+        }
+        if (failure != null)
+        {
+            framesNotCaptured++;
+            return;
         }
 
         final long nanos = clock.nanoTime();
@@ -258,5 +339,6 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         buffer.putInt(position + 12, length, ORDER);
         buffer.putBytes(position + RECORD_HEADER_LENGTH, frame, offset, captured);
         position += RECORD_HEADER_LENGTH + captured;
+        recordsBuffered++;
     }
 }
