@@ -20,6 +20,7 @@ import static io.nicstack.nic.linux.Linux.ENETDOWN;
 import static io.nicstack.nic.linux.Linux.ENOBUFS;
 import static io.nicstack.nic.linux.Linux.ENODEV;
 import static io.nicstack.nic.linux.Linux.ENOENT;
+import static io.nicstack.nic.linux.Linux.ENOMEM;
 import static io.nicstack.nic.linux.Linux.ENXIO;
 import static io.nicstack.nic.linux.Linux.EPERM;
 import static io.nicstack.nic.linux.Linux.IFF_NO_PI;
@@ -553,8 +554,9 @@ public final class TapDevice implements NetDevice
                 }
                 switch (errno)
                 {
-                    // Queue full, link down, or a frame the kernel refuses (shorter than a header): drop, never spin.
-                    case EAGAIN, ENOBUFS, EINTR, EIO, ENETDOWN, EINVAL -> droppedFrames += frames;
+                    // Queue full, link down, a frame the kernel refuses (shorter than a header), or no memory for its
+                    // skb (tun_build_skb, tun_alloc_skb under memory pressure): drop, never spin.
+                    case EAGAIN, ENOBUFS, EINTR, EIO, ENETDOWN, EINVAL, ENOMEM -> droppedFrames += frames;
                     default -> throw Linux.failure("write(2) to tap " + ifName, errno);
                 }
             }
