@@ -546,7 +546,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 s.connection.sendBufferAppended();
                 break;
             case Protocol.OPTION_KEEP_ALIVE:
-                s.connection.settings().keepAlive = value != 0;
+                s.connection.keepAlive(value != 0);
                 break;
             default:
                 error(connectionId, Reason.BAD_ARGUMENT);

@@ -367,6 +367,26 @@ public final class TcpConnection
     }
 
     /**
+     * Turn keep-alive on or off on this connection (RFC 9293 §3.8.4, MUST-24: the application's choice), taking effect
+     * at once: turned on, the idle interval starts now, as at establishment; turned off, no probe is sent any more.
+     * Setting {@code settings().keepAlive} itself only decides for a connection not yet established.
+     */
+    public void keepAlive(final boolean on)
+    {
+        settings.keepAlive = on;
+        if (!on)
+        {
+            keepAliveDeadline = NONE;
+            keepAliveProbesSent = 0;
+        }
+        else if (keepAliveDeadline == NONE)
+        {
+            peerAlive(tcp.now());
+            rearm();
+        }
+    }
+
+    /**
      * Someone other than {@link #write} appended to the send buffer (a host app to its TX pipe, the
      * doorbell): send what the windows allow, as {@link #write} would.
      */
@@ -2742,7 +2762,12 @@ public final class TcpConnection
         }
         if (keepAliveDeadline != NONE && now - keepAliveDeadline >= 0)
         {
-            if (sndMax != sndUna || sendBuffer.end() != offsetOfSend(sndUna))
+            if (!settings.keepAlive)
+            {
+                // Turned off through the settings rather than keepAlive(false).
+                keepAliveDeadline = NONE;
+            }
+            else if (sndMax != sndUna || sendBuffer.end() != offsetOfSend(sndUna))
             {
                 // Not idle: data (or a FIN) waits for an ACK, or for the window. The retransmission or persist timer
                 // and R2 judge the peer (RFC 9293 §3.8.3); keep-alive looks again an idle interval later (Linux's

@@ -273,6 +273,38 @@ class Rfc9293DataTest
     }
 
     /**
+     * MUST-24: keep-alive is the application's choice, also on an established connection (the daemon's SET_OPTION).
+     * Before, turning it on after the handshake armed nothing (an idle connection was never probed), and turning it
+     * off left the probes running, so a silent peer still ended the connection as timed out.
+     */
+    @Test
+    void rfc9293_must24_keepAliveTurnedOnOrOffOnAnEstablishedConnectionTakesEffectAtOnce()
+    {
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = 2 * SECOND;
+        t.settings().keepAliveProbes = 2;
+        t.passiveOpen();
+        t.advance(5 * SECOND);
+        t.conn.keepAlive(true);
+        t.advance(10 * SECOND - MS);
+        t.recvNothing();
+        t.advance(MS);
+        t.recv(t.out().seq(t.iss));
+        t.conn.keepAlive(false);
+        t.advance(3600 * SECOND);
+        t.recvNothing();
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), "no probes, so no keep-alive timeout");
+        // Turned off through the settings alone, a running keep-alive stops too.
+        t.conn.keepAlive(true);
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss));
+        t.conn.settings().keepAlive = false;
+        t.advance(3600 * SECOND);
+        t.recvNothing();
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    /**
      * Keep-alive checks an idle connection (RFC 9293 §3.8.4, RFC 1122 §4.2.3.6): with data unacknowledged the
      * retransmission timer and R2 decide when to give up (§3.8.3), and keep-alive sends no probe (as Linux's
      * tcp_keepalive_timer, which only reschedules while packets are out or queued). Before, a short keep-alive (10 s
