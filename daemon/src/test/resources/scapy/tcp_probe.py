@@ -134,27 +134,15 @@ class Host:
         elif IP in p and ICMP in p and p[IP].src == self.dip and p[IP].dst == FAKE_IP:
             self.icmp_inbox.append(p)
 
-    def take_icmp(self, pred, timeout):
-        """The first queued ICMP message from the daemon matching pred (removed), waiting up to timeout; else None."""
+    def take(self, pred, timeout, inbox=None):
+        """The first queued segment (or, with inbox=self.icmp_inbox, ICMP message) matching pred, removed from its
+        queue, waiting up to timeout; else None."""
+        inbox = self.inbox if inbox is None else inbox
         end = time.monotonic() + timeout
         while True:
-            for i, p in enumerate(self.icmp_inbox):
+            for i, p in enumerate(inbox):
                 if pred(p):
-                    return self.icmp_inbox.pop(i)
-            left = end - time.monotonic()
-            if left <= 0:
-                return None
-            r, _, _ = select.select([self.sock.ins], [], [], min(left, 0.05))
-            if r:
-                self._read_one()
-
-    def take(self, pred, timeout):
-        """The first queued segment matching pred (removed from the queue), waiting up to timeout; else None."""
-        end = time.monotonic() + timeout
-        while True:
-            for i, p in enumerate(self.inbox):
-                if pred(p):
-                    return self.inbox.pop(i)
+                    return inbox.pop(i)
             left = end - time.monotonic()
             if left <= 0:
                 return None
@@ -912,7 +900,7 @@ def check_ipoptions(h):
     for name, options, pointer in cases:
         ident = random.randint(1, 65535)
         h.send(echo_request_frame(h, ident, options))
-        problem = h.take_icmp(lambda p: p[ICMP].type == 12, 2.0)
+        problem = h.take(lambda p: p[ICMP].type == 12, 2.0, h.icmp_inbox)
         if problem is None:
             raise Fail("%s: no Parameter Problem" % name)
         quoted = bytes(problem[ICMP].payload)
@@ -921,12 +909,12 @@ def check_ipoptions(h):
                        % (name, problem[ICMP].code, problem[ICMP].ptr, pointer))
         if len(quoted) < 28 or struct.unpack("!H", quoted[4:6])[0] != ident:
             raise Fail("%s: the Parameter Problem does not quote the datagram: %s" % (name, quoted[:28].hex()))
-        if h.take_icmp(lambda p: p[ICMP].type == 0, 0.3) is not None:
+        if h.take(lambda p: p[ICMP].type == 0, 0.3, h.icmp_inbox) is not None:
             raise Fail("%s: a malformed datagram was answered with an echo reply" % name)
         findings.append("%s -> Parameter Problem pointer %d" % (name, pointer))
     ident = random.randint(1, 65535)
     h.send(echo_request_frame(h, ident, b"\x01\x01\x01\x00"))
-    if h.take_icmp(lambda p: p[ICMP].type == 0 and p[ICMP].id == ident, 2.0) is None:
+    if h.take(lambda p: p[ICMP].type == 0 and p[ICMP].id == ident, 2.0, h.icmp_inbox) is None:
         raise Fail("an echo request with well-formed options (NOP NOP NOP EOL) got no reply")
     findings.append("well-formed options -> echo reply")
     return "; ".join(findings)
