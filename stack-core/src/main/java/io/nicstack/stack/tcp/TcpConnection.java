@@ -156,6 +156,12 @@ public final class TcpConnection
     int dupAcks;
     boolean inRecovery;
     int recoveryPoint;
+    /**
+     * SND.MAX when a loss probe's repair last reduced cwnd: a loss of data sent before it belongs to that congestion
+     * event, so it is repaired (fast retransmit, SACK recovery) without a second reduction (RFC 8985 §7.4.2; Linux's
+     * CWR state and its high_seq). Kept from falling behind SND.UNA, as the recovery point is.
+     */
+    private int reducedWindowEnd;
     int highRxt;
     /**
      * A timeout (or a smaller path MTU) rewound SND.NXT to SND.UNA: until the recovery point is acknowledged, what was
@@ -172,6 +178,11 @@ public final class TcpConnection
     private int tlpEndSeq;
     /** TLP.is_retrans: the outstanding probe resent the last segment (no new data could go). */
     private boolean tlpRetransmission;
+    /**
+     * The outstanding probe resent data sent before {@link #reducedWindowEnd}: a loss it repaired is one of the window
+     * already answered. Decided when it is sent, while the end is still ahead of SND.UNA.
+     */
+    private boolean tlpInReducedWindow;
     /** RFC 8985 §7.3 condition 2: no further probe until an RTT sample has been taken since the last one. */
     private boolean tlpAwaitingRttSample;
     /** The lower bound of the PTO: max(2 * SRTT, 10 ms), as the TLP draft and Linux's first implementation had it. */
@@ -513,6 +524,7 @@ public final class TcpConnection
         sndNxt = iss;
         sndMax = iss;
         recoveryPoint = iss;
+        reducedWindowEnd = iss;
         highRxt = iss;
         state = TcpState.SYN_SENT;
         tsOffset = initialSequence * 0x9E37_79B9;
@@ -532,6 +544,7 @@ public final class TcpConnection
         sndNxt = iss;
         sndMax = iss;
         recoveryPoint = iss;
+        reducedWindowEnd = iss;
         highRxt = iss;
         tsOffset = initialSequence * 0x9E37_79B9;
         rcvMss = tcp.mss();
@@ -556,6 +569,7 @@ public final class TcpConnection
         sndNxt = ack.ack;
         sndMax = ack.ack;
         recoveryPoint = ack.ack;
+        reducedWindowEnd = ack.ack;
         highRxt = ack.ack;
         rcvMss = tcp.mss();
         rcvWscale = 0;
@@ -1387,6 +1401,10 @@ public final class TcpConnection
         sendBuffer.release(Math.min(Math.max(ackOffset, sendBuffer.start()), dataEnd));
         bytesAcked += acked;
         sndUna = ack;
+        if (Seq.gt(sndUna, reducedWindowEnd))
+        {
+            reducedWindowEnd = sndUna; // left behind, it would read as ahead once sequence numbers wrap
+        }
         if (Seq.lt(sndNxt, sndUna))
         {
             sndNxt = sndUna;
@@ -1636,7 +1654,12 @@ public final class TcpConnection
         // RFC 8985 §7.2: no probe during recovery; a probe that revealed this loss has done its work (the recovery's
         // congestion response covers the loss it repaired, if any).
         dropLossProbe();
-        cc.onFastRetransmit(flightSize, now);
+        // RFC 8985 §7.4.2: a loss in the window a probe's repair already answered is recovered all the same, but cwnd
+        // is not reduced a second time for it (RFC 6582 §3.2: one reduction per window of data).
+        if (!Seq.lt(sndUna, reducedWindowEnd))
+        {
+            cc.onFastRetransmit(flightSize, now);
+        }
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
         // fills the first hole and no more: the bytes after it have arrived.
         highRxt = retransmitAt(sndUna, unaHoleLength(), now);
@@ -2480,8 +2503,8 @@ public final class TcpConnection
 
     /**
      * RFC 8985 §7.2: (re)start the PTO after new data went out or an ACK of new data came in, unless the connection is
-     * in a recovery (fast recovery, a timeout's, or the one reduction a probe's repair made: SND.UNA is below the
-     * recovery point), has a probe outstanding, or has nothing in flight. PTO = max(2 * SRTT, 10 ms) (1 s before any
+     * in a recovery (fast recovery, or a timeout's: SND.UNA is below the recovery point), has a probe outstanding, or
+     * has nothing in flight. The reduction a probe's repair made is no recovery: Linux probes in its CWR state too. PTO = max(2 * SRTT, 10 ms) (1 s before any
      * RTT sample), plus the worst-case delayed ACK when a lone segment is in flight; never later than the RTO would
      * fire.
      *
@@ -2535,6 +2558,7 @@ public final class TcpConnection
         {
             tlpStartSeq = retransmitLastSegment(sndUna, now);
             tlpRetransmission = true;
+            tlpInReducedWindow = Seq.lt(tlpStartSeq, reducedWindowEnd);
         }
         tlpEndSeq = sndMax;
         tlpOutstanding = true;
@@ -2553,7 +2577,7 @@ public final class TcpConnection
         ptoDeadline = NONE;
     }
 
-    /** In fast recovery, or recovering from a timeout (go-back-N) or a loss a probe repaired: below the recovery point. */
+    /** In fast recovery, or recovering from a timeout (go-back-N): below the recovery point. */
     private boolean recovering()
     {
         return inRecovery || Seq.lt(sndUna, recoveryPoint) || sndNxt != sndMax;
@@ -2564,9 +2588,10 @@ public final class TcpConnection
      * probe of new data has simply been delivered; a resent segment reported back as a duplicate (D-SACK), or answered
      * by a duplicate ACK (RFC 5681's, the window unchanged) without SACK, repaired nothing. An ACK beyond the resent
      * segment without either means that it repaired a loss (of the segment, or of the ACKs for it): congestion control
-     * answers it as one loss event of the flight the probe ended, and the recovery point moves to SND.MAX so that
-     * another loss in that flight brings no second reduction (RFC 6582's one per window). An ACK of exactly the resent
-     * segment, without D-SACK, leaves the question open until a later ACK.
+     * answers it as one loss event of the flight the probe ended. Another loss in that flight is still detected and
+     * repaired (§7.4.2 asks only that cwnd not be reduced twice), but brings no second reduction: {@link
+     * #reducedWindowEnd} moves to SND.MAX (RFC 6582's one per window). An ACK of exactly the resent segment, without
+     * D-SACK, leaves the question open until a later ACK.
      */
     private void lossProbeAcked(final TcpRepr seg, final int ack, final boolean duplicate, final long flightBefore, final long now)
     {
@@ -2584,9 +2609,12 @@ public final class TcpConnection
         {
             tlpOutstanding = false;
             tcp.count(StackCounter.TCP_LOSS_PROBE_RECOVERIES);
-            cc.onFastRetransmit(flightBefore, now);
-            cc.onRecoveryExit(now);
-            recoveryPoint = sndMax;
+            if (!tlpInReducedWindow)
+            {
+                cc.onFastRetransmit(flightBefore, now);
+                cc.onRecoveryExit(now);
+                reducedWindowEnd = sndMax;
+            }
         }
         if (!tlpOutstanding && !duplicate)
         {

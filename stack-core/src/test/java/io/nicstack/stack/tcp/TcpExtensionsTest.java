@@ -980,6 +980,35 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc8985_aLossAfterAProbeRepairIsRecoveredAtOnceWithoutASecondReduction()
+    {
+        // The probe repaired segment 4 and cwnd was reduced for it. Eight more segments are written; segment 6 is lost
+        // and 7-9 are SACKed. §7.4.2 asks only that the window not be reduced twice: the loss is still detected and
+        // segment 6 goes again at once (Linux: CWR, then Recovery), not a doubled RTO later, and ssthresh stays.
+        final int mss = probeTheLastOfFiveSegments();
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + 5 * mss));
+        t.write(bytes(8 * mss, 6));
+        assertTrue(t.recv().size() >= 5);
+        t.send(t.in().ack(s + 6 * mss));
+        assertEquals(1, t.counter(StackCounter.TCP_LOSS_PROBE_RECOVERIES));
+        final long ssthresh = t.conn.ssthresh();
+        t.recv();
+        t.advanceMs(1);
+        t.send(t.in().ack(s + 6 * mss).sack(s + 7 * mss, s + 8 * mss));
+        t.send(t.in().ack(s + 6 * mss).sack(s + 7 * mss, s + 9 * mss));
+        t.send(t.in().ack(s + 6 * mss).sack(s + 7 * mss, s + 10 * mss));
+        final List<Seg> out = t.recv();
+        assertTrue(retransmitted(out, s + 6 * mss, mss), "segment 6 sent again after three SACKs; sent "
+            + out.stream().map(x -> (x.r.seq - s) / mss).toList());
+        assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+        assertEquals(ssthresh, t.conn.ssthresh(), "no second reduction for the window the probe's repair answered");
+        t.send(t.in().ack(t.conn.sndMax));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        assertEquals(ssthresh, t.conn.ssthresh());
+    }
+
+    @Test
     void rfc8985_aProbeReportedAsADuplicateRepairedNothing()
     {
         // All five segments arrived and the ACK for the last was lost. The probe duplicates it, and the peer's D-SACK
