@@ -1300,9 +1300,7 @@ public final class TcpConnection
         }
         updateSendWindow(seg, ack);
         // RFC 5681 §2 duplicate ACK: SEG.ACK equals SND.UNA as it was before this segment (a new ACK is not one),
-        // no data, neither SYN nor FIN, the same window, and data outstanding. RFC 6675 §2 adds any ACK that SACKs
-        // octets not SACKed before, "even if it carries new data, changes the advertised window, or moves the
-        // cumulative acknowledgment point": with data both ways the peer's SACKs ride on its data segments.
+        // no data, neither SYN nor FIN, the same window, and data outstanding.
         final boolean duplicate = ack == unaBefore && seg.payloadLength == 0
             && (seg.flags & (TcpHeader.SYN | TcpHeader.FIN)) == 0 && sndWnd == windowBefore && sndMax != sndUna
             && flightBefore > 0;
@@ -1310,7 +1308,11 @@ public final class TcpConnection
         {
             lossProbeAcked(seg, ack, duplicate, flightBefore, now);
         }
-        if (duplicate || (newlySacked && sackedCount > 0))
+        // With SACK, RFC 6675 §2's definition instead: an ACK that SACKs octets not SACKed before, "even if it carries
+        // new data, changes the advertised window, or moves the cumulative acknowledgment point" (with data both ways
+        // the peer's SACKs ride on its data segments), and only such an ACK. One that SACKs nothing new (a D-SACK
+        // only, RFC 2883, or the network's copy of an earlier ACK) reports no loss.
+        if (sackEnabled ? newlySacked && sackedCount > 0 : duplicate)
         {
             onDuplicateAck(now);
         }

@@ -431,6 +431,48 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6675_acksThatCarryOnlyADsackAreNotDuplicateAcks()
+    {
+        // The network duplicated segment 0, which had already arrived: the peer reports each copy in a D-SACK (RFC
+        // 2883) below SND.UNA. With SACK, RFC 6675 §2 counts an ACK as a duplicate only when it SACKs something new;
+        // these report no loss, and three of them must not start a recovery or send anything again.
+        final int mss = newRenoSending(20, 10);
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + mss));
+        t.recv();
+        for (int i = 0; i < 3; i++)
+        {
+            t.send(t.in().ack(s + mss).sack(s, s + mss));
+        }
+        t.recvNothing();
+        assertEquals(0, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        assertEquals(0, t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS));
+    }
+
+    @Test
+    void rfc6675_copiesOfAnAckWithoutSackBlocksAreNotDuplicateAcks()
+    {
+        // The network delivered one pure ACK four times. Without SACK they would be RFC 5681 duplicates; with SACK in
+        // use they SACK nothing, so RFC 6675 §2 counts none of them: no limited transmit, no recovery.
+        t.peerOffersAll();
+        t.settings().congestionControl = "cubic";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(20 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.send(t.in().ack(s + mss));
+        assertFalse(t.recv().isEmpty(), "slow start: new data");
+        for (int i = 0; i < 3; i++)
+        {
+            t.send(t.in().ack(s + mss));
+        }
+        t.recvNothing();
+        assertEquals(0, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        assertEquals(0, t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS));
+    }
+
+    @Test
     void rfc6675_isLostCountsMoreThanTwoSegmentsOfBytesSackedAboveTheHole()
     {
         // IsLost: more than (DupThresh - 1) * SMSS bytes SACKed above the hole. Three small segments (an application
