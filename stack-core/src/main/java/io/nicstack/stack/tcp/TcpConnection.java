@@ -154,6 +154,8 @@ public final class TcpConnection
 
     // Loss recovery.
     int dupAcks;
+    /** Bytes sent beyond cwnd by RFC 3042 limited transmit since the last ACK of new data: not in FlightSize at recovery. */
+    private long limitedTransmitBytes;
     boolean inRecovery;
     int recoveryPoint;
     /**
@@ -1053,6 +1055,7 @@ public final class TcpConnection
         inRecovery = false;
         goingBack = true;
         dupAcks = 0;
+        limitedTransmitBytes = 0;
         sackedCount = 0;
         highRxt = sndUna;
         sndNxt = sndUna;
@@ -1475,6 +1478,7 @@ public final class TcpConnection
         else
         {
             dupAcks = 0;
+            limitedTransmitBytes = 0;
             // RFC 6582 §3.2 step 2 only asks whether the ACK has passed the recovery point. Once it has, the point
             // follows SND.UNA: left behind, it would read as ahead after 2^31 bytes (sequence numbers wrap), and
             // every loss from then on would wait for a timeout.
@@ -1649,7 +1653,9 @@ public final class TcpConnection
             tcp.count(StackCounter.TCP_SACK_RECOVERIES);
         }
         // RFC 6675 §5 (4.2) / RFC 5681 (4): ssthresh from FlightSize, taken before inRecovery turns flight() into the pipe.
-        final long flightSize = flight();
+        // RFC 5681 §3.2 step 2 (RFC 3042 §2): data sent by limited transmit MUST NOT be included in it.
+        final long flightSize = Math.max(0, flight() - limitedTransmitBytes);
+        limitedTransmitBytes = 0;
         inRecovery = true;
         recoveryPoint = sndMax;
         rescueSent = false;
@@ -2183,6 +2189,10 @@ public final class TcpConnection
                 break;
             }
             sentNew |= Seq.ge(sndNxt, sndMaxOfData());
+            if (limited > 0)
+            {
+                limitedTransmitBytes += Math.min(len, Math.max(0, inFlight + len - cc.cwnd()));
+            }
             transmitAtSndNxt(nextOffset, len, len > 0 && len == unsent, fin, now);
             sent = true;
             if (fin)

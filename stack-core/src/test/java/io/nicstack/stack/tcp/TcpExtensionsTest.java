@@ -772,6 +772,42 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc3042_limitedTransmitDataIsNotInTheFlightSizeThatSetsSsthreshWithSack()
+    {
+        // Ten segments in flight, two more sent by limited transmit on the first two duplicate ACKs; the third starts
+        // recovery. RFC 5681 §3.2 step 2: limited-transmit data MUST NOT be included in FlightSize: ssthresh is half
+        // of the ten, not of twelve.
+        final int mss = newRenoSending(20, 10);
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s).sack(s + mss, s + 2 * mss));
+        assertEquals(1, t.recv().size(), "limited transmit");
+        t.send(t.in().ack(s).sack(s + mss, s + 3 * mss));
+        assertEquals(1, t.recv().size(), "limited transmit");
+        t.send(t.in().ack(s).sack(s + mss, s + 4 * mss));
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        assertEquals(5L * mss, t.conn.ssthresh());
+    }
+
+    @Test
+    void rfc3042_limitedTransmitDataIsNotInTheFlightSizeThatSetsSsthreshWithoutSack()
+    {
+        // As above with RFC 5681 duplicate ACKs: ssthresh = 10 / 2 segments, and NewReno's cwnd = ssthresh + 3 SMSS.
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        t.write(bytes(20 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.send(t.in());
+        assertEquals(1, t.recv().size(), "limited transmit");
+        t.send(t.in());
+        assertEquals(1, t.recv().size(), "limited transmit");
+        t.send(t.in());
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        assertEquals(5L * mss, t.conn.ssthresh());
+        assertEquals(8L * mss, t.conn.cwnd());
+    }
+
+    @Test
     void rfc3042_goingBackLimitedTransmitSendsNoDataSentBefore()
     {
         // After the timeout cwnd is one segment, which segment 0's resend fills. A late ACK from before the timeout
