@@ -332,6 +332,27 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc3465_theAckOfATimeoutsResendGrowsCwndByOneSegment()
+    {
+        // Segment 0 of 10 is lost and its RTO expires; the peer holds 1-9, so the ACK of the resend covers all ten. In
+        // the slow start that follows a timeout RFC 3465 (2.3) has L = 1 SMSS: this "big ACK" is no sign that the path
+        // takes a burst, and cwnd grows from one segment to two, not three.
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(20 * mss, 5));
+        assertEquals(10, t.recv().size());
+        t.advance(t.conn.rtoNanos() + MS);
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        assertEquals(mss, t.conn.cwnd());
+        t.send(t.in().ack(s + 10 * mss));
+        assertEquals(2L * mss, t.conn.cwnd());
+        assertEquals(2, t.recv().size());
+    }
+
+    @Test
     void rfc5681_aFinIsNotADuplicateAck()
     {
         // RFC 5681 §2: a duplicate ACK has neither SYN nor FIN set. Two duplicate ACKs and a FIN that acknowledges
@@ -685,11 +706,11 @@ class TcpExtensionsTest
         // §5.1: after an RTO the sender "SHOULD use this SACK information when determining what data should be sent".
         // Segments 0-10 (of 12); the peer holds 1-3 and 5-7, and what recovery sent is lost too. The timeout
         // forgets the scoreboard (RFC 2018 §8: the peer may have reneged) and sends segment 0 again; the peer's ACK of
-        // 0-3 SACKs 5-7 afresh, and lets cwnd grow from one segment to three (RFC 3465, L = 2). The segments sent are
-        // 4, 8 and 9: 5-7 are not sent a second time, nor counted in flight.
+        // 0-3 SACKs 5-7 afresh, and lets cwnd grow from one segment to two (RFC 3465 (2.3): L = 1 SMSS in the slow
+        // start after a timeout). The segments sent are 4 and 8: 5-7 are not sent a second time, nor counted in flight.
         final int mss = goneBackPastTheSackedSegments();
         final int s = t.iss + 1;
-        assertEquals(3 * mss, t.conn.cwnd());
+        assertEquals(2 * mss, t.conn.cwnd());
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         // The rest is 10, which recovery sent, and 11, new data.
         t.send(t.in().ack(s + 10 * mss));
@@ -719,16 +740,16 @@ class TcpExtensionsTest
     @Test
     void rfc6675_aRetransmissionAfterATimeoutThatTheAckReachesIsWatchedFromThen()
     {
-        // The ACK of 4-7 makes 8, already sent again with 9, SND.UNA: its loss is watched from then on. 9's SACK
-        // does not count (sent before that ACK came), 10's does: 8 goes again, without a second timeout.
+        // The ACK of 4-7 makes 8, already sent again, SND.UNA: its loss is watched from then on. 9 and 10, sent again
+        // after that ACK (cwnd 3: RFC 3465 (2.3), L = 1 SMSS after a timeout), are SACKed: a round trip and a
+        // reordering window after that ACK, 8 goes again, without a second timeout.
         final int mss = goneBackPastTheSackedSegments();
         final int s = t.iss + 1;
         t.send(t.in().ack(s + 8 * mss));
-        assertEquals(List.of(10, 11), segmentNumbers(t.recv(), s, mss), "10 again, and 11, new data");
-        t.send(t.in().ack(s + 8 * mss).sack(s + 9 * mss, s + 10 * mss));
-        t.advanceMs(2);
-        assertFalse(retransmitted(t.recv(), s + 8 * mss, mss), "9 was sent before 8 became SND.UNA");
+        assertEquals(List.of(9, 10), segmentNumbers(t.recv(), s, mss), "9 and 10 again");
         t.send(t.in().ack(s + 8 * mss).sack(s + 9 * mss, s + 11 * mss));
+        assertFalse(retransmitted(t.recv(), s + 8 * mss, mss), "not yet: no time has passed since 8 became SND.UNA");
+        t.advanceMs(2);
         t.recv(t.out().seq(s + 8 * mss).payloadLength(mss));
         assertEquals(1, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
@@ -813,14 +834,14 @@ class TcpExtensionsTest
         // After the timeout cwnd is one segment, which segment 0's resend fills. A late ACK from before the timeout
         // (ack 0, SACK 5-9 and 1-3) is a duplicate ACK. RFC 3042 lets each of the first two duplicates send one
         // segment beyond cwnd, but only of "previously unsent data", which none of the go-back's resends is: segment 4
-        // waits for the ACK of 0-3, and then goes with 10 (recovery sent it) and 11 (new data), as cwnd allows (1 + 2
-        // segments, RFC 3465).
+        // waits for the ACK of 0-3, and then goes with 10 (recovery sent it), as cwnd allows (1 + 1 segment: RFC 3465
+        // (2.3), L = 1 SMSS in the slow start after a timeout).
         final int mss = sackRecoveryThenTimeout();
         final int s = t.iss + 1;
         t.send(t.in().ack(s).sack(s + 5 * mss, s + 10 * mss).sack(s + mss, s + 4 * mss));
         t.recvNothing();
         t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 10 * mss));
-        assertEquals(List.of(4, 10, 11), segmentNumbers(t.recv(), s, mss));
+        assertEquals(List.of(4, 10), segmentNumbers(t.recv(), s, mss));
     }
 
     @Test
@@ -828,9 +849,10 @@ class TcpExtensionsTest
     {
         // Segments 10-29 in flight; the peer holds 11, 13, 15, 17-19 and 21-23, and recovery's resends are lost: a
         // timeout. The ACK of 10's resend has room for three blocks of the four (timestamps on): 17-19 is not among
-        // them, and the go-back sends 12, 14 and 16 (cwnd 3), which leaves SND.NXT at 17. 14's resend overtakes 12's;
-        // the peer's next SACK reports 13-15 and, at last, 17-19. Only 14 was sent after 12: one segment of
-        // reordering, not the byte rule's three; 17-19, from SND.NXT on, was sent before the timeout.
+        // them, and the go-back sends 12 and 14 (cwnd 2: RFC 3465 (2.3), L = 1 SMSS after a timeout), which leaves
+        // SND.NXT at 16 (past 15, SACKed). 14's resend overtakes 12's; the peer's next SACK reports 13-15 and, at
+        // last, 17-19. Only 14 was sent after 12: one segment of reordering, not the byte rule's three; 17-19, from
+        // SND.NXT on, was sent before the timeout.
         final int mss = newRenoSending(60, 10);
         final int s = t.iss + 1;
         t.settings().tailLossProbe = false;
@@ -852,21 +874,24 @@ class TcpExtensionsTest
         t.recv(t.out().seq(s + 10 * mss).payloadLength(mss));
         t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 14 * mss).sack(s + 15 * mss, s + 16 * mss)
             .sack(s + 21 * mss, s + 24 * mss));
-        assertEquals(List.of(12, 14, 16), segmentNumbers(t.recv(), s, mss));
-        assertEquals(s + 17 * mss, t.conn.sndNxt);
+        assertEquals(List.of(12, 14), segmentNumbers(t.recv(), s, mss));
+        assertEquals(s + 16 * mss, t.conn.sndNxt);
         t.send(t.in().ack(s + 12 * mss).sack(s + 13 * mss, s + 16 * mss).sack(s + 17 * mss, s + 20 * mss)
             .sack(s + 21 * mss, s + 24 * mss));
         assertFalse(retransmitted(t.recv(), s + 12 * mss, mss), "12 sent again after one reordered segment");
         assertEquals(0, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
     }
 
-    /** {@link #sackRecoveryThenTimeout}, then the peer's ACK of 0-3 SACKs 5-7: the go-back sends 4, 8 and 9 (cwnd 3). */
+    /**
+     * {@link #sackRecoveryThenTimeout}, then the peer's ACK of 0-3 SACKs 5-7: the go-back sends 4 and 8 (cwnd 2: RFC 3465
+     * (2.3), L = 1 SMSS in the slow start after a timeout).
+     */
     private int goneBackPastTheSackedSegments()
     {
         final int mss = sackRecoveryThenTimeout();
         final int s = t.iss + 1;
         t.send(t.in().ack(s + 4 * mss).sack(s + 5 * mss, s + 8 * mss));
-        assertEquals(List.of(4, 8, 9), segmentNumbers(t.recv(), s, mss));
+        assertEquals(List.of(4, 8), segmentNumbers(t.recv(), s, mss));
         return mss;
     }
 

@@ -24,6 +24,13 @@ public final class CongestionControls
     /** RFC 3465 (2.2): L, the most segments one ACK may grow cwnd by in slow start. */
     public static final int ABC_LIMIT_SEGMENTS = 2;
 
+    /**
+     * RFC 3465 (2.3): L in the slow start that follows a retransmission timeout, 1 SMSS (RFC 2581's): the ACK of a
+     * resend often covers much data sent before the timeout, and such "big ACKs" say nothing about a burst the path
+     * can take.
+     */
+    public static final int ABC_LIMIT_SEGMENTS_AFTER_TIMEOUT = 1;
+
     private CongestionControls()
     {
     }

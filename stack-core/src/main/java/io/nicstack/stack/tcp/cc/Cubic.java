@@ -26,7 +26,8 @@ import io.nicstack.stack.tcp.CongestionControl;
  *     {@code t} excludes both. After an idle period longer than the RTO, cwnd restarts from the
  *     restart window (RFC 5681 (4.1)) with ssthresh keeping 3/4 of the old window (RFC 2861).</li>
  * <li>In the Reno-friendly region cwnd is raised to {@code W_est} but never lowered to it.</li>
- * <li>Standard slow start with RFC 3465 byte counting; no HyStart++ (RFC 9438 (4.10) MAY).</li>
+ * <li>Standard slow start with RFC 3465 byte counting (L = 1 SMSS in the slow start after a timeout,
+ *     (2.3)); no HyStart++ (RFC 9438 (4.10) MAY).</li>
  * </ul>
  * The congestion avoidance epoch starts at the first ACK in congestion avoidance, so recovery time
  * is not counted in {@code t}.
@@ -68,6 +69,8 @@ public final class Cubic implements CongestionControl
     private boolean inTimeoutBackoff;
     /** Between {@link #onFastRetransmit} and {@link #onRecoveryExit}: cwnd may be the sender's inflated one. */
     private boolean inFastRecovery;
+    /** The slow start that follows a timeout, until it reaches ssthresh (RFC 3465 (2.3): L = 1 SMSS). */
+    private boolean slowStartAfterTimeout;
 
     /** Smoothed RTT in nanoseconds (integer arithmetic on every ACK; seconds only where W_cubic needs them), -1 before a sample. */
     private long srttNanos = -1;
@@ -104,6 +107,7 @@ public final class Cubic implements CongestionControl
         epochAfterTimeout = false;
         inTimeoutBackoff = false;
         inFastRecovery = false;
+        slowStartAfterTimeout = false;
         srttNanos = -1;
         lastAckNanos = nowNanos;
     }
@@ -148,17 +152,22 @@ public final class Cubic implements CongestionControl
             {
                 return;
             }
-            // RFC 9438 (4.10) with RFC 3465 (2.2): cwnd += min(N, L*SMSS) per ACK in slow start.
-            final long increase = Math.min(acked, (long)CongestionControls.ABC_LIMIT_SEGMENTS * mss);
+            // RFC 9438 (4.10) with RFC 3465 (2.2): cwnd += min(N, L*SMSS) per ACK in slow start; (2.3) L = 1 after
+            // a timeout.
+            final int limit = slowStartAfterTimeout
+                ? CongestionControls.ABC_LIMIT_SEGMENTS_AFTER_TIMEOUT : CongestionControls.ABC_LIMIT_SEGMENTS;
+            final long increase = Math.min(acked, (long)limit * mss);
             final double room = ssthresh - cwnd;
             if (increase <= room)
             {
                 cwnd += increase;
+                slowStartAfterTimeout &= cwnd < ssthresh;
                 return;
             }
             // Slow start ends at ssthresh; the rest of this ACK counts in congestion avoidance.
             cwnd = ssthresh;
             acked -= (long)room;
+            slowStartAfterTimeout = false;
         }
 
         if (!CongestionControls.cwndLimited((long)cwnd, flightBefore, mss, false))
@@ -193,6 +202,7 @@ public final class Cubic implements CongestionControl
         inEpoch = false;
         epochAfterTimeout = false;
         inFastRecovery = true;
+        slowStartAfterTimeout = false;
     }
 
     /** {@inheritDoc} */
@@ -220,6 +230,7 @@ public final class Cubic implements CongestionControl
         }
         inTimeoutBackoff = true;
         inFastRecovery = false;
+        slowStartAfterTimeout = true;
         cwnd = mss;
         inEpoch = false;
         epochAfterTimeout = true;
@@ -241,6 +252,7 @@ public final class Cubic implements CongestionControl
         {
             ssthresh = CongestionControls.ssthreshBeforeRestart(ssthresh, (long)cwnd);
             cwnd = CongestionControls.restartWindow((long)cwnd, mss);
+            slowStartAfterTimeout = false;
         }
     }
 

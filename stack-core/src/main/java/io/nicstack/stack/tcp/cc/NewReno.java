@@ -4,7 +4,8 @@ import io.nicstack.stack.tcp.CongestionControl;
 
 /**
  * Reno congestion control as NewReno senders use it: RFC 5681 (3.1) slow start and congestion
- * avoidance, both with appropriate byte counting (RFC 3465, L = 2 in slow start), RFC 5681 (4)
+ * avoidance, both with appropriate byte counting (RFC 3465, L = 2 in slow start, L = 1 in the slow
+ * start that follows a timeout), RFC 5681 (4)
  * ssthresh on loss, the loss window after a timeout and RFC 6582 (3.2) step 3 deflation on leaving
  * fast recovery, and the RFC 5681 (4.1) restart window after idle. Partial ACKs and window
  * inflation during recovery are the sender's.
@@ -23,6 +24,8 @@ public final class NewReno implements CongestionControl
     private boolean inTimeoutBackoff;
     /** Between {@link #onFastRetransmit} and {@link #onRecoveryExit}. */
     private boolean inFastRecovery;
+    /** The slow start that follows a timeout, until it reaches ssthresh (RFC 3465 (2.3): L = 1 SMSS). */
+    private boolean slowStartAfterTimeout;
 
     /** {@inheritDoc} */
     public void init(final int mss, final long nowNanos)
@@ -33,6 +36,7 @@ public final class NewReno implements CongestionControl
         bytesAcked = 0;
         inTimeoutBackoff = false;
         inFastRecovery = false;
+        slowStartAfterTimeout = false;
     }
 
     /** {@inheritDoc} */
@@ -69,17 +73,21 @@ public final class NewReno implements CongestionControl
             {
                 return;
             }
-            // RFC 3465 (2.2): cwnd += min(N, L*SMSS) per ACK in slow start.
-            final long increase = Math.min(acked, (long)CongestionControls.ABC_LIMIT_SEGMENTS * mss);
+            // RFC 3465 (2.2): cwnd += min(N, L*SMSS) per ACK in slow start; (2.3) L = 1 after a timeout.
+            final int limit = slowStartAfterTimeout
+                ? CongestionControls.ABC_LIMIT_SEGMENTS_AFTER_TIMEOUT : CongestionControls.ABC_LIMIT_SEGMENTS;
+            final long increase = Math.min(acked, (long)limit * mss);
             final long room = ssthresh - cwnd;
             if (increase <= room)
             {
                 cwnd += increase;
+                slowStartAfterTimeout &= cwnd < ssthresh;
                 return;
             }
             // RFC 5681 (3.1): slow start ends at ssthresh; the rest of this ACK counts in avoidance.
             cwnd = ssthresh;
             acked -= room;
+            slowStartAfterTimeout = false;
         }
 
         if (!CongestionControls.cwndLimited(cwnd, flightBefore, mss, false))
@@ -104,6 +112,7 @@ public final class NewReno implements CongestionControl
         cwnd = ssthresh;
         bytesAcked = 0;
         inFastRecovery = true;
+        slowStartAfterTimeout = false;
     }
 
     /** {@inheritDoc} */
@@ -129,6 +138,7 @@ public final class NewReno implements CongestionControl
         }
         inTimeoutBackoff = true;
         inFastRecovery = false;
+        slowStartAfterTimeout = true;
         // RFC 5681 (3.1): cwnd becomes the loss window, 1 full-sized segment.
         cwnd = mss;
         bytesAcked = 0;
@@ -142,6 +152,7 @@ public final class NewReno implements CongestionControl
             ssthresh = CongestionControls.ssthreshBeforeRestart(ssthresh, cwnd);
             cwnd = CongestionControls.restartWindow(cwnd, mss);
             bytesAcked = 0;
+            slowStartAfterTimeout = false;
         }
     }
 

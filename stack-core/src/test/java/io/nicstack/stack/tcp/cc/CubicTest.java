@@ -35,6 +35,19 @@ class CubicTest
     }
 
     @Test
+    void rfc3465_theSlowStartAfterATimeoutGrowsByAtMostOneSmssPerAck()
+    {
+        // RFC 3465 (2.3): L = 1 SMSS in the slow start that follows a timeout (RFC 9438 (4.8) keeps RFC 5681's).
+        final Cubic cc = newCubic();
+        cc.cwnd(100L * MSS);
+        cc.onRetransmitTimeout(100L * MSS, 0);
+
+        cc.onAck(10L * MSS, cc.cwnd(), 100 * MS, 1);
+
+        assertEquals(2 * MSS, cc.cwnd());
+    }
+
+    @Test
     void rfc9438_lossReducesCwndToBetaAndRemembersWmax()
     {
         final Cubic cc = newCubic();

@@ -52,6 +52,25 @@ class NewRenoTest
     }
 
     @Test
+    void rfc3465_theSlowStartAfterATimeoutGrowsByAtMostOneSmssPerAck()
+    {
+        // RFC 3465 (2.3): L = 1 SMSS in the slow start that follows a timeout; the ACK of the resend may cover much
+        // data sent before it. Once slow start has reached ssthresh, a later one (after idle) has L = 2 again.
+        cc.onRetransmitTimeout(40L * MSS, 0);
+        cc.onAck(8L * MSS, cc.cwnd(), RTT, 1);
+        assertEquals(2 * MSS, cc.cwnd());
+        cc.onAck(2L * MSS, cc.cwnd(), RTT, 2);
+        assertEquals(3 * MSS, cc.cwnd());
+        while (cc.cwnd() < cc.ssthresh())
+        {
+            clock.roundTrip();
+        }
+        cc.onSendAfterIdle(true, 10 * RTT);
+        cc.onAck(8L * MSS, cc.cwnd(), RTT, 10 * RTT + 1);
+        assertEquals(12 * MSS, cc.cwnd());
+    }
+
+    @Test
     void rfc5681_congestionAvoidanceGrowsOneSmssPerRoundTrip()
     {
         enterCongestionAvoidanceAt(20 * MSS);
