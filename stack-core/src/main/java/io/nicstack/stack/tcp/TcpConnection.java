@@ -2435,14 +2435,29 @@ public final class TcpConnection
     {
         final long free = offerableWindow();
         final long current = advertisedWindowLeft();
-        final long window = edgeMayMove(free, current) ? free : current;
-        final long scaled = Math.min(65535, window >> rcvWscale);
-        final int edge = rcvNxt + (int)(scaled << rcvWscale);
+        final int scaled = windowField(free, current, edgeMayMove(free, current), rcvWscale);
+        final int edge = rcvNxt + (scaled << rcvWscale);
         if (Seq.gt(edge, rcvAdvertisedEdge))
         {
             rcvAdvertisedEdge = edge;
         }
-        return (int)scaled;
+        return scaled;
+    }
+
+    /**
+     * The window field for {@code free} offerable bytes and {@code current} left of the window last advertised, with
+     * scale {@code shift}. RFC 9293 §3.8.6.2.2 (SHLD-14) and RFC 7323 §2.4: the right edge must not move left, but a
+     * scaled field can only express multiples of 2^shift from RCV.NXT, which moves by any count of bytes. So the edge
+     * held is rounded up to the next multiple (as Linux's tcp_select_window does): never a retraction, and a held window
+     * smaller than one step is still one step, never a zero window. A moving edge is the free space rounded down (it
+     * never passes the end of the buffer), but not below the held edge rounded up: with a large scale one step exceeds
+     * the SWS threshold, and rounding down alone could then land left of the edge held.
+     */
+    static int windowField(final long free, final long current, final boolean edgeMayMove, final int shift)
+    {
+        final long held = (current + (1L << shift) - 1) >> shift;
+        final long offered = edgeMayMove ? Math.max(free >> shift, held) : held;
+        return (int)Math.min(65535, offered);
     }
 
     /**

@@ -1333,6 +1333,100 @@ class TcpExtensionsTest
         t.recv(t.out().ack(t.irs + 11).window(65535 - 10));
     }
 
+    /**
+     * RFC 9293 §3.8.6.2.2 (SHLD-14) and RFC 7323 §2.4: with a scale the field counts steps of 2^shift from RCV.NXT, which
+     * moves by any count of bytes; the edge held (receiver SWS avoidance) is rounded up to a step, never down.
+     */
+    @Test
+    void rfc7323_theAdvertisedRightEdgeNeverMovesLeftWithWindowScaling()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        final int shift = t.conn.receiveWindowScale();
+        assertEquals(3, shift);
+        t.send(t.in().flags(ACK | PSH).payload(bytes(1001, 1)));
+        t.advanceMs(40);
+        final int edge1 = advertisedEdge(t.recv().get(0), shift);
+        // 1001 more, no read: the edge may not move (SWS), and 1001 is no multiple of 8.
+        t.send(t.in().seq(t.irs + 1 + 1001).flags(ACK | PSH).payload(bytes(1001, 2)));
+        t.advanceMs(40);
+        final int edge2 = advertisedEdge(t.recv().get(0), shift);
+        assertTrue(Seq.ge(edge2, edge1), "the advertised right edge moved left by " + (edge1 - edge2) + " bytes");
+    }
+
+    /** RFC 7323 §2.4: a held window of fewer bytes than one scale step is advertised as one step, not as a zero window. */
+    @Test
+    void rfc7323_aHeldWindowSmallerThanOneScaleStepIsNotAdvertisedAsZero()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        final int shift = t.conn.receiveWindowScale();
+        assertEquals(3, shift);
+        t.send(t.in().flags(ACK | PSH).payload(bytes(1001, 1)));
+        t.advanceMs(40);
+        final int edge = advertisedEdge(t.recv().get(0), shift);
+        // No read: the peer fills the window to 3 bytes short of the edge held.
+        int seq = t.irs + 1 + 1001;
+        while (edge - seq > 3)
+        {
+            final int length = Math.min(1448, edge - seq - 3);
+            t.send(t.in().seq(seq).payload(bytes(length, seq)));
+            seq += length;
+        }
+        t.advanceMs(40);
+        final List<Seg> acks = t.recv();
+        final Seg last = acks.get(acks.size() - 1);
+        assertEquals(seq, last.r.ack);
+        assertEquals(1, last.r.window, "3 bytes left of the window: one step of 8, not a zero window");
+        assertTrue(Seq.ge(advertisedEdge(last, shift), edge));
+    }
+
+    /**
+     * RFC 7323 §2.4 with a scale step (2 KiB at shift 11) larger than the SWS threshold of one MSS: an edge that may move
+     * is the free space rounded down, which can land left of the edge held; it is never less than that edge rounded up.
+     */
+    @Test
+    void rfc7323_aMovingEdgeWithAStepLargerThanAnMssNeverLandsLeftOfTheEdgeHeld()
+    {
+        t.peerOffersAll();
+        t.settings().receiveBufferBytes = 1 << 26;
+        t.passiveOpen();
+        final int shift = t.conn.receiveWindowScale();
+        assertEquals(11, shift);
+        t.send(t.in().flags(ACK | PSH).payload(bytes(1001, 1)));
+        t.advanceMs(40);
+        final int edge1 = advertisedEdge(t.recv().get(0), shift);
+        // A read of 500 frees 1547 bytes beyond the edge held: more than an MSS, so the edge may move; 1600 more bytes
+        // then put RCV.NXT where the last whole step of free space ends 448 bytes short of that edge.
+        assertEquals(500, t.conn.read(new UnsafeBuffer(new byte[500]), 0, 500));
+        t.poll();
+        t.recv();
+        t.send(t.in().seq(t.irs + 1 + 1001).payload(bytes(1448, 2)));
+        t.send(t.in().seq(t.irs + 1 + 2449).flags(ACK | PSH).payload(bytes(152, 3)));
+        t.advanceMs(40);
+        final Seg ack = t.recv().get(0);
+        assertEquals(t.irs + 1 + 2601, ack.r.ack);
+        final int edge2 = advertisedEdge(ack, shift);
+        assertTrue(Seq.ge(edge2, edge1), "the advertised right edge moved left by " + (edge1 - edge2) + " bytes");
+    }
+
+    /** Edge cases of the window field itself, up to the largest scale (RFC 7323 §2.3: 14). */
+    @Test
+    void rfc7323_theWindowFieldRoundsTheEdgeHeldUpAndTheFreeSpaceDown()
+    {
+        assertEquals(1, TcpConnection.windowField(3, 3, false, 14), "less than one step held: one step");
+        assertEquals(0, TcpConnection.windowField(0, 0, false, 14));
+        assertEquals(3, TcpConnection.windowField(2 * 16384 + 2100, 2 * 16384 + 100, true, 14));
+        assertEquals(5, TcpConnection.windowField(5 * 16384 + 2100, 2 * 16384 + 100, true, 14));
+        assertEquals(65535, TcpConnection.windowField(1L << 30, 65535L << 14, true, 14));
+        assertEquals(65535, TcpConnection.windowField(70000, 65535, true, 0));
+    }
+
+    private static int advertisedEdge(final Seg ack, final int shift)
+    {
+        return ack.r.ack + (ack.r.window << shift);
+    }
+
     @Test
     void rfc7323_timestampsEchoTheEarliestUnacknowledgedSegment()
     {
