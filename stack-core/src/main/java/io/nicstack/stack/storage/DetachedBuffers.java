@@ -50,8 +50,8 @@ public final class DetachedBuffers implements SendBuffer, ReceiveBuffer, BufferP
     /**
      * The receive buffer's capacity, which the window the connection still advertises is computed from. The send side
      * shares the method and so the value, which is harmless: {@link #free()} is 0 whatever it is, and nothing asks a
-     * detached connection for its send capacity (only connections with provided buffers are detached, and the stack's
-     * buffer budget, which reads both capacities when a connection closes, leaves those out).
+     * detached connection for its send capacity (the stack's buffer budget reads both capacities of its own rings when
+     * it takes them back, before they are swapped for this, and leaves detached connections out when they close).
      */
     @Override
     public int capacity()

@@ -16,8 +16,10 @@ import io.nicstack.stack.iface.Ipv4;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.storage.BufferProvider;
+import io.nicstack.stack.storage.ReceiveBuffer;
 import io.nicstack.stack.storage.RingReceiveBuffer;
 import io.nicstack.stack.storage.RingSendBuffer;
+import io.nicstack.stack.storage.SendBuffer;
 import io.nicstack.stack.tcp.cc.CongestionControls;
 import io.nicstack.stack.tcp.isn.IsnGenerator;
 import io.nicstack.stack.tcp.isn.SynCookies;
@@ -288,31 +290,38 @@ public final class Tcp implements IpProtocolHandler
      */
     private void recycle(final TcpConnection c)
     {
+        if (c.buffersDetached)
+        {
+            // Given back when it entered TIME-WAIT (timeWaitEntered).
+            return;
+        }
         if (c.bufferProvider != null)
         {
             // Provided buffers go back to their provider, which frees them when their other user lets go too.
-            if (!c.buffersDetached)
-            {
-                c.bufferProvider.release(c.buffers);
-            }
+            c.bufferProvider.release(c.buffers);
             return;
         }
         bufferBytes -= (long)c.sendBuffer.capacity() + c.receiveBuffer.capacity();
-        if (c.handedToApplication)
+        if (!c.handedToApplication)
         {
-            return;
+            pool(c.sendBuffer, c.receiveBuffer);
         }
-        if (c.sendBuffer instanceof RingSendBuffer && c.sendBuffer.capacity() == defaults.sendBufferBytes
+    }
+
+    /** Keep the stack's own rings of the default sizes for the next connections, up to {@link #POOL_LIMIT} of each. */
+    private void pool(final SendBuffer sendBuffer, final ReceiveBuffer receiveBuffer)
+    {
+        if (sendBuffer instanceof RingSendBuffer && sendBuffer.capacity() == defaults.sendBufferBytes
             && sendPool.size() < POOL_LIMIT)
         {
-            final RingSendBuffer b = (RingSendBuffer)c.sendBuffer;
+            final RingSendBuffer b = (RingSendBuffer)sendBuffer;
             b.reset();
             sendPool.add(b);
         }
-        if (c.receiveBuffer instanceof RingReceiveBuffer && c.receiveBuffer.capacity() == defaults.receiveBufferBytes
+        if (receiveBuffer instanceof RingReceiveBuffer && receiveBuffer.capacity() == defaults.receiveBufferBytes
             && receivePool.size() < POOL_LIMIT)
         {
-            final RingReceiveBuffer b = (RingReceiveBuffer)c.receiveBuffer;
+            final RingReceiveBuffer b = (RingReceiveBuffer)receiveBuffer;
             b.reset();
             receivePool.add(b);
         }
@@ -811,15 +820,21 @@ public final class Tcp implements IpProtocolHandler
     }
 
     /**
-     * A connection entered TIME-WAIT: everything it sent is acknowledged and it accepts no more data, so provided
-     * buffers (an app's pipe slot, limited per app) go back to their provider now rather than after 2 MSL. An app that
-     * closes its connections first would otherwise hold a slot per connection for a minute. The provider frees the
-     * slot once the app has let go too (it may still be reading the last bytes from its pipe). The stack's own rings
-     * stay with the connection: an in-process application may still read them.
+     * A connection entered TIME-WAIT, or the application closed one in TIME-WAIT: everything it sent is acknowledged and
+     * it accepts no more data, so its buffers are given back now rather than after 2 MSL, and it keeps only the stream
+     * positions (as Linux replaces the socket by a small timewait object). Provided buffers (an app's pipe slot, limited
+     * per app) go back to their provider, which frees the slot once the app has let go too (it may still be reading the
+     * last bytes from its pipe). The stack's own rings go back to the budget (and the pool) once the application has
+     * closed the connection; until then it may still read them. An app that closes its connections first would
+     * otherwise hold a slot, or its share of {@link #bufferBudget(long)}, per connection for a minute.
      */
     void timeWaitEntered(final TcpConnection c)
     {
-        if (c.bufferProvider != null && !c.buffersDetached)
+        if (c.buffersDetached)
+        {
+            return;
+        }
+        if (c.bufferProvider != null)
         {
             final BufferProvider.ConnectionBuffers provided = c.buffers;
             c.detachBuffers();
@@ -829,6 +844,14 @@ public final class Tcp implements IpProtocolHandler
                 // Nor does it count against its listener's connection limit any more (as Linux keeps TIME-WAIT apart).
                 c.listener.uncount(c);
             }
+        }
+        else if (c.closedByApplication())
+        {
+            final SendBuffer send = c.sendBuffer;
+            final ReceiveBuffer receive = c.receiveBuffer;
+            c.detachBuffers();
+            bufferBytes -= (long)send.capacity() + receive.capacity();
+            pool(send, receive);
         }
     }
 

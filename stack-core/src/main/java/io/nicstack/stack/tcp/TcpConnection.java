@@ -54,7 +54,7 @@ public final class TcpConnection
     /** The IPv4 identification key of the peer (Identifications.key), kept: no hash per segment however many peers. */
     final long identificationKey;
     final TcpSettings settings;
-    /** Replaced by a {@link DetachedBuffers} when provided buffers are given back early (TIME-WAIT). */
+    /** Replaced by a {@link DetachedBuffers} when the buffers are given back early (TIME-WAIT). */
     SendBuffer sendBuffer;
     ReceiveBuffer receiveBuffer;
     final CongestionControl cc;
@@ -62,7 +62,7 @@ public final class TcpConnection
     /** Where the buffers came from when not the stack's own rings (released to it in Tcp.remove), else null. */
     BufferProvider bufferProvider;
     BufferProvider.ConnectionBuffers buffers;
-    /** True once the provided buffers went back to their provider before the connection ended (TIME-WAIT). */
+    /** True once the buffers went back (to their provider, or to the stack's budget) before the connection ended (TIME-WAIT). */
     boolean buffersDetached;
     /** True while this connection counts against {@link #listener}'s connection limit. */
     boolean countedInListener;
@@ -486,6 +486,12 @@ public final class TcpConnection
         if (receiveBuffer.readable() > 0 && state.isSynchronizedBeforeTimeWait())
         {
             abort();
+            return;
+        }
+        if (state == TcpState.TIME_WAIT)
+        {
+            // Nobody reads the stack's own rings any more: they go back now, not after 2*MSL.
+            tcp.timeWaitEntered(this);
             return;
         }
         shutdownOutput();
@@ -1812,10 +1818,17 @@ public final class TcpConnection
      */
     void detachBuffers()
     {
+        assert state == TcpState.TIME_WAIT && !buffersDetached;
         final DetachedBuffers detached = new DetachedBuffers(sendBuffer.end(), receiveBuffer.contiguousEnd(), receiveBuffer.capacity());
         sendBuffer = detached;
         receiveBuffer = detached;
         buffersDetached = true;
+    }
+
+    /** Whether the application closed this connection: it reads no more, so nobody but the stack needs its buffers. */
+    boolean closedByApplication()
+    {
+        return closedByApplication;
     }
 
     // ------------------------------------------------------------------------------------------

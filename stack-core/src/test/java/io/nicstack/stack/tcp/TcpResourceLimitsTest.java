@@ -1,10 +1,13 @@
 package io.nicstack.stack.tcp;
 
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
 
 import static io.nicstack.stack.wire.TcpHeader.ACK;
+import static io.nicstack.stack.wire.TcpHeader.FIN;
+import static io.nicstack.stack.wire.TcpHeader.PSH;
 import static io.nicstack.stack.wire.TcpHeader.SYN;
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -48,6 +51,82 @@ class TcpResourceLimitsTest
         final IllegalStateException e = assertThrows(IllegalStateException.class,
             () -> t.stack.tcp().connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null));
         assertTrue(e.getMessage().contains("memory limit"), e.getMessage());
+    }
+
+    /**
+     * RFC 4987 §3 (bounded memory): a connection of the stack's own rings that the application closed gives its buffers
+     * back when it enters TIME-WAIT (nobody can read them any more), as a connection with provided buffers does; it
+     * keeps its 2*MSL (MUST-13) on the stream positions alone. Before, it held its share of the budget for 60 s and a
+     * budget of one connection refused every new peer for that minute.
+     */
+    @Test
+    void rfc4987_aConnectionTheApplicationClosedGivesItsBuffersBackInTimeWait()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.stack.tcp().bufferBudget((long)t.settings().sendBufferBytes + t.settings().receiveBufferBytes);
+        t.passiveOpen();
+        final TcpConnection old = t.conn;
+        t.closeIntoTimeWait();
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+
+        t.peerPort = TcpTestHarness.PEER_PORT + 1;
+        acceptAnotherPeer(t);
+        assertEquals(0, t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED));
+        assertEquals(TcpState.TIME_WAIT, old.state());
+        assertEquals(-1, old.read(new UnsafeBuffer(new byte[16]), 0, 16));
+
+        // 2*MSL later the old connection ends without giving the budget back a second time: it still holds one.
+        t.advance(t.settings().timeWaitNanos);
+        assertEquals(TcpState.CLOSED, old.state());
+        t.peerPort = TcpTestHarness.PEER_PORT + 2;
+        t.send(t.peerSyn());
+        assertEquals(1, t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED));
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_SENT));
+    }
+
+    /**
+     * A connection in TIME-WAIT that the application only half-closed keeps its rings while the application may still
+     * read them, and gives them back when it closes.
+     */
+    @Test
+    void aConnectionInTimeWaitKeepsItsBuffersUntilTheApplicationClosesIt()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.stack.tcp().bufferBudget((long)t.settings().sendBufferBytes + t.settings().receiveBufferBytes);
+        t.passiveOpen();
+        final TcpConnection old = t.conn;
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 1)));
+        old.shutdownOutput();
+        t.poll();
+        t.recv(t.out().ack(t.irs + 11).flags(ACK | FIN));
+        t.send(t.in().seq(t.irs + 11).ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 12));
+        assertEquals(TcpState.TIME_WAIT, old.state());
+
+        t.peerPort = TcpTestHarness.PEER_PORT + 1;
+        t.send(t.peerSyn());
+        t.recv();
+        assertEquals(1, t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED), "the budget is still the old connection's");
+        assertArrayEquals(TcpTestHarness.bytes(10, 1), t.read());
+
+        old.close();
+        assertEquals(TcpState.TIME_WAIT, old.state());
+        t.peerPort = TcpTestHarness.PEER_PORT + 2;
+        acceptAnotherPeer(t);
+    }
+
+    /** A new peer (from {@code t.peerPort}) completes its handshake and its connection is accepted. */
+    private static void acceptAnotherPeer(final TcpTestHarness t)
+    {
+        t.send(t.peerSyn());
+        final var synAck = t.recv();
+        assertEquals(1, synAck.size());
+        t.iss = synAck.get(0).r.seq;
+        t.send(t.in());
+        t.recv();
+        assertNotNull(t.listener.accept(), "the new connection was accepted; budget exhausted "
+            + t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED) + " times");
     }
 
     @Test
