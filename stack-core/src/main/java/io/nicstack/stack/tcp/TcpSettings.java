@@ -5,7 +5,9 @@ public final class TcpSettings
 {
     /** Disable Nagle's algorithm (RFC 9293 §3.7.4, MUST-17: an application can turn it off). */
     public boolean noDelay;
+    /** Send buffer of the stack's own ring: a power of two up to {@link #MAX_BUFFER_BYTES} ({@link #checkBufferSizes}). */
     public int sendBufferBytes = 256 * 1024;
+    /** Receive buffer of the stack's own ring, whose free space is the window: a power of two, as the send buffer. */
     public int receiveBufferBytes = 256 * 1024;
     public boolean windowScaling = true;
     public boolean timestamps = true;
@@ -60,6 +62,32 @@ public final class TcpSettings
      * for the retransmission timeout. Linux's net.ipv4.tcp_early_retrans (on by default).
      */
     public boolean tailLossProbe = true;
+
+    /** Largest buffer: stream distances within a ring must fit an {@code int} window (RFC 7323 §2.3: 2^30). */
+    public static final int MAX_BUFFER_BYTES = 1 << 30;
+
+    /**
+     * Refuse buffer sizes the stack's rings cannot have (they are indexed by mask): a power of two from 1 to
+     * {@link #MAX_BUFFER_BYTES}. Listen and connect check it, so a bad size fails there, not when a SYN arrives.
+     *
+     * @return this.
+     * @throws IllegalArgumentException naming the field, when a size is not such a power of two.
+     */
+    public TcpSettings checkBufferSizes()
+    {
+        checkBufferSize("sendBufferBytes", sendBufferBytes);
+        checkBufferSize("receiveBufferBytes", receiveBufferBytes);
+        return this;
+    }
+
+    private static void checkBufferSize(final String field, final int bytes)
+    {
+        if (bytes < 1 || bytes > MAX_BUFFER_BYTES || Integer.bitCount(bytes) != 1)
+        {
+            throw new IllegalArgumentException(
+                "tcp " + field + " must be a power of two from 1 to " + MAX_BUFFER_BYTES + ": " + bytes);
+        }
+    }
 
     public TcpSettings copy()
     {

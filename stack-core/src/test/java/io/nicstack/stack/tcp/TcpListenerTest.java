@@ -55,6 +55,41 @@ class TcpListenerTest
      * is still told. Before, the announcements scanned the table while the callback removed an entry from it, the
      * second listener moved into the slot just visited and was skipped, and nothing told it again.
      */
+    /**
+     * The stack's rings are powers of two. A receive buffer size that is not one was refused only when the first SYN
+     * arrived, by an IllegalArgumentException out of the poll (an internal error), and the listener never answered;
+     * listen refuses it now, naming the field.
+     */
+    @Test
+    void aBufferSizeThatIsNotAPowerOfTwoIsRefusedByListenNotByTheFirstSyn()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.settings().receiveBufferBytes = 100_000;
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class, t::listen);
+        assertTrue(e.getMessage().contains("receiveBufferBytes") && e.getMessage().contains("100000"), e.getMessage());
+        t.settings().receiveBufferBytes = 128 * 1024;
+        t.settings().sendBufferBytes = 0;
+        assertThrows(IllegalArgumentException.class, t::listen);
+        t.settings().sendBufferBytes = 128 * 1024;
+        t.passiveOpen();
+        assertEquals(0, t.counter(StackCounter.INTERNAL_ERRORS));
+    }
+
+    /** The same for an active open, with the settings given or the stack's defaults; no ring is taken. */
+    @Test
+    void aBufferSizeThatIsNotAPowerOfTwoIsRefusedByConnect()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final TcpSettings settings = t.settings().copy();
+        settings.sendBufferBytes = 3000;
+        final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> t.stack.tcp().connect(PEER_IP, 80, new TcpHandler() { }, settings));
+        assertTrue(e.getMessage().contains("sendBufferBytes") && e.getMessage().contains("3000"), e.getMessage());
+        t.settings().receiveBufferBytes = (1 << 30) + 1;
+        assertThrows(IllegalArgumentException.class, () -> t.stack.tcp().connect(PEER_IP, 80, new TcpHandler() { }, null));
+        t.recvNothing();
+    }
+
     @Test
     void aListenerClosedInItsCallbackDoesNotHideAnotherListenersConnection()
     {
