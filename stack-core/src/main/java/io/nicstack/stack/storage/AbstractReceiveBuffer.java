@@ -42,6 +42,8 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
     private int rangeCount;
     private long outOfOrderBytes;
     private long contiguousEnd;
+    private long duplicateStart;
+    private long duplicateEnd;
 
     /**
      * Over {@code ring}, whose capacity is a power of two and is the buffer's capacity;
@@ -83,6 +85,8 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
         contiguousEnd = 0;
         rangeCount = 0;
         outOfOrderBytes = 0;
+        duplicateStart = 0;
+        duplicateEnd = 0;
     }
 
     @Override
@@ -116,6 +120,8 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
         {
             throw new IllegalArgumentException("negative write length: " + length);
         }
+        duplicateStart = 0;
+        duplicateEnd = 0;
         // RFC 9293 §3.10.7.4: trim to the window, i.e. keep only [RCV.NXT, RCV.NXT + RCV.WND). The read position only
         // moves forward, so the one last seen bounds it from below: read it afresh only when the segment ends beyond.
         final long from = Math.max(offset, contiguousEnd);
@@ -199,6 +205,18 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
         return outOfOrderBytes;
     }
 
+    @Override
+    public final long lastDuplicateStart()
+    {
+        return duplicateStart;
+    }
+
+    @Override
+    public final long lastDuplicateEnd()
+    {
+        return duplicateEnd;
+    }
+
     private int writeInOrder(
         final long from, final long to, final long offset, final DirectBuffer source, final int index)
     {
@@ -280,7 +298,7 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
         return 0;
     }
 
-    /** Copy the parts of stream range {@code [from, to)} that no out-of-order range holds yet. */
+    /** Copy the parts of stream range {@code [from, to)} that no out-of-order range holds yet; note the first part held. */
     private void copyUnreceived(
         final long from, final long to, final long offset, final DirectBuffer source, final int index)
     {
@@ -294,6 +312,11 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
                 final long start = rangeStart[i];
                 if (start <= position && position < rangeEnd[i])
                 {
+                    if (duplicateEnd == duplicateStart)
+                    {
+                        duplicateStart = position;
+                        duplicateEnd = Math.min(rangeEnd[i], to);
+                    }
                     position = rangeEnd[i];
                     held = true;
                     break;

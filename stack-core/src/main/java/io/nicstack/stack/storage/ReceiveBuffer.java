@@ -40,6 +40,22 @@ public interface ReceiveBuffer
     int REJECTED = -1;
 
     /**
+     * Start of the first run of bytes the last {@link #write} found already held in an out-of-order range, so did not copy
+     * (RFC 2883 reports it as a duplicate); equal to {@link #lastDuplicateEnd()} when there was none. Bytes before
+     * {@link #contiguousEnd()} are not counted: the caller sees those itself.
+     */
+    default long lastDuplicateStart()
+    {
+        return 0;
+    }
+
+    /** End (exclusive) of the run {@link #lastDuplicateStart()} begins. */
+    default long lastDuplicateEnd()
+    {
+        return 0;
+    }
+
+    /**
      * Forget every out-of-order byte at or past stream {@code offset}, which must not be before {@link #contiguousEnd()}:
      * the stream ends there (the peer's FIN), so what lies beyond was never part of it. Ranges are cut, not reordered.
      */

@@ -1720,6 +1720,10 @@ public final class TcpConnection
             ackNow = true;
             return;
         }
+        if (sackEnabled)
+        {
+            noteDuplicate(seg.seq);
+        }
         if (advanced > 0)
         {
             rcvNxt += advanced;
@@ -1744,6 +1748,28 @@ public final class TcpConnection
         {
             // Out of order: an immediate duplicate ACK carrying SACK (RFC 5681 §4.2, RFC 2018).
             ackNow = true;
+        }
+    }
+
+    /**
+     * RFC 2883 §4: the first block of the next SACK reports "a duplicate contiguous sequence of data received ... in
+     * the most recent packet": the part of a segment that straddles RCV.NXT below it (called before RCV.NXT moves
+     * past the segment), else the first run of it already held out of order, as Linux's tcp_data_queue and
+     * tcp_data_queue_ofo do. The block holding the out-of-order data comes second (it is the most recently updated).
+     */
+    private void noteDuplicate(final int seq)
+    {
+        if (Seq.lt(seq, rcvNxt))
+        {
+            dsackPending = true;
+            dsackStart = seq;
+            dsackEnd = rcvNxt;
+        }
+        else if (receiveBuffer.lastDuplicateEnd() != receiveBuffer.lastDuplicateStart())
+        {
+            dsackPending = true;
+            dsackStart = seqOfReceive(receiveBuffer.lastDuplicateStart());
+            dsackEnd = seqOfReceive(receiveBuffer.lastDuplicateEnd());
         }
     }
 

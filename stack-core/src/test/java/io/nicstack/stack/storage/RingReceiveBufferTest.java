@@ -154,6 +154,37 @@ class RingReceiveBufferTest
         assertEquals(0, buffer.readable());
     }
 
+    /** RFC 2883 §4: each write says which of its bytes an out-of-order range already held (the first such run). */
+    @Test
+    void aWriteTellsTheFirstRunItFoundAlreadyHeldOutOfOrder()
+    {
+        segment(0, 10);
+        segment(20, 10);
+        segment(40, 10);
+        assertDuplicate(0, 0);
+        segment(22, 4);
+        assertDuplicate(22, 26);
+        segment(15, 10);
+        assertDuplicate(20, 25);
+        segment(35, 20);
+        assertDuplicate(40, 50);
+        // In order, filling [10, 15): the range [15, 30) is absorbed, none of it was written again.
+        assertEquals(20, segment(5, 10));
+        assertDuplicate(0, 0);
+        // In order from 30 (the part below it ignored), reaching into [35, 55): the run held is [35, 45).
+        assertEquals(25, segment(25, 20));
+        assertDuplicate(35, 45);
+        // Below contiguousEnd only: nothing written, no run (the caller sees those bytes itself).
+        segment(0, 10);
+        assertDuplicate(0, 0);
+    }
+
+    private void assertDuplicate(final long start, final long end)
+    {
+        assertEquals(start, buffer.lastDuplicateStart(), "start");
+        assertEquals(end, buffer.lastDuplicateEnd(), "end");
+    }
+
     @Test
     void retransmissionNeverOverwritesReceivedBytes()
     {

@@ -410,6 +410,61 @@ class TcpExtensionsTest
         t.recv(t.out().ack(t.irs + 101).sack(t.irs + 1, t.irs + 101));
     }
 
+    /**
+     * RFC 2883 §4: "A D-SACK block is used to report a duplicate contiguous sequence of data received by the receiver in
+     * the most recent packet": a segment that straddles RCV.NXT carries one below it (Linux's tcp_data_queue:
+     * tcp_dsack_set(sk, seq, rcv_nxt)). Before, only segments wholly below RCV.NXT were reported.
+     */
+    @Test
+    void rfc2883_thePartOfASegmentBelowRcvNxtIsReportedAsDsack()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(100, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 101));
+        // [50, 150): [50, 100) is a duplicate.
+        final byte[] b = new byte[100];
+        System.arraycopy(bytes(100, 1), 50, b, 0, 50);
+        t.send(t.in().seq(t.irs + 51).flags(ACK | PSH).payload(b));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 151).sack(t.irs + 51, t.irs + 101));
+        assertEquals(150, t.read().length);
+    }
+
+    /**
+     * RFC 2883 §4: a duplicate of data held above RCV.NXT is reported in the first block, and "the second SACK block in
+     * that SACK option should specify that (possibly larger) block of data" (Linux's tcp_data_queue_ofo).
+     */
+    @Test
+    void rfc2883_aDuplicateOfOutOfOrderDataIsReportedAsDsackBeforeTheBlockHoldingIt()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.send(t.in().seq(t.irs + 101).payload(bytes(100, 2)));
+        t.recv(t.out().sack(t.irs + 101, t.irs + 201));
+        t.send(t.in().seq(t.irs + 151).payload(java.util.Arrays.copyOfRange(bytes(100, 2), 50, 100)));
+        t.recv(t.out().sack(t.irs + 151, t.irs + 201).sack(t.irs + 101, t.irs + 201));
+        // Partly new: [191, 231) brings [201, 231), its first 10 bytes are the duplicate.
+        t.send(t.in().seq(t.irs + 191).payload(new byte[40]));
+        t.recv(t.out().sack(t.irs + 191, t.irs + 201).sack(t.irs + 101, t.irs + 231));
+        // Nothing duplicate: no D-SACK.
+        t.send(t.in().seq(t.irs + 301).payload(new byte[10]));
+        t.recv(t.out().sack(t.irs + 301, t.irs + 311).sack(t.irs + 101, t.irs + 231));
+    }
+
+    /** RFC 2883 §4: the hole filled by a segment that reaches into data held out of order reports that part (Linux's tcp_ofo_queue). */
+    @Test
+    void rfc2883_aSegmentFillingTheHoleReportsWhatItCarriedOfTheDataHeldAsDsack()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.send(t.in().seq(t.irs + 101).payload(bytes(100, 2)));
+        t.recv(t.out().sack(t.irs + 101, t.irs + 201));
+        t.send(t.in().payload(new byte[150]));
+        t.recv(t.out().ack(t.irs + 201).sack(t.irs + 101, t.irs + 151));
+    }
+
     @Test
     void rfc6675_senderRetransmitsHolesReportedBySack()
     {
