@@ -179,17 +179,9 @@ public final class Icmp implements IpProtocolHandler
                 header.headerLength() - Ipv4Header.MIN_HEADER_LENGTH, ip.config().address(), now, replyOptions)
             : 0;
         // RFC 792: the reply carries the request's identifier, sequence number and data unchanged.
-        if (optionsLength > 0)
-        {
-            scratch.putBytes(0, buffer, offset, length);
-            reply.wrap(scratch, 0, length).type(IcmpHeader.TYPE_ECHO_REPLY).code(0).updateChecksum();
-            if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, replyOptions, optionsLength, scratch, 0, length, now))
-            {
-                counters.increment(StackCounter.ICMP_OUT_ECHO_REPLIES);
-            }
-            return;
-        }
-        final MutableDirectBuffer frame = ip.claimDatagram(header.source(), Ipv4Header.PROTOCOL_ICMP, length, false, now);
+        // Zero-copy claims leave no room for header options: a reply with options goes through send.
+        final MutableDirectBuffer frame = optionsLength > 0 ? null
+            : ip.claimDatagram(header.source(), Ipv4Header.PROTOCOL_ICMP, length, false, now);
         if (frame != null)
         {
             // One copy: request straight into the reply frame.
@@ -201,7 +193,7 @@ public final class Icmp implements IpProtocolHandler
         }
         scratch.putBytes(0, buffer, offset, length);
         reply.wrap(scratch, 0, length).type(IcmpHeader.TYPE_ECHO_REPLY).code(0).updateChecksum();
-        if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, scratch, 0, length, now))
+        if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, replyOptions, optionsLength, scratch, 0, length, now))
         {
             counters.increment(StackCounter.ICMP_OUT_ECHO_REPLIES);
         }
