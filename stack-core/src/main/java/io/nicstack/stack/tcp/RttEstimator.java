@@ -49,8 +49,7 @@ public final class RttEstimator
             rttvar = (3 * rttvar + Math.abs(srtt - r)) >> 2;
             srtt = (7 * srtt + r) >> 3;
         }
-        backoff = 0;
-        rto = clamp(srtt + Math.max(GRANULARITY_NANOS, 4 * rttvar));
+        clearBackoff();
     }
 
     /** RFC 6298 (5.5): the timer expired; double the RTO (up to the maximum). */
@@ -58,6 +57,17 @@ public final class RttEstimator
     {
         backoff++;
         rto = Math.min(maxRto, rto * 2);
+    }
+
+    /**
+     * Undo the timeouts' backoff: the RTO from SRTT and RTTVAR again (the initial RTO before any sample). For
+     * expiries that proved the path alive, as answered zero-window probes do (Linux's tcp_ack_probe clears
+     * icsk_backoff when the window opens).
+     */
+    public void clearBackoff()
+    {
+        backoff = 0;
+        rto = clamp(srtt < 0 ? INITIAL_RTO_NANOS : srtt + Math.max(GRANULARITY_NANOS, 4 * rttvar));
     }
 
     /** RFC 6298 (5.7): start again at {@code rtoNanos}, without backoff, still without a sample. */

@@ -1370,6 +1370,7 @@ public final class TcpConnection
         probesUnanswered = 0;
         if (Seq.ge(ack, sndUna) && (Seq.lt(sndWl1, seg.seq) || (sndWl1 == seg.seq && Seq.le(sndWl2, ack))))
         {
+            final boolean wasClosed = sndWnd == 0;
             sndWnd = (long)seg.window << sndWscale;
             maxSndWnd = Math.max(maxSndWnd, sndWnd);
             sndWl1 = seg.seq;
@@ -1379,6 +1380,16 @@ public final class TcpConnection
                 persistDeadline = NONE;
                 persistBackoff = 0;
                 orphanProbes = 0; // the limit is per zero-window period: a peer that opens its window makes progress
+                if (wasClosed && finRequested && sndUna == finSeq() && sndMax != sndUna)
+                {
+                    // Our FIN, alone outstanding, went into the closed window (or past the data the window took) and
+                    // was dropped. The window is open: it goes again now, as a FIN Linux held behind the window would,
+                    // not at the next expiry of a timer that backed off while the peer answered it with a closed
+                    // window (those answers proved the path, as answered zero-window probes do).
+                    sndNxt = sndUna;
+                    rtt.clearBackoff();
+                    rtoDeadline = NONE;
+                }
             }
         }
         if (sndWnd == 0 && finRequested && sndUna == finSeq() && sndMax != sndUna && !closedByApplication)

@@ -624,6 +624,48 @@ class Rfc9293DataTest
     }
 
     @Test
+    void aFinBehindAZeroWindowGoesAgainAsSoonAsTheWindowOpens()
+    {
+        // The FIN sent into the closed window was dropped by the peer, sent again on a timer that backed off while the
+        // window stayed closed. The window update that opens it must let the FIN out at once, not at the next expiry
+        // (up to a backed-off RTO later): Linux holds a FIN behind the window and sends it on the window update.
+        closeBehindAZeroWindow(false);
+        t.send(t.in().ack(t.iss + 101).window(0));
+        for (int step = 0; step < 40; step++)
+        {
+            t.advance(SECOND);
+            for (final Seg s : t.recv())
+            {
+                assertTrue(s.r.hasFlags(FIN), t.describe(s));
+                t.send(t.in().ack(t.iss + 101).window(0));
+            }
+        }
+        t.send(t.in().ack(t.iss + 101).window(65535));
+        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 102));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+    }
+
+    @Test
+    void aFinPastTheWindowTrimmedByThePeerGoesAgainWhenTheWindowOpens()
+    {
+        // The window takes the data but not the FIN after it: the peer trims the FIN (RFC 9293 §3.10.7.4) and ACKs
+        // the data with its window closed. Its window update lets the FIN out at once.
+        t.passiveOpen();
+        t.send(t.in().ack(t.iss + 1).window(100));
+        t.write(bytes(100, 1));
+        t.conn.shutdownOutput();
+        t.poll();
+        final List<Seg> first = t.recv();
+        assertEquals(t.iss + 1, first.get(0).r.seq, t.describe(first.get(0)));
+        t.send(t.in().ack(t.iss + 101).window(0));
+        t.advance(SECOND / 10);
+        t.recv();
+        t.send(t.in().ack(t.iss + 101).window(65535));
+        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+    }
+
+    @Test
     void rfc9293_must36_probeBytesThePeerTakesAreAnswersToo()
     {
         // A peer may take a probe's byte and still advertise a zero window: the new ACK answers the probe as much as
