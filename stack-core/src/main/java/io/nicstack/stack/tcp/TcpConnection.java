@@ -2217,6 +2217,12 @@ public final class TcpConnection
             if (len > 0 && len < segmentLimit() && len != holeLimit)
             {
                 final boolean allQueued = len == unsent;
+                if (!allQueued && sndWnd - (long)(sndNxt - sndUna) >= Math.min(unsent, segmentLimit()))
+                {
+                    // Only cwnd keeps a full segment back: the ACKs in flight will open it (or the RTO fires). No
+                    // runt into the remainder, now or at the SWS override, which is for a small window of the peer's.
+                    break;
+                }
                 if (!allQueued && len < maxSndWnd / 2 && !swsOverride)
                 {
                     // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): wait for a useful window, but only until

@@ -67,6 +67,42 @@ class TcpRegressionTest
     }
 
     /**
+     * The SWS override is for a small window from the peer, not for congestion control: when only cwnd limits what
+     * may go (its room is less than a segment, the peer's window is wide open), the sender waits for the ACKs that
+     * open it, however long the RTT, and sends no runt when the override timeout passes (Linux counts cwnd in whole
+     * segments, so it has no such remainder to send).
+     */
+    @Test
+    void aCwndRemainderSmallerThanASegmentIsNoReasonForARunt()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        // An RTT beyond the override's 200 ms, with neither the RTO nor a loss probe due before the ACK comes.
+        t.settings().minRtoNanos = 2 * TcpTestHarness.SECOND;
+        t.settings().tailLossProbe = false;
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        t.write(TcpTestHarness.bytes(100, 1));
+        t.write(TcpTestHarness.bytes(30_000, 2));
+        final List<TcpTestHarness.Seg> flight = t.recv();
+        final int sent = flight.stream().mapToInt(s -> s.r.payloadLength).sum();
+        assertEquals(100, flight.get(0).r.payloadLength, "the first write went alone");
+        final long cwnd = t.conn.cwnd();
+        assertTrue(cwnd - sent > 0 && cwnd - sent < 1460, "cwnd room left, less than a segment: " + (cwnd - sent));
+        for (int i = 0; i < 10; i++)
+        {
+            t.advanceMs(100);
+            final List<TcpTestHarness.Seg> late = t.recv();
+            assertTrue(late.isEmpty(), "no runt into the cwnd remainder at " + (i + 1) * 100 + " ms: " + (late.isEmpty() ? "" : t.describe(late.get(0))));
+        }
+        t.send(t.in().ack(t.iss + 1 + sent));
+        for (final TcpTestHarness.Seg s : t.recv())
+        {
+            final boolean tail = s.r.seq + s.r.payloadLength == t.iss + 1 + 30_100;
+            assertTrue(s.r.payloadLength == 1460 || tail, "full segments once ACKed, but the data's tail: " + t.describe(s));
+        }
+    }
+
+    /**
      * A fast retransmission covers at most what was sent: with 500 bytes in flight (the peer's window)
      * and more queued, retransmitting a full segment from SND.UNA would send new, unaccounted bytes
      * whose ACKs then fall outside [SND.UNA, SND.MAX] and are refused (RFC 5961 §5.2) — a stall found
