@@ -35,6 +35,10 @@ public final class TcpConnection
     public static final int CLOSE_TIMED_OUT = 3;
     public static final int CLOSE_ABORTED = 4;
 
+    /** The MSS assumed of a peer that sends no MSS option (RFC 9293 §3.7.1, MUST-15). */
+    static final int DEFAULT_MSS = 536;
+    /** The smallest segment taken as a full-sized one on a small-MTU path (Linux's TCP_MIN_MSS). */
+    private static final int MIN_FULL_SEGMENT = 88;
     /** Smallest path MTU believed from an ICMP error (Linux's net.ipv4.route.min_pmtu). */
     static final int MIN_PATH_MTU = 552;
     /**
@@ -242,6 +246,10 @@ public final class TcpConnection
     // ACK policy.
     boolean ackNow;
     private int fullSegmentsUnacked;
+    /** The size of the peer's full-sized segments as learnt from them (0: none seen yet), {@link #measurePeerSegment}. */
+    private int peerSegmentSize;
+    /** The last smaller segment that may be full-sized on a smaller path, {@link #measurePeerSegment}. */
+    private int lastShortSegmentSize;
 
     // Deferred application events (dispatched after the burst).
     boolean dirty;
@@ -537,7 +545,7 @@ public final class TcpConnection
         state = TcpState.SYN_SENT;
         tsOffset = initialSequence * 0x9E37_79B9;
         rcvMss = tcp.mss();
-        cc.init(536, now);
+        cc.init(DEFAULT_MSS, now);
         sendSyn(now);
     }
 
@@ -625,7 +633,7 @@ public final class TcpConnection
     private void negotiate(final TcpRepr syn, final long now)
     {
         // RFC 9293 §3.7.1 (MUST-15): without an MSS option assume 536.
-        final int peerMss = syn.mss > 0 ? syn.mss : 536;
+        final int peerMss = syn.mss > 0 ? syn.mss : DEFAULT_MSS;
         if (syn.windowScale >= 0 && settings.windowScaling)
         {
             sndWscale = Math.min(syn.windowScale, TcpRepr.MAX_WINDOW_SCALE);
@@ -1745,7 +1753,7 @@ public final class TcpConnection
                 // RFC 5681 §4.2: a segment that fills a hole is acknowledged at once.
                 ackNow = true;
             }
-            else if (length >= rcvMssOrSegment() && ++fullSegmentsUnacked >= 2)
+            else if (measurePeerSegment(seg, length) && ++fullSegmentsUnacked >= 2)
             {
                 // RFC 9293 §3.8.6.3 (MUST-58): an ACK for at least every second full-sized segment.
                 ackNow = true;
@@ -1784,9 +1792,37 @@ public final class TcpConnection
         }
     }
 
-    private int rcvMssOrSegment()
+    /**
+     * Is this in-order segment full-sized (RFC 9293 §3.8.6.3, SHLD-19)? Full-sized is what the peer sends when it has
+     * data, which a path MTU smaller than ours keeps below our MSS: learnt from its segments as Linux's
+     * tcp_measure_rcv_mss does. A larger segment raises the size (to our MSS less the timestamps at most); a smaller
+     * one lowers it only when the same size comes twice in a row and the segment looks like no write's tail (536
+     * octets or more, or no PSH or FIN). A segment's size counts the SACK blocks it carries: a sender takes their room
+     * from its MSS.
+     */
+    private boolean measurePeerSegment(final TcpRepr seg, final int length)
     {
-        return Math.max(1, Math.min(rcvMss, sndMss) - 12);
+        final int size = length + (seg.sackBlockCount > 0 ? 4 + 8 * seg.sackBlockCount : 0);
+        if (peerSegmentSize == 0)
+        {
+            peerSegmentSize = Math.max(1, Math.min(rcvMss, sndMss) - 12);
+        }
+        if (size >= peerSegmentSize)
+        {
+            peerSegmentSize = Math.min(size, Math.max(peerSegmentSize, rcvMss - (tsEnabled ? 12 : 0))); // our MSS caps it
+            return true;
+        }
+        if (size >= DEFAULT_MSS || (size >= MIN_FULL_SEGMENT && (seg.flags & (TcpHeader.PSH | TcpHeader.FIN)) == 0))
+        {
+            final boolean again = size == lastShortSegmentSize;
+            lastShortSegmentSize = size;
+            if (again)
+            {
+                peerSegmentSize = size;
+                return true;
+            }
+        }
+        return false;
     }
 
     private void onFin(final long now)

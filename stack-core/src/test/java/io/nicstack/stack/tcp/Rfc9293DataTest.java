@@ -773,9 +773,10 @@ class Rfc9293DataTest
 
     /**
      * The other reason a read sends an ACK at once (Linux's tcp_cleanup_rbuf): one is owed anyway (the delayed-ACK
-     * timer runs) for more than one MSS taken since the last ACK. Segments shorter than a full MSS (a peer writing
-     * 1000-byte messages with Nagle off) never make "every second full-sized segment"; without this their sender,
-     * held by its congestion window or by Nagle, waited for the timer on every flight (the review of 29fd4a2).
+     * timer runs) for more than one MSS taken since the last ACK. Short segments that are not full-sized (a peer
+     * writing 400-byte messages with Nagle off, each with PSH) never make "every second full-sized segment"; without
+     * this their sender, held by its congestion window or by Nagle, waited for the timer on every flight (the review
+     * of 29fd4a2).
      */
     @Test
     void aReadOfMoreThanAnMssOfShortSegmentsAwaitingTheDelayedAckAcksAtOnce()
@@ -783,13 +784,13 @@ class Rfc9293DataTest
         t.passiveOpen();
         for (int i = 0; i < 4; i++)
         {
-            t.send(t.in().seq(t.irs + 1 + i * 1000).payload(bytes(1000, 1 + i)));
+            t.send(t.in().seq(t.irs + 1 + i * 400).flags(ACK | PSH).payload(bytes(400, 1 + i)));
         }
         t.recvNothing(); // none is full-sized: the ACK is delayed
         final UnsafeBuffer b = new UnsafeBuffer(new byte[8192]);
-        assertEquals(4000, t.conn.read(b, 0, 8192));
+        assertEquals(1600, t.conn.read(b, 0, 8192));
         t.poll();
-        t.recv(t.out().ack(t.irs + 1 + 4000));
+        t.recv(t.out().ack(t.irs + 1 + 1600));
     }
 
     @Test
@@ -813,6 +814,44 @@ class Rfc9293DataTest
         t.recvNothing();
         t.send(t.in().seq(t.irs + 1461).payload(bytes(1460, 14)));
         t.recv(t.out().ack(t.irs + 2921));
+    }
+
+    @Test
+    void rfc9293_shld19_fullSizedIsLearntFromThePeersSegments()
+    {
+        // A sender behind a path MTU of 1400 (ours is 1500) sends segments of 1348 octets with timestamps, PSH clear:
+        // "full-sized" is what the peer sends, not our MSS. Linux learns it (tcp_measure_rcv_mss) and still ACKs
+        // every second segment at once, not each burst on the delayed-ACK timer.
+        t.passiveOpen();
+        final int size = 1348;
+        int acks = 0;
+        int lastAck = t.irs + 1;
+        for (int i = 0; i < 12; i++)
+        {
+            t.send(t.in().seq(t.irs + 1 + i * size).payload(bytes(size, i)));
+            for (final Seg s : t.recv())
+            {
+                acks++;
+                lastAck = s.r.ack;
+            }
+        }
+        assertTrue(acks >= 5, "every second segment ACKed at once once its size is learnt: " + acks + " ACKs");
+        assertTrue(lastAck - (t.irs + 1) >= 10 * size, "at most two segments wait for an ACK: " + (lastAck - t.irs - 1));
+    }
+
+    @Test
+    void rfc9293_shld19_aSmallerSegmentOnceIsNotTheNewFullSize()
+    {
+        // Short segments between full ones do not lower "full-sized": Linux needs the same smaller size twice in a
+        // row, and below 536 octets only from segments without PSH (a write's tail carries it).
+        t.passiveOpen();
+        t.send(t.in().payload(bytes(1448, 1)));
+        t.send(t.in().seq(t.irs + 1449).flags(ACK | PSH).payload(bytes(500, 2)));
+        t.send(t.in().seq(t.irs + 1949).flags(ACK | PSH).payload(bytes(500, 3)));
+        t.send(t.in().seq(t.irs + 2449).payload(bytes(700, 4)));
+        t.recvNothing();
+        t.send(t.in().seq(t.irs + 3149).payload(bytes(1448, 5)));
+        t.recv(t.out().ack(t.irs + 4597));
     }
 
     @Test
