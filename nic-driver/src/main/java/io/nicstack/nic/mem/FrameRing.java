@@ -93,6 +93,8 @@ public final class FrameRing
         private long position;
         private long published;
         private long headCache;
+        /** The last {@link #tryClaim()} returned a slot not yet committed. */
+        private boolean claimed;
 
         private Producer()
         {
@@ -110,10 +112,12 @@ public final class FrameRing
                 headCache = buffer.getLongVolatile(headPositionIndex);
                 if (position - headCache >= capacity)
                 {
+                    claimed = false;
                     return null;
                 }
             }
 
+            claimed = true;
             return slots[slotIndex(position)];
         }
 
@@ -123,9 +127,18 @@ public final class FrameRing
             commit(length, 0);
         }
 
-        /** As {@link #commit(int)}, with the receive flags the consumer hands up with the frame. */
+        /**
+         * As {@link #commit(int)}, with the receive flags the consumer hands up with the frame.
+         *
+         * @throws IllegalStateException without a slot claimed since the last commit: it would overwrite a frame the
+         *     consumer has not read, or publish a slot nobody wrote.
+         */
         public void commit(final int length, final int flags)
         {
+            if (!claimed)
+            {
+                throw new IllegalStateException("commit without a claimed slot");
+            }
             if (length < 0 || length > maxFrameLength)
             {
                 throw new IllegalArgumentException("frame length " + length + " outside 0.." + maxFrameLength);
@@ -134,6 +147,7 @@ public final class FrameRing
             buffer.putInt(slot + LENGTH_OFFSET, length);
             buffer.putInt(slot + FLAGS_OFFSET, flags);
             position++;
+            claimed = false;
         }
 
         /** Make every committed frame visible to the consumer; returns how many became visible. */

@@ -35,6 +35,30 @@ class FrameRingTest
     }
 
     @Test
+    void aCommitWithoutAClaimedSlotIsRefused()
+    {
+        // A commit must follow a successful claim: one after a failed claim (ring full) would overwrite a frame the
+        // consumer has not read, and a second commit for one claim would publish a slot nobody wrote.
+        final FrameRing ring = new FrameRing(2, 100);
+        final FrameRing.Producer producer = ring.producer();
+        assertThrows(IllegalStateException.class, () -> producer.commit(10), "no claim at all");
+        for (int i = 0; i < 2; i++)
+        {
+            producer.tryClaim().putByte(0, (byte)(i + 1));
+            producer.commit(1);
+        }
+        assertThrows(IllegalStateException.class, () -> producer.commit(1), "a second commit for one claim");
+        assertNull(producer.tryClaim());
+        assertThrows(IllegalStateException.class, () -> producer.commit(1), "a commit after a failed claim");
+        assertEquals(2, producer.publish());
+        final byte[] seen = new byte[2];
+        final int[] n = {0};
+        assertEquals(2, ring.consumer().read((buffer, offset, length) -> seen[n[0]++] = buffer.getByte(offset), 4));
+        assertEquals(1, seen[0], "the unread frames were left alone");
+        assertEquals(2, seen[1]);
+    }
+
+    @Test
     void handlerThatThrowsConsumesItsFrame()
     {
         final FrameRing ring = new FrameRing(4, 100);
