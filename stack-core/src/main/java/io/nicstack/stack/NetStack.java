@@ -80,6 +80,7 @@ public final class NetStack implements FrameHandler
         this.icmp = new Icmp(ipv4, counters);
         this.udp = new Udp(ipv4, icmp, counters);
         this.tcp = new Tcp(ipv4, counters, timers, new TcpSettings(), isn, cookies);
+        tcp.now(nowNanos); // a connect before the first poll is timed from here, not from 0
         ipv4.register(Ipv4Header.PROTOCOL_ICMP, icmp);
         ipv4.register(Ipv4Header.PROTOCOL_UDP, udp);
         ipv4.register(Ipv4Header.PROTOCOL_TCP, tcp);
@@ -91,6 +92,7 @@ public final class NetStack implements FrameHandler
     public void start(final long nowNanos)
     {
         now = nowNanos;
+        tcp.now(nowNanos);
         arp.start(nowNanos);
         link.flush();
     }

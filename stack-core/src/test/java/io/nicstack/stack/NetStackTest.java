@@ -1334,4 +1334,65 @@ class NetStackTest
         assertEquals(1, counters.get(StackCounter.ETH_DROP_TRUNCATED));
         assertEquals(0, counters.unaccountedFrames());
     }
+    // ------------------------------------------------------------------------------------------
+    // From the twenty-first session's review of the IP layer
+    // ------------------------------------------------------------------------------------------
+
+    /** The stack's clock starts at its constructor's time: a connect before the first poll is timed from there. */
+    @Test
+    void aConnectBeforeTheFirstPollSendsOneSyn()
+    {
+        stack.tcp().connect(PEER_IP, 80, new TcpHandler() { }, null);
+        stack.poll(now);
+        exchange(ethernet(mac, PEER_MAC, EthernetFrame.ETHERTYPE_ARP, arp(ArpPacket.OP_REPLY, PEER_MAC, PEER_IP, mac, STACK_IP)));
+        assertEquals(1, counters.get(StackCounter.TCP_SEGMENTS_OUT), "one SYN with no time elapsed");
+        assertEquals(0, counters.get(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
+    /** RFC 1191 §3: DF on every TCP datagram, also on a segment that waited for ARP (it leaves by the slow path). */
+    @Test
+    void aSynThatWaitedForArpKeepsDontFragment()
+    {
+        stack.tcp().connect(PEER_IP, 80, new TcpHandler() { }, null);
+        stack.poll(now);
+        assertTrue(device.takeSent().stream().allMatch(f -> etherType(f) == EthernetFrame.ETHERTYPE_ARP), "ARP first");
+        final List<byte[]> sent = exchange(ethernet(mac, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, PEER_MAC, PEER_IP, mac, STACK_IP)));
+        sent.removeIf(f -> etherType(f) != EthernetFrame.ETHERTYPE_IPV4);
+        assertEquals(1, sent.size(), "the queued SYN");
+        assertTrue(ipOf(sent.get(0)).dontFragment(), "DF on the SYN that waited");
+    }
+
+    /**
+     * RFC 791's reserved flag must be sent as zero, but nothing tells a receiver to drop a datagram that has it (RFC
+     * 1122 §1.2.2: be liberal), and Linux's ip_rcv ignores it.
+     */
+    @Test
+    void theReservedFlagIsIgnored()
+    {
+        learnPeer();
+        final byte[] d = ipv4(PEER_IP, STACK_IP, 1, 77, false, 0, icmpEcho(8, 1, 1, new byte[16]));
+        final UnsafeBuffer b = new UnsafeBuffer(d);
+        b.putByte(6, (byte)(b.getByte(6) | 0x80));
+        new Ipv4Header().wrap(b, 0, d.length).updateChecksum();
+        final List<byte[]> sent = exchange(fromPeer(mac, d));
+        assertEquals(1, sent.size(), "an echo reply");
+        assertEquals(0, counters.get(StackCounter.IPV4_DROP_BAD_FRAGMENT));
+    }
+
+    /** RFC 826's merge adds the sender of a request to us, but the subnet's broadcast and network addresses are no host. */
+    @Test
+    void arpDoesNotLearnTheSubnetsBroadcastOrNetworkAddress()
+    {
+        exchange(ethernet(MacAddress.BROADCAST, 0x0A00_0000_0007L, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, 0x0A00_0000_0007L, 0xC612_0000, 0, STACK_IP)));
+        exchange(ethernet(MacAddress.BROADCAST, 0x0A00_0000_0008L, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, 0x0A00_0000_0008L, 0xC612_00FF, 0, STACK_IP)));
+        assertEquals("", stack.arp().toString(), "ARP cache");
+    }
+
+    private static int etherType(final byte[] frame)
+    {
+        return ((frame[12] & 0xFF) << 8) | (frame[13] & 0xFF);
+    }
 }

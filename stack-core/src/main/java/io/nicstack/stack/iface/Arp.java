@@ -308,7 +308,9 @@ public final class Arp
         // only saves a request should we talk back, and the reply below goes to the sender's hardware address anyway, so
         // it takes a free slot only: anyone on the link can send requests from as many spoofed senders as the subnet
         // holds, and each would otherwise evict an entry we use (Linux likewise creates no neighbour past gc_thresh3).
-        if (spa != 0 && spa != config.address() && config.onLink(spa))
+        // Only a neighbour's address is kept: not ours, nor the subnet's network or broadcast address, which no host
+        // holds (a datagram to the broadcast goes to the broadcast MAC whatever the cache says).
+        if (config.isNeighbour(spa))
         {
             final int slot = slotByAddress.get(spa);
             if (slot != NONE)

@@ -241,11 +241,8 @@ public final class Ipv4
             counters.increment(StackCounter.IPV4_DROP_UNICAST_IN_LINK_BROADCAST);
             return;
         }
-        if (h.reservedFlag())
-        {
-            counters.increment(StackCounter.IPV4_DROP_BAD_FRAGMENT);
-            return;
-        }
+        // The reserved flag (RFC 791: "must be zero") is not checked: a sender must clear it, but nothing tells a
+        // receiver to drop a datagram that has it set (RFC 1122 §1.2.2), and Linux's ip_rcv does not.
         final IpProtocolHandler handler = handlers[h.protocol];
         if (handler == null)
         {
@@ -378,7 +375,7 @@ public final class Ipv4
         final int length,
         final long now)
     {
-        return send(destination, protocol, null, 0, payload, offset, length, now);
+        return send(destination, protocol, null, 0, payload, offset, length, false, now);
     }
 
     /**
@@ -386,6 +383,9 @@ public final class Ipv4
      * (a multiple of 4, at most 40): an echo reply with the request's Record Route and Timestamp options (RFC 1122
      * 3.2.2.6). A datagram that does not fit one frame with them goes without them rather than in fragments: only a
      * first fragment could carry these options (RFC 791 does not copy them), and they are a courtesy.
+     *
+     * @param dontFragment the DF flag for a datagram that fits one frame, as {@link #claimDatagram} takes it (TCP's
+     *     segments that wait for ARP come here); a larger one is fragmented, without it.
      */
     public boolean send(
         final int destination,
@@ -395,6 +395,7 @@ public final class Ipv4
         final DirectBuffer payload,
         final int offset,
         final int length,
+        final boolean dontFragment,
         final long now)
     {
         if (length > MAX_PAYLOAD)
@@ -414,8 +415,8 @@ public final class Ipv4
         {
             final int keptOptions = length <= maxPayload - optionsLength ? optionsLength : 0;
             // A frame that waits for ARP may be refused (Arp.enqueue): then the datagram was not sent.
-            if (!emit(mac, nextHop, destination, protocol, identifications.next(destination, protocol), false, 0,
-                options, keptOptions, payload, offset, length))
+            if (!emit(mac, nextHop, destination, protocol, identifications.next(destination, protocol), dontFragment,
+                false, 0, options, keptOptions, payload, offset, length))
             {
                 return false;
             }
@@ -434,7 +435,7 @@ public final class Ipv4
         for (int sent = 0; sent < length; sent += chunk)
         {
             final int n = Math.min(chunk, length - sent);
-            all &= emit(mac, nextHop, destination, protocol, id, sent + n < length, sent, null, 0, payload, offset + sent, n);
+            all &= emit(mac, nextHop, destination, protocol, id, false, sent + n < length, sent, null, 0, payload, offset + sent, n);
             counters.increment(StackCounter.IPV4_OUT_FRAGMENTS);
         }
         if (all)
@@ -640,6 +641,7 @@ public final class Ipv4
         final int destination,
         final int protocol,
         final int id,
+        final boolean dontFragment,
         final boolean moreFragments,
         final int fragmentOffset,
         final DirectBuffer options,
@@ -652,7 +654,7 @@ public final class Ipv4
         final int ipOffset = EthernetFrame.HEADER_LENGTH;
         final int headerLength = Ipv4Header.MIN_HEADER_LENGTH + optionsLength;
         final int totalLength = headerLength + length;
-        writeHeader(frame, totalLength, destination, protocol, id, false, moreFragments, fragmentOffset);
+        writeHeader(frame, totalLength, destination, protocol, id, dontFragment, moreFragments, fragmentOffset);
         if (optionsLength > 0)
         {
             frame.putBytes(ipOffset + Ipv4Header.MIN_HEADER_LENGTH, options, 0, optionsLength);

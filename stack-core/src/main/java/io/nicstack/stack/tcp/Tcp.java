@@ -763,7 +763,7 @@ public final class Tcp implements IpProtocolHandler
         {
             // Next hop not resolved yet: through the scratch buffer into the ARP queue.
             build(c, r, dataOffset, length, scratch, 0, headerLength, false);
-            ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, scratch, 0, total, nowNanos);
+            ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, null, 0, scratch, 0, total, c.dontFragment(), nowNanos);
         }
         counters.increment(StackCounter.TCP_SEGMENTS_OUT);
     }
@@ -800,7 +800,8 @@ public final class Tcp implements IpProtocolHandler
         final int headerLength = out.headerLength();
         out.emit(scratch, 0);
         header.wrap(scratch, 0, headerLength).updateChecksum(localIp, remoteIp);
-        ip.send(remoteIp, Ipv4Header.PROTOCOL_TCP, scratch, 0, headerLength, nowNanos);
+        // DF as on every TCP datagram (RFC 1191 §3; Linux's reset socket sets it too).
+        ip.send(remoteIp, Ipv4Header.PROTOCOL_TCP, null, 0, scratch, 0, headerLength, true, nowNanos);
         counters.increment(StackCounter.TCP_SEGMENTS_OUT);
     }
 
