@@ -134,8 +134,11 @@ public final class TcpConnection
     private int[] sackedEnd = NO_SCOREBOARD;
     private static final int[] NO_SCOREBOARD = new int[0];
     private int sackedCount;
-    /** RFC 6675 RescueRxt: the one rescue retransmission of this recovery was sent. */
-    private boolean rescueSent;
+    /**
+     * RFC 6675 RescueRxt, as its last octet: no rescue retransmission until the cumulative ACK is past it (HighACK >
+     * RescueRxt). Recovery sets it to the end of its first retransmission (§5 (4.3)), a rescue to the recovery point.
+     */
+    private int rescueRxt;
     /**
      * Lost-retransmission detection: SND.UNA's segment was retransmitted (or found already retransmitted) when SND.NXT
      * was {@link #unaRetransmitMark}; valid while {@link #unaRetransmitSeq} is SND.UNA. Since then
@@ -1683,7 +1686,6 @@ public final class TcpConnection
         limitedTransmitBytes = 0;
         inRecovery = true;
         recoveryPoint = sndMax;
-        rescueSent = false;
         // RFC 8985 §7.2: no probe during recovery; a probe that revealed this loss has done its work (the recovery's
         // congestion response covers the loss it repaired, if any).
         dropLossProbe();
@@ -1696,6 +1698,8 @@ public final class TcpConnection
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
         // fills the first hole and no more: the bytes after it have arrived.
         highRxt = retransmitAt(sndUna, unaHoleLength(), now);
+        // §5 (4.3): RescueRxt too, "to prevent ... a premature rescue retransmission": the ACK of this one comes first.
+        rescueRxt = highRxt - 1;
         if (!sackEnabled)
         {
             cc.cwnd(cc.ssthresh() + 3L * sndMss);
@@ -2172,13 +2176,15 @@ public final class TcpConnection
     /**
      * RFC 6675 NextSeg rule 4, once per recovery: when no hole is deemed lost and no new data may go, the segment that
      * ends at the highest outstanding unSACKed byte is sent again (a "rescue"). A lost tail of the flight has no SACK
-     * above it to reveal it, and would otherwise wait for the retransmission timeout. HighRxt stays where it was.
+     * above it to reveal it, and would otherwise wait for the retransmission timeout. Only once HighACK > RescueRxt:
+     * after the cumulative ACK has passed the recovery's first retransmission (§5 (4.3)), and then RescueRxt is the
+     * recovery point, which no ACK passes before the recovery ends. HighRxt stays where it was.
      */
     private boolean rescueRetransmission(final long now)
     {
         // RFC 6675 §5 (C): NextSeg is asked only while cwnd - pipe >= 1 SMSS. With less room, sendNewData holds a
-        // partial segment back (sender SWS avoidance), which is no reason to resend the tail.
-        if (rescueSent || cc.cwnd() - flight() < sndMss)
+        // partial segment back (sender SWS avoidance), which is no reason to resend the tail. HighACK is SND.UNA - 1.
+        if (!Seq.gt(sndUna - 1, rescueRxt) || cc.cwnd() - flight() < sndMss)
         {
             return false;
         }
@@ -2189,7 +2195,8 @@ public final class TcpConnection
             return false;
         }
         retransmitLastSegment(top, now);
-        rescueSent = true;
+        // Rule 4: RescueRxt = RecoveryPoint, its last octet here as for the first retransmission's.
+        rescueRxt = recoveryPoint - 1;
         tcp.count(StackCounter.TCP_RESCUE_RETRANSMITS);
         return true;
     }

@@ -616,23 +616,21 @@ class TcpExtensionsTest
     @Test
     void rfc6675_rescueRetransmissionSendsALostTailOncePerRecovery()
     {
-        // Segments 1 and 10 of 10 are lost; the peer SACKs 2-9. Recovery resends 1 (rule 1, the only hole below a
-        // SACK). Nothing can reveal 10's loss (no SACK above it) and there is no new data, so rule 4 resends the
-        // segment holding the highest unSACKed byte while cwnd - pipe allows: 10, at once, instead of after the
-        // retransmission timeout. Only once per recovery: the partial ACK for 1-9 brings no second rescue.
-        t.peerOffersAll();
-        t.settings().congestionControl = "newreno";
-        t.passiveOpen();
-        final int mss = t.conn.sendMss();
+        // Segments 0 and 9 of 10 are lost and 8 is delayed; the peer SACKs 1-7. Recovery resends 0 (rule 1, the only
+        // hole below a SACK). Its ACK (0-7) leaves no hole and there is no new data: nothing can reveal 9's loss, so
+        // rule 4 resends the segment holding the highest unSACKed byte while cwnd - pipe allows: 9, at once, instead
+        // of after the retransmission timeout. Only once per recovery: the partial ACK when 8 arrives brings no second
+        // rescue (RescueRxt is then the recovery point).
+        final int mss = newRenoSending(10, 10);
         final int s = t.iss + 1;
-        t.write(bytes(10 * mss, 5));
-        assertEquals(10, t.recv().size());
         t.send(t.in().sack(s + mss, s + 3 * mss));
         t.send(t.in().sack(s + mss, s + 5 * mss));
-        t.send(t.in().sack(s + mss, s + 9 * mss));
-        t.recv(t.out().seq(s).payloadLength(mss), t.out().seq(s + 9 * mss).payloadLength(mss));
-        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        t.send(t.in().sack(s + mss, s + 8 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
         t.advanceMs(10);
+        t.send(t.in().ack(s + 8 * mss));
+        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
         t.send(t.in().ack(s + 9 * mss));
         t.recvNothing();
         t.send(t.in().ack(s + 10 * mss));
@@ -640,6 +638,30 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
         assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc6675_noRescueBeforeTheCumulativeAckPassesTheFirstRetransmission()
+    {
+        // §5 (4.3): RescueRxt is set to the end of the first retransmission "to prevent ... a premature rescue
+        // retransmission"; NextSeg (4) rescues only once HighACK > RescueRxt. Segments 1 and 10 of 10 are lost and 2-9
+        // SACKed: recovery resends 1 and nothing else, however much room cwnd leaves. The ACK of that resend (1-9)
+        // lets the rescue send 10, once.
+        final int mss = newRenoSending(10, 10);
+        final int s = t.iss + 1;
+        t.send(t.in().sack(s + mss, s + 3 * mss));
+        t.send(t.in().sack(s + mss, s + 5 * mss));
+        t.send(t.in().sack(s + mss, s + 9 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        assertTrue(t.conn.cwnd() - 2L * mss >= mss, "room for a rescue: cwnd " + t.conn.cwnd());
+        assertEquals(0, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS), "the first retransmission is not acknowledged");
+        t.advanceMs(10);
+        t.send(t.in().ack(s + 9 * mss));
+        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        t.send(t.in().ack(s + 10 * mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
     }
 
     @Test
@@ -711,7 +733,8 @@ class TcpExtensionsTest
     void rfc6675_noRescueWhileCwndLeavesLessThanOneSegmentOfRoom()
     {
         // §5 (C): NextSeg is consulted only while cwnd - pipe >= 1 SMSS. Nine and a half segments, the first and the
-        // half lost; NewReno's ssthresh is half the flight, 4.75 segments.
+        // half lost; NewReno's ssthresh is half the flight, 4.75 segments. A rescue waits for the ACK of the first
+        // retransmission (§5 (4.3)), so the ACKs here are cumulative.
         t.peerOffersAll();
         t.settings().congestionControl = "newreno";
         t.passiveOpen();
@@ -723,12 +746,12 @@ class TcpExtensionsTest
         t.send(t.in().sack(s + mss, s + 4 * mss));
         t.recv(t.out().seq(s).payloadLength(mss));
         assertEquals((9 * mss + mss / 2) / 2, t.conn.cwnd());
-        // Two more SACKed: pipe is 4.5 segments, a quarter of a segment under cwnd. No rescue yet.
-        t.send(t.in().sack(s + mss, s + 6 * mss));
+        // 0-4 acknowledged: pipe is 4.5 segments, a quarter of a segment under cwnd. No rescue yet.
+        t.send(t.in().ack(s + 5 * mss));
         t.recvNothing();
-        // All but the half: pipe is 1.5 segments. The rescue sends the tail.
-        t.send(t.in().sack(s + mss, s + 9 * mss));
-        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss / 2));
+        // All but 8 and the half: pipe is 1.5 segments. The rescue sends the tail, a full segment ending at SND.MAX.
+        t.send(t.in().ack(s + 8 * mss));
+        t.recv(t.out().seq(s + 8 * mss + mss / 2).payloadLength(mss));
         assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
     }
 
