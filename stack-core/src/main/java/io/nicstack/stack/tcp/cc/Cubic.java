@@ -256,9 +256,25 @@ public final class Cubic implements CongestionControl
         }
     }
 
-    /** {@inheritDoc} */
+    /**
+     * {@inheritDoc}
+     *
+     * <p>cwnd and ssthresh are bytes and stay; the cubic function's windows are segments, so they are recounted in
+     * segments of the new size, the same bytes (RFC 9438 is silent; read as counts of the new segments, a path MTU
+     * that halved the MSS would put W_max at half its bytes, below cwnd, and send cwnd up the convex side of the
+     * curve). K was the time to W_max from the old epoch's start in old segments: the next ACK starts a new epoch.
+     */
     public void mss(final int mss)
     {
+        if (this.mss > 0 && mss != this.mss)
+        {
+            final double scale = (double)this.mss / mss;
+            wMax *= scale;
+            wEst *= scale;
+            cwndEpoch *= scale;
+            cwndPrior *= scale;
+            inEpoch = false;
+        }
         this.mss = mss;
         cwnd = Math.max(cwnd, mss);
     }

@@ -350,6 +350,35 @@ class CubicTest
         assertEquals(0.090, cc.srttSeconds(), 1e-12);
     }
 
+    @Test
+    void aSmallerMssKeepsTheCubicFunctionsWindowsInBytes()
+    {
+        // W_max, W_est, cwnd_epoch and cwnd_prior are counted in segments, cwnd in bytes. A path MTU reduction halves
+        // the MSS after a loss at 100 segments of 1000 bytes: the same bytes are 200 segments of 500. The curve must
+        // go on toward the same 100,000 bytes, as for a sender that had used 500-byte segments all along; read as 100
+        // of the new segments, W_max would lie far below cwnd (140 segments), and cwnd would stop growing.
+        final Cubic halved = afterLossAt(100, 100 * MS);
+        halved.mss(MSS / 2);
+        final Cubic reference = new Cubic();
+        reference.init(MSS / 2, 0);
+        reference.onAck(0, 0, 100 * MS, 0);
+        reference.cwnd(100L * MSS);
+        reference.onFastRetransmit(reference.cwnd(), 0);
+        reference.onRecoveryExit(0);
+        assertEquals(reference.cwnd(), halved.cwnd());
+
+        final AckClock halvedClock = new AckClock(halved, MSS / 2, 100 * MS, 0);
+        final AckClock referenceClock = new AckClock(reference, MSS / 2, 100 * MS, 0);
+        for (int i = 0; i < 30; i++)
+        {
+            halvedClock.roundTrip();
+            referenceClock.roundTrip();
+            assertEquals(reference.cwnd(), halved.cwnd(), "round trip " + i);
+        }
+        assertTrue(halved.cwnd() > 70L * MSS, "cwnd grew: " + halved.cwnd());
+        assertEquals(reference.wMaxSegments(), halved.wMaxSegments(), 1e-9);
+    }
+
     private static Cubic newCubic()
     {
         final Cubic cc = new Cubic();
