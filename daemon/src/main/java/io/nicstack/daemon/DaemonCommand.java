@@ -79,7 +79,8 @@ final class DaemonCommand
     private final boolean sendFile;
     private final List<String> services = new ArrayList<>();
     private final CountDownLatch cleanedUp = new CountDownLatch(1);
-    private volatile int exitStatus;
+    /** The status the shutdown hook halts with: a failure's until the loop has stopped as asked. */
+    private volatile int exitStatus = 70;
 
     /** The link the daemon runs on, opened and configured. */
     interface Link
@@ -472,6 +473,11 @@ final class DaemonCommand
             out.println("nicstack ready " + Ipv4Address.format(config.address()) + " " + MacAddress.format(config.mac()) + " " + deviceSpec);
             out.flush();
             loop.run();
+            // Stopped (SIGINT, SIGTERM): the stack goes away with the daemon, so every peer gets a reset now rather
+            // than waiting on a connection nobody serves (an idle one for ever, a sending one until R2).
+            stack.tcp().abortAll();
+            stack.flush();
+            exitStatus = 0;
             return 0;
         }
         catch (final IOException e)
@@ -493,9 +499,11 @@ final class DaemonCommand
             exitStatus = 1;
             return 1;
         }
-        catch (final RuntimeException e)
+        catch (final RuntimeException | Error e)
         {
-            // A bug, not bad input: say so with the whole trace, and still clean up below.
+            // A bug (or a StackOverflowError, an OutOfMemoryError), not bad input: say so with the whole trace, and
+            // still clean up below. An Error must end in 70 too: past this method only the shutdown hook's halt sets
+            // the status, and a supervisor must not take a crash for a clean stop.
             err.println("daemon: internal error, shutting down");
             e.printStackTrace(err);
             exitStatus = 70;

@@ -365,6 +365,21 @@ public final class Tcp implements IpProtocolHandler
         return connections.size();
     }
 
+    /**
+     * ABORT every connection (RFC 9293 §3.10.5): each synchronized peer gets a reset, the application its close
+     * event. For a stack going away (the daemon stopping), so that no peer is left waiting on a connection nobody
+     * will serve. Listeners stay; returns how many connections there were.
+     */
+    public int abortAll()
+    {
+        final TcpConnection[] all = connections.values().toArray(new TcpConnection[0]);
+        for (final TcpConnection c : all)
+        {
+            c.abort();
+        }
+        return all.length;
+    }
+
     /** Visit every connection (for {@code nicstack conns}). */
     public void forEachConnection(final Consumer<TcpConnection> visitor)
     {

@@ -1,6 +1,7 @@
 package io.nicstack.stack.tcp;
 
 import java.util.Arrays;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -669,6 +670,28 @@ class Rfc9293ConnectionTest
         t.poll();
         t.recvNothing();
         assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    @Test
+    void rfc9293_abortAllResetsEverySynchronizedConnection()
+    {
+        // A stack going away (the daemon stopped) ABORTs every connection (§3.10.5): each synchronized peer gets a
+        // reset rather than waiting on a connection nobody serves; one in TIME-WAIT goes without one.
+        t.passiveOpen();
+        final TcpConnection established = t.conn;
+        final int establishedPeerPort = t.peerPort;
+        t.peerPort += 1;
+        t.passiveOpen();
+        t.closeIntoTimeWait();
+        assertEquals(2, t.stack.tcp().abortAll());
+        t.poll();
+        final List<Seg> sent = t.recv();
+        assertEquals(1, sent.size(), "one reset");
+        assertTrue(sent.get(0).r.hasFlags(RST), t.describe(sent.get(0)));
+        assertEquals(establishedPeerPort, sent.get(0).r.destinationPort, "to the established connection's peer");
+        assertEquals(TcpState.CLOSED, established.state());
+        assertEquals(TcpConnection.CLOSE_ABORTED, t.events.closedReason);
         assertEquals(0, t.stack.tcp().connectionCount());
     }
 

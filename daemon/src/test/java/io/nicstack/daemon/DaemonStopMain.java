@@ -1,0 +1,133 @@
+package io.nicstack.daemon;
+
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.agrona.concurrent.UnsafeBuffer;
+
+import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.mem.MemoryWire;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.tcp.TcpState;
+
+/**
+ * A daemon in a JVM of its own ({@link DaemonStopTest}): how it ends is a matter of its shutdown hook and exit status,
+ * which a test JVM cannot share. It runs {@link DaemonCommand} as {@link Main} does, on a memory wire (no interface).
+ * <ul>
+ * <li>{@code peer SHM}: a peer stack echoes 5 bytes through the echo service, then the JVM exits as on SIGTERM; the
+ * daemon's device close waits until the peer printed what it knows of the connection.</li>
+ * <li>{@code error SHM} / {@code runtime SHM}: the device's receive throws an Error / a RuntimeException after 100
+ * rounds; the exit status is the daemon's.</li>
+ * </ul>
+ */
+public final class DaemonStopMain
+{
+    private static final long SECOND = 1_000_000_000L;
+
+    private DaemonStopMain()
+    {
+    }
+
+    public static void main(final String[] args) throws Exception
+    {
+        final String mode = args[0];
+        final MemoryWire wire = MemoryWire.pair(1500, 256);
+        final CountDownLatch closing = new CountDownLatch(1);
+        final CountDownLatch peerChecked = new CountDownLatch(1);
+        final int[] rounds = {0};
+        final NetDevice inner = wire.a();
+        final NetDevice device = (NetDevice)Proxy.newProxyInstance(NetDevice.class.getClassLoader(),
+            new Class<?>[] {NetDevice.class}, (proxy, method, a) ->
+            {
+                if (method.getName().equals("receive") && !mode.equals("peer") && ++rounds[0] > 100)
+                {
+                    if (mode.equals("error"))
+                    {
+                        throw new StackOverflowError("injected");
+                    }
+                    throw new IllegalStateException("injected");
+                }
+                if (method.getName().equals("close") && mode.equals("peer"))
+                {
+                    closing.countDown();
+                    peerChecked.await(10, TimeUnit.SECONDS);
+                }
+                if (method.isDefault())
+                {
+                    return InvocationHandler.invokeDefault(proxy, method, a);
+                }
+                try
+                {
+                    return method.invoke(inner, a);
+                }
+                catch (final InvocationTargetException e)
+                {
+                    throw e.getCause();
+                }
+            });
+        final DaemonCommand daemon = new DaemonCommand(new String[] {"daemon", "--device", "tap:nsstop0", "--ip",
+            "198.18.0.2/24", "--shm", args[1], "--services", "echo"}, (name, offload, mtu, hostIp) -> new DaemonCommand.Link()
+            {
+                @Override
+                public NetDevice device()
+                {
+                    return device;
+                }
+
+                @Override
+                public void remove()
+                {
+                }
+            });
+        if (!mode.equals("peer"))
+        {
+            System.exit(daemon.run(System.out, System.err)); // as Main.main
+        }
+        final Thread serving = new Thread(() -> System.exit(daemon.run(System.out, System.err)), "daemon");
+        serving.start();
+        final NetStack peer = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), System.nanoTime());
+        final int[] closedReason = {-1};
+        final TcpConnection c = peer.tcp().connect(0xC612_0002, 7, new TcpHandler()
+        {
+            @Override
+            public void onClosed(final TcpConnection connection, final int reason)
+            {
+                closedReason[0] = reason;
+            }
+        }, null);
+        final UnsafeBuffer buffer = new UnsafeBuffer(ByteBuffer.allocateDirect(64));
+        boolean wrote = false;
+        int echoed = 0;
+        for (final long end = System.nanoTime() + 10 * SECOND; System.nanoTime() < end && echoed < 5; )
+        {
+            peer.poll(System.nanoTime());
+            if (!wrote && c.state() == TcpState.ESTABLISHED)
+            {
+                wrote = c.write(buffer, 0, 5) == 5;
+            }
+            echoed += Math.max(0, c.read(buffer, 0, 64));
+        }
+        System.out.println("peer echoed " + echoed);
+        new Thread(() -> System.exit(0), "sigterm").start(); // the path SIGINT and SIGTERM take: the shutdown hook
+        for (final long end = System.nanoTime() + 10 * SECOND; System.nanoTime() < end && closing.getCount() > 0; )
+        {
+            peer.poll(System.nanoTime());
+        }
+        for (final long end = System.nanoTime() + SECOND / 2; System.nanoTime() < end && c.state() != TcpState.CLOSED; )
+        {
+            peer.poll(System.nanoTime());
+        }
+        System.out.println("peer state " + c.state() + " reason " + closedReason[0]);
+        System.out.flush();
+        peerChecked.countDown();
+        serving.join(10_000);
+    }
+}

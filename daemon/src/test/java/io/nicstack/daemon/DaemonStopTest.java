@@ -1,0 +1,63 @@
+package io.nicstack.daemon;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.nicstack.stack.tcp.TcpConnection;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** How the daemon ends: what its TCP peers learn, and its exit status ({@link DaemonStopMain} runs it). */
+class DaemonStopTest
+{
+    @TempDir
+    Path dir;
+
+    private final StringBuilder output = new StringBuilder();
+
+    private int run(final String mode) throws Exception
+    {
+        final Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "-Xmx256m",
+            "-cp", System.getProperty("java.class.path"), DaemonStopMain.class.getName(), mode, dir.resolve("shm").toString())
+            .redirectErrorStream(true).start();
+        if (!p.waitFor(60, TimeUnit.SECONDS))
+        {
+            p.destroyForcibly();
+            throw new AssertionError("the daemon did not end: " + new String(p.getInputStream().readNBytes(4096), StandardCharsets.UTF_8));
+        }
+        output.append(new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        return p.exitValue();
+    }
+
+    /**
+     * A daemon stopped by SIGINT or SIGTERM resets its connections: a peer learns at once that nobody serves it any
+     * more. Before, it kept them ESTABLISHED: an idle peer waited for ever, a sending one until R2.
+     */
+    @Test
+    void aStoppedDaemonResetsItsPeers() throws Exception
+    {
+        assertEquals(0, run("peer"), output.toString());
+        assertTrue(output.toString().contains("peer echoed 5"), output.toString());
+        assertTrue(output.toString().contains("peer state CLOSED reason " + TcpConnection.CLOSE_RESET), output.toString());
+    }
+
+    /** An Error on the event loop (a stack overflow, out of memory) is a crash: status 70, as for a RuntimeException. */
+    @Test
+    void anErrorOnTheEventLoopExits70() throws Exception
+    {
+        assertEquals(70, run("error"), output.toString());
+        assertTrue(output.toString().contains("daemon: internal error"), output.toString());
+    }
+
+    @Test
+    void aRuntimeExceptionOnTheEventLoopExits70() throws Exception
+    {
+        assertEquals(70, run("runtime"), output.toString());
+    }
+}
