@@ -293,7 +293,7 @@ class NetStackTest
         {
             assertEquals(1, length);
             seen[buffer.getByte(offset)] = srcPort;
-        }, 10);
+        }, 10, now);
         assertEquals(3, n);
         assertArrayEquals(new int[] {4000, 4001, 4002}, seen);
     }
@@ -342,14 +342,14 @@ class NetStackTest
     }
 
     /** The one datagram queued on {@code socket}, its payload copied. */
-    private static byte[] receiveOne(final io.nicstack.stack.udp.UdpSocket socket)
+    private byte[] receiveOne(final io.nicstack.stack.udp.UdpSocket socket)
     {
         final byte[][] got = new byte[1][];
         assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) ->
         {
             got[0] = new byte[length];
             buffer.getBytes(offset, got[0]);
-        }, 10));
+        }, 10, now));
         return got[0];
     }
 
@@ -604,7 +604,7 @@ class NetStackTest
         assertEquals(2, counters.get(StackCounter.IPV4_DROP_UNICAST_IN_LINK_BROADCAST));
         exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4,
             ipv4(PEER_IP, 0xFFFF_FFFF, Ipv4Header.PROTOCOL_UDP, 3, false, 0, udp(PEER_IP, 0xFFFF_FFFF, 4000, 5000, new byte[8]))));
-        assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) -> { }, 10), "a broadcast datagram");
+        assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) -> { }, 10, now), "a broadcast datagram");
         assertEquals(0, counters.unaccountedFrames());
     }
 
@@ -1389,6 +1389,38 @@ class NetStackTest
         exchange(ethernet(MacAddress.BROADCAST, 0x0A00_0000_0008L, EthernetFrame.ETHERTYPE_ARP,
             arp(ArpPacket.OP_REQUEST, 0x0A00_0000_0008L, 0xC612_00FF, 0, STACK_IP)));
         assertEquals("", stack.arp().toString(), "ARP cache");
+    }
+
+    /**
+     * RFC 1122 §4.1.3.5: UDP MUST pass the specific destination address up, so that an application can tell a
+     * broadcast from a datagram sent to it; queued datagrams keep theirs, and are handed over at the drain's time.
+     */
+    @Test
+    void udpPassesTheDestinationAddressUpAndQueuedDatagramsTheDrainsTime()
+    {
+        learnPeer();
+        final int[] inline = new int[2];
+        final int[] n = {0};
+        stack.udp().bind(5001, (s, src, srcPort, buffer, offset, length, t) -> inline[n[0]++] = s.destinationAddress());
+        final var queued = stack.udp().bind(5000, 1 << 16);
+        for (final int destination : new int[] {STACK_IP, 0xC612_00FF})
+        {
+            final long frameMac = destination == STACK_IP ? mac : MacAddress.BROADCAST;
+            for (final int port : new int[] {5000, 5001})
+            {
+                exchange(ethernet(frameMac, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4,
+                    ipv4(PEER_IP, destination, Ipv4Header.PROTOCOL_UDP, port, false, 0, udp(PEER_IP, destination, 4000, port, new byte[4]))));
+            }
+        }
+        assertArrayEquals(new int[] {STACK_IP, 0xC612_00FF}, inline, "inline");
+        final long later = now + 5 * SECOND;
+        final java.util.List<Integer> destinations = new java.util.ArrayList<>();
+        assertEquals(2, queued.receive((s, src, srcPort, buffer, offset, length, t) ->
+        {
+            destinations.add(s.destinationAddress());
+            assertEquals(later, t, "handed over at the drain's time");
+        }, 10, later));
+        assertEquals(java.util.List.of(STACK_IP, 0xC612_00FF), destinations, "queued");
     }
 
     private static int etherType(final byte[] frame)

@@ -18,7 +18,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 public final class UdpSocket
 {
     private static final int MSG_TYPE = 1;
-    private static final int META_LENGTH = 8;
+    /** A queued datagram's source address, source port and destination address, an int each, before its bytes. */
+    private static final int META_LENGTH = 12;
     /** A queued ICMP error: destination address and port, type, code, next-hop MTU, an int each at these offsets. */
     private static final int MSG_TYPE_ICMP_ERROR = 2;
     private static final int ERROR_DESTINATION_AT = 0;
@@ -36,8 +37,9 @@ public final class UdpSocket
     private UdpHandler drainHandler;
     private boolean open = true;
     private long now;
+    private int destination;
 
-    /** The least queue: eight times the largest queued datagram (its source and port, then up to 65,507 bytes). */
+    /** The least queue: eight times the largest queued datagram (its addresses and port, then up to 65,507 bytes). */
     static final int MIN_QUEUE_BYTES = BitUtil.findNextPositivePowerOfTwo(8 * (META_LENGTH + Udp.MAX_PAYLOAD));
 
     UdpSocket(final Udp udp, final int port, final UdpHandler handler, final int queueBytes)
@@ -70,14 +72,28 @@ public final class UdpSocket
         return udp.send(port, address, destinationPort, buffer, offset, length, nowNanos);
     }
 
-    /** Deliver up to {@code limit} queued datagrams and ICMP errors to {@code receiver}, in arrival order; returns how many. */
-    public int receive(final UdpHandler receiver, final int limit)
+    /**
+     * The destination address of the datagram being handed to {@link UdpHandler#onDatagram}, valid during that call:
+     * our address, the subnet's broadcast address or 255.255.255.255 (RFC 1122 §4.1.3.5: the specific destination
+     * MUST be passed up, so that an application can tell a broadcast from a datagram to it, as IP_PKTINFO does).
+     */
+    public int destinationAddress()
+    {
+        return destination;
+    }
+
+    /**
+     * Deliver up to {@code limit} queued datagrams and ICMP errors to {@code receiver}, in arrival order, at
+     * {@code nowNanos} (the {@code now} they are handed with); returns how many.
+     */
+    public int receive(final UdpHandler receiver, final int limit, final long nowNanos)
     {
         if (queue == null)
         {
             return 0;
         }
         drainHandler = receiver;
+        now = nowNanos;
         return queue.read(queueReader, limit);
     }
 
@@ -90,6 +106,7 @@ public final class UdpSocket
                 buffer.getInt(index + ERROR_MTU_AT), now);
             return;
         }
+        destination = buffer.getInt(index + 8);
         drainHandler.onDatagram(this, buffer.getInt(index), buffer.getInt(index + 4), buffer, index + META_LENGTH, length - META_LENGTH, now);
     }
 
@@ -102,12 +119,13 @@ public final class UdpSocket
         }
     }
 
-    /** Called by {@link Udp}; false when the receive queue is full. */
-    boolean deliver(final int source, final int sourcePort, final DirectBuffer buffer, final int offset, final int length, final long nowNanos)
+    /** Called by {@link Udp} for a datagram from {@code source} to {@code destinationAddress}; false when the receive queue is full. */
+    boolean deliver(final int source, final int sourcePort, final int destinationAddress, final DirectBuffer buffer, final int offset,
+        final int length, final long nowNanos)
     {
-        now = nowNanos;
         if (handler != null)
         {
+            destination = destinationAddress;
             handler.onDatagram(this, source, sourcePort, buffer, offset, length, nowNanos);
             return true;
         }
@@ -119,6 +137,7 @@ public final class UdpSocket
         final var b = queue.buffer();
         b.putInt(index, source);
         b.putInt(index + 4, sourcePort);
+        b.putInt(index + 8, destinationAddress);
         b.putBytes(index + META_LENGTH, buffer, offset, length);
         queue.commit(index);
         return true;
@@ -128,7 +147,6 @@ public final class UdpSocket
     boolean deliverIcmpError(
         final int type, final int code, final int destination, final int destinationPort, final int nextHopMtu, final long nowNanos)
     {
-        now = nowNanos;
         if (handler != null)
         {
             handler.onIcmpError(this, type, code, destination, destinationPort, nextHopMtu, nowNanos);

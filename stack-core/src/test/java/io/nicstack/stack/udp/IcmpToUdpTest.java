@@ -148,7 +148,7 @@ class IcmpToUdpTest
         receive(icmpError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PORT_UNREACHABLE, 0, ours));
         receive(Frames.fromPeer(stack.config().mac(), Frames.ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, ipId++, false,
             0, Frames.udp(PEER_IP, STACK_IP, 4001, LOCAL_PORT, new byte[4]))));
-        assertEquals(3, socket.receive(recorder, 10));
+        assertEquals(3, socket.receive(recorder, 10, now));
         assertEquals(List.of("datagram from 4000", "3/3 to c6120001:53 mtu 0 on 6000", "datagram from 4001"), errors);
         assertEquals(1, counters.get(StackCounter.UDP_ICMP_ERRORS));
     }
@@ -166,7 +166,7 @@ class IcmpToUdpTest
         }
         assertEquals(1, counters.get(StackCounter.UDP_ICMP_IGNORED), "the queue fills before 20,000 errors");
         final long queued = counters.get(StackCounter.UDP_ICMP_ERRORS);
-        assertEquals(queued, socket.receive(recorder, Integer.MAX_VALUE), "every error counted as passed on was queued");
+        assertEquals(queued, socket.receive(recorder, Integer.MAX_VALUE, now), "every error counted as passed on was queued");
         assertEquals(0, counters.unaccountedFrames());
     }
 
