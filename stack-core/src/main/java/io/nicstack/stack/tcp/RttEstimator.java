@@ -16,6 +16,8 @@ public final class RttEstimator
     private long srtt = -1;
     private long rttvar;
     private long rto;
+    /** The RTO before the timeouts' backoff: from the last sample, or the initial (or RFC 6298 (5.7)) one before it. */
+    private long unbackedRto;
     private int backoff;
 
     /**
@@ -30,6 +32,7 @@ public final class RttEstimator
         // RFC 6298 (2.4)/(2.5): the bounds hold for every RTO, the (2.1) initial one included; a configured
         // minimum above 1 s (the RFC's own SHOULD) must not be undercut before the first sample.
         this.rto = clamp(INITIAL_RTO_NANOS);
+        this.unbackedRto = rto;
     }
 
     /** Feed one RTT measurement (Karn's rule is the caller's: never a sample from a retransmitted segment without timestamps). */
@@ -49,6 +52,7 @@ public final class RttEstimator
             rttvar = (3 * rttvar + Math.abs(srtt - r)) >> 2;
             srtt = (7 * srtt + r) >> 3;
         }
+        unbackedRto = clamp(srtt + Math.max(GRANULARITY_NANOS, 4 * rttvar));
         clearBackoff();
     }
 
@@ -60,21 +64,21 @@ public final class RttEstimator
     }
 
     /**
-     * Undo the timeouts' backoff: the RTO from SRTT and RTTVAR again (the initial RTO before any sample). For
-     * expiries that proved the path alive, as answered zero-window probes do (Linux's tcp_ack_probe clears
-     * icsk_backoff when the window opens).
+     * Undo the timeouts' backoff: the RTO from SRTT and RTTVAR again, or before any sample the initial one (3 s after
+     * a lost SYN, (5.7)). For expiries that proved the path alive, as answered zero-window probes do (Linux's
+     * tcp_ack_probe clears icsk_backoff when the window opens).
      */
     public void clearBackoff()
     {
         backoff = 0;
-        rto = clamp(srtt < 0 ? INITIAL_RTO_NANOS : srtt + Math.max(GRANULARITY_NANOS, 4 * rttvar));
+        rto = unbackedRto;
     }
 
     /** RFC 6298 (5.7): start again at {@code rtoNanos}, without backoff, still without a sample. */
     public void reinitialize(final long rtoNanos)
     {
-        backoff = 0;
-        rto = clamp(rtoNanos);
+        unbackedRto = clamp(rtoNanos);
+        clearBackoff();
     }
 
     /** Current RTO in nanoseconds. */

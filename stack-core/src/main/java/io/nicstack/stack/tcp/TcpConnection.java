@@ -1396,10 +1396,15 @@ public final class TcpConnection
                     // Our FIN, alone outstanding, went into the closed window (or past the data the window took) and
                     // was dropped. The window is open: it goes again now, as a FIN Linux held behind the window would,
                     // not at the next expiry of a timer that backed off while the peer answered it with a closed
-                    // window (those answers proved the path, as answered zero-window probes do).
+                    // window (those answers proved the path, as answered zero-window probes do). Not so for an
+                    // orphan: its FIN's expiries count toward R2 however the peer answers (see below), so its timer
+                    // runs on, or a peer opening and closing its window would hold the connection for ever.
                     sndNxt = sndUna;
-                    rtt.clearBackoff();
-                    rtoDeadline = NONE;
+                    if (!closedByApplication)
+                    {
+                        rtt.clearBackoff();
+                        rtoDeadline = NONE;
+                    }
                 }
             }
         }

@@ -58,6 +58,26 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6298_clearingTheBackoffKeepsTheRtoItWasBackedOffFrom()
+    {
+        // An answered zero-window episode clears the timeouts' backoff (the FIN sent again when the window opens):
+        // back to the RTO of the last sample, or without one to the initial RTO, which after a lost SYN is 3 s
+        // ((5.7), a MUST) and must not fall back to 1 s.
+        final RttEstimator unsampled = new RttEstimator(200 * MS, 120 * SECOND);
+        unsampled.reinitialize(3 * SECOND);
+        unsampled.backoff();
+        unsampled.backoff();
+        unsampled.clearBackoff();
+        assertEquals(3 * SECOND, unsampled.rto(), "the (5.7) RTO after a lost SYN");
+        final RttEstimator sampled = new RttEstimator(200 * MS, 120 * SECOND);
+        sampled.sample(100 * MS);
+        sampled.backoff();
+        sampled.clearBackoff();
+        assertEquals(300 * MS, sampled.rto(), "SRTT + 4 RTTVAR");
+        assertEquals(0, sampled.backoffCount());
+    }
+
+    @Test
     void rfc6298_rtoFromFirstSample()
     {
         // The handshake ACK arrives 100 ms after the SYN-ACK: SRTT = 100, RTTVAR = 50, RTO = 100 + 4*50 = 300 ms.

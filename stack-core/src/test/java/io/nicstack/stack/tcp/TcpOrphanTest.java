@@ -226,4 +226,29 @@ class TcpOrphanTest
         assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
         assertEquals(t.settings().r2Retransmits, answered, "R2 retransmissions, each answered");
     }
+
+    @Test
+    void linux_orphanRetries_aPeerTogglingItsWindowCannotHoldAnOrphansFin()
+    {
+        // A window that opens sends a FIN dropped behind it again at once; for an orphan that must not restart its
+        // timer, or a peer alternating a closed and an open window (without ever taking the FIN) would keep the
+        // connection for ever (found by this session's review: an hour of toggles, 36,000 FINs, no expiry).
+        t.passiveOpen();
+        t.write(bytes(100, 1));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        t.send(t.in().ack(t.iss + 101).window(0));
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        boolean open = false;
+        for (int step = 0; step < 72_000 && t.conn.state() != TcpState.CLOSED; step++)
+        {
+            t.advanceMs(50); // the window opens every 100 ms: sooner than the RTO (200 ms at least) expires
+            t.recv();
+            open = !open;
+            t.send(t.in().ack(t.iss + 101).window(open ? 65535 : 0));
+        }
+        assertEquals(TcpState.CLOSED, t.conn.state(), "the orphan ended within an hour");
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+    }
 }
