@@ -1805,9 +1805,9 @@ public final class TcpConnection
      * Is this in-order segment full-sized (RFC 9293 §3.8.6.3, SHLD-19)? Full-sized is what the peer sends when it has
      * data, which a path MTU smaller than ours keeps below our MSS: learnt from its segments as Linux's
      * tcp_measure_rcv_mss does. A larger segment raises the size (to our MSS less the timestamps at most); a smaller
-     * one lowers it only when the same size comes twice in a row and the segment looks like no write's tail (536
-     * octets or more, or no PSH or FIN). A segment's size counts the SACK blocks it carries: a sender takes their room
-     * from its MSS.
+     * one lowers it only when it has the size of the last smaller one (Linux's last_seg_size) and looks like no
+     * write's tail (536 octets or more, or no PSH or FIN). A segment's size counts the SACK blocks it carries: a
+     * sender takes their room from its MSS.
      */
     private boolean measurePeerSegment(final TcpRepr seg, final int length)
     {
@@ -2267,8 +2267,9 @@ public final class TcpConnection
                 final boolean allQueued = len == unsent;
                 if (!allQueued && sndWnd - (long)(sndNxt - sndUna) >= Math.min(unsent, segmentLimit()))
                 {
-                    // Only cwnd keeps a full segment back: the ACKs in flight will open it (or the RTO fires). No
-                    // runt into the remainder, now or at the SWS override, which is for a small window of the peer's.
+                    // The peer's window has room for a full segment: what keeps it back is the data in flight
+                    // against cwnd, whose ACKs will make room (or the RTO fires). No runt into the remainder, now or
+                    // at the SWS override, which is for a small window of the peer's.
                     break;
                 }
                 if (!allQueued && len < maxSndWnd / 2 && !swsOverride)
