@@ -36,6 +36,15 @@ public final class CongestionControls
     }
 
     /**
+     * RFC 3465 (2.2): what one ACK of {@code acked} bytes adds to cwnd in slow start, min(N, L*SMSS), with L =
+     * {@link #ABC_LIMIT_SEGMENTS}, or {@link #ABC_LIMIT_SEGMENTS_AFTER_TIMEOUT} in the slow start after a timeout (2.3).
+     */
+    static long slowStartIncrease(final long acked, final int mss, final boolean afterTimeout)
+    {
+        return Math.min(acked, (long)(afterTimeout ? ABC_LIMIT_SEGMENTS_AFTER_TIMEOUT : ABC_LIMIT_SEGMENTS) * mss);
+    }
+
+    /**
      * A new controller for one connection.
      *
      * @param name {@value #CUBIC} or {@value #NEWRENO}.

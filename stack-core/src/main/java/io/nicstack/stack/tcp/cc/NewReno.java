@@ -73,10 +73,8 @@ public final class NewReno implements CongestionControl
             {
                 return;
             }
-            // RFC 3465 (2.2): cwnd += min(N, L*SMSS) per ACK in slow start; (2.3) L = 1 after a timeout.
-            final int limit = slowStartAfterTimeout
-                ? CongestionControls.ABC_LIMIT_SEGMENTS_AFTER_TIMEOUT : CongestionControls.ABC_LIMIT_SEGMENTS;
-            final long increase = Math.min(acked, (long)limit * mss);
+            // RFC 3465: cwnd += min(N, L*SMSS) per ACK in slow start.
+            final long increase = CongestionControls.slowStartIncrease(acked, mss, slowStartAfterTimeout);
             final long room = ssthresh - cwnd;
             if (increase <= room)
             {
