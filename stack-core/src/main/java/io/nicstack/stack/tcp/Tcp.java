@@ -191,10 +191,6 @@ public final class Tcp implements IpProtocolHandler
         final int remoteIp, final int remotePort, final TcpHandler handler, final TcpSettings settings, final BufferProvider provider)
     {
         checkPort(remotePort);
-        if (provider == null)
-        {
-            (settings != null ? settings : defaults).checkBufferSizes();
-        }
         // RFC 9293 §3.9.2 (MUST-46): an OPEN to a broadcast, multicast or unspecified address is an error; so is one
         // to an address no peer can hold (loopback, class E, our own).
         if (ip.isMartian(remoteIp))
@@ -252,7 +248,8 @@ public final class Tcp implements IpProtocolHandler
             c.buffers = buffers;
             return c;
         }
-        // Checked at listen; again here, before any ring is taken, for a listener's settings changed since.
+        // Before any ring is taken: for an active open, and again for a listener (checked at listen) whose settings
+        // changed since.
         settings.checkBufferSizes();
         final long bytes = (long)settings.sendBufferBytes + settings.receiveBufferBytes;
         if (bufferBytes + bytes > bufferBudget)

@@ -1818,7 +1818,7 @@ public final class TcpConnection
         }
         if (size >= peerSegmentSize)
         {
-            peerSegmentSize = Math.min(size, Math.max(peerSegmentSize, rcvMss - (tsEnabled ? 12 : 0))); // our MSS caps it
+            peerSegmentSize = Math.min(size, rcvMss - (tsEnabled ? 12 : 0)); // our MSS caps it, as it capped the start
             return true;
         }
         if (size >= DEFAULT_MSS || (size >= MIN_FULL_SEGMENT && (seg.flags & (TcpHeader.PSH | TcpHeader.FIN)) == 0))
@@ -2636,9 +2636,9 @@ public final class TcpConnection
     /**
      * RFC 8985 §7.2: (re)start the PTO after new data went out or an ACK of new data came in, unless the connection is
      * in a recovery (fast recovery, or a timeout's: SND.UNA is below the recovery point), has a probe outstanding, or
-     * has nothing in flight. The reduction a probe's repair made is no recovery: Linux probes in its CWR state too. PTO = max(2 * SRTT, 10 ms) (1 s before any
-     * RTT sample), plus the worst-case delayed ACK when a lone segment is in flight; never later than the RTO would
-     * fire.
+     * has nothing in flight. The reduction a probe's repair made is no recovery: Linux probes in its CWR state too.
+     * PTO = max(2 * SRTT, 10 ms) (1 s before any RTT sample), plus the worst-case delayed ACK when a lone segment is in
+     * flight; never later than the RTO would fire.
      *
      * <p>§7.2 also leaves out a connection holding SACKed data below DupThresh, because RACK's reordering timer marks
      * its holes lost. Without RACK nothing would until the RTO: a small flight (cwnd of two or three segments after a
