@@ -558,34 +558,12 @@ class Rfc9293DataTest
         assertEquals(t.iss + 1461, t.recv().get(0).r.seq, "the window reopens: the data goes again from SND.UNA");
     }
 
-    /**
-     * 100 octets sent and acknowledged with the window closed, then close() ({@code orphan}) or shutdownOutput(): the
-     * FIN goes out into the zero window.
-     */
-    private void closeBehindAZeroWindow(final boolean orphan)
-    {
-        t.passiveOpen();
-        t.write(bytes(100, 1));
-        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        t.send(t.in().ack(t.iss + 101).window(0));
-        if (orphan)
-        {
-            t.conn.close();
-        }
-        else
-        {
-            t.conn.shutdownOutput();
-        }
-        t.poll();
-        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
-    }
-
     @Test
     void rfc9293_must20_aFinUnansweredBehindAZeroWindowStillEndsAfterR2()
     {
         // Only data waits on the persist timer: a FIN alone, sent again and again into a closed window of a peer that
         // no longer answers, counts its retransmissions toward R2 like any other.
-        closeBehindAZeroWindow(true);
+        t.closeBehindAZeroWindow(true);
         for (int step = 0; step < 7200 && t.conn.state() != TcpState.CLOSED; step++)
         {
             t.advance(SECOND);
@@ -602,7 +580,7 @@ class Rfc9293DataTest
         // RCV.WND = 0 drops the FIN (a segment of length 1) and answers with its ACK: the connection stays open for as
         // long as it does, well past R2 retransmissions. (While the application still owns the connection: an orphan
         // is bounded, TcpOrphanTest.)
-        closeBehindAZeroWindow(false);
+        t.closeBehindAZeroWindow(false);
         t.send(t.in().ack(t.iss + 101).window(0));
         int answered = 0;
         for (int step = 0; step < 3600 && t.conn.state() == TcpState.FIN_WAIT_1; step++)
@@ -629,7 +607,7 @@ class Rfc9293DataTest
         // The FIN sent into the closed window was dropped by the peer, sent again on a timer that backed off while the
         // window stayed closed. The window update that opens it must let the FIN out at once, not at the next expiry
         // (up to a backed-off RTO later): Linux holds a FIN behind the window and sends it on the window update.
-        closeBehindAZeroWindow(false);
+        t.closeBehindAZeroWindow(false);
         t.send(t.in().ack(t.iss + 101).window(0));
         for (int step = 0; step < 40; step++)
         {

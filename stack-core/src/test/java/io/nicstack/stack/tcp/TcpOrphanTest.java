@@ -204,13 +204,7 @@ class TcpOrphanTest
     @Test
     void linux_orphanRetries_anOrphansFinBehindAZeroWindowEndsAfterR2EvenWhenAnswered()
     {
-        t.passiveOpen();
-        t.write(bytes(100, 1));
-        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        t.send(t.in().ack(t.iss + 101).window(0));
-        t.conn.close();
-        t.poll();
-        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        t.closeBehindAZeroWindow(true);
         int answered = 0;
         for (int step = 0; step < 7200 && t.conn.state() != TcpState.CLOSED; step++)
         {
@@ -233,13 +227,7 @@ class TcpOrphanTest
         // A window that opens sends a FIN dropped behind it again at once; for an orphan that must not restart its
         // timer, or a peer alternating a closed and an open window (without ever taking the FIN) would keep the
         // connection for ever (found by this session's review: an hour of toggles, 36,000 FINs, no expiry).
-        t.passiveOpen();
-        t.write(bytes(100, 1));
-        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
-        t.send(t.in().ack(t.iss + 101).window(0));
-        t.conn.close();
-        t.poll();
-        t.recv(t.out().seq(t.iss + 101).flags(ACK | FIN));
+        t.closeBehindAZeroWindow(true);
         boolean open = false;
         for (int step = 0; step < 72_000 && t.conn.state() != TcpState.CLOSED; step++)
         {

@@ -376,6 +376,28 @@ final class TcpTestHarness
         return e;
     }
 
+    /**
+     * A passive open; 100 octets sent and acknowledged with the window closed, then close() ({@code orphan}) or
+     * shutdownOutput(): the FIN goes out into the zero window.
+     */
+    void closeBehindAZeroWindow(final boolean orphan)
+    {
+        passiveOpen();
+        write(bytes(100, 1));
+        recv(out().flags(ACK | TcpHeader.PSH).payloadLength(100));
+        send(in().ack(iss + 101).window(0));
+        if (orphan)
+        {
+            conn.close();
+        }
+        else
+        {
+            conn.shutdownOutput();
+        }
+        poll();
+        recv(out().seq(iss + 101).flags(ACK | TcpHeader.FIN));
+    }
+
     /** {@code connect} to the peer, and the stack's SYN taken from the wire with its ISN and ephemeral port recorded. */
     Seg connect()
     {
