@@ -1423,6 +1423,47 @@ class NetStackTest
         assertEquals(java.util.List.of(STACK_IP, 0xC612_00FF), destinations, "queued");
     }
 
+    /**
+     * RFC 1122 §4.1.3.2: UDP MUST pass any IP option it receives transparently to the application (IP_RECVOPTS), inline
+     * and queued; a reassembled datagram carries its first fragment's. Before, the application never saw them.
+     */
+    @Test
+    void udpPassesTheReceivedIpOptionsUp()
+    {
+        learnPeer();
+        final byte[] recordRoute = {7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        final java.util.List<String> inline = new java.util.ArrayList<>();
+        final UnsafeBuffer into = new UnsafeBuffer(new byte[Ipv4Header.MAX_HEADER_LENGTH]);
+        stack.udp().bind(5001, (s, src, srcPort, buffer, offset, length, t) ->
+            inline.add(Arrays.toString(Arrays.copyOf(into.byteArray(), s.options(into, 0)))));
+        final var queued = stack.udp().bind(5000, 1 << 16);
+        for (final int port : new int[] {5000, 5001})
+        {
+            exchange(fromPeer(mac, ipv4WithOptions(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, recordRoute,
+                udp(PEER_IP, STACK_IP, 4000, port, new byte[4]))));
+            exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, 78, false, 0,
+                udp(PEER_IP, STACK_IP, 4000, port, new byte[4]))));
+        }
+        // Record Route is not copied into later fragments (RFC 791): the first fragment's options are the datagram's.
+        final byte[] big = udp(PEER_IP, STACK_IP, 4000, 5001, new byte[2000]);
+        exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, 79, false, 1400, Arrays.copyOfRange(big, 1400, big.length))));
+        final byte[] first = ipv4WithOptions(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, recordRoute, Arrays.copyOf(big, 1400));
+        final UnsafeBuffer f = new UnsafeBuffer(first);
+        f.putShort(4, (short)79, java.nio.ByteOrder.BIG_ENDIAN);
+        new Ipv4Header().wrap(f, 0, first.length).flagsAndFragmentOffset(false, true, 0).updateChecksum();
+        exchange(fromPeer(mac, first));
+        final String withRoute = Arrays.toString(recordRoute);
+        assertEquals(java.util.List.of(withRoute, "[]", withRoute), inline, "inline");
+        final java.util.List<String> drained = new java.util.ArrayList<>();
+        assertEquals(2, queued.receive((s, src, srcPort, buffer, offset, length, t) ->
+        {
+            drained.add(Arrays.toString(Arrays.copyOf(into.byteArray(), s.options(into, 0))));
+            assertEquals(4, length, "the payload after the options");
+        }, 10, now));
+        assertEquals(java.util.List.of(withRoute, "[]"), drained, "queued");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
     private static int etherType(final byte[] frame)
     {
         return ((frame[12] & 0xFF) << 8) | (frame[13] & 0xFF);

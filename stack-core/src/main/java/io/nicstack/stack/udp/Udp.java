@@ -117,8 +117,7 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
             icmp.sendError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PORT_UNREACHABLE, header, broadcast, now);
             return;
         }
-        if (socket.deliver(header.source(), in.sourcePort(), header.destination(), buffer, offset + UdpHeader.HEADER_LENGTH,
-            udpLength - UdpHeader.HEADER_LENGTH, now))
+        if (socket.deliver(header, in.sourcePort(), buffer, offset + UdpHeader.HEADER_LENGTH, udpLength - UdpHeader.HEADER_LENGTH, now))
         {
             counters.increment(StackCounter.UDP_IN_DATAGRAMS);
         }

@@ -10,16 +10,21 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
 
+import io.nicstack.stack.wire.Ipv4Header;
+
 /**
  * A bound UDP port. Datagrams, and ICMP errors about datagrams it sent ({@link UdpHandler#onIcmpError}), either go to
  * a {@link UdpHandler} inline, or, without one, into a bounded receive queue drained with
- * {@link #receive(UdpHandler, int)}. Used from the event loop thread.
+ * {@link #receive(UdpHandler, int, long)}. Used from the event loop thread.
  */
 public final class UdpSocket
 {
     private static final int MSG_TYPE = 1;
-    /** A queued datagram's source address, source port and destination address, an int each, before its bytes. */
-    private static final int META_LENGTH = 12;
+    /**
+     * A queued datagram's source address, source port, destination address and IP options length, an int each, then
+     * its IP options, then its bytes.
+     */
+    private static final int META_LENGTH = 16;
     /** A queued ICMP error: destination address and port, type, code, next-hop MTU, an int each at these offsets. */
     private static final int MSG_TYPE_ICMP_ERROR = 2;
     private static final int ERROR_DESTINATION_AT = 0;
@@ -38,8 +43,14 @@ public final class UdpSocket
     private boolean open = true;
     private long now;
     private int destination;
+    private DirectBuffer options = new UnsafeBuffer(new byte[0]);
+    private int optionsOffset;
+    private int optionsLength;
 
-    /** The least queue: eight times the largest queued datagram (its addresses and port, then up to 65,507 bytes). */
+    /**
+     * The least queue: eight times the largest queued datagram (its addresses, port and options length, then up to
+     * 65,507 bytes of IP options and payload: a datagram's options take room from its payload).
+     */
     static final int MIN_QUEUE_BYTES = BitUtil.findNextPositivePowerOfTwo(8 * (META_LENGTH + Udp.MAX_PAYLOAD));
 
     UdpSocket(final Udp udp, final int port, final UdpHandler handler, final int queueBytes)
@@ -83,6 +94,19 @@ public final class UdpSocket
     }
 
     /**
+     * Copy the IP options of the datagram being handed to {@link UdpHandler#onDatagram} into {@code into} at
+     * {@code index}, as received (up to {@link Ipv4Header#MAX_HEADER_LENGTH} - 20 bytes), and
+     * return their length, 0 without options; valid during that call. RFC 1122 §4.1.3.2: UDP MUST pass any IP option
+     * it receives transparently to the application, as IP_RECVOPTS does. A reassembled datagram's are its first
+     * fragment's.
+     */
+    public int options(final MutableDirectBuffer into, final int index)
+    {
+        into.putBytes(index, options, optionsOffset, optionsLength);
+        return optionsLength;
+    }
+
+    /**
      * Deliver up to {@code limit} queued datagrams and ICMP errors to {@code receiver}, in arrival order, at
      * {@code nowNanos} (the {@code now} they are handed with); returns how many.
      */
@@ -107,7 +131,11 @@ public final class UdpSocket
             return;
         }
         destination = buffer.getInt(index + 8);
-        drainHandler.onDatagram(this, buffer.getInt(index), buffer.getInt(index + 4), buffer, index + META_LENGTH, length - META_LENGTH, now);
+        options = buffer;
+        optionsOffset = index + META_LENGTH;
+        optionsLength = buffer.getInt(index + 12);
+        final int payloadAt = optionsOffset + optionsLength;
+        drainHandler.onDatagram(this, buffer.getInt(index), buffer.getInt(index + 4), buffer, payloadAt, index + length - payloadAt, now);
     }
 
     public void close()
@@ -119,26 +147,33 @@ public final class UdpSocket
         }
     }
 
-    /** Called by {@link Udp} for a datagram from {@code source} to {@code destinationAddress}; false when the receive queue is full. */
-    boolean deliver(final int source, final int sourcePort, final int destinationAddress, final DirectBuffer buffer, final int offset,
-        final int length, final long nowNanos)
+    /** Called by {@link Udp} for a datagram with the IP header {@code ip}; false when the receive queue is full. */
+    boolean deliver(final Ipv4Header ip, final int sourcePort, final DirectBuffer buffer, final int offset, final int length,
+        final long nowNanos)
     {
+        final int ipOptionsLength = ip.headerLength() - Ipv4Header.MIN_HEADER_LENGTH;
+        final int ipOptionsOffset = ip.offset() + Ipv4Header.MIN_HEADER_LENGTH;
         if (handler != null)
         {
-            destination = destinationAddress;
-            handler.onDatagram(this, source, sourcePort, buffer, offset, length, nowNanos);
+            destination = ip.destination();
+            options = ip.buffer();
+            optionsOffset = ipOptionsOffset;
+            optionsLength = ipOptionsLength;
+            handler.onDatagram(this, ip.source(), sourcePort, buffer, offset, length, nowNanos);
             return true;
         }
-        final int index = queue.tryClaim(MSG_TYPE, META_LENGTH + length);
+        final int index = queue.tryClaim(MSG_TYPE, META_LENGTH + ipOptionsLength + length);
         if (index < 0)
         {
             return false;
         }
         final var b = queue.buffer();
-        b.putInt(index, source);
+        b.putInt(index, ip.source());
         b.putInt(index + 4, sourcePort);
-        b.putInt(index + 8, destinationAddress);
-        b.putBytes(index + META_LENGTH, buffer, offset, length);
+        b.putInt(index + 8, ip.destination());
+        b.putInt(index + 12, ipOptionsLength);
+        b.putBytes(index + META_LENGTH, ip.buffer(), ipOptionsOffset, ipOptionsLength);
+        b.putBytes(index + META_LENGTH + ipOptionsLength, buffer, offset, length);
         queue.commit(index);
         return true;
     }
