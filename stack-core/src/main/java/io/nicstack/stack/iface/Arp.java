@@ -472,7 +472,8 @@ public final class Arp
         {
             waiting += state[i] == INCOMPLETE ? 1 : 0;
         }
-        final boolean floodOfWaiting = waiting >= n / 4;
+        // At least one: in a cache of two or three entries a quarter is none, and no entry waiting is never a flood.
+        final boolean floodOfWaiting = waiting >= Math.max(1, n / 4);
         // Two passes at most: the first clears every reference bit it passes, so the second finds a victim.
         for (int i = 0; i < 2 * n; i++)
         {
