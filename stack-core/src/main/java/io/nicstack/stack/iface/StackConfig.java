@@ -274,9 +274,19 @@ public final class StackConfig
         return Ipv4Address.format(address) + "/" + prefixLength + " mac " + MacAddress.format(mac()) + " mtu " + mtu;
     }
 
-    /** Make this config read-only: {@code NetStack} calls it once it has read the config. */
+    /**
+     * Make this config read-only: {@code NetStack} calls it once it has read the config.
+     *
+     * @throws IllegalArgumentException when the gateway is set but is no other host on our subnet (checked here, as the
+     *                                  setters may come in any order); the config then stays open.
+     */
     public StackConfig seal()
     {
+        if (gateway != 0 && !isNeighbour(gateway))
+        {
+            throw new IllegalArgumentException("gateway " + Ipv4Address.format(gateway) + " is no other host on the subnet "
+                + Ipv4Address.format(address & netmask()) + "/" + prefixLength + ": every off-link datagram would wait for it");
+        }
         sealed = true;
         return this;
     }

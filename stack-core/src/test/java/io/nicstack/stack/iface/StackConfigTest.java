@@ -68,6 +68,27 @@ class StackConfigTest
         assertEquals(1, device.takeSent().size(), "the smallest sizes make a working stack");
     }
 
+    /**
+     * The gateway is the next hop for every off-link destination, so it must be another host on our subnet: one off the
+     * subnet, our own address, or the subnet's network or broadcast address is refused when a stack takes the config
+     * (the setters may come in any order), naming the gateway. Before, such a stack started and sent ARP requests for an
+     * address that can never answer on this link, and every off-link datagram waited in vain.
+     */
+    @Test
+    void aGatewayThatIsNoNeighbourIsRefusedWhenAStackTakesTheConfig()
+    {
+        for (final String gateway : new String[] {"198.19.0.1", "198.18.0.2", "198.18.0.0", "198.18.0.255"})
+        {
+            final StackConfig config = StackConfig.of("198.18.0.2/24").gateway(Ipv4Address.parse(gateway));
+            assertRefused(() -> new NetStack(new TestDevice(1500), config, StackCounters.inMemory(), 0), "gateway " + gateway);
+            assertFalse(config.sealed(), "a refused config stays open to be corrected");
+        }
+        final StackConfig corrected = StackConfig.of("198.19.0.2/24").gateway(Ipv4Address.parse("198.18.0.1"))
+            .address(Ipv4Address.parse("198.18.0.2"));
+        new NetStack(new TestDevice(1500), corrected, StackCounters.inMemory(), 0);
+        assertTrue(corrected.sealed(), "a gateway set before the address it neighbours");
+    }
+
     private static void assertRefused(final org.junit.jupiter.api.function.Executable set, final String named)
     {
         final IllegalArgumentException e = assertThrows(IllegalArgumentException.class, set);
