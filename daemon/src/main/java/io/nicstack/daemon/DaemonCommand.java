@@ -115,44 +115,44 @@ final class DaemonCommand
             throw new UsageException("daemon: --device must be tap:NAME (got '" + deviceSpec + "')");
         }
         checkInterfaceName(deviceSpec.substring(4));
+        final String ip = o.require("daemon", "--ip");
+        config = cidr("--ip", ip);
+        checkHostAddress("--ip " + ip, config.address());
+        checkNotNetworkOrBroadcast("--ip " + ip, config, config.address());
+        if (o.has("--mac"))
+        {
+            final long mac = parse("--mac", o.get("--mac"), "aa:bb:cc:dd:ee:ff (six pairs of hex digits)", MacAddress::parse);
+            if (mac == 0 || MacAddress.isMulticast(mac))
+            {
+                // RFC 7042 2.1: the group bit (also set in the broadcast address) marks a multicast address.
+                throw new UsageException("daemon: --mac " + o.get("--mac") + ": must be a unicast address "
+                    + "(not all zeros, not multicast or broadcast: the first octet's lowest bit clear)");
+            }
+            config.mac(mac);
+        }
+        if (o.has("--gateway"))
+        {
+            final String text = "--gateway " + o.get("--gateway");
+            final int gateway = parse("--gateway", o.get("--gateway"), "A.B.C.D", Ipv4Address::parse);
+            checkHostAddress(text, gateway);
+            checkNeighbour(text, config, gateway);
+            config.gateway(gateway);
+        }
+        // Parsed, then set: StackConfig refuses a number out of range, and either failure names the option.
+        mtu = o.has("--mtu") ? parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", Integer::valueOf) : null;
+        if (mtu != null)
+        {
+            parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(mtu));
+        }
+        hostIp = o.get("--host-ip");
+        if (hostIp != null)
+        {
+            final int host = cidr("--host-ip", hostIp).address();
+            checkHostAddress("--host-ip " + hostIp, host);
+            checkNeighbour("--host-ip " + hostIp, config, host);
+        }
         try
         {
-            final String ip = o.require("daemon", "--ip");
-            config = cidr("--ip", ip);
-            checkHostAddress("--ip " + ip, config.address());
-            checkNotNetworkOrBroadcast("--ip " + ip, config, config.address());
-            if (o.has("--mac"))
-            {
-                final long mac = parse("--mac", o.get("--mac"), "aa:bb:cc:dd:ee:ff (six pairs of hex digits)", MacAddress::parse);
-                if (mac == 0 || MacAddress.isMulticast(mac))
-                {
-                    // RFC 7042 2.1: the group bit (also set in the broadcast address) marks a multicast address.
-                    throw new UsageException("daemon: --mac " + o.get("--mac") + ": must be a unicast address "
-                        + "(not all zeros, not multicast or broadcast: the first octet's lowest bit clear)");
-                }
-                config.mac(mac);
-            }
-            if (o.has("--gateway"))
-            {
-                final String text = "--gateway " + o.get("--gateway");
-                final int gateway = parse("--gateway", o.get("--gateway"), "A.B.C.D", Ipv4Address::parse);
-                checkHostAddress(text, gateway);
-                checkNeighbour(text, config, gateway);
-                config.gateway(gateway);
-            }
-            // Parsed, then set: StackConfig refuses a number out of range, and either failure names the option.
-            mtu = o.has("--mtu") ? parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", Integer::valueOf) : null;
-            if (mtu != null)
-            {
-                parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(mtu));
-            }
-            hostIp = o.get("--host-ip");
-            if (hostIp != null)
-            {
-                final int host = cidr("--host-ip", hostIp).address();
-                checkHostAddress("--host-ip " + hostIp, host);
-                checkNeighbour("--host-ip " + hostIp, config, host);
-            }
             faults = o.has("--faults") ? FaultConfig.parse(o.get("--faults")) : null;
         }
         catch (final IllegalArgumentException e)
