@@ -62,6 +62,9 @@ public final class ConnectionsFile implements AutoCloseable
     /** How long a reader retries for a consistent copy (a multi-MiB publish takes milliseconds). */
     static final long READ_BUDGET_NANOS = 1_000_000_000L;
     private static final long RETRY_PARK_NANOS = 100_000L;
+    /** Room kept for the note that ends a table too long for the file: its text and the largest count. */
+    private static final int TRUNCATED_NOTE_ROOM = 64;
+
     static final String HEADER = String.format("%-12s %-21s %-21s %s", "State", "Local", "Peer", "Details");
 
     private final MappedByteBuffer mapped;
@@ -70,7 +73,9 @@ public final class ConnectionsFile implements AutoCloseable
     /** The event loop's, kept between publications: the table's text, and its bytes. */
     private final StringBuilder text = new StringBuilder(1 << 16);
     private final StringBuilder localPrefix = new StringBuilder(24);
-    private final Consumer<TcpConnection> lineWriter = c -> line(text, localPrefix, c);
+    private final Consumer<TcpConnection> lineWriter = this::lineIfRoom;
+    /** Connections of this publication whose lines did not fit. */
+    private int omitted;
     private byte[] bytes = new byte[1 << 16];
 
     private ConnectionsFile(final MappedByteBuffer mapped, final int capacity)
@@ -82,16 +87,22 @@ public final class ConnectionsFile implements AutoCloseable
 
     static ConnectionsFile create(final Path dir) throws IOException
     {
+        return create(dir, DEFAULT_CAPACITY);
+    }
+
+    /** A file whose text holds {@code capacity} bytes (tests use a small one). */
+    static ConnectionsFile create(final Path dir, final int capacity) throws IOException
+    {
         final Path path = dir.resolve(FILE_NAME);
         Files.deleteIfExists(path);
         final MappedByteBuffer mapped;
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE))
         {
-            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, TEXT_OFFSET + DEFAULT_CAPACITY);
+            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, TEXT_OFFSET + capacity);
         }
-        final ConnectionsFile file = new ConnectionsFile(mapped, DEFAULT_CAPACITY);
+        final ConnectionsFile file = new ConnectionsFile(mapped, capacity);
         file.buffer.putLong(MAGIC_OFFSET, MAGIC);
-        file.buffer.putInt(CAPACITY_OFFSET, DEFAULT_CAPACITY);
+        file.buffer.putInt(CAPACITY_OFFSET, capacity);
         file.buffer.putLong(PID_OFFSET, ProcessHandle.current().pid());
         file.buffer.putLong(START_TIME_OFFSET, DaemonLock.ownStartTicks());
         file.buffer.putInt(STATE_OFFSET, STATE_RUNNING);
@@ -102,7 +113,9 @@ public final class ConnectionsFile implements AutoCloseable
     /**
      * Publish the table. Runs on the event loop twice a second, for every connection: no String.format and no
      * string per line (a formatted line cost 3-8 us, tens of milliseconds of stalled packets at 10k connections);
-     * one builder and one byte array, kept and grown, make the text.
+     * one builder and one byte array, kept and grown, make the text. A table longer than the file (some 40,000
+     * connections in 8 MiB) shows the whole lines that fit and then says how many connections it leaves out; lines
+     * past the file are not built.
      */
     void publish(final Tcp tcp, final int localAddress)
     {
@@ -111,9 +124,20 @@ public final class ConnectionsFile implements AutoCloseable
         sb.append(tcp.connectionCount()).append(" connections\n").append(HEADER).append('\n');
         localPrefix.setLength(0);
         Ipv4Address.append(localPrefix, localAddress).append(':');
+        omitted = 0;
         tcp.forEachConnection(lineWriter);
-        final String note = "... (truncated)\n";
-        final int length = Math.min(sb.length(), capacity);
+        if (sb.length() > capacity || omitted > 0)
+        {
+            // Cut after the last whole line that leaves room for the note, counting the lines cut.
+            int cut = sb.lastIndexOf("\n", capacity - TRUNCATED_NOTE_ROOM - 1) + 1;
+            for (int i = cut; i < sb.length(); i++)
+            {
+                omitted += sb.charAt(i) == '\n' ? 1 : 0;
+            }
+            sb.setLength(cut);
+            sb.append("... ").append(omitted).append(" more connections not shown: the table is full\n");
+        }
+        final int length = sb.length();
         if (bytes.length < length)
         {
             bytes = new byte[Math.min(capacity, Math.max(length, 2 * bytes.length))];
@@ -123,14 +147,17 @@ public final class ConnectionsFile implements AutoCloseable
             final char c = sb.charAt(i);
             bytes[i] = c < 0x80 ? (byte)c : (byte)'?'; // ASCII by construction
         }
-        if (sb.length() > capacity)
-        {
-            for (int i = 0; i < note.length(); i++)
-            {
-                bytes[capacity - note.length() + i] = (byte)note.charAt(i);
-            }
-        }
         publish(bytes, length);
+    }
+
+    private void lineIfRoom(final TcpConnection c)
+    {
+        if (text.length() > capacity)
+        {
+            omitted++;
+            return;
+        }
+        line(text, localPrefix, c);
     }
 
     /** Publish {@code length} bytes of {@code text} under the seqlock. */

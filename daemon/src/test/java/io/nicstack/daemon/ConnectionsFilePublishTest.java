@@ -91,6 +91,37 @@ class ConnectionsFilePublishTest
         }
     }
 
+    /**
+     * A table longer than the file shows the whole lines that fit, then how many connections it leaves out. Before, the
+     * text was cut at the file's end, mid-line, and "... (truncated)" written over the last bytes, with no count.
+     */
+    @Test
+    void aTableTooLongForTheFileEndsWithWholeLinesAndACount() throws Exception
+    {
+        final List<TcpConnection> all = new ArrayList<>();
+        a.tcp().forEachConnection(all::add);
+        final int capacity = 4096;
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        final String text;
+        try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm, capacity))
+        {
+            file.publish(a.tcp(), 0xC612_0002);
+            text = ConnectionsFile.read(shm);
+        }
+        assertTrue(text.length() <= capacity, text.length() + " bytes");
+        final String[] lines = text.split("\n", -1);
+        assertEquals("", lines[lines.length - 1], "ends with a newline");
+        assertEquals(CONNECTIONS + " connections", lines[0]);
+        assertEquals(ConnectionsFile.HEADER, lines[1]);
+        final int shown = lines.length - 4;
+        assertTrue(shown > 0 && shown < CONNECTIONS, shown + " shown");
+        for (int i = 0; i < shown; i++)
+        {
+            assertEquals(formattedLine("198.18.0.2:", all.get(i)), lines[2 + i] + '\n', "line " + i);
+        }
+        assertEquals("... " + (CONNECTIONS - shown) + " more connections not shown: the table is full", lines[lines.length - 2]);
+    }
+
     /** Twice a second on the packet path: once its buffers have grown, a publication allocates nothing per connection. */
     @Test
     void publishingAllocatesNothingPerConnection() throws Exception
