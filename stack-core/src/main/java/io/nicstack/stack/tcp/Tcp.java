@@ -43,6 +43,8 @@ public final class Tcp implements IpProtocolHandler
     private static final int MAX_OOO_RANGES = 16;
     /** Half-open connections with state, stack-wide; more SYNs are answered statelessly with cookies. */
     static final int MAX_HALF_OPEN = 256;
+    /** Linux's tcp_max_tw_buckets on a small host; a connection in TIME-WAIT keeps no buffers, a few hundred bytes. */
+    public static final int DEFAULT_MAX_TIME_WAIT = 65_536;
     /** Closed connections' buffers kept for reuse. */
     private static final int POOL_LIMIT = 1024;
 
@@ -67,6 +69,8 @@ public final class Tcp implements IpProtocolHandler
     private final ArrayDeque<RingReceiveBuffer> receivePool = new ArrayDeque<>();
     private long bufferBytes;
     private long bufferBudget = Runtime.getRuntime().maxMemory() / 2;
+    private int timeWaitCount;
+    private int maxTimeWait = DEFAULT_MAX_TIME_WAIT;
     private final TcpRepr in = new TcpRepr();
     private final TcpFrameShape shape = new TcpFrameShape();
     private final int localAddress;
@@ -335,6 +339,42 @@ public final class Tcp implements IpProtocolHandler
     public void bufferBudget(final long bytes)
     {
         bufferBudget = bytes;
+    }
+
+    /**
+     * Bound the connections in TIME-WAIT at once, stack-wide (default {@link #DEFAULT_MAX_TIME_WAIT}), as Linux's
+     * tcp_max_tw_buckets: TIME-WAIT counts against no listener's limit, so nothing else bounds it. A connection that
+     * would enter TIME-WAIT beyond it acknowledges the peer's FIN, then ends at once (counted).
+     */
+    public void maxTimeWait(final int max)
+    {
+        if (max < 0)
+        {
+            throw new IllegalArgumentException("maxTimeWait must not be negative: " + max);
+        }
+        maxTimeWait = max;
+    }
+
+    /** Connections in TIME-WAIT that keep their 2*MSL. */
+    public int timeWaitCount()
+    {
+        return timeWaitCount;
+    }
+
+    /**
+     * Whether {@code c}, entering TIME-WAIT, may keep it for 2*MSL: false (and counted) beyond {@link #maxTimeWait}, and
+     * the caller ends it as soon as its last ACK is out.
+     */
+    boolean admitTimeWait(final TcpConnection c)
+    {
+        if (timeWaitCount >= maxTimeWait)
+        {
+            counters.increment(StackCounter.TCP_TIME_WAIT_OVERFLOW);
+            return false;
+        }
+        timeWaitCount++;
+        c.countedInTimeWait = true;
+        return true;
     }
 
     /** Half-open connections of all listeners; beyond {@link #MAX_HALF_OPEN} new SYNs are answered with cookies. */
@@ -859,11 +899,6 @@ public final class Tcp implements IpProtocolHandler
             final BufferProvider.ConnectionBuffers provided = c.buffers;
             c.detachBuffers();
             c.bufferProvider.release(provided);
-            if (c.listener != null)
-            {
-                // Nor does it count against its listener's connection limit any more (as Linux keeps TIME-WAIT apart).
-                c.listener.uncount(c);
-            }
         }
         else if (c.closedByApplication())
         {
@@ -872,6 +907,16 @@ public final class Tcp implements IpProtocolHandler
             c.detachBuffers();
             bufferBytes -= (long)send.capacity() + receive.capacity();
             pool(send, receive);
+        }
+        else
+        {
+            return;
+        }
+        if (c.listener != null)
+        {
+            // Nor does it count against its listener's connection limit any more (as Linux keeps TIME-WAIT apart):
+            // maxTimeWait bounds it.
+            c.listener.uncount(c);
         }
     }
 
@@ -906,6 +951,11 @@ public final class Tcp implements IpProtocolHandler
         c.state = TcpState.CLOSED;
         c.cancelTimers();
         connections.remove(c.key);
+        if (c.countedInTimeWait)
+        {
+            c.countedInTimeWait = false;
+            timeWaitCount--;
+        }
         if (lastConnection == c)
         {
             lastConnection = null;

@@ -70,6 +70,8 @@ public final class TcpConnection
     boolean buffersDetached;
     /** True while this connection counts against {@link #listener}'s connection limit. */
     boolean countedInListener;
+    /** In TIME-WAIT and counted against {@link Tcp#maxTimeWait}. */
+    boolean countedInTimeWait;
     TcpListener listener;
     TcpHandler handler;
     TcpState state = TcpState.CLOSED;
@@ -740,7 +742,8 @@ public final class TcpConnection
                     dsackStart = seg.seq;
                     dsackEnd = seg.seq + seg.payloadLength;
                 }
-                if (state == TcpState.TIME_WAIT && seg.hasFlags(TcpHeader.FIN) && seg.seq + seg.payloadLength + 1 == rcvNxt)
+                if (state == TcpState.TIME_WAIT && countedInTimeWait && seg.hasFlags(TcpHeader.FIN)
+                    && seg.seq + seg.payloadLength + 1 == rcvNxt)
                 {
                     // §3.10.7.4 "eighth", TIME-WAIT: "The only thing that can arrive in this state is a retransmission
                     // of the remote FIN. Acknowledge it, and restart the 2 MSL timeout." Being old, it fails the
@@ -1889,7 +1892,8 @@ public final class TcpConnection
         ptoDeadline = NONE;
         persistDeadline = NONE;
         keepAliveDeadline = NONE;
-        timeWaitDeadline = now + settings.timeWaitNanos;
+        // Beyond the stack-wide bound it ends at the next timer pass, once the ACK of the peer's FIN is out.
+        timeWaitDeadline = tcp.admitTimeWait(this) ? now + settings.timeWaitNanos : now;
         eventPeerClosed = eventPeerClosed || !peerFinReceived;
         tcp.timeWaitEntered(this);
     }

@@ -146,6 +146,65 @@ class TcpResourceLimitsTest
         assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
     }
 
+    /**
+     * A connection the application closed that waits out 2*MSL in TIME-WAIT serves nobody: it no longer counts against
+     * its listener's connection limit (Linux keeps TIME-WAIT apart from the accept limits; pipe apps' connections
+     * already stopped counting). Before, a server closing first was refused every new peer for 2*MSL once its
+     * TIME-WAIT connections filled the limit.
+     */
+    @Test
+    void aConnectionTheApplicationClosedInTimeWaitNoLongerCountsAgainstItsListener()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.listen(64).maxConnections(1);
+        t.passiveOpen();
+        t.closeIntoTimeWait();
+        assertEquals(0, t.listener.liveConnections(), "TIME-WAIT does not count");
+        t.peerPort = TcpTestHarness.PEER_PORT + 1;
+        t.passiveOpen();
+        assertEquals(1, t.listener.liveConnections());
+        assertEquals(0, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+    }
+
+    /**
+     * TIME-WAIT is bounded stack-wide ({@link Tcp#maxTimeWait}, as Linux's tcp_max_tw_buckets): a connection that would
+     * enter it beyond the bound still acknowledges the peer's FIN, then ends at once, counted. The others keep their
+     * 2*MSL (MUST-13), and one ending makes room again.
+     */
+    @Test
+    void timeWaitIsBoundedStackWideAndAConnectionBeyondTheBoundEndsAtOnce()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.stack.tcp().maxTimeWait(1);
+        t.passiveOpen();
+        final TcpConnection first = t.conn;
+        t.closeIntoTimeWait();
+        t.advance(t.settings().timeWaitNanos / 2);
+        t.peerPort = TcpTestHarness.PEER_PORT + 1;
+        t.passiveOpen();
+        final TcpConnection second = t.conn;
+        second.close();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        t.advanceMs(1);
+        assertEquals(TcpState.CLOSED, second.state(), "beyond the bound: no TIME-WAIT");
+        assertEquals(TcpState.TIME_WAIT, first.state());
+        assertEquals(1, t.counter(StackCounter.TCP_TIME_WAIT_OVERFLOW));
+        assertEquals(1, t.stack.tcp().timeWaitCount());
+
+        t.advance(t.settings().timeWaitNanos / 2);
+        assertEquals(TcpState.CLOSED, first.state());
+        assertEquals(0, t.stack.tcp().timeWaitCount());
+        t.peerPort = TcpTestHarness.PEER_PORT + 2;
+        t.passiveOpen();
+        t.closeIntoTimeWait();
+        t.advanceMs(1);
+        assertEquals(TcpState.TIME_WAIT, t.conn.state(), "room again");
+        assertEquals(1, t.counter(StackCounter.TCP_TIME_WAIT_OVERFLOW));
+    }
+
     @Test
     void rfc6335_listenOnPortZeroTakesAnUnusedPortOfTheDynamicRange()
     {
