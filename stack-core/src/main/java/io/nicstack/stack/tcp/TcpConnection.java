@@ -2554,19 +2554,22 @@ public final class TcpConnection
     }
 
     /**
-     * The window field for {@code free} offerable bytes and {@code current} left of the window last advertised, with
-     * scale {@code shift}. RFC 9293 §3.8.6.2.2 (SHLD-14) and RFC 7323 §2.4: the right edge must not move left, but a
-     * scaled field can only express multiples of 2^shift from RCV.NXT, which moves by any count of bytes. So the edge
-     * held is rounded up to the next multiple (as Linux's tcp_select_window does): never a retraction, and a held window
-     * smaller than one step is still one step, never a zero window. A moving edge is the free space rounded down (it
-     * never passes the end of the buffer), but not below the held edge rounded up: with a large scale one step exceeds
-     * the SWS threshold, and rounding down alone could then land left of the edge held.
+     * The window field for {@code free} offerable bytes (up to the end of the receive buffer) and {@code current} left
+     * of the window last advertised, with scale {@code shift}. A scaled field can only express multiples of 2^shift
+     * from RCV.NXT, which moves by any count of bytes. RFC 9293 §3.8.6.2.2 (SHLD-14): the right edge should not move
+     * left, so the edge held is rounded up to the next multiple (as Linux's tcp_select_window does), and a held window
+     * smaller than one step is still one step, not a zero window; a moving edge is the free space rounded down. But
+     * never past the end of the buffer: there the field is the free space rounded down, a retraction of less than one
+     * step, which RFC 7323 §2.4 and its Appendix F expect of a scaled window (SEG.WND = RCV.WND >> shift) and which
+     * Linux's tcp_shrink_window allows for the same reason. Rounding up from each new RCV.NXT would otherwise carry the
+     * edge further past the end with every short segment, so a full buffer would never show a zero window, and the
+     * bytes the peer sent into that window would be dropped.
      */
     static int windowField(final long free, final long current, final boolean edgeMayMove, final int shift)
     {
+        final long room = free >> shift;
         final long held = (current + (1L << shift) - 1) >> shift;
-        final long offered = edgeMayMove ? Math.max(free >> shift, held) : held;
-        return (int)Math.min(65535, offered);
+        return (int)Math.min(65535, edgeMayMove ? room : Math.min(held, room));
     }
 
     /**

@@ -1480,11 +1480,55 @@ class TcpExtensionsTest
     }
 
     /**
-     * RFC 7323 §2.4 with a scale step (2 KiB at shift 11) larger than the SWS threshold of one MSS: an edge that may move
-     * is the free space rounded down, which can land left of the edge held; it is never less than that edge rounded up.
+     * RFC 7323 §2.4 and Appendix F: rounding the edge held up to a scale step from each new RCV.NXT must stop at the end of
+     * the receive buffer. An application that never reads, a peer that sends what each ACK allows in segments no
+     * multiple of the step (1001 bytes, then 7): no advertised edge passes the end of the buffer, every byte the peer
+     * sends inside a window is taken, and the full buffer is advertised as a zero window. Before, each short segment
+     * carried the edge up to a step further, up to 19,136 bytes past the end, those bytes were dropped, and the full
+     * buffer still advertised 2,392 steps.
      */
     @Test
-    void rfc7323_aMovingEdgeWithAStepLargerThanAnMssNeverLandsLeftOfTheEdgeHeld()
+    void rfc7323_theAdvertisedEdgeNeverPassesTheEndOfTheReceiveBuffer()
+    {
+        t.peerOffersAll();
+        t.settings().receiveBufferBytes = 256 * 1024;
+        t.passiveOpen();
+        final int shift = t.conn.receiveWindowScale();
+        assertEquals(3, shift);
+        final int capacity = t.conn.receiveBuffer.capacity();
+        int seq = t.irs + 1;
+        int edge = seq + 65535; // the SYN,ACK's window, unscaled
+        Seg last = null;
+        for (int segments = 0; segments < 40_000 && Seq.gt(edge, seq); segments++)
+        {
+            final int length = Math.min(edge - seq, edge - seq >= 20_000 ? 1001 : 7);
+            t.send(t.in().seq(seq).payload(bytes(length, segments)));
+            seq += length;
+            assertEquals(seq, t.irs + 1 + t.conn.receiveBuffer.contiguousEnd(), "every byte inside the window taken");
+            t.advanceMs(50);
+            for (final Seg ack : t.recv())
+            {
+                final int ackEdge = advertisedEdge(ack, shift);
+                assertTrue(Seq.le(ackEdge, t.irs + 1 + capacity), "edge " + (ackEdge - t.irs) + " past the buffer's end "
+                    + (1 + capacity) + " after " + segments + " segments");
+                edge = Seq.gt(ackEdge, edge) ? ackEdge : edge;
+                last = ack;
+            }
+        }
+        assertEquals(capacity, t.conn.readable(), "the buffer filled");
+        assertNotNull(last);
+        assertEquals(0, last.r.window, "a full buffer: a zero window");
+    }
+
+    /**
+     * RFC 7323 §2.4 with a scale step (2 KiB at shift 11) larger than the SWS threshold of one MSS: an edge that may move
+     * is the free space rounded down, which can land left of the edge held, and the edge held rounded up would here
+     * pass the end of the buffer. §2.4 leaves two choices, a window beyond the buffer or a smaller one; the window
+     * retracts, by less than one step, and a segment inside the earlier window is still taken (§2.4's receiver rule 1:
+     * the largest edge advertised is tracked).
+     */
+    @Test
+    void rfc7323_aMovingEdgeThatWouldPassTheBufferRetractsByLessThanAStepAndTheEarlierWindowIsHonoured()
     {
         t.peerOffersAll();
         t.settings().receiveBufferBytes = 1 << 26;
@@ -1495,7 +1539,8 @@ class TcpExtensionsTest
         t.advanceMs(40);
         final int edge1 = advertisedEdge(t.recv().get(0), shift);
         // A read of 500 frees 1547 bytes beyond the edge held: more than an MSS, so the edge may move; 1600 more bytes
-        // then put RCV.NXT where the last whole step of free space ends 448 bytes short of that edge.
+        // then put RCV.NXT where the last whole step of free space ends 448 bytes short of that edge, and the next
+        // whole step past it ends 53 bytes past the end of the buffer.
         assertEquals(500, t.conn.read(new UnsafeBuffer(new byte[500]), 0, 500));
         t.poll();
         t.recv();
@@ -1505,16 +1550,23 @@ class TcpExtensionsTest
         final Seg ack = t.recv().get(0);
         assertEquals(t.irs + 1 + 2601, ack.r.ack);
         final int edge2 = advertisedEdge(ack, shift);
-        assertTrue(Seq.ge(edge2, edge1), "the advertised right edge moved left by " + (edge1 - edge2) + " bytes");
+        assertEquals(448, edge1 - edge2, "retracted by less than one step");
+        assertTrue(Seq.le(edge2, t.irs + 1 + 500 + (1 << 26)), "within the buffer");
+
+        t.send(t.in().seq(edge1 - 100).flags(ACK | PSH).payload(bytes(100, 4)));
+        assertEquals(100, t.conn.receiveBuffer.outOfOrderBytes(), "the end of the earlier window taken");
     }
 
     /** Edge cases of the window field itself, up to the largest scale (RFC 7323 §2.3: 14). */
     @Test
     void rfc7323_theWindowFieldRoundsTheEdgeHeldUpAndTheFreeSpaceDown()
     {
-        assertEquals(1, TcpConnection.windowField(3, 3, false, 14), "less than one step held: one step");
+        assertEquals(1, TcpConnection.windowField(16384, 3, false, 14), "less than one step held: one step");
+        assertEquals(2, TcpConnection.windowField(3 * 16384, 16385, false, 14), "the edge held, rounded up");
+        assertEquals(0, TcpConnection.windowField(3, 3, false, 14), "but never past the buffer's end: 3 bytes are no step");
+        assertEquals(1, TcpConnection.windowField(2 * 16384 - 1, 16385, false, 14), "rounded down at the buffer's end");
         assertEquals(0, TcpConnection.windowField(0, 0, false, 14));
-        assertEquals(3, TcpConnection.windowField(2 * 16384 + 2100, 2 * 16384 + 100, true, 14));
+        assertEquals(2, TcpConnection.windowField(2 * 16384 + 2100, 2 * 16384 + 100, true, 14), "the free space, rounded down");
         assertEquals(5, TcpConnection.windowField(5 * 16384 + 2100, 2 * 16384 + 100, true, 14));
         assertEquals(65535, TcpConnection.windowField(1L << 30, 65535L << 14, true, 14));
         assertEquals(65535, TcpConnection.windowField(70000, 65535, true, 0));
