@@ -286,7 +286,6 @@ final class HttpApp
                     }
                     break;
                 }
-                lastActivity = now;
                 work++;
                 if (readable < 0)
                 {
@@ -296,6 +295,7 @@ final class HttpApp
                 }
                 if (discardBody > 0)
                 {
+                    lastActivity = now;
                     final int n = (int)Math.min(readable, discardBody);
                     conn.release(n);
                     discardBody -= n;
@@ -307,6 +307,12 @@ final class HttpApp
                 }
                 final int consumed = parser.feed(conn.rxBuffer(), conn.rxIndex(), readable);
                 conn.release(consumed);
+                if (!parser.beforeRequest())
+                {
+                    // RFC 9112 §2.2 lets empty lines before a request be skipped, not keep a connection: a drip of
+                    // CRLFs is no activity, and the idle timeout closes it (nginx times any first byte).
+                    lastActivity = now;
+                }
                 switch (parser.state())
                 {
                     case COMPLETE:

@@ -114,6 +114,15 @@ public final class HttpRequestParser
         return state == State.NEED_MORE && length > 0;
     }
 
+    /**
+     * True while nothing but empty lines before a request line (RFC 9112 §2.2) has been fed since the last reset:
+     * such bytes are skipped, and are no activity that keeps a connection open.
+     */
+    public boolean beforeRequest()
+    {
+        return state == State.NEED_MORE && length == 0;
+    }
+
     /** Forget the last request and start on the next one. */
     public void reset()
     {

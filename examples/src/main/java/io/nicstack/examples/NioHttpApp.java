@@ -292,12 +292,12 @@ final class NioHttpApp
                     }
                     inStart = 0;
                     inEnd = n;
-                    lastActivity = now;
                     mayRead = n == READ_BUFFER; // a full buffer may have more behind it; otherwise wait for readiness
                 }
                 final int available = inEnd - inStart;
                 if (discardBody > 0)
                 {
+                    lastActivity = now;
                     final int n = (int)Math.min(available, discardBody);
                     inStart += n;
                     discardBody -= n;
@@ -308,6 +308,11 @@ final class NioHttpApp
                     continue;
                 }
                 inStart += parser.feed(inView, inStart, available);
+                if (!parser.beforeRequest())
+                {
+                    // As HttpApp: empty lines before a request (RFC 9112 §2.2) are skipped, and are no activity.
+                    lastActivity = now;
+                }
                 switch (parser.state())
                 {
                     case COMPLETE:

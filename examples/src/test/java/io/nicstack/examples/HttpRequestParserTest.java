@@ -68,6 +68,22 @@ class HttpRequestParserTest
         assertEquals("/", ok("\r\n\nGET / HTTP/1.1\nHost: h\n\n").path());
     }
 
+    /** Empty lines before a request line leave the parser before any request (no activity, no head deadline). */
+    @Test
+    void emptyLinesBeforeARequestLineAreNoRequestYet()
+    {
+        final HttpRequestParser p = new HttpRequestParser();
+        assertTrue(p.beforeRequest());
+        final byte[] crlfs = bytes("\r\n\n\r\n");
+        assertEquals(crlfs.length, p.feed(crlfs, 0, crlfs.length));
+        assertTrue(p.beforeRequest());
+        assertFalse(p.hasPartialRequest());
+        final byte[] g = bytes("G");
+        p.feed(g, 0, 1);
+        assertFalse(p.beforeRequest());
+        assertTrue(p.hasPartialRequest());
+    }
+
     @Test
     void absoluteForm()
     {

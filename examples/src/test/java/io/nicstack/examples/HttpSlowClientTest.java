@@ -1,6 +1,7 @@
 package io.nicstack.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -372,6 +373,35 @@ class HttpSlowClientTest
         spinUntilQuiet();
         assertEquals(2, app.connections(), "the stray CRLF's connection was reset: " + crlf.closedReason);
         assertEquals(-1, crlf.closedReason);
+    }
+
+    /**
+     * Empty lines before a request line are skipped (RFC 9112 §2.2) and start no head deadline, and they are no
+     * activity either: a client that drips "\r\n" every 20 s never sends a request, and is closed (FIN) by the idle
+     * timeout 60 s after it connected. Before, every byte read restarted the idle timer, so the drip held the
+     * connection until 8 KiB of empty lines, days later.
+     */
+    @Test
+    void aDripOfEmptyLinesIsNoActivityAndTheIdleTimeoutClosesItsConnection() throws Exception
+    {
+        startWithOneSmallFile();
+        final Client drip = new Client("\r\n");
+        connectAndSettle(drip);
+        final long t0 = appNow.get();
+        final UnsafeBuffer crlf = new UnsafeBuffer(new byte[] {'\r', '\n'});
+        for (long t = 20 * S; t <= HttpApp.IDLE_TIMEOUT_NANOS; t += 20 * S)
+        {
+            appNow.set(t0 + t);
+            assertEquals(2, (int)onLoop(() -> drip.connection.write(crlf, 0, 2)));
+            spinUntilQuiet();
+        }
+        assertEquals(1, app.connections(), "closed before the idle timeout passed");
+        assertFalse(drip.peerClosed, "closed before the idle timeout passed");
+
+        appNow.set(t0 + HttpApp.IDLE_TIMEOUT_NANOS + S);
+        spinUntilQuiet();
+        assertTrue(drip.peerClosed, "the drip of empty lines kept the connection open past the idle timeout");
+        assertEquals(-1, drip.closedReason, "an idle close is a FIN, not a reset");
     }
 
     /**
