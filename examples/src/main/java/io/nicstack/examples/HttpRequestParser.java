@@ -100,12 +100,15 @@ public final class HttpRequestParser
     }
 
     /**
-     * Once {@link State#ERROR}: whether the request line, read before the error, asked for HEAD. The error response
-     * then has no content (RFC 9110 9.3.2: the header fields a GET would get, no content).
+     * Once {@link State#ERROR}: whether the request asked for HEAD, i.e. its first token, up to a space, is
+     * {@code HEAD}, whatever the error (a 414 never parses its request line; a 505 or a 400 refuses it before the
+     * method is taken from it). The error response then has no content (RFC 9110 §9.3.2: the header fields a GET
+     * would get, no content).
      */
     public boolean errorOnHead()
     {
-        return state == State.ERROR && "HEAD".equals(method);
+        return state == State.ERROR && length > 4 &&
+            buf[0] == 'H' && buf[1] == 'E' && buf[2] == 'A' && buf[3] == 'D' && buf[4] == ' ';
     }
 
     /** True when some bytes of a request head have been seen but the head is not complete. */

@@ -80,13 +80,13 @@ class HttpAppTest
     void refusedGetAndBadRequestLineKeepTheirBody()
     {
         for (final String r : new String[] {"GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-            "HEAD  / HTTP/1.1\r\n\r\n"})
+            "GET  / HTTP/1.1\r\n\r\n", "HEADER / HTTP/1.1\r\n\r\n"})
         {
             final HttpRequestParser p = new HttpRequestParser();
             final byte[] req = r.getBytes(StandardCharsets.ISO_8859_1);
             p.feed(new org.agrona.concurrent.UnsafeBuffer(req), 0, req.length);
             assertEquals(HttpRequestParser.State.ERROR, p.state(), r);
-            assertFalse(p.errorOnHead(), r); // a request line that did not parse asked for nothing
+            assertFalse(p.errorOnHead(), r); // not a HEAD, whether its request line parsed or not
         }
     }
 

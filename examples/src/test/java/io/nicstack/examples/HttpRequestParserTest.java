@@ -271,6 +271,37 @@ class HttpRequestParserTest
         assertTrue(head.errorOnHead());
     }
 
+    /**
+     * RFC 9110 §9.3.2: a response to HEAD has no content, refusals included. The method is known from the first token
+     * of the request line, whatever the error: a 414 never parses its request line, and a 505 refused it before the
+     * method was taken from it, so both answered a HEAD with a body.
+     */
+    @Test
+    void aHeadRefusedForAnyReasonIsKnownAsHead()
+    {
+        for (final String s : new String[] {
+            "HEAD /" + "a".repeat(HttpRequestParser.MAX_HEADER_BYTES),
+            "HEAD / HTTP/2.0\r\nHost: h\r\n\r\n",
+            "HEAD  / HTTP/1.1\r\nHost: h\r\n\r\n",
+            "HEAD /%zz HTTP/1.1\r\nHost: h\r\n\r\n",
+            "HEAD / HTTP/1.1\r\nX: " + "a".repeat(HttpRequestParser.MAX_HEADER_BYTES),
+            "HEAD / HTTP/1.1\r\n\r\n"})
+        {
+            final HttpRequestParser p = parse(s);
+            assertEquals(HttpRequestParser.State.ERROR, p.state(), () -> "for " + s);
+            assertTrue(p.errorOnHead(), () -> p.errorStatus() + " " + p.errorMessage() + " to a HEAD, with a body");
+        }
+        for (final String s : new String[] {
+            "GET /" + "a".repeat(HttpRequestParser.MAX_HEADER_BYTES),
+            "GET / HTTP/2.0\r\nHost: h\r\n\r\n",
+            "HEADER / HTTP/1.1\r\nHost: h\r\n\r\n"})
+        {
+            final HttpRequestParser p = parse(s);
+            assertEquals(HttpRequestParser.State.ERROR, p.state(), () -> "for " + s);
+            assertFalse(p.errorOnHead(), () -> "not a HEAD: " + s);
+        }
+    }
+
     // ---- randomized: seeded mutations of valid requests and plain garbage ---------------------------
 
     private static final List<String> CORPUS = List.of(
