@@ -21,7 +21,7 @@ import org.agrona.DirectBuffer;
  * end of its head, with no keep-alive: the caller answers it and closes the connection, never parsing the body.
  *
  * <p>Lines may end with CRLF or a bare LF (RFC 9112 §2.2); empty lines before the request line are
- * skipped. Anything else that is not strictly valid is a 400: bytes outside VCHAR in the request
+ * skipped. Anything else that is not strictly valid is a 400: a bare CR, bytes outside VCHAR in the request
  * line, obs-fold, whitespace before a header colon, a missing or repeated Host in HTTP/1.1,
  * disagreeing Content-Length values, bad percent-encoding or a NUL in the path.
  */
@@ -70,6 +70,7 @@ public final class HttpRequestParser
     private final byte[] buf = new byte[MAX_HEADER_BYTES];
     private int length;
     private int skippedBlankBytes;
+    private boolean blankCr; // the last byte skipped before the request line was a CR: an LF must follow
     private boolean requestLineDone;
     private State state = State.NEED_MORE;
     private int errorStatus;
@@ -131,6 +132,7 @@ public final class HttpRequestParser
     {
         length = 0;
         skippedBlankBytes = 0;
+        blankCr = false;
         requestLineDone = false;
         state = State.NEED_MORE;
         errorStatus = 0;
@@ -165,14 +167,23 @@ public final class HttpRequestParser
 
     private void accept(final byte b)
     {
-        if (length == 0 && (b == '\r' || b == '\n'))
+        if (length == 0)
         {
-            // RFC 9112 §2.2: ignore at least one empty line before the request line; bounded like the head.
-            if (++skippedBlankBytes > MAX_HEADER_BYTES)
+            if (b == '\n' || (b == '\r' && !blankCr))
             {
-                fail(400, "too many empty lines");
+                // RFC 9112 §2.2: ignore at least one empty line before the request line; bounded like the head.
+                blankCr = b == '\r';
+                if (++skippedBlankBytes > MAX_HEADER_BYTES)
+                {
+                    fail(400, "too many empty lines");
+                }
+                return;
             }
-            return;
+            if (blankCr)
+            {
+                fail(400, "bare CR before the request line"); // RFC 9112 §2.2: a CR not followed by LF is invalid
+                return;
+            }
         }
         if (length == MAX_HEADER_BYTES)
         {

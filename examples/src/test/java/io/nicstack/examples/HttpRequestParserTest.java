@@ -84,6 +84,26 @@ class HttpRequestParserTest
         assertTrue(p.hasPartialRequest());
     }
 
+    /**
+     * RFC 9112 §2.2: a bare CR (one not followed by LF) is invalid; before the request line it was skipped as an empty
+     * line, and "\rGET / HTTP/1.1" parsed as valid. A 400, as a bare CR anywhere else in the head. A CR whose LF comes
+     * in a later piece is still a CRLF.
+     */
+    @Test
+    void aBareCrBeforeTheRequestLineIs400()
+    {
+        status(400, "\rGET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "\r\rGET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "\r\n\r\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        status(400, "GET / HTTP/1.1\r\nHost: h\r\n\rX: y\r\n\r\n");
+        final HttpRequestParser p = new HttpRequestParser();
+        final byte[] cr = bytes("\r");
+        final byte[] rest = bytes("\nGET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        assertEquals(1, p.feed(cr, 0, 1));
+        assertEquals(rest.length, p.feed(rest, 0, rest.length));
+        assertEquals(HttpRequestParser.State.COMPLETE, p.state());
+    }
+
     @Test
     void absoluteForm()
     {
