@@ -47,6 +47,10 @@ public final class Main
         + " | nicstack app nio-http --port N --root DIR [--bind ADDR] [--copy] [--max-connections N] [--backlog N]"
         + " (the same HTTP server on JDK NIO over the kernel, for comparison)";
 
+    /** The options that take a value; every other name but the flags is unknown. */
+    private static final Set<String> VALUED_OPTIONS = Set.of("--shm", "--bind", "--port", "--root", "--mode", "--rate",
+        "--pause-ms", "--max-connections", "--pipe-kb", "--backlog");
+
     private static volatile AppServer server;
     private static volatile NioHttpApp nioServer;
     private static volatile boolean stopRequested;
@@ -328,6 +332,11 @@ public final class Main
                 }
                 copy = true;
                 continue;
+            }
+            if (!VALUED_OPTIONS.contains(opt))
+            {
+                // Named first: an unknown flag last on the line is not a known option missing its value.
+                throw new UsageException("unknown option '" + opt + "' (" + USAGE + ")");
             }
             if (!seen.add(opt))
             {

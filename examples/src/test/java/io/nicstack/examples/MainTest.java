@@ -59,6 +59,15 @@ class MainTest
         }
     }
 
+    /** An unknown flag last on the line is called unknown; it was taken for a known option missing its value. */
+    @Test
+    void aTrailingUnknownFlagIsCalledUnknown(@TempDir final Path dir)
+    {
+        final String[] r = run(2, "app", "http", "--port", "80", "--root", dir.toString(), "--verbose");
+        assertTrue(r[1].startsWith("nicstack app: unknown option '--verbose'"), r[1]);
+        assertTrue(run(2, "app", "http", "--port", "80", "--root")[1].startsWith("nicstack app: --root needs a value"));
+    }
+
     @Test
     void optionGivenTwiceIsExit2(@TempDir final Path dir)
     {
