@@ -2,6 +2,7 @@ package io.nicstack.examples;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -175,6 +176,12 @@ final class HttpApp
         final byte[] h = responseHead(status, reason(status), text.length, "text/plain; charset=utf-8", false, 1,
             status == 501 ? "Allow: GET, HEAD\r\n" : null);
         return new ErrorResponse(h, head ? null : text);
+    }
+
+    /** The status of a response whose file, found by its lookup, could not be opened. */
+    static int unopenedFileStatus(final Path file)
+    {
+        return 403;
     }
 
     static String reason(final int status)
@@ -392,7 +399,7 @@ final class HttpApp
             catch (final IOException | RuntimeException e)
             {
                 CloseHelper.quietClose(body);
-                respondStatus(403, request, null);
+                respondStatus(unopenedFileStatus(lookup.file()), request, null);
                 return;
             }
             final byte[] h = responseHead(200, "OK", size, lookup.contentType(), request.keepAlive(),

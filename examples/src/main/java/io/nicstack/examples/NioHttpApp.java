@@ -365,8 +365,9 @@ final class NioHttpApp
             catch (final IOException e)
             {
                 CloseHelper.quietClose(channel);
-                final byte[] text = "403 Forbidden\n".getBytes(StandardCharsets.US_ASCII);
-                start(HttpApp.responseHead(403, HttpApp.reason(403), text.length, "text/plain; charset=utf-8",
+                final int status = HttpApp.unopenedFileStatus(lookup.file());
+                final byte[] text = (status + " " + HttpApp.reason(status) + "\n").getBytes(StandardCharsets.US_ASCII);
+                start(HttpApp.responseHead(status, HttpApp.reason(status), text.length, "text/plain; charset=utf-8",
                     request.keepAlive(), request.minorVersion(), null), request.head() ? null : text, null, 0);
                 return;
             }
