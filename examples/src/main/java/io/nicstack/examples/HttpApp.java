@@ -2,6 +2,7 @@ package io.nicstack.examples;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -178,10 +179,13 @@ final class HttpApp
         return new ErrorResponse(h, head ? null : text);
     }
 
-    /** The status of a response whose file, found by its lookup, could not be opened. */
+    /**
+     * The status of a response whose file, found by its lookup, could not be opened: 404 if it is gone (removed or
+     * renamed since the lookup, RFC 9110 §15.5.5), 403 if it is there but cannot be read.
+     */
     static int unopenedFileStatus(final Path file)
     {
-        return 403;
+        return Files.notExists(file) ? 404 : 403;
     }
 
     static String reason(final int status)

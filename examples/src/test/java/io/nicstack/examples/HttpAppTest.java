@@ -32,6 +32,26 @@ class HttpAppTest
         assertEquals("Tue, 05 Mar 2030 23:59:59 GMT", HttpApp.DATE.format(Instant.parse("2030-03-05T23:59:59Z")));
     }
 
+    /**
+     * A file removed between its lookup and its open is a 404 (RFC 9110 §15.5.5: no current representation), as it
+     * would have been a moment sooner; it was a 403. A file there that cannot be opened for a body (a FIFO swapped in)
+     * stays a 403.
+     */
+    @Test
+    void aFileGoneBetweenItsLookupAndItsOpenIs404(@TempDir final Path dir) throws Exception
+    {
+        final Path f = Files.writeString(dir.resolve("a.txt"), "a\n");
+        final StaticFiles.Lookup lookup = new StaticFiles(dir).lookup("/a.txt");
+        assertEquals(200, lookup.status());
+        Files.delete(f);
+        assertThrows(java.io.IOException.class, () -> BodyFile.open(lookup.file(), false));
+        assertEquals(404, HttpApp.unopenedFileStatus(lookup.file()));
+
+        assertEquals(0, new ProcessBuilder("mkfifo", lookup.file().toString()).start().waitFor());
+        assertThrows(java.io.IOException.class, () -> BodyFile.open(lookup.file(), false));
+        assertEquals(403, HttpApp.unopenedFileStatus(lookup.file()));
+    }
+
     @Test
     void theHeadOfACachedFileIsWhatResponseHeadMakes(@TempDir final Path dir) throws Exception
     {
