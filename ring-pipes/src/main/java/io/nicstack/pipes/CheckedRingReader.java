@@ -17,7 +17,11 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  * for a ring shared by cooperating threads and wrong across processes: a length past the end of the buffer moved the
  * head by garbage (an out-of-bounds access, or every later record lost), and a negative one that no producer writes
  * (an unfinished record's is minus its length) stopped the ring for good. Here either is {@link #CORRUPT}, and so is a
- * head position that is not the one this reader stored.
+ * head position that is not the one this reader stored, and a record that runs past the producer's position: Agrona's
+ * producer release-stores its tail before it release-stores a record's length, so a record it wrote lies below the tail
+ * the reader sees after that length. The reader never zeroes what it took (Agrona 2.x's producer zeroes ahead): a stale
+ * record a producer left at the head, a padding record spanning the whole buffer say, is taken again on every pass
+ * over the buffer, and each pass counts it, so no record can make a reader's loop unbounded.
  */
 public final class CheckedRingReader
 {
@@ -38,6 +42,8 @@ public final class CheckedRingReader
     private final int headPositionIndex;
     private final int tailPositionIndex;
     private long head;
+    /** The producer's position as last read: every record taken lies below it. */
+    private long claimed;
     /** Where the message being delivered lies: the bytes taken before it. */
     private long messagePosition;
 
@@ -48,6 +54,7 @@ public final class CheckedRingReader
         this.headPositionIndex = capacity + RingBufferDescriptor.HEAD_POSITION_OFFSET;
         this.tailPositionIndex = capacity + RingBufferDescriptor.TAIL_POSITION_OFFSET;
         this.head = buffer.getLongVolatile(headPositionIndex);
+        this.claimed = head;
     }
 
     /** The consumer's position: bytes taken so far. */
@@ -73,9 +80,9 @@ public final class CheckedRingReader
     }
 
     /**
-     * Deliver up to {@code limit} messages (padding records within the buffer count too, so a ring of nothing else is
-     * not walked whole at once), while the handler is ready; returns how many were delivered or skipped, or
-     * {@link #CORRUPT} (after delivering those before the bad record, where the head stays).
+     * Deliver up to {@code limit} messages (padding records count too, so a ring of nothing else is not walked whole
+     * at once, and a read that moves the head returns at least 1), while the handler is ready; returns how many were
+     * delivered or skipped, or {@link #CORRUPT} (after delivering those before the bad record, where the head stays).
      */
     public int read(final Handler handler, final int limit)
     {
@@ -110,19 +117,25 @@ public final class CheckedRingReader
                 {
                     break;
                 }
+                final long end = head + bytesRead + aligned;
+                if (end - claimed > 0)
+                {
+                    claimed = buffer.getLongVolatile(tailPositionIndex); // after the length: see the class comment
+                    if (end - claimed > 0)
+                    {
+                        corrupt = true; // never claimed: written past the producer, or left from a pass before
+                        break;
+                    }
+                }
                 final int typeId = buffer.getInt(RecordDescriptor.typeOffset(recordIndex));
                 messagePosition = head + bytesRead;
                 bytesRead += aligned;
+                messages++;
                 if (typeId == RingBuffer.PADDING_MSG_TYPE_ID)
                 {
                     // Padding fills the end of the buffer, and an aborted claim (Agrona's abort) leaves one anywhere.
-                    if (bytesRead != contiguous)
-                    {
-                        messages++;
-                    }
                     continue;
                 }
-                messages++;
                 handler.onMessage(typeId, buffer, RecordDescriptor.encodedMsgOffset(recordIndex),
                     recordLength - RecordDescriptor.HEADER_LENGTH);
             }

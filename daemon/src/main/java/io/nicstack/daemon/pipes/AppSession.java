@@ -1036,21 +1036,23 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     {
         // What an app writes before it detaches is a CLOSE or SHUTDOWN per connection and an UNLISTEN per listener,
         // at most what one ring holds: taken up to that, an app still writing after it detached cannot keep the loop
-        // here. SEND_FILEs among them are refused without taking their descriptors.
+        // here. SEND_FILEs among them are refused without taking their descriptors. Bounded in records (padding counts,
+        // see CheckedRingReader) and in bytes: what the app wrote before it detached lies within one ring's length of
+        // the head, and a stale record the reader finds again on each pass over the ring cannot hold the loop.
         detaching = true;
         final int limit = Math.min(ringCapacity / CONTROL_RECORD, 2 * maxConnections + MAX_LISTENERS + CONTROL_BURST);
-        for (int taken = 0; taken < limit; )
+        final long start = control.position();
+        for (int taken = 0; taken < limit && control.position() - start < ringCapacity; )
         {
-            final long head = control.position();
             final int read = control.read(this, CONTROL_BURST);
             if (read == CheckedRingReader.CORRUPT)
             {
                 broken = true;
                 return 0;
             }
-            if (read == 0 && control.position() == head)
+            if (read == 0)
             {
-                break; // nothing more (a read that only skipped the end padding moved the head: go on from the start)
+                break; // nothing more (a read that only skipped the end padding counted it: go on from the start)
             }
             taken += read;
         }

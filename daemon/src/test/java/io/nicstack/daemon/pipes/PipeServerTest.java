@@ -1615,6 +1615,81 @@ class PipeServerTest
     }
 
     /**
+     * One record an app writes once: a padding record spanning its whole control ring, at the head, then DETACHED. The
+     * reader skipped it without counting it, moving its head by the ring's length, and found it there again on the
+     * next pass (nothing zeroes what was taken): beginDrain looped on it for ever, and the event loop of every app with
+     * it. Now no producer claimed it (the tail never moved), so the ring is corrupt and the app reaped as broken. The
+     * drain runs on a thread of its own so that the test can see it spin and then let it go.
+     */
+    @Test
+    void aPaddingRecordSpanningTheControlRingGetsTheDetachingAppReapedNotTheLoopHung() throws Exception
+    {
+        final TestApp app = attach("spin", self, 1);
+        final AppSession session = server.session(app.path);
+        final UnsafeBuffer ring = padTheWholeControlRing(app);
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        drainOnAThreadOfItsOwn(session, ring);
+        assertTrue(session.broken(), "the corrupt ring gets the app reaped");
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "reaped");
+        assertEquals(1, counters.get(PipeCounter.APPS_REAPED_BROKEN));
+        app.close();
+    }
+
+    /**
+     * The same record with the app's tail far ahead, as if it had claimed it again and again: the record is not corrupt
+     * by the tail, and the drain takes one ring's length of the ring and no more.
+     */
+    @Test
+    void aRecordTakenAgainOnEveryPassEndsTheDrainAfterOneRingsLength() throws Exception
+    {
+        final TestApp app = attach("spin", self, 1);
+        final AppSession session = server.session(app.path);
+        final UnsafeBuffer ring = padTheWholeControlRing(app);
+        ring.putLongRelease(RING + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.TAIL_POSITION_OFFSET, 1L << 40);
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        assertEquals(RING, drainOnAThreadOfItsOwn(session, ring));
+        assertFalse(session.broken());
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "drained and gone");
+        assertEquals(1, counters.get(PipeCounter.APPS_DETACHED));
+        app.close();
+    }
+
+    private static UnsafeBuffer padTheWholeControlRing(final TestApp app)
+    {
+        final UnsafeBuffer ring = new UnsafeBuffer(app.file, AppFileDescriptor.controlRingOffset(), AppFileDescriptor.ringLength(RING));
+        ring.putInt(org.agrona.concurrent.ringbuffer.RecordDescriptor.typeOffset(0),
+            org.agrona.concurrent.ringbuffer.RingBuffer.PADDING_MSG_TYPE_ID);
+        ring.putIntRelease(org.agrona.concurrent.ringbuffer.RecordDescriptor.lengthOffset(0), RING);
+        return ring;
+    }
+
+    /**
+     * {@link AppSession#beginDrain} on a thread of its own, watched through the head it stores in the app's ring: one
+     * that takes a thousand rings' worth is spinning, and is let go (the record zeroed) before the test fails. Returns
+     * the bytes the drain took.
+     */
+    private long drainOnAThreadOfItsOwn(final AppSession session, final UnsafeBuffer ring) throws InterruptedException
+    {
+        final int headAt = RING + org.agrona.concurrent.ringbuffer.RingBufferDescriptor.HEAD_POSITION_OFFSET;
+        final long start = ring.getLongVolatile(headAt);
+        final long drainAt = now;
+        final Thread loop = new Thread(() -> session.beginDrain(drainAt), "event-loop");
+        loop.setDaemon(true);
+        loop.start();
+        final long bound = 1_000L * RING;
+        while (loop.isAlive() && ring.getLongVolatile(headAt) - start < bound)
+        {
+            Thread.onSpinWait();
+        }
+        final long moved = ring.getLongVolatile(headAt) - start;
+        final boolean spinning = loop.isAlive();
+        ring.putIntRelease(org.agrona.concurrent.ringbuffer.RecordDescriptor.lengthOffset(0), 0);
+        loop.join();
+        assertFalse(spinning, "beginDrain still looping after taking the same record " + moved / RING + " times");
+        return moved;
+    }
+
+    /**
      * An app that keeps its event ring full and reads as many events each round as it provokes keeps a short backlog,
      * and the backlog's buffer stays its size: before, it was indexed by an offset that only went back to 0 when the
      * backlog emptied, so it grew by every event ever deferred (200 MB in 200,000 rounds), towards OutOfMemoryError.
