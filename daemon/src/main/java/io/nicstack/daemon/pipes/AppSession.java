@@ -100,10 +100,12 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     /** The app detached: what it wrote before is being taken ({@link #beginDrain}). */
     private boolean detaching;
     private boolean broken;
-    /** The app detached in order; its closed connections are finishing from its pipes ({@link #beginDrain}). */
+    /** The app detached or died; its closed connections are finishing from its pipes ({@link #beginDrain}). */
     private boolean draining;
     private long drainDeadline;
     private long drainAcked;
+    /** What the server counts the app as once it is drained: detached, or reaped dead. */
+    PipeCounter goneAs = PipeCounter.APPS_DETACHED;
 
     AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles appFiles,
         final long memoryInode, final MappedByteBuffer mapped, final int ringCapacity, final int pipeCapacity,
@@ -1024,11 +1026,11 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     }
 
     /**
-     * The app detached in order (the client library's close(): CLOSE for each connection, then DETACHED). What it
-     * wrote to the control ring before (those CLOSEs) is taken first; then its listeners close and what it left open
-     * is reset. The connections it closed go on sending what it committed, and then their FIN, as a kernel does after
-     * close(2): their pipes stay mapped here after the app unmapped and deleted its file. {@link #drained} says when
-     * they are done.
+     * The app detached in order (the client library's close(): CLOSE for each connection, then DETACHED), or its
+     * process exited. What it wrote to the control ring before (those CLOSEs) is taken first; then its listeners close
+     * and what it left open is reset. The connections it closed go on sending what it committed, and then their FIN,
+     * as a kernel does after close(2) (and after exit): their pipes stay mapped here after the app unmapped and deleted
+     * its file, or died. {@link #drained} says when they are done.
      *
      * @return connections reset (left open by the app).
      */

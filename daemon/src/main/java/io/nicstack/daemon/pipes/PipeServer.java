@@ -34,8 +34,9 @@ import io.nicstack.stack.tcp.Tcp;
  * and every event-loop round serves each attached app (control ring, events, accepts, doorbells,
  * paced notifications; see {@link AppSession}). Every {@link #HOUSEKEEPING_NANOS} it writes each app's
  * daemon heartbeat and, every other time, asks for a directory scan ({@link AppDirectoryScanner}, on a thread of its
- * own) and reaps apps whose process died or that detached: their connections are reset, their listeners closed,
- * their file unmapped and deleted. Files the scan found are attached, a few per housekeeping.
+ * own) and reaps apps whose process died or that detached: the connections they closed send what they committed and
+ * then their FIN, the others are reset, their listeners closed, their file deleted, and their memory unmapped once
+ * drained. Files the scan found are attached, a few per housekeeping.
  *
  * <p>Nothing an app writes can throw out of {@link #run()}: bad files are rejected, bad messages get
  * ERROR events and counters, a broken ring gets the app reaped. Event loop thread only.
@@ -231,6 +232,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return byPath.get(file);
     }
 
+    /** Tests: whether the next housekeeping looks at the apps' state and liveness (every other one does). */
+    boolean nextHousekeepingChecksApps()
+    {
+        return !scanTick;
+    }
+
     /** One round of the event loop: apps, control messages, doorbells, notifications; returns the work done. */
     @Override
     public int doWork()
@@ -307,10 +314,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
             }
             else if (s.draining())
             {
-                // Detached in order: its process may be gone by now; the connections it closed finish first.
+                // Detached in order, or its process exited: the connections it closed finish first.
                 if (s.drained(nowNanos))
                 {
-                    reap(s, PipeCounter.APPS_DETACHED, 0, 0);
+                    reap(s, s.goneAs, 0, 0);
                     i--;
                 }
             }
@@ -320,21 +327,20 @@ public final class PipeServer implements LoopTask, AutoCloseable
             }
             else if (state == AppFileDescriptor.STATE_DETACHED)
             {
-                final int reset = s.beginDrain(nowNanos);
-                counters.add(PipeCounter.CONNECTIONS_RESET_APP_GONE, reset);
-                // The name is free for the app to attach again while the connections drain.
-                byPath.remove(s.path, s);
-                deleteFile(s);
-                if (s.broken() || s.drained(nowNanos))
+                if (drain(s, nowNanos, PipeCounter.APPS_DETACHED))
                 {
-                    reap(s, s.broken() ? PipeCounter.APPS_REAPED_BROKEN : PipeCounter.APPS_DETACHED, 0, 0);
                     i--;
                 }
             }
             else if (s.processExited())
             {
-                reap(s, PipeCounter.APPS_REAPED_DEAD, 0, 0);
-                i--;
+                // RFC 9293 CLOSE: what the app committed before it closed a connection is sent, then the FIN, even if
+                // the app exits right after (as close(2) and exit on Linux); CLOSEs it wrote and the daemon had not
+                // read yet count too. What it left open is reset.
+                if (drain(s, nowNanos, PipeCounter.APPS_REAPED_DEAD))
+                {
+                    i--;
+                }
             }
         }
         if (scanner == null)
@@ -357,6 +363,27 @@ public final class PipeServer implements LoopTask, AutoCloseable
                 tryAttach(path);
             }
         }
+    }
+
+    /**
+     * The app is gone (detached, or its process exited): what it wrote to its control ring is taken, the connections
+     * it closed finish from its pipes ({@link AppSession#beginDrain}), the rest are reset; reaped as {@code why} once
+     * drained. Returns whether it was reaped now.
+     */
+    private boolean drain(final AppSession s, final long nowNanos, final PipeCounter why)
+    {
+        final int reset = s.beginDrain(nowNanos);
+        counters.add(PipeCounter.CONNECTIONS_RESET_APP_GONE, reset);
+        s.goneAs = why;
+        // The name is free for the app to attach again while the connections drain.
+        byPath.remove(s.path, s);
+        deleteFile(s);
+        if (s.broken() || s.drained(nowNanos))
+        {
+            reap(s, s.broken() ? PipeCounter.APPS_REAPED_BROKEN : why, 0, 0);
+            return true;
+        }
+        return false;
     }
 
     /** Reset the app's connections, close its listeners, unmap and delete its file. */

@@ -2575,6 +2575,105 @@ class PipeServerTest
         next.close();
     }
 
+    /**
+     * An app that CLOSEs its connections and exits without detaching (a crash, or System.exit without close()) has what
+     * it committed before each CLOSE sent, then a FIN, as close(2) and then exit on Linux: the CLOSE the daemon took
+     * while the app lived, and the one still in the control ring when the daemon found the process gone. Only the
+     * connection it left open is reset. Before, the reap of a dead app reset all three (a review's probe: 658,840 of
+     * 1,048,576 bytes, then RST). Once TCP is done with the pipes the slots are free and the memory is unmapped, long
+     * before the drain's stall bound.
+     */
+    @Test
+    void aDeadAppsClosedConnectionsSendWhatItCommittedThenAFin() throws Exception
+    {
+        final int pipe = 1 << 20; // more than B's receive buffer: most of it is still in the pipe at the exit
+        final TestApp.Holder holder = new TestApp.Holder(RING, pipe, 3);
+        final TestApp app = new TestApp(server.appsDirectory(), "dies", holder, RING, pipe, 3).attach();
+        runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "attach");
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
+        final AppSession session = server.session(app.path);
+        listen(app, PORT);
+        final Peer[] peers = {new Peer(), new Peer(), new Peer()};
+        final TcpConnection[] remotes = new TcpConnection[3];
+        final long[] ids = new long[3];
+        for (int i = 0; i < 3; i++)
+        {
+            final TcpConnection[] remote = new TcpConnection[1];
+            ids[i] = accept(app, peers[i], remote);
+            remotes[i] = remote[0];
+        }
+        final byte[][] data = {randomBytes(93, pipe), randomBytes(94, pipe)};
+        for (int i = 0; i < 2; i++)
+        {
+            assertEquals(pipe, app.write(Protocol.slotOf(ids[i]), data[i], 0, pipe));
+        }
+        app.send(Protocol.CLOSE, ids[0], 0, 0);
+        step(); // the daemon takes this CLOSE while the app lives
+        while (!server.nextHousekeepingChecksApps())
+        {
+            now += PipeServer.HOUSEKEEPING_NANOS;
+            step();
+        }
+        app.send(Protocol.CLOSE, ids[1], 0, 0); // this one it finds in the ring after the exit
+        holder.close(); // the app's process exits
+        final long exited = now;
+        now += PipeServer.HOUSEKEEPING_NANOS;
+        step(); // the housekeeping finds the process gone before the round reads the ring
+        assertTrue(session.draining() || server.attached() == 0, "found gone in this round");
+        assertEquals(1, counters.get(PipeCounter.CONNECTIONS_RESET_APP_GONE), "only the connection left open is reset");
+        assertFalse(Files.exists(app.path), "the name is free at once");
+
+        // The peers read 4 KiB a millisecond each: most of each megabyte is still in its pipe when the app is gone.
+        final long end = now + 60_000_000_000L;
+        long nextRead = now;
+        while (!(peers[0].peerClosed && peers[1].peerClosed) && now - end < 0)
+        {
+            step();
+            if (now - nextRead < 0)
+            {
+                continue;
+            }
+            nextRead = now + 1_000_000L;
+            for (int i = 0; i < 2; i++)
+            {
+                final int n = remotes[i].read(peers[i].buffer, 0, 4096);
+                if (n > 0)
+                {
+                    peers[i].digest.update(peers[i].buffer.byteArray(), 0, n);
+                    peers[i].read += n;
+                }
+            }
+        }
+        for (int i = 0; i < 2; i++)
+        {
+            peers[i].drain(remotes[i]);
+            assertEquals(pipe, peers[i].read, "every committed byte arrived on connection " + i + " (closed reason "
+                + peers[i].closedReason + ")");
+            assertArrayEquals(sha256().digest(data[i]), peers[i].digest.digest());
+            assertTrue(peers[i].peerClosed, "then the FIN");
+            remotes[i].close();
+        }
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "drained and gone");
+        assertTrue(now - exited < AppSession.DRAIN_STALL_NANOS, "gone when TCP was done, not at the stall bound");
+        for (int i = 0; i < 2; i++)
+        {
+            assertFalse(session.slot(Protocol.slotOf(ids[i])).allocated, "TCP let go of the closed connection's slot " + i);
+        }
+        final int[] holding = new int[1];
+        a.tcp().forEachConnection(c -> holding[0] += c.buffers() instanceof PipeSlot && c.state() != TcpState.TIME_WAIT ? 1 : 0);
+        assertEquals(0, holding[0], "no connection holds a pipe of the unmapped memory");
+        assertEquals(1, counters.get(PipeCounter.APPS_REAPED_DEAD));
+        assertEquals(1, counters.get(PipeCounter.CONNECTIONS_RESET_APP_GONE));
+        assertEquals(TcpConnection.CLOSE_RESET, peers[2].closedReason, "the connection it left open is reset");
+        for (int i = 0; i < 2; i++)
+        {
+            final int k = i;
+            runUntil(() -> peers[k].closedReason >= 0, 1_000_000_000L, "closed");
+            assertEquals(TcpConnection.CLOSE_NORMAL, peers[i].closedReason);
+        }
+        app.close();
+    }
+
     /** A peer's RST while a CLOSE waits behind a file frees the slot and closes the file (reviewed with ea8808f). */
     @Test
     void aPeerResetWhileACloseWaitsBehindAFileFreesTheSlotAndClosesTheFile() throws IOException
