@@ -372,7 +372,17 @@ public final class PipeServer implements LoopTask, AutoCloseable
      */
     private boolean drain(final AppSession s, final long nowNanos, final PipeCounter why)
     {
-        final int reset = s.beginDrain(nowNanos);
+        int reset = 0;
+        try
+        {
+            reset = s.beginDrain(nowNanos);
+        }
+        catch (final RuntimeException e)
+        {
+            // A bug, as in doWork: this app is done for, the daemon is not.
+            log.println("nicstack pipes: app " + s.path.getFileName() + " failed: " + e);
+            s.markBroken();
+        }
         counters.add(PipeCounter.CONNECTIONS_RESET_APP_GONE, reset);
         s.goneAs = why;
         // The name is free for the app to attach again while the connections drain.
