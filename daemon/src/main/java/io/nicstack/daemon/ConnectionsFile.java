@@ -64,6 +64,8 @@ public final class ConnectionsFile implements AutoCloseable
     private static final long RETRY_PARK_NANOS = 100_000L;
     /** Room kept for the note that ends a table too long for the file: its text and the largest count. */
     private static final int TRUNCATED_NOTE_ROOM = 64;
+    /** Room for the count line, the column header and the note, with some to spare. */
+    static final int MIN_CAPACITY = 256;
 
     static final String HEADER = String.format("%-12s %-21s %-21s %s", "State", "Local", "Peer", "Details");
 
@@ -90,9 +92,14 @@ public final class ConnectionsFile implements AutoCloseable
         return create(dir, DEFAULT_CAPACITY);
     }
 
-    /** A file whose text holds {@code capacity} bytes (tests use a small one). */
+    /** A file whose text holds {@code capacity} bytes, at least {@link #MIN_CAPACITY} (tests use a small one). */
     static ConnectionsFile create(final Path dir, final int capacity) throws IOException
     {
+        if (capacity < MIN_CAPACITY)
+        {
+            throw new IllegalArgumentException("connections file capacity " + capacity + " < " + MIN_CAPACITY
+                + ": no room for the table's header and the note that it is full");
+        }
         final Path path = dir.resolve(FILE_NAME);
         Files.deleteIfExists(path);
         final MappedByteBuffer mapped;
@@ -124,12 +131,13 @@ public final class ConnectionsFile implements AutoCloseable
         sb.append(tcp.connectionCount()).append(" connections\n").append(HEADER).append('\n');
         localPrefix.setLength(0);
         Ipv4Address.append(localPrefix, localAddress).append(':');
+        final int headerEnd = sb.length();
         omitted = 0;
         tcp.forEachConnection(lineWriter);
         if (sb.length() > capacity || omitted > 0)
         {
             // Cut after the last whole line that leaves room for the note, counting the lines cut.
-            int cut = sb.lastIndexOf("\n", capacity - TRUNCATED_NOTE_ROOM - 1) + 1;
+            int cut = Math.max(headerEnd, sb.lastIndexOf("\n", capacity - TRUNCATED_NOTE_ROOM - 1) + 1);
             for (int i = cut; i < sb.length(); i++)
             {
                 omitted += sb.charAt(i) == '\n' ? 1 : 0;

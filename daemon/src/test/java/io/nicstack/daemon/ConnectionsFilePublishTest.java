@@ -1,6 +1,7 @@
 package io.nicstack.daemon;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.management.ManagementFactory;
@@ -120,6 +121,24 @@ class ConnectionsFilePublishTest
             assertEquals(formattedLine("198.18.0.2:", all.get(i)), lines[2 + i] + '\n', "line " + i);
         }
         assertEquals("... " + (CONNECTIONS - shown) + " more connections not shown: the table is full", lines[lines.length - 2]);
+    }
+
+    /**
+     * With room for no connection line, the table is its header and the note, which counts connections only; a file
+     * without room for those is refused. Before, a cut inside the header counted its lines as connections ("6 more"
+     * of 5) and a smaller file made the publication throw.
+     */
+    @Test
+    void aFileWithRoomForNoLineKeepsItsHeaderAndCountsEveryConnection() throws Exception
+    {
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        assertThrows(IllegalArgumentException.class, () -> ConnectionsFile.create(shm, ConnectionsFile.MIN_CAPACITY - 1));
+        try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm, ConnectionsFile.MIN_CAPACITY))
+        {
+            file.publish(a.tcp(), 0xC612_0002);
+            assertEquals(CONNECTIONS + " connections\n" + ConnectionsFile.HEADER + "\n... " + CONNECTIONS
+                + " more connections not shown: the table is full\n", ConnectionsFile.read(shm));
+        }
     }
 
     /** Twice a second on the packet path: once its buffers have grown, a publication allocates nothing per connection. */
