@@ -21,9 +21,13 @@ public final class UdpSocket
 {
     private static final int MSG_TYPE = 1;
     /**
-     * A queued datagram's source address, source port, destination address and IP options length, an int each, then
-     * its IP options, then its bytes.
+     * A queued datagram: source address, source port, destination address and IP options length, an int each at these
+     * offsets, then its IP options, then its bytes.
      */
+    private static final int SOURCE_AT = 0;
+    private static final int SOURCE_PORT_AT = 4;
+    private static final int DESTINATION_AT = 8;
+    private static final int OPTIONS_LENGTH_AT = 12;
     private static final int META_LENGTH = 16;
     /** A queued ICMP error: destination address and port, type, code, next-hop MTU, an int each at these offsets. */
     private static final int MSG_TYPE_ICMP_ERROR = 2;
@@ -130,12 +134,13 @@ public final class UdpSocket
                 buffer.getInt(index + ERROR_MTU_AT), now);
             return;
         }
-        destination = buffer.getInt(index + 8);
+        destination = buffer.getInt(index + DESTINATION_AT);
         options = buffer;
         optionsOffset = index + META_LENGTH;
-        optionsLength = buffer.getInt(index + 12);
+        optionsLength = buffer.getInt(index + OPTIONS_LENGTH_AT);
         final int payloadAt = optionsOffset + optionsLength;
-        drainHandler.onDatagram(this, buffer.getInt(index), buffer.getInt(index + 4), buffer, payloadAt, index + length - payloadAt, now);
+        drainHandler.onDatagram(this, buffer.getInt(index + SOURCE_AT), buffer.getInt(index + SOURCE_PORT_AT), buffer, payloadAt,
+            index + length - payloadAt, now);
     }
 
     public void close()
@@ -168,10 +173,10 @@ public final class UdpSocket
             return false;
         }
         final var b = queue.buffer();
-        b.putInt(index, ip.source());
-        b.putInt(index + 4, sourcePort);
-        b.putInt(index + 8, ip.destination());
-        b.putInt(index + 12, ipOptionsLength);
+        b.putInt(index + SOURCE_AT, ip.source());
+        b.putInt(index + SOURCE_PORT_AT, sourcePort);
+        b.putInt(index + DESTINATION_AT, ip.destination());
+        b.putInt(index + OPTIONS_LENGTH_AT, ipOptionsLength);
         b.putBytes(index + META_LENGTH, ip.buffer(), ipOptionsOffset, ipOptionsLength);
         b.putBytes(index + META_LENGTH + ipOptionsLength, buffer, offset, length);
         queue.commit(index);
