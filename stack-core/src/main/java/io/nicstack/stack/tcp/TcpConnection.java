@@ -1394,7 +1394,7 @@ public final class TcpConnection
                 persistDeadline = NONE;
                 persistBackoff = 0;
                 orphanProbes = 0; // the limit is per zero-window period: a peer that opens its window makes progress
-                if (wasClosed && finRequested && sndUna == finSeq() && sndMax != sndUna)
+                if (wasClosed && onlyFinOutstanding())
                 {
                     // Our FIN, alone outstanding, went into the closed window (or past the data the window took) and
                     // was dropped. The window is open: it goes again now, as a FIN Linux held behind the window would,
@@ -1411,7 +1411,7 @@ public final class TcpConnection
                 }
             }
         }
-        if (sndWnd == 0 && finRequested && sndUna == finSeq() && sndMax != sndUna && !closedByApplication)
+        if (sndWnd == 0 && onlyFinOutstanding() && !closedByApplication)
         {
             // Only our FIN outstanding, behind a closed window: a receiver with RCV.WND = 0 drops it (a segment of
             // length 1) and ACKs, so the FIN is in effect a zero-window probe and this ACK its answer. The connection
@@ -1718,6 +1718,12 @@ public final class TcpConnection
     private boolean finAcked()
     {
         return finRequested && Seq.gt(sndUna, finSeq());
+    }
+
+    /** Our FIN is sent and unacknowledged, and nothing else is: every data byte is acknowledged. */
+    private boolean onlyFinOutstanding()
+    {
+        return finRequested && sndUna == finSeq() && sndMax != sndUna;
     }
 
     /** Sequence number of our FIN (once requested): right after the last data byte. */
