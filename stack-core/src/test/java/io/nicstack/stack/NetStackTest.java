@@ -362,14 +362,8 @@ class NetStackTest
         final byte[] datagram = ipv4(PEER_IP, STACK_IP, 17, 5, false, 0, udp(PEER_IP, STACK_IP, 40000, 9999, "x".getBytes()));
         final List<byte[]> sent = exchange(fromPeer(mac, datagram));
         assertEquals(1, sent.size());
-        final Ipv4Header ip = ipOf(sent.get(0));
-        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
-        assertEquals(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, icmp.type());
-        assertEquals(IcmpHeader.CODE_PORT_UNREACHABLE, icmp.code());
-        assertTrue(icmp.checksumValid());
-        final byte[] quoted = new byte[datagram.length];
-        ip.buffer().getBytes(ip.payloadOffset() + 8, quoted);
-        assertArrayEquals(datagram, quoted, "RFC 792: the whole (short) datagram is quoted");
+        // RFC 792: the whole (short) datagram is quoted.
+        assertIcmpErrorQuoting(sent.get(0), IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PORT_UNREACHABLE, datagram);
         assertEquals(1, counters.get(StackCounter.UDP_DROP_NO_PORT));
     }
 
@@ -530,17 +524,9 @@ class NetStackTest
             final byte[] datagram = withOptions(good, STACK_IP, c[0], c[1], c[2], c[3]);
             final List<byte[]> sent = exchange(fromPeer(mac, datagram));
             assertEquals(1, sent.size());
-            final Ipv4Header ip = ipOf(sent.get(0));
-            assertEquals(PEER_IP, ip.destination());
-            final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
-            assertEquals(IcmpHeader.TYPE_PARAMETER_PROBLEM, icmp.type());
-            assertEquals(0, icmp.code());
-            assertTrue(icmp.checksumValid());
+            final IcmpHeader icmp = assertIcmpErrorQuoting(sent.get(0), IcmpHeader.TYPE_PARAMETER_PROBLEM, 0, datagram);
             assertEquals(c[4], icmp.restOfHeader() >>> 24, "the pointer");
             assertEquals(0, icmp.restOfHeader() & 0xFF_FFFF, "the rest is unused");
-            final byte[] quoted = new byte[datagram.length];
-            ip.buffer().getBytes(ip.payloadOffset() + 8, quoted);
-            assertArrayEquals(datagram, quoted);
         }
         assertEquals(3, counters.get(StackCounter.ICMP_OUT_PARAMETER_PROBLEM));
         assertEquals(3, counters.get(StackCounter.IPV4_DROP_BAD_OPTIONS));
@@ -565,15 +551,7 @@ class NetStackTest
         final byte[] datagram = ipv4(PEER_IP, STACK_IP, 99, 1, false, 0, new byte[16]);
         final List<byte[]> sent = exchange(fromPeer(mac, datagram));
         assertEquals(1, sent.size());
-        final Ipv4Header ip = ipOf(sent.get(0));
-        assertEquals(PEER_IP, ip.destination());
-        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
-        assertEquals(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, icmp.type());
-        assertEquals(IcmpHeader.CODE_PROTOCOL_UNREACHABLE, icmp.code());
-        assertTrue(icmp.checksumValid());
-        final byte[] quoted = new byte[datagram.length];
-        ip.buffer().getBytes(ip.payloadOffset() + 8, quoted);
-        assertArrayEquals(datagram, quoted);
+        assertIcmpErrorQuoting(sent.get(0), IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PROTOCOL_UNREACHABLE, datagram);
         assertEquals(1, counters.get(StackCounter.ICMP_OUT_UNREACHABLE));
 
         assertTrue(exchange(fromPeer(mac, ipv4(PEER_IP, 0xC612_00FF, 99, 2, false, 0, new byte[16]))).isEmpty(),
@@ -1467,6 +1445,24 @@ class NetStackTest
         }, 10, now));
         assertEquals(java.util.List.of(withRoute, "[]"), drained, "queued");
         assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * {@code frame} is an ICMP error to the peer of {@code type} and {@code code}, its checksum valid, quoting the whole
+     * of {@code datagram} after its 8 octets of header (RFC 792); returns its header.
+     */
+    private static IcmpHeader assertIcmpErrorQuoting(final byte[] frame, final int type, final int code, final byte[] datagram)
+    {
+        final Ipv4Header ip = ipOf(frame);
+        assertEquals(PEER_IP, ip.destination());
+        final IcmpHeader icmp = new IcmpHeader().wrap(ip.buffer(), ip.payloadOffset(), ip.totalLength() - 20);
+        assertEquals(type, icmp.type());
+        assertEquals(code, icmp.code());
+        assertTrue(icmp.checksumValid());
+        final byte[] quoted = new byte[datagram.length];
+        ip.buffer().getBytes(ip.payloadOffset() + 8, quoted);
+        assertArrayEquals(datagram, quoted, "the datagram quoted");
+        return icmp;
     }
 
     private static int etherType(final byte[] frame)
