@@ -2584,14 +2584,21 @@ public final class TcpConnection
      * once while one still half open or more rides on the next ACK or data segment, not one ACK more per read; or when
      * an ACK is owed anyway (the delayed-ACK timer runs) for more than one MSS taken since the last ACK: segments
      * shorter than a full MSS never make "every second full-sized segment", and a sender held by its congestion window
-     * or by Nagle would wait for the timer on every flight.
+     * or by Nagle would wait for the timer on every flight. A window update is sent only when the field can say it:
+     * with a scale step larger than an MSS (shift 11 and up) a read can free more than an MSS but less than one step,
+     * and the update would repeat the window already advertised.
      */
     private boolean windowUpdateWorthSending()
     {
         final long free = offerableWindow();
         final long current = advertisedWindowLeft();
-        return edgeMayMove(free, current)
-            && (free >= 2 * current || delayedAckDeadline != NONE && rcvNxt - lastAckSent > Math.max(rcvMss, 1));
+        if (!edgeMayMove(free, current))
+        {
+            return false;
+        }
+        final boolean fieldGrows = (free >> rcvWscale << rcvWscale) > current;
+        return fieldGrows && free >= 2 * current
+            || delayedAckDeadline != NONE && rcvNxt - lastAckSent > Math.max(rcvMss, 1);
     }
 
     /** Free receive space as far as the window field can express it (RFC 9293 §3.8.6.2.2, MUST-39: field and scale). */

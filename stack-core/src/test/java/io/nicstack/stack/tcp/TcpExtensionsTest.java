@@ -1557,6 +1557,51 @@ class TcpExtensionsTest
         assertEquals(100, t.conn.receiveBuffer.outOfOrderBytes(), "the end of the earlier window taken");
     }
 
+    /**
+     * With a scale step (2 KiB at shift 11) larger than the SWS threshold of one MSS, a read from a full buffer can free
+     * enough for the edge to move but less than one step: the field would still be 0. Such a read sends nothing (it
+     * used to send a window update announcing the same zero window); the read that frees a whole step sends it.
+     */
+    @Test
+    void rfc7323_aReadFreeingLessThanOneScaleStepSendsNoZeroWindowUpdate()
+    {
+        t.peerOffersAll();
+        t.settings().receiveBufferBytes = 1 << 26;
+        t.passiveOpen();
+        final int shift = t.conn.receiveWindowScale();
+        assertEquals(11, shift);
+        final int capacity = t.conn.receiveBuffer.capacity();
+        int seq = t.irs + 1;
+        int edge = seq + 65535; // the SYN,ACK's window, unscaled
+        Seg last = null;
+        for (int segments = 0; segments < 10_000 && Seq.gt(edge, seq); segments++)
+        {
+            final int length = Math.min(edge - seq, 60_000);
+            t.send(t.in().seq(seq).flags(ACK | PSH).payload(bytes(length, segments)));
+            seq += length;
+            t.advanceMs(50);
+            for (final Seg ack : t.recv())
+            {
+                edge = Seq.gt(advertisedEdge(ack, shift), edge) ? advertisedEdge(ack, shift) : edge;
+                last = ack;
+            }
+        }
+        assertEquals(capacity, t.conn.readable(), "the buffer filled");
+        assertNotNull(last);
+        assertEquals(0, last.r.window, "a full buffer: a zero window");
+
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[4096]);
+        assertEquals(1500, t.conn.read(b, 0, 1500));
+        t.poll();
+        t.recvNothing(); // 1,500 bytes free: more than an MSS, less than one step of 2,048
+        assertEquals(600, t.conn.read(b, 0, 600));
+        t.poll();
+        final List<Seg> update = t.recv();
+        assertEquals(1, update.size());
+        assertEquals(seq, update.get(0).r.ack);
+        assertEquals(1, update.get(0).r.window, "2,100 bytes free: one step");
+    }
+
     /** Edge cases of the window field itself, up to the largest scale (RFC 7323 §2.3: 14). */
     @Test
     void rfc7323_theWindowFieldRoundsTheEdgeHeldUpAndTheFreeSpaceDown()
