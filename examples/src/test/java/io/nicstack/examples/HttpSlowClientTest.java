@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -210,12 +211,36 @@ class HttpSlowClientTest
         app = new AppServer(client, listener, http::handler, appNow::get);
     }
 
-    /** Run {@code action} on the loop thread (stack B is its) and wait for its result. */
+    /**
+     * Run {@code action} on the loop thread (stack B is its) and wait for its result. What it throws is thrown here at
+     * once (an assertion failure or an exception from stack B), not left to end the loop thread and this wait.
+     */
     private <T> T onLoop(final Supplier<T> action) throws Exception
     {
         final CompletableFuture<T> result = new CompletableFuture<>();
-        onLoop.add(() -> result.complete(action.get()));
-        return result.get(20, TimeUnit.SECONDS);
+        onLoop.add(() ->
+        {
+            try
+            {
+                result.complete(action.get());
+            }
+            catch (final Throwable t)
+            {
+                result.completeExceptionally(t);
+            }
+        });
+        try
+        {
+            return result.get(20, TimeUnit.SECONDS);
+        }
+        catch (final ExecutionException e)
+        {
+            if (e.getCause() instanceof Error)
+            {
+                throw (Error)e.getCause();
+            }
+            throw e.getCause() instanceof Exception ? (Exception)e.getCause() : e;
+        }
     }
 
     /** The bytes the client on stack B has received and not read. */
