@@ -212,7 +212,13 @@ public final class TcpConnection
     // Timers: deadlines in nanoseconds, NONE when unarmed; one wheel timer for the earliest.
     private long rtoDeadline;
     private long delayedAckDeadline;
+    /** The zero-window probe timer (RFC 9293 §3.8.6.1). */
     private long persistDeadline;
+    /**
+     * The sender SWS override timer (RFC 9293 §3.8.6.2.1, MUST-38): armed when data waits for a useful window, and
+     * not pushed back by what the peer sends meanwhile, or a peer that talks would hold the data for ever.
+     */
+    private long swsOverrideDeadline;
     private long keepAliveDeadline;
     private long timeWaitDeadline;
     /** When an orphaned connection in FIN-WAIT-2 gives up waiting for the peer's FIN ({@link #armFinWait2Timeout}). */
@@ -1897,6 +1903,7 @@ public final class TcpConnection
         rtoDeadline = NONE;
         ptoDeadline = NONE;
         persistDeadline = NONE;
+        swsOverrideDeadline = NONE;
         keepAliveDeadline = NONE;
         // Beyond the stack-wide bound it ends at the next timer pass, once the ACK of the peer's FIN is out.
         timeWaitDeadline = tcp.admitTimeWait(this) ? now + settings.timeWaitNanos : now;
@@ -2286,9 +2293,9 @@ public final class TcpConnection
                 {
                     // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): wait for a useful window, but only until
                     // the override timeout (MUST-38), or a window that never grows would stall us.
-                    if (persistDeadline == NONE)
+                    if (swsOverrideDeadline == NONE)
                     {
-                        persistDeadline = now + SWS_OVERRIDE_NANOS;
+                        swsOverrideDeadline = now + SWS_OVERRIDE_NANOS;
                     }
                     break;
                 }
@@ -2310,6 +2317,7 @@ public final class TcpConnection
             }
             transmitAtSndNxt(nextOffset, len, len > 0 && len == unsent, fin, now);
             sent = true;
+            swsOverrideDeadline = NONE;
             if (fin)
             {
                 break;
@@ -2820,6 +2828,7 @@ public final class TcpConnection
         next = earliest(next, lostRetransmitDeadline);
         next = earliest(next, delayedAckDeadline);
         next = earliest(next, persistDeadline);
+        next = earliest(next, swsOverrideDeadline);
         next = earliest(next, keepAliveDeadline);
         next = earliest(next, timeWaitDeadline);
         next = earliest(next, finWait2Deadline);
@@ -2859,6 +2868,7 @@ public final class TcpConnection
         lostRetransmitDeadline = NONE;
         delayedAckDeadline = NONE;
         persistDeadline = NONE;
+        swsOverrideDeadline = NONE;
         keepAliveDeadline = NONE;
         timeWaitDeadline = NONE;
         finWait2Deadline = NONE;
@@ -2932,7 +2942,11 @@ public final class TcpConnection
                 persistBackoff++;
                 persistDeadline = now + persistInterval();
             }
-            else if (sndWnd > 0 && sendBuffer.end() > offsetOfSend(sndNxt))
+        }
+        if (swsOverrideDeadline != NONE && now - swsOverrideDeadline >= 0)
+        {
+            swsOverrideDeadline = NONE;
+            if (sndWnd > 0 && sendBuffer.end() > offsetOfSend(sndNxt))
             {
                 // SWS override timeout: send what the small window allows.
                 swsOverride = true;
@@ -3186,7 +3200,7 @@ public final class TcpConnection
             + " sacked=" + sackedCount + " dupAcks=" + dupAcks + " sendBuffer=[" + sendBuffer.start() + "," + sendBuffer.end() + ")"
             + " fin=" + finRequested + " rcvNxt=" + (rcvNxt - irs) + " rcvEdge=" + (rcvAdvertisedEdge - irs)
             + " readable=" + receiveBuffer.readable() + " ooo=" + receiveBuffer.outOfOrderRanges() + " peerFin=" + peerFinReceived
-            + " timers(rto=" + rtoDeadline + " dack=" + delayedAckDeadline + " persist=" + persistDeadline + " tw=" + timeWaitDeadline + " fw2=" + finWait2Deadline
+            + " timers(rto=" + rtoDeadline + " dack=" + delayedAckDeadline + " persist=" + persistDeadline + " sws=" + swsOverrideDeadline + " tw=" + timeWaitDeadline + " fw2=" + finWait2Deadline
             + " armed=" + timerDeadline + ")";
     }
 

@@ -67,6 +67,76 @@ class TcpRegressionTest
     }
 
     /**
+     * RFC 9293 §3.8.6.2.1 (MUST-38): the override timeout runs from when the sender began to wait, whatever the peer
+     * sends meanwhile. A peer that talks (100 bytes every 50 ms, its window 1000 after its SYN offered 65535) used to
+     * push the override back with every segment, and nothing was sent for as long as it talked.
+     */
+    @Test
+    void rfc9293_must38_theOverrideTimeoutFiresWhileThePeerSends()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.passiveOpen();
+        t.send(t.in().window(1000));
+        t.write(TcpTestHarness.bytes(5000, 3));
+        t.recvNothing();
+        int peerSent = 0;
+        int firstDataAtMs = -1;
+        for (int ms = 50; ms <= 1000 && firstDataAtMs < 0; ms += 50)
+        {
+            t.send(t.in().seq(t.irs + 1 + peerSent).window(1000).payload(TcpTestHarness.bytes(100, ms)));
+            peerSent += 100;
+            t.advanceMs(50);
+            for (final TcpTestHarness.Seg s : t.recv())
+            {
+                if (s.r.payloadLength > 0)
+                {
+                    assertEquals(t.iss + 1, s.r.seq);
+                    assertEquals(1000, s.r.payloadLength, "exactly the offered window");
+                    firstDataAtMs = ms;
+                }
+            }
+            t.read();
+        }
+        assertEquals(200, firstDataAtMs, "sent when the 200 ms override timeout passed, counted from the write");
+    }
+
+    /**
+     * The same with loss: a live peer that keeps talking and offers a 1000-byte window, the first segment lost. The
+     * retransmissions from SND.UNA wait for the override too; they used to wait for ever, every RTO expiry counted
+     * toward R2 with nothing sent, and the connection was closed as timed out after 16 expiries. Every byte arrives.
+     */
+    @Test
+    void rfc9293_must38_aLivePeerOfferingASmallWindowGetsEveryByteDespiteLoss()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.passiveOpen();
+        t.send(t.in().window(1000));
+        t.write(TcpTestHarness.bytes(5000, 3));
+        t.advanceMs(250);
+        final List<TcpTestHarness.Seg> lost = t.recv();
+        assertEquals(1, lost.size());
+        assertEquals(1000, lost.get(0).r.payloadLength);
+        int peerSent = 0;
+        int got = 0;
+        for (int step = 0; step < 2400 && got < 5000 && t.conn.state() == TcpState.ESTABLISHED; step++) // 2 minutes
+        {
+            t.send(t.in().seq(t.irs + 1 + peerSent).ack(t.iss + 1 + got).window(1000).payload(TcpTestHarness.bytes(100, step)));
+            peerSent += 100;
+            t.advanceMs(50);
+            for (final TcpTestHarness.Seg s : t.recv())
+            {
+                if (s.r.payloadLength > 0 && s.r.seq == t.iss + 1 + got)
+                {
+                    got += s.r.payloadLength;
+                }
+            }
+            t.read();
+        }
+        assertEquals(TcpState.ESTABLISHED, t.conn.state(), t.conn.describe());
+        assertEquals(5000, got);
+    }
+
+    /**
      * The SWS override is for a small window from the peer, not for congestion control: when only cwnd limits what
      * may go (its room is less than a segment, the peer's window is wide open), the sender waits for the ACKs that
      * open it, however long the RTT, and sends no runt when the override timeout passes (Linux counts cwnd in whole
