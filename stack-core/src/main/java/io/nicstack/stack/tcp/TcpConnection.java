@@ -997,7 +997,8 @@ public final class TcpConnection
      *     {@link #MIN_PATH_MTU}, as Linux's min_pmtu, so a forged error cannot make segments tiny; when the router does
      *     not report one, ICMP gives RFC 1191's plateau estimate) and what is in flight is sent again in smaller segments at once, without a
      *     congestion response (RFC 1191 §6.5: a segment too big is not congestion). A report below the floor also
-     *     clears DF on what is sent from then on, so the router with the small link fragments it.</li>
+     *     clears DF on what is sent from then on, so the router with the small link fragments it, and what is in
+     *     flight goes again so at once, even when the MSS stays.</li>
      * </ul>
      */
     void onIcmpError(final int type, final int code, final int nextHopMtu, final int seq, final long now)
@@ -1024,24 +1025,34 @@ public final class TcpConnection
         }
     }
 
-    /** RFC 1191: a smaller path MTU; shrink the MSS and resend what is in flight in segments that fit. */
+    /**
+     * RFC 1191: a smaller path MTU; shrink the MSS, or clear DF below the floor, and resend what is in flight in
+     * segments that get through.
+     */
     private void pathMtuReduced(final int mtu, final long now)
     {
         final int base = Math.max(MIN_PATH_MTU, mtu) - 40; // IPv4 and TCP headers without options
-        if (mtu < MIN_PATH_MTU && !pathMtuLocked)
+        final boolean dontFragmentCleared = mtu < MIN_PATH_MTU && !pathMtuLocked;
+        if (dontFragmentCleared)
         {
             // Below the floor the segments cannot fit; without DF the router with the small link fragments them
             // (Linux locks such a path MTU at min_pmtu and clears DF). What is sent from here on goes so.
             pathMtuLocked = true;
             pathMtuRaiseAt = now + PATH_MTU_RAISE_NANOS;
         }
-        if (base >= mssBase)
+        final boolean smaller = base < mssBase;
+        if (!smaller && !dontFragmentCleared)
         {
-            return; // not smaller than what we already send (a stale or repeated report)
+            return; // nothing changes for what we send (a stale or repeated report): nothing is sent again for it
         }
-        tcp.count(StackCounter.TCP_PATH_MTU_REDUCTIONS);
-        sendMssBase(base);
-        pathMtuRaiseAt = now + PATH_MTU_RAISE_NANOS;
+        if (smaller)
+        {
+            tcp.count(StackCounter.TCP_PATH_MTU_REDUCTIONS);
+            sendMssBase(base);
+            pathMtuRaiseAt = now + PATH_MTU_RAISE_NANOS;
+        }
+        // Even at the same MSS (already at the floor, or a peer's MSS below it), what is in flight went with DF and
+        // the small link dropped it: it goes again without DF now, not at the timeout.
         if (state.isSynchronized() && sndNxt != sndUna)
         {
             // Everything after SND.UNA left in segments too big for the path: the timeout's bookkeeping, without its

@@ -187,6 +187,70 @@ class IcmpToTcpTest
     }
 
     /**
+     * A report at the floor (552) lowers the MSS to it with DF still set; a later one below the floor changes no MSS but
+     * clears DF. The segments in flight went with DF and the small link dropped them: they go again at once without DF,
+     * as when the MSS shrinks (RFC 1191 §6.5: a segment too big is no congestion, so cwnd stays), not at the timeout. A
+     * repeated report, the path already locked, sends nothing again (a forged stream of them must not force resends).
+     */
+    @Test
+    void rfc1191_aReportBelowTheFloorAfterOneAtTheFloorResendsWhatIsInFlightWithoutDontFragment()
+    {
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        final byte[] data = bytes(3000, 7);
+        t.write(data);
+        assertEquals(3, t.recv().size());
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, TcpConnection.MIN_PATH_MTU, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(TcpConnection.MIN_PATH_MTU - 40, t.conn.sendMss());
+        assertTrue(t.recv().stream().allMatch(seg -> seg.ipDontFragment), "at the floor: still DF");
+        final long cwnd = t.conn.cwnd();
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 296, t.ourSegment(t.iss + 1)));
+        t.poll();
+        final java.util.List<TcpTestHarness.Seg> below = t.recv();
+        assertResentInSegmentsThatFit(below, t.iss + 1, TcpConnection.MIN_PATH_MTU - 40, data, "sent again at once");
+        assertTrue(below.stream().noneMatch(seg -> seg.ipDontFragment), "without DF");
+        assertEquals(cwnd, t.conn.cwnd(), "no congestion response");
+        assertEquals(1, t.counter(StackCounter.TCP_PATH_MTU_REDUCTIONS), "the MSS did not change again");
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 296, t.ourSegment(t.iss + 1)));
+        t.poll();
+        t.recvNothing();
+        t.send(t.in().ack(t.iss + 3001));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    /**
+     * A peer MSS below the floor (500): the first report below the floor changes no MSS, but clears DF, and what is in
+     * flight (dropped by the small link) goes again at once without DF; a repeated report sends nothing again.
+     */
+    @Test
+    void rfc1191_aReportBelowTheFloorWithAPeerMssBelowItResendsWhatIsInFlightWithoutDontFragment()
+    {
+        t.peerMss = 500;
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        final byte[] data = bytes(2000, 8);
+        t.write(data);
+        assertTrue(t.recv().stream().allMatch(seg -> seg.ipDontFragment), "DF on every segment (RFC 1191)");
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 296, t.ourSegment(t.iss + 1)));
+        t.poll();
+        assertEquals(500, t.conn.sendMss());
+        final java.util.List<TcpTestHarness.Seg> below = t.recv();
+        assertResentInSegmentsThatFit(below, t.iss + 1, 500, data, "sent again at once");
+        assertTrue(below.stream().noneMatch(seg -> seg.ipDontFragment), "without DF");
+        assertEquals(0, t.counter(StackCounter.TCP_PATH_MTU_REDUCTIONS));
+
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 296, t.ourSegment(t.iss + 1)));
+        t.poll();
+        t.recvNothing();
+        t.send(t.in().ack(t.iss + 2001));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    /**
      * A router from before RFC 1191 says "fragmentation needed" without the next-hop MTU (0): the MSS steps down RFC
      * 1191 §7's plateaus below the datagram it refused (1500: 1492, then 1006, then 508, which is below the floor: the
      * floor without DF), and a stale report about a datagram larger than those now sent changes nothing. Before, every
