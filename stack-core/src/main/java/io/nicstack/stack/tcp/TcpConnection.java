@@ -2194,7 +2194,9 @@ public final class TcpConnection
                 break;
             }
             final int from = (int)hole;
-            final int len = Math.min(segmentLimit(), holeEnd(from) - from);
+            // Holes lie in sequence order: once one starts past the peer's right edge, so do the rest. They go when the
+            // window opens (retransmitAt).
+            final int len = (int)Math.min(Math.min(segmentLimit(), holeEnd(from) - from), windowFrom(from));
             if (len <= 0)
             {
                 break;
@@ -2223,9 +2225,9 @@ public final class TcpConnection
         }
         final int highestSacked = sackedCount > 0 ? sackedEnd[sackedCount - 1] : sndUna;
         final int top = Seq.gt(highestSacked, sndUna) ? highestSacked : sndUna;
-        if (!Seq.lt(top, sndMax))
+        if (!Seq.lt(top, sndMax) || windowFrom(lastSegmentStart(top)) == 0)
         {
-            return false;
+            return false; // nothing to rescue, or the tail lies past a window the peer shrank: not yet
         }
         retransmitLastSegment(top, now);
         // Rule 4: RescueRxt = RecoveryPoint, its last octet here as for the first retransmission's.
@@ -2237,10 +2239,16 @@ public final class TcpConnection
     /** Send again the segment that ends at SND.MAX (its FIN included), starting no lower than {@code floor}; returns its start. */
     private int retransmitLastSegment(final int floor, final long now)
     {
-        final int dataEnd = finRequested && Seq.gt(sndMax, finSeq()) ? finSeq() : sndMax;
-        final int from = Seq.gt(dataEnd - segmentLimit(), floor) ? dataEnd - segmentLimit() : floor;
+        final int from = lastSegmentStart(floor);
         retransmitAt(from, sndMax - from, now);
         return from;
+    }
+
+    /** Where the segment that ends at SND.MAX starts when sent again, no lower than {@code floor}. */
+    private int lastSegmentStart(final int floor)
+    {
+        final int dataEnd = finRequested && Seq.gt(sndMax, finSeq()) ? finSeq() : sndMax;
+        return Seq.gt(dataEnd - segmentLimit(), floor) ? dataEnd - segmentLimit() : floor;
     }
 
     private boolean sendNewData(final long now)
@@ -2415,9 +2423,14 @@ public final class TcpConnection
         // would be new data the sender does not account for, and the peer's ACKs for them would then fall
         // outside [SND.UNA, SND.MAX] and be refused (RFC 5961 §5.2) — a stall found at 5% loss.
         final long sentEnd = Math.min(sendBuffer.end(), offsetOfSend(sndMax));
-        int len = (int)Math.max(0, Math.min(Math.min(segmentLimit(), maxLength), sentEnd - offset));
+        // Nor past the right edge SND.UNA + SND.WND, which the peer may have moved left since it first went (RFC 9293
+        // §3.8.6, MUST-34 robustness): what lies beyond would be dropped (Linux's tcp_retransmit_skb: "receiver has
+        // shrunk his window, and skb is out of new window, do not retransmit it"). Into a closed window nothing goes,
+        // SND.UNA's segment included: the timeout leaves that to the persist timer, whose probes carry one octet.
+        final long room = windowFrom(seq);
+        int len = (int)Math.max(0, Math.min(Math.min(Math.min(segmentLimit(), maxLength), sentEnd - offset), room));
         int flags = TcpHeader.ACK;
-        if (finRequested && seq + len == finSeq() && Seq.gt(sndMax, finSeq()))
+        if (finRequested && seq + len == finSeq() && Seq.gt(sndMax, finSeq()) && len < room)
         {
             flags |= TcpHeader.FIN;
         }
@@ -2433,6 +2446,12 @@ public final class TcpConnection
             markUnaRetransmitted(now);
         }
         return seq + len;
+    }
+
+    /** Octets of the peer's window from {@code seq} (not below SND.UNA) to its right edge; 0 at or past the edge. */
+    private long windowFrom(final int seq)
+    {
+        return Math.max(0, sndWnd - (long)(seq - sndUna));
     }
 
     /** Send our SYN (or SYN,ACK) for the first time, or again when the retransmission timer expires, and arm the timer. */

@@ -685,6 +685,142 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc9293_inSackRecoveryNoHoleIsSentPastTheRightEdgeOfAShrunkWindow()
+    {
+        // Segments 0, 4 and 7 of 10 are lost; the peer SACKs the rest but has shrunk its window to 4 segments and 100
+        // octets (RFC 9293 §3.8.6: it should not, but may; MUST-34). Recovery resends 0, and of 4 what is left of the
+        // window; 7 starts past the right edge SND.UNA + SND.WND, where the peer would drop it (Linux's
+        // tcp_retransmit_skb does not send it either). The rest goes once the window opens, without a timeout.
+        final int mss = sackPeerSending(10);
+        final int s = t.iss + 1;
+        final int window = 4 * mss + 100;
+        t.send(t.in().window(window).sack(s + mss, s + 4 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        t.send(t.in().window(window).sack(s + 5 * mss, s + 7 * mss).sack(s + mss, s + 4 * mss));
+        t.recv(t.out().seq(s + 4 * mss).payloadLength(100));
+        t.send(t.in().window(window).sack(s + 8 * mss, s + 10 * mss).sack(s + 5 * mss, s + 7 * mss).sack(s + mss, s + 4 * mss));
+        t.recvNothing();
+
+        t.send(t.in().sack(s + 8 * mss, s + 10 * mss).sack(s + 5 * mss, s + 7 * mss).sack(s + mss, s + 4 * mss));
+        t.recv(t.out().seq(s + 4 * mss + 100).payloadLength(mss - 100), t.out().seq(s + 7 * mss).payloadLength(mss));
+        t.send(t.in().ack(s + 10 * mss));
+        assertEquals(s + 10 * mss, t.conn.sndUna);
+        assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
+    @Test
+    void rfc9293_inSackRecoveryNothingIsSentIntoAWindowShrunkToZero()
+    {
+        // Segments 0, 2, 4 and 6 of 10 are lost, the rest SACKed, and the peer's window closes (its application stopped
+        // reading). No hole goes into the closed window, SND.UNA's neither: as after any timeout behind a closed window,
+        // the persist timer probes it with one octet (RFC 9293 §3.8.6.1), and the connection lives while the peer
+        // answers. Once the window opens, every hole goes and all the data ends acknowledged.
+        final int mss = sackPeerSending(10);
+        final int s = t.iss + 1;
+        final boolean[] held = {false, true, false, true, false, true, false, true, true, true};
+        t.send(t.in().window(0).sack(s + mss, s + 2 * mss));
+        t.send(t.in().window(0).sack(s + 3 * mss, s + 4 * mss).sack(s + mss, s + 2 * mss));
+        t.send(t.in().window(0).sack(s + 5 * mss, s + 6 * mss).sack(s + 3 * mss, s + 4 * mss).sack(s + mss, s + 2 * mss));
+        t.send(t.in().window(0).sack(s + 7 * mss, s + 10 * mss).sack(s + 5 * mss, s + 6 * mss).sack(s + 3 * mss, s + 4 * mss));
+        assertEquals(1, t.counter(StackCounter.TCP_SACK_RECOVERIES));
+        t.recvNothing();
+        int probes = 0;
+        for (int step = 0; step < 600; step++)
+        {
+            t.advanceMs(100);
+            for (final Seg seg : t.recv())
+            {
+                assertEquals(s, seg.r.seq, t.describe(seg));
+                assertTrue(seg.payload.length <= 1, "a zero-window probe: " + t.describe(seg));
+                t.send(acknowledgeHeld(held, s, mss, 0));
+                probes++;
+            }
+        }
+        assertTrue(probes > 0, "the closed window is probed");
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+
+        t.send(acknowledgeHeld(held, s, mss, 65535));
+        for (int round = 0; round < 100 && t.conn.sndUna != s + 10 * mss; round++)
+        {
+            for (final Seg seg : t.recv())
+            {
+                for (int i = (seg.r.seq - s) / mss; i < (seg.r.seq - s + seg.payload.length + mss - 1) / mss; i++)
+                {
+                    held[i] = true;
+                }
+            }
+            t.advanceMs(10);
+            t.send(acknowledgeHeld(held, s, mss, 65535));
+        }
+        assertEquals(s + 10 * mss, t.conn.sndUna, "all the data acknowledged: " + t.conn.describe());
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+    }
+
+    @Test
+    void rfc6675_theRescueRetransmissionWaitsForAWindowShrunkBeforeTheTail()
+    {
+        // Segments 0 and 9 of 10 are lost and 8 is delayed; the peer SACKs 1-7 and recovery resends 0. The ACK of it
+        // (0-7) shrinks the window to one segment: 8, in flight, fits; 9 starts at the right edge. The rescue (RFC 6675
+        // NextSeg rule 4) does not send it into the window, where the peer would drop it, nor counts it as done: it
+        // goes, once, when the window opens, and the recovery ends without a timeout.
+        final int mss = sackPeerSending(10);
+        final int s = t.iss + 1;
+        t.send(t.in().sack(s + mss, s + 3 * mss));
+        t.send(t.in().sack(s + mss, s + 5 * mss));
+        t.send(t.in().sack(s + mss, s + 8 * mss));
+        t.recv(t.out().seq(s).payloadLength(mss));
+        t.advanceMs(10);
+        t.send(t.in().ack(s + 8 * mss).window(mss));
+        t.recvNothing();
+        assertEquals(0, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        t.send(t.in().ack(s + 8 * mss));
+        t.recv(t.out().seq(s + 9 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RESCUE_RETRANSMITS));
+        t.send(t.in().ack(s + 10 * mss));
+        assertEquals(s + 10 * mss, t.conn.sndUna);
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
+    /** A SACK peer without window scaling (its window set to the octet) and NewReno; {@code segments} full ones sent. */
+    private int sackPeerSending(final int segments)
+    {
+        t.peerSackPermitted = true;
+        t.settings().congestionControl = "newreno";
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        t.write(bytes(segments * mss, 5));
+        assertEquals(segments, t.recv().size());
+        return mss;
+    }
+
+    /** The peer's ACK for the full segments from {@code s} it {@code held}: the cumulative point, then SACK blocks. */
+    private Seg acknowledgeHeld(final boolean[] held, final int s, final int mss, final int window)
+    {
+        int cumulative = 0;
+        while (cumulative < held.length && held[cumulative])
+        {
+            cumulative++;
+        }
+        final Seg ack = t.in().ack(s + cumulative * mss).window(window);
+        int blocks = 0;
+        for (int i = cumulative; i < held.length && blocks < 4; i++)
+        {
+            if (held[i] && (i == 0 || !held[i - 1]))
+            {
+                int end = i;
+                while (end < held.length && held[end])
+                {
+                    end++;
+                }
+                ack.sack(s + i * mss, s + end * mss);
+                blocks++;
+            }
+        }
+        return ack;
+    }
+
+    @Test
     void aLostRetransmissionIsSentAgainOnceThreeSegmentsSentAfterItAreSacked()
     {
         // Segment 1 is lost, and so is its fast retransmission. Recovery goes on with new data; once more than two
