@@ -1116,8 +1116,8 @@ public final class TcpConnection
 
     /**
      * The last ICMP error believed for this connection that did not end it, as {@code type << 8 | code} (e.g. 0x0301
-     * for host unreachable), 0 if none: what the application may want to know when the connection stalls
-     * (RFC 9293 SHLD-25).
+     * for host unreachable), 0 if none or if new data has been acknowledged since: what the application may want to
+     * know when the connection stalls (RFC 9293 SHLD-25), or times out (RFC 1122 §4.2.3.9).
      */
     public int softError()
     {
@@ -1162,6 +1162,7 @@ public final class TcpConnection
         {
             sndWl2 = seg.ack;
             sndUna = seg.ack;
+            softError = 0; // our SYN got through (see onNewAck)
             if (sndNxt != sndUna && Seq.lt(sndNxt, sndUna))
             {
                 sndNxt = sndUna;
@@ -1459,6 +1460,7 @@ public final class TcpConnection
         sendBuffer.release(Math.min(Math.max(ackOffset, sendBuffer.start()), dataEnd));
         bytesAcked += acked;
         sndUna = ack;
+        softError = 0; // data got through: an ICMP error from before is stale (Linux's tcp_ack clears sk_err_soft)
         if (Seq.gt(sndUna, reducedWindowEnd))
         {
             reducedWindowEnd = sndUna; // left behind, it would read as ahead once sequence numbers wrap

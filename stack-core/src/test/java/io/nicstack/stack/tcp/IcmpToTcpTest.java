@@ -92,6 +92,67 @@ class IcmpToTcpTest
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
     }
 
+    /**
+     * A soft error is kept for the application only while nothing gets through: once new data is acknowledged it is
+     * stale, and must not be reported when the connection ends much later (Linux's tcp_ack clears sk_err_soft on
+     * progress). A duplicate ACK is no progress. The same holds for "fragmentation needed" once the smaller segments
+     * are acknowledged.
+     */
+    @Test
+    void rfc1122_aSoftErrorIsForgottenOnceNewDataIsAcknowledged()
+    {
+        t.passiveOpen();
+        t.conn.settings().noDelay = true;
+        t.write(bytes(10, 3));
+        t.recv(t.out().flags(ACK | PSH).payload(bytes(10, 3)));
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 1, t.ourSegment(t.iss + 1)));
+        t.poll();
+        t.send(t.in().ack(t.iss + 1));
+        assertEquals(DESTINATION_UNREACHABLE << 8 | 1, t.conn.softError(), "a duplicate ACK is no progress");
+        t.send(t.in().ack(t.iss + 11));
+        assertEquals(0, t.conn.softError());
+
+        t.write(bytes(3000, 4));
+        t.recv();
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 4, 1000, t.ourSegment(t.iss + 11)));
+        t.poll();
+        assertEquals(DESTINATION_UNREACHABLE << 8 | 4, t.conn.softError());
+        t.recv();
+        t.send(t.in().ack(t.iss + 3011));
+        assertEquals(0, t.conn.softError(), "the path MTU step worked");
+    }
+
+    /** Our SYN drew a soft error and was sent again; the SYN,ACK that acknowledges it makes that error stale. */
+    @Test
+    void rfc1122_aSoftErrorForOurSynIsForgottenOnceTheSynIsAcknowledged()
+    {
+        t.connect();
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 1, t.ourSegment(t.iss)));
+        t.poll();
+        assertEquals(DESTINATION_UNREACHABLE << 8 | 1, t.conn.softError());
+        t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 1));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        assertEquals(0, t.conn.softError());
+    }
+
+    /** RFC 1122 §4.2.3.9: a soft error with no progress after it is still there when the connection times out. */
+    @Test
+    void rfc1122_aSoftErrorIsStillReportedWhenTheConnectionThenTimesOut()
+    {
+        t.passiveOpen();
+        t.write(bytes(10, 3));
+        t.recv(t.out().flags(ACK | PSH).payload(bytes(10, 3)));
+        t.device.inject(t.icmpError(DESTINATION_UNREACHABLE, 1, t.ourSegment(t.iss + 1)));
+        t.poll();
+        for (int step = 0; step < 7200 && t.conn.state() != TcpState.CLOSED; step++)
+        {
+            t.advance(TcpTestHarness.SECOND);
+            t.recv();
+        }
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(DESTINATION_UNREACHABLE << 8 | 1, t.conn.softError());
+    }
+
     /** No connection for the quoted ports, a quote of another host's datagram, or a truncated quote: nothing happens. */
     @Test
     void errorsForNoConnectionOrMalformedQuotesChangeNothing()
