@@ -2746,6 +2746,12 @@ public final class TcpConnection
             tlpRetransmission = false;
             transmitAtSndNxt(offset, length, length == unsent, finRequested && length == unsent, now);
         }
+        else if (windowFrom(lastSegmentStart(sndUna)) == 0)
+        {
+            // The last segment lies past a window the peer shrank, which would drop it: no probe (nor does Linux's
+            // tcp_send_loss_probe send one); the RTO takes over.
+            return;
+        }
         else
         {
             tlpStartSeq = retransmitLastSegment(sndUna, now);

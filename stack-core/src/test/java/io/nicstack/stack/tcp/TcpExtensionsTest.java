@@ -1181,6 +1181,24 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc8985_noProbeWhenTheTailLiesPastAWindowThePeerShrank()
+    {
+        // Segments 9 and 10 of 10 are lost, and the ACK for 1-8 shrinks the window to one segment: the last segment, the
+        // probe's, starts at the right edge, where the peer would drop it. No probe is sent or counted (Linux's
+        // tcp_send_loss_probe gives up so too); the RTO takes over and resends segment 9, which the window takes.
+        final int mss = sackPeerSending(10);
+        final int s = t.iss + 1;
+        t.send(t.in().ack(s + 8 * mss).window(mss));
+        t.recvNothing();
+        t.advance(Math.max(2 * t.conn.srttNanos(), 10 * MS) + MS);
+        t.recvNothing();
+        assertEquals(0, t.counter(StackCounter.TCP_LOSS_PROBES));
+        t.advance(t.conn.rtoNanos());
+        t.recv(t.out().seq(s + 8 * mss).payloadLength(mss));
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
+    @Test
     void rfc8985_oneProbeAtATimeThenTheRetransmissionTimeout()
     {
         // The probe is lost as well: no second probe follows (§7.3 condition 1), and the re-armed RTO takes over.
