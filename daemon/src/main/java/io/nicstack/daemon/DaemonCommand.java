@@ -309,18 +309,29 @@ final class DaemonCommand
         }
     }
 
-    /** Open (or create) tap {@code ifName}, set its MTU, the host's address and the link up; undone on failure. */
+    /**
+     * Open (or create) tap {@code ifName} with its MTU set, then set the host's address and the link up; undone on
+     * failure. The MTU is set as the tap opens, before the device sizes its frames from it (set afterwards, the kernel
+     * would send frames the device drops as too long).
+     *
+     * @throws UsageException when the kernel refuses the MTU (exit 2, as for other bad options).
+     */
     static Link openTap(final String ifName, final boolean checksumOffload, final Integer mtu, final String hostIp)
         throws IOException
     {
         final TapDevice tap;
         try
         {
-            tap = TapDevice.open(ifName, checksumOffload);
+            tap = TapDevice.open(ifName, checksumOffload, mtu == null ? TapDevice.KEEP_MTU : mtu);
         }
-        catch (final NicException | IllegalArgumentException e)
+        catch (final NicException e)
         {
             throw new IOException(e.getMessage(), e);
+        }
+        catch (final IllegalArgumentException e)
+        {
+            // The name was checked with the options: the MTU is what the tap refused.
+            throw new UsageException("daemon: --mtu " + mtu + ": " + e.getMessage());
         }
         final Link link = new Link()
         {
@@ -341,10 +352,6 @@ final class DaemonCommand
         };
         try
         {
-            if (mtu != null)
-            {
-                Shell.run("ip", "link", "set", "dev", ifName, "mtu", String.valueOf(mtu));
-            }
             if (hostIp != null)
             {
                 Shell.run("ip", "addr", "replace", hostIp, "dev", ifName);

@@ -54,7 +54,8 @@ import static io.nicstack.nic.linux.Linux.TUN_F_TSO4;
  * <p>The fd is non-blocking and opened with {@code IFF_TAP | IFF_NO_PI}, so every read(2) and write(2) moves exactly
  * one Ethernet frame without FCS. Receive reads into one device-owned native buffer; transmit queues up to
  * {@link #BURST} frames in device-owned native slots and writes them on {@link #flush()}. Calls pass raw addresses,
- * so nothing is allocated per frame. The MTU is read once at open.
+ * so nothing is allocated per frame. The MTU is set at open if asked ({@code SIOCSIFMTU}), before the device sizes its
+ * buffers from it, and read back once; frames of an MTU raised later by someone else are dropped.
  *
  * <p>Checksum offload (the default, as a NIC gives it; {@code open(name, false)} turns it off): the tap is opened with
  * {@code IFF_VNET_HDR} and offered {@code TUN_F_CSUM} and {@code TUN_F_TSO4}, so every frame in either direction is
@@ -83,6 +84,11 @@ public final class TapDevice implements NetDevice
     private static final int TX_SLOT_ALIGNMENT = 64;
     /** {@code struct iovec} on 64-bit Linux: {@code void *iov_base}, {@code size_t iov_len}. */
     private static final int IOVEC_LENGTH = 16;
+    /** {@code SIOCSIFMTU} (linux/sockios.h): set an interface's MTU from {@code ifr_mtu}. */
+    private static final long SIOCSIFMTU = 0x8922;
+
+    /** For {@link #open(String, String, boolean, int)}: leave the interface's MTU as it is. */
+    public static final int KEEP_MTU = 0;
 
     private final String ifName;
     private final String name;
@@ -183,8 +189,26 @@ public final class TapDevice implements NetDevice
         return open(ifName, tunPath, true);
     }
 
+    /**
+     * As {@link #open(String, boolean)}, first setting the interface's MTU to {@code mtu} (unless {@link #KEEP_MTU}),
+     * so that the device's frames, the kernel side and {@link #mtu()} agree on it.
+     *
+     * @throws IllegalArgumentException when the kernel refuses the MTU for a tap (68..65535 on Linux 4.10 and later).
+     */
+    public static TapDevice open(final String ifName, final boolean checksumOffload, final int mtu)
+    {
+        return open(ifName, TUN_PATH, checksumOffload, mtu);
+    }
+
     /** As {@link #open(String, boolean)} with the clone device at {@code tunPath}. */
     public static TapDevice open(final String ifName, final String tunPath, final boolean checksumOffload)
+    {
+        return open(ifName, tunPath, checksumOffload, KEEP_MTU);
+    }
+
+    /** As {@link #open(String, boolean, int)} with the clone device at {@code tunPath}. */
+    public static TapDevice open(
+        final String ifName, final String tunPath, final boolean checksumOffload, final int mtu)
     {
         validateName(ifName);
 
@@ -219,6 +243,17 @@ public final class TapDevice implements NetDevice
             }
             configureOffload(fd, ifName, checksumOffload, ifreq, IFREQ_UNION_OFFSET);
 
+            if (mtu != KEEP_MTU)
+            {
+                // Before the MTU is read back and the buffers sized from it: a link raised after open would hand us
+                // frames longer than the device takes, and they would be dropped.
+                ifreq.setMemory(IFREQ_UNION_OFFSET, IFREQ_LENGTH - IFREQ_UNION_OFFSET, (byte)0);
+                ifreq.putInt(IFREQ_UNION_OFFSET, mtu);
+                if (LIBC.ioctl(sock, SIOCSIFMTU, ifreqAddress) != 0)
+                {
+                    throw mtuError(ifName, mtu, Linux.errno());
+                }
+            }
             ifreq.setMemory(IFREQ_UNION_OFFSET, IFREQ_LENGTH - IFREQ_UNION_OFFSET, (byte)0);
             if (LIBC.ioctl(sock, SIOCGIFMTU, ifreqAddress) != 0)
             {
@@ -322,6 +357,18 @@ public final class TapDevice implements NetDevice
             case EBUSY -> new NicException("tap " + ifName + " is busy: another fd is attached to it");
             case EINVAL -> new NicException("interface " + ifName + " exists and is not a single-queue tap");
             default -> Linux.failure("ioctl(TUNSETIFF) for tap " + ifName, errno);
+        };
+    }
+
+    /** SIOCSIFMTU failed: an MTU outside the tap's range ({@code dev_validate_mtu}) is the caller's to fix. */
+    static RuntimeException mtuError(final String ifName, final int mtu, final int errno)
+    {
+        return switch (errno)
+        {
+            case EINVAL -> new IllegalArgumentException(
+                "tap " + ifName + " refuses MTU " + mtu + " (a tap takes 68..65535)");
+            case EPERM, EACCES -> permissionDenied(ifName);
+            default -> Linux.failure("ioctl(SIOCSIFMTU) " + mtu + " on tap " + ifName, errno);
         };
     }
 

@@ -133,6 +133,72 @@ class TapDeviceKernelTest
     }
 
     /**
+     * An MTU asked for at open is the link's before the device sizes itself: the kernel, {@link TapDevice#mtu()} and
+     * the frames delivered agree on it, so the kernel's 3042-byte echo requests (ping -s 3000, DF) arrive whole.
+     */
+    @Test
+    void anMtuSetAtOpenIsTheLinksAndFramesUpToItAreDelivered() throws Exception
+    {
+        final String ns = addNamespace();
+        try (TapDevice tap = inNamespace(ns, () -> TapDevice.open(TAP, true, 9000)))
+        {
+            assertEquals(9000, tap.mtu());
+            assertEquals(9014, tap.maxFrameLength());
+            assertTrue(run("ip", "-n", ns, "link", "show", "dev", TAP).contains(" mtu 9000 "), "the kernel side's MTU");
+
+            run("ip", "-n", ns, "link", "set", "dev", TAP, "address", KERNEL_MAC_TEXT);
+            run("ip", "-n", ns, "addr", "add", "198.18.0.1/24", "dev", TAP);
+            run("ip", "-n", ns, "link", "set", TAP, "up");
+            run("ip", "-n", ns, "neigh", "replace", "198.18.0.2", "lladdr", OUR_MAC_TEXT, "dev", TAP, "nud", "permanent");
+            // Nobody answers: ping gives up after its requests are in the tap's queue.
+            KernelSupport.bounded(5, "ip", "netns", "exec", ns, "ping", "-n", "-M", "do", "-c", "3", "-i", "0.2", "-W",
+                "1", "-s", "3000", "198.18.0.2");
+
+            final int[] jumbo = new int[1];
+            final FrameHandler handler = (buffer, offset, length) ->
+            {
+                if (length == 14 + 20 + 8 + 3000 && buffer.getByte(offset + 23) == 1 && buffer.getByte(offset + 34) == 8)
+                {
+                    jumbo[0]++;
+                }
+            };
+            final long deadline = System.nanoTime() + DEADLINE_NANOS;
+            for (int round = 0; round < 300 && jumbo[0] < 3 && System.nanoTime() < deadline; round++)
+            {
+                if (tap.awaitReadable(10_000_000))
+                {
+                    tap.receive(handler, NetDevice.BURST);
+                }
+            }
+            assertEquals(3, jumbo[0], "echo requests of 3042 bytes delivered");
+            assertEquals(0, tap.droppedFrames());
+        }
+        finally
+        {
+            run("ip", "netns", "del", ns);
+        }
+    }
+
+    /** An MTU a tap cannot have is refused with what a tap takes, and a tap created for the attempt goes away. */
+    @ParameterizedTest(name = "mtu {0}")
+    @ValueSource(ints = { 67, 65536 })
+    void anMtuTheKernelRefusesIsAnArgumentError(final int mtu) throws Exception
+    {
+        final String ns = addNamespace();
+        try
+        {
+            final IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                () -> inNamespace(ns, () -> TapDevice.open(TAP, true, mtu)));
+            assertEquals("tap " + TAP + " refuses MTU " + mtu + " (a tap takes 68..65535)", refused.getMessage());
+            assertFalse(runQuietly("ip", "-n", ns, "link", "show", TAP), "the tap made for the attempt is gone");
+        }
+        finally
+        {
+            run("ip", "netns", "del", ns);
+        }
+    }
+
+    /**
      * NetDevice: the claimed buffer is valid until commit or abort, so a flush in between sends only the frame
      * committed before it, and the kernel then receives the claimed frame as written. No IP: the frames are of a local
      * experimental EtherType, read back by a packet socket in the namespace.
