@@ -232,7 +232,8 @@ final class DaemonCommand
         catch (final IllegalArgumentException e)
         {
             throw new UsageException("daemon: --device tap:" + name + ": an interface name has 1 to " + (Linux.IFNAMSIZ - 1)
-                + " printable ASCII characters, no '/', ':' or space, and is not '.' or '..'");
+                + " printable ASCII characters, no '/', ':', '%' or space (a template such as nst%d is refused: give the"
+                + " name itself), and is not '.' or '..'");
         }
     }
 

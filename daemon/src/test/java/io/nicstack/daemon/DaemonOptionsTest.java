@@ -77,7 +77,7 @@ class DaemonOptionsTest
 
     /** Found while parsing (exit 2), not when the tap is opened (exit 1). */
     @ParameterizedTest
-    @CsvSource({"tap:averyveryverylongname", "tap:a/b", "tap:a:b", "tap:.."})
+    @CsvSource({"tap:averyveryverylongname", "tap:a/b", "tap:a:b", "tap:..", "tap:nst%d"})
     void interfaceNameLinuxRefusesIsAUsageError(final String device)
     {
         assertRefused(new String[] {"daemon", "--device", device, "--ip", "198.18.0.2/24"}, "--device " + device + ": an interface name");

@@ -310,8 +310,10 @@ public final class TapDevice implements NetDevice
     }
 
     /**
-     * Interface name rules of dev_valid_name() in net/core/dev.c, restricted to printable ASCII: an
-     * {@link IllegalArgumentException} saying what is wrong.
+     * Interface name rules of dev_valid_name() in net/core/dev.c, restricted to printable ASCII and without '%': an
+     * {@link IllegalArgumentException} saying what is wrong. A name with '%' is a template ({@code nst%d}) that
+     * TUNSETIFF expands into a name of the kernel's choosing (dev_get_valid_name); this device, and whoever configures
+     * the interface by the name given, would go on using the template, which names no interface.
      */
     public static void validateName(final String ifName)
     {
@@ -331,10 +333,10 @@ public final class TapDevice implements NetDevice
         for (int i = 0; i < ifName.length(); i++)
         {
             final char c = ifName.charAt(i);
-            if (c <= ' ' || c > '~' || c == '/' || c == ':')
+            if (c <= ' ' || c > '~' || c == '/' || c == ':' || c == '%')
             {
-                throw new IllegalArgumentException(
-                    "tap name '" + ifName + "' has a bad character at " + i + " (no '/', ':', space or non-ASCII)");
+                throw new IllegalArgumentException("tap name '" + ifName + "' has a bad character at " + i
+                    + " (no '/', ':', '%', space or non-ASCII: give the name itself, not a template)");
             }
         }
     }

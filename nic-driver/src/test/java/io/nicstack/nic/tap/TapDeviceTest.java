@@ -52,6 +52,19 @@ class TapDeviceTest
         TapDevice.validateName("nsttap0-x.1_y");
     }
 
+    /**
+     * A template such as {@code nst%d} is expanded by TUNSETIFF into a name we would not know (the kernel writes it
+     * back into the ifreq); every later use of the template would miss the interface, so it is refused up front.
+     */
+    @Test
+    void aNameTemplateIsRejected()
+    {
+        final IllegalArgumentException ex =
+            assertThrows(IllegalArgumentException.class, () -> TapDevice.validateName("nst%d"));
+        assertEquals("tap name 'nst%d' has a bad character at 3 (no '/', ':', '%', space or non-ASCII: "
+            + "give the name itself, not a template)", ex.getMessage());
+    }
+
     @Test
     void missingCloneDeviceSaysWhatToDo()
     {
