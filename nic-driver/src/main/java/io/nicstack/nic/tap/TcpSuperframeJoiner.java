@@ -16,10 +16,11 @@ import io.nicstack.nic.NetDevice;
  * <p>Frames {@code [first, first + n)} are joined when every frame after the first carries the first one's header
  * bytes except IPv4 total length, identification and header checksum, TCP sequence number, flags and checksum; its
  * sequence number continues the frame before it; every payload but the last is exactly as long as the first one (the
- * segment size) and the last is no longer; PSH and FIN are on the last frame only, CWR on the first only, and the
- * other flags are the same (ACK set, never SYN, RST or URG); every frame asked for {@code NEEDS_CSUM}; and the IPv4
- * total length stays within 65535. Anything else, including a frame that does not parse, ends the run: a frame that
- * cannot be joined is sent alone, as it was given.
+ * segment size) and the last is no longer; PSH and FIN are on the last frame only, and the other flags are the same
+ * (ACK set, never SYN, RST, URG or CWR); every frame asked for {@code NEEDS_CSUM}; and the IPv4 total length stays
+ * within 65535. Anything else, including a frame that does not parse, ends the run: a frame that cannot be joined is
+ * sent alone, as it was given. A superframe with CWR would have to say {@code VIRTIO_NET_HDR_GSO_ECN} (the virtio-net
+ * spec: "TCP has ECN set"), which the tap never writes, so a segment carrying CWR always goes alone.
  *
  * <p>When {@code n >= 2}, {@link #join} has rewritten the first frame's headers into the superframe's: IPv4 total
  * length and header checksum, the TCP flags (the last frame's PSH and FIN added) and the TCP checksum field, which holds
@@ -73,12 +74,11 @@ final class TcpSuperframeJoiner
         final int tcp = ETH + ipLength;
         final int flags = head.getByte(tcp + 13) & 0xFF;
         final int segment = headLength - headers;
-        if ((flags & (TCP_ACK | TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH)) != TCP_ACK)
+        if ((flags & (TCP_ACK | TCP_SYN | TCP_RST | TCP_URG | TCP_FIN | TCP_PSH | TCP_CWR)) != TCP_ACK)
         {
             return 1;
         }
 
-        final int sameFlags = flags & ~TCP_CWR;
         int nextSeq = head.getInt(tcp + 4, ByteOrder.BIG_ENDIAN) + segment;
         int total = headLength - ETH;
         int lastFlags = flags;
@@ -91,7 +91,7 @@ final class TcpSuperframeJoiner
             if (!needsChecksum[j] || payload <= 0 || payload > segment || total + payload > MAX_IPV4_TOTAL_LENGTH
                 || TcpIpv4Frames.ipv4TotalLength(frame, 0) != length - ETH
                 || frame.getInt(tcp + 4, ByteOrder.BIG_ENDIAN) != nextSeq
-                || ((frame.getByte(tcp + 13) & 0xFF) & ~(TCP_FIN | TCP_PSH)) != sameFlags
+                || ((frame.getByte(tcp + 13) & 0xFF) & ~(TCP_FIN | TCP_PSH)) != flags
                 || !sameFlowHeaders(head, frame, tcp, headers))
             {
                 break;
