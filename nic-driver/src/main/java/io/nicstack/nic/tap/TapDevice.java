@@ -422,11 +422,18 @@ public final class TapDevice implements NetDevice
         return maxFrameLength;
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>At most {@code min(limit, BURST)} read(2)s per call, whether their frames are delivered or dropped: a flood of
+     * frames the device drops cannot keep one call reading, so the event loop gets control back.
+     */
     @Override
     public int receive(final FrameHandler handler, final int limit)
     {
         final int max = Math.min(limit, BURST);
         int frames = 0;
+        int reads = 0;
         while (frames < max)
         {
             if (superframe.hasNext())
@@ -437,6 +444,11 @@ public final class TapDevice implements NetDevice
                 frames++;
                 continue;
             }
+            if (reads == max)
+            {
+                break;
+            }
+            reads++;
             final long length = LIBC.read(fd, rxAddress, RX_BUFFER_LENGTH);
             if (length <= 0)
             {

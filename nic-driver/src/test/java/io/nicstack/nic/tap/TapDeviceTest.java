@@ -1,8 +1,14 @@
 package io.nicstack.nic.tap;
 
+import io.nicstack.nic.FrameHandler;
+import io.nicstack.nic.NetDevice;
 import io.nicstack.nic.NicException;
 import io.nicstack.nic.linux.Linux;
+import jnr.ffi.LibraryLoader;
+import jnr.ffi.annotations.Out;
+import org.agrona.BufferUtil;
 import org.agrona.MutableDirectBuffer;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,11 +28,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * What needs no kernel interface: errors, and the transmit queue over a regular file, which write(2) appends each
- * flushed frame to; see {@link TapDeviceKernelTest} for the real thing.
+ * What needs no kernel interface: errors, the transmit queue over a regular file, which write(2) appends each
+ * flushed frame to, and receive over one end of a datagram socket pair, whose read(2) takes one frame as a tap's does;
+ * see {@link TapDeviceKernelTest} for the real thing.
  */
 class TapDeviceTest
 {
+    /** socketpair(2), which the device itself never needs. */
+    public interface SocketPair
+    {
+        int socketpair(int domain, int type, int protocol, @Out int[] fds);
+    }
+
+    private static final SocketPair SOCKETS = LibraryLoader.create(SocketPair.class).load("c");
+    private static final int AF_UNIX = 1;
     private static final int FRAME_LENGTH = 60;
     private static final byte[] DESTINATION_MAC = { 0x02, 0x00, 0x5e, 0x12, 0x00, 0x01 };
     private static final byte[] SOURCE_MAC = { 0x02, 0x00, 0x5e, 0x12, 0x00, 0x02 };
@@ -84,6 +99,55 @@ class TapDeviceTest
             TapDevice.attachError("t0", Linux.EPERM).getMessage());
         assertEquals("ioctl(TUNSETIFF) for tap t0 failed: EMFILE (Too many open files)",
             TapDevice.attachError("t0", Linux.EMFILE).getMessage());
+    }
+
+    /** A non-blocking datagram socket pair: [0] for the device, which reads it, [1] for the test, which writes. */
+    private static int[] datagramPair()
+    {
+        final int[] fds = new int[2];
+        assertEquals(0, SOCKETS.socketpair(AF_UNIX, Linux.SOCK_DGRAM | Linux.O_NONBLOCK | Linux.SOCK_CLOEXEC, 0, fds),
+            "socketpair: errno " + Linux.errno());
+        return fds;
+    }
+
+    /** One datagram, as the kernel hands a tap's reader one frame (with its virtio-net header, if any). */
+    private static void send(final int fd, final UnsafeBuffer bytes, final int length)
+    {
+        assertEquals(length, LIBC.write(fd, bytes.addressOffset(), length), "write: errno " + Linux.errno());
+    }
+
+    /**
+     * Frames the device drops count toward the receive limit as frames delivered do: a flood of frames too long for
+     * the MTU ends each call after at most {@code min(limit, BURST)} reads, so the event loop gets control back.
+     */
+    @Test
+    void droppedFramesCountTowardTheReceiveLimit()
+    {
+        final int[] fds = datagramPair();
+        final UnsafeBuffer frame = new UnsafeBuffer(BufferUtil.allocateDirectAligned(2048, 64));
+        final int[] delivered = new int[1];
+        final FrameHandler count = (buffer, offset, length) -> delivered[0]++;
+        try (TapDevice tap = new TapDevice("pairtap0", fds[0], 1500, false, false))
+        {
+            final int tooLong = 40;
+            for (int i = 0; i < tooLong; i++)
+            {
+                send(fds[1], frame, tap.maxFrameLength() + 1);
+            }
+            send(fds[1], frame, FRAME_LENGTH);
+
+            assertEquals(0, tap.receive(count, NetDevice.BURST));
+            assertEquals(NetDevice.BURST, tap.droppedFrames(), "one call reads at most BURST frames");
+            assertEquals(0, tap.receive(count, 4));
+            assertEquals(NetDevice.BURST + 4, tap.droppedFrames(), "and at most its limit");
+            assertEquals(1, tap.receive(count, NetDevice.BURST), "the frame behind the flood");
+            assertEquals(tooLong, tap.droppedFrames());
+            assertEquals(1, delivered[0]);
+        }
+        finally
+        {
+            LIBC.close(fds[1]);
+        }
     }
 
     /**
