@@ -482,7 +482,7 @@ public final class TapDevice implements NetDevice
                     }
                     else
                     {
-                        droppedFrames++;
+                        droppedFrames += refusedSuperframeSegments(frameLength, rxHeader.gsoSize());
                     }
                     continue;
                 }
@@ -498,6 +498,21 @@ public final class TapDevice implements NetDevice
         }
 
         return frames;
+    }
+
+    /**
+     * The frames a superframe we could not cut held, for {@link #droppedFrames()}: its TCP payload over
+     * {@code gso_size}, rounded up (as the kernel's {@code gso_segs}); 1 when it is not TCP/IPv4 or has no size.
+     */
+    private int refusedSuperframeSegments(final int frameLength, final int gsoSize)
+    {
+        final int headers = TcpIpv4Frames.headersLength(rxBuffer, vnetHeaderLength, frameLength);
+        if (headers < 0 || gsoSize <= 0)
+        {
+            return 1;
+        }
+        final int payload = ETHERNET_HEADER_LENGTH + TcpIpv4Frames.ipv4TotalLength(rxBuffer, vnetHeaderLength) - headers;
+        return (payload + gsoSize - 1) / gsoSize;
     }
 
     @Override
@@ -682,6 +697,10 @@ public final class TapDevice implements NetDevice
         return ready > 0;
     }
 
+    /**
+     * Frames read and not delivered (longer than the MTU, or in a superframe that could not be cut, counted as the
+     * segments it held) and frames the kernel refused on write(2) (a superframe's as the frames joined into it).
+     */
     @Override
     public long droppedFrames()
     {

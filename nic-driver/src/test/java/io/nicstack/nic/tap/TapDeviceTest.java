@@ -26,6 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * What needs no kernel interface: errors, the transmit queue over a regular file, which write(2) appends each
@@ -143,6 +144,35 @@ class TapDeviceTest
             assertEquals(1, tap.receive(count, NetDevice.BURST), "the frame behind the flood");
             assertEquals(tooLong, tap.droppedFrames());
             assertEquals(1, delivered[0]);
+        }
+        finally
+        {
+            LIBC.close(fds[1]);
+        }
+    }
+
+    /**
+     * A TSO superframe the device cannot cut (here its segments would be longer than the MTU allows) counts as the
+     * segments it held, as a superframe the kernel refuses on transmit counts its frames.
+     */
+    @Test
+    void aRefusedSuperframeCountsTheSegmentsItHeld()
+    {
+        final int[] fds = datagramPair();
+        final UnsafeBuffer datagram = new UnsafeBuffer(BufferUtil.allocateDirectAligned(8192, 64));
+        try (TapDevice tap = new TapDevice("pairtap0", fds[0], 1500, false, true))
+        {
+            final int gsoSize = 2000;
+            final int frameLength = Frames.tcp(new UnsafeBuffer(datagram, VirtioNetHeader.LENGTH, 8192 - 64),
+                DESTINATION_MAC, SOURCE_MAC, 0xC6120001, 0xC6120002, 1, 40_000, 7, 1, 1, 0x10, 0xFFFF, new byte[0],
+                new byte[5001], 0, 5001);
+            new VirtioNetHeader().wrap(datagram, 0).gsoType(VirtioNetHeader.GSO_TCPV4).gsoSize(gsoSize)
+                .headerLength(54);
+            send(fds[1], datagram, VirtioNetHeader.LENGTH + frameLength);
+
+            assertEquals(0, tap.receive((buffer, offset, length) -> fail("nothing to deliver"), NetDevice.BURST));
+            assertEquals(0, tap.receiveSuperframes());
+            assertEquals(3, tap.droppedFrames(), "5001 bytes of payload in segments of 2000");
         }
         finally
         {
