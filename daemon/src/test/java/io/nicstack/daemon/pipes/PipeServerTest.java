@@ -18,6 +18,8 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.function.BooleanSupplier;
 
@@ -27,6 +29,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import io.nicstack.daemon.Netns;
 import io.nicstack.nic.linux.Linux;
 import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.pipes.AppFileDescriptor;
@@ -2393,12 +2396,15 @@ class PipeServerTest
     {
         final Path leased = junkAttaching("leased.app");
         // F_SETLEASE is 1024, F_RDLCK 0; SIGIO (the lease break's notice) ignored, so the lease is held to the end.
-        final Process holder = new ProcessBuilder("python3", "-c", "import fcntl, os, signal, sys, time\n"
+        // SIGKILL when the test JVM dies: no holder sleeps on after it.
+        final List<String> command = new ArrayList<>(Netns.dieWithParent());
+        command.addAll(List.of("python3", "-c", "import fcntl, os, signal, sys, time\n"
             + "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"
             + "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
             + "fcntl.fcntl(fd, 1024, 0)\n"
             + "print('leased', flush=True)\n"
-            + "time.sleep(60)\n", leased.toString()).redirectErrorStream(true).start();
+            + "time.sleep(60)\n", leased.toString()));
+        final Process holder = new ProcessBuilder(command).redirectErrorStream(true).start();
         try
         {
             final String said = new String(holder.getInputStream().readNBytes(7), java.nio.charset.StandardCharsets.UTF_8);

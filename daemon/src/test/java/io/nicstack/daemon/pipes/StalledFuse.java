@@ -4,7 +4,11 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+
+import io.nicstack.daemon.Netns;
 
 /**
  * A FUSE filesystem whose server stops answering: one regular file {@code f} that can be looked up and opened, after
@@ -12,7 +16,9 @@ import java.util.concurrent.TimeUnit;
  * or closes such a file blocks until the server goes, as on a FUSE mount whose server hung. The server runs in a mount
  * namespace of its own ({@code unshare --mount --propagation private}), so nothing is mounted where the test runs, and
  * the mount goes with the server's namespace; {@link #close()} kills the server, which fails every request still
- * waiting (ENOTCONN). Needs root and {@code /dev/fuse}.
+ * waiting (ENOTCONN). The server gets SIGKILL when the test JVM dies ({@link Netns#dieWithParent()}; {@code unshare}
+ * execs python, which keeps the death signal): it would otherwise read {@code /dev/fuse} for ever, and whatever holds
+ * its file would wait on it for ever to close it. Needs root and {@code /dev/fuse}.
  */
 final class StalledFuse implements AutoCloseable
 {
@@ -53,8 +59,10 @@ final class StalledFuse implements AutoCloseable
     StalledFuse(final Path mountpoint) throws IOException
     {
         this.mountpoint = mountpoint;
-        server = new ProcessBuilder("unshare", "--mount", "--propagation", "private", "/usr/bin/python3", "-c", SERVER,
-            mountpoint.toString()).redirectErrorStream(true).start();
+        final List<String> command = new ArrayList<>(Netns.dieWithParent());
+        command.addAll(List.of("unshare", "--mount", "--propagation", "private", "/usr/bin/python3", "-c", SERVER,
+            mountpoint.toString()));
+        server = new ProcessBuilder(command).redirectErrorStream(true).start();
         final String first = new BufferedReader(new InputStreamReader(server.getInputStream())).readLine();
         if (!"mounted".equals(first))
         {

@@ -13,6 +13,7 @@ import org.agrona.IoUtil;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
+import io.nicstack.daemon.Netns;
 import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Libc;
@@ -305,6 +306,9 @@ final class TestApp implements AutoCloseable
      * Another process that holds an app's memory: python, as root or as another user, making a sealed memfd, mapping
      * it and printing its descriptor number; then, a line at a time: {@code open PATH} (prints the descriptor),
      * {@code name} (a process name that is not UTF-8), {@code undump} (PR_SET_DUMPABLE 0), an empty line to exit.
+     * It gets SIGKILL when the test JVM dies ({@link Netns#dieWithParent()}; a {@code prefix} that changes the
+     * process's user drops that signal, but such a holder exits at the end of its input): one that holds a file of a
+     * FUSE mount whose server hangs would otherwise, when its input ends, wait for ever to close it.
      */
     static final class Holder implements AutoCloseable
     {
@@ -334,7 +338,8 @@ final class TestApp implements AutoCloseable
         Holder(final int ringCapacity, final int pipeCapacity, final int maxConnections, final String... prefix)
             throws IOException
         {
-            final List<String> command = new ArrayList<>(List.of(prefix));
+            final List<String> command = new ArrayList<>(Netns.dieWithParent());
+            command.addAll(List.of(prefix));
             command.addAll(List.of("/usr/bin/python3", "-c", SCRIPT,
                 Long.toString(AppFileDescriptor.fileLength(ringCapacity, pipeCapacity, maxConnections))));
             process = new ProcessBuilder(command).redirectErrorStream(true).start();
