@@ -238,7 +238,8 @@ public final class Netns implements AutoCloseable
     /**
      * A fresh work directory {@code <tmp>/<prefix>-<pid>-<n>} for a test of this JVM; first deletes this user's
      * {@code <prefix>-<pid>-<n>} directories whose JVM no longer runs (a test JVM killed with SIGKILL cannot delete
-     * its own, and a kernel test's may hold a 64 MB pcap or a 100 MB file). Delete it with {@link #deleteTree}.
+     * its own, and a kernel test's may hold a 64 MB pcap or a 100 MB file), after unmounting what is mounted in them
+     * ({@link #unmountUnder}). Delete it with {@link #deleteTree}.
      */
     public static Path workDir(final String prefix) throws IOException
     {
@@ -255,11 +256,84 @@ public final class Netns implements AutoCloseable
                     && !ProcessHandle.of(Long.parseLong(m.group(1))).map(ProcessHandle::isAlive).orElse(false))
                 {
                     System.err.println("[netns] deleting " + dir + ", left by test JVM " + m.group(1) + " which is gone");
+                    unmountUnder(dir);
                     deleteTree(dir);
                 }
             }
         }
         return Files.createTempDirectory(prefix + "-" + ProcessHandle.current().pid() + "-");
+    }
+
+    /**
+     * Lazily unmount ({@code umount -l}) every mount point at or below {@code dir} that {@code /proc/self/mountinfo}
+     * lists, deepest first, stacked mounts one by one; nothing outside {@code dir}. A test JVM killed while it had
+     * something mounted in its work directory (KernelAppTest's ramfs) leaves it mounted, and deleting the tree would
+     * fail on the mount point (EBUSY) on every later run. Throws when mounts are still there after a few rounds.
+     */
+    static void unmountUnder(final Path dir) throws IOException
+    {
+        final Path root = dir.toRealPath(java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        List<Path> mounts = mountsUnder(root);
+        for (int round = 0; round < 5 && !mounts.isEmpty(); round++)
+        {
+            mounts.sort(java.util.Comparator.comparingInt(Path::getNameCount).reversed());
+            for (final Path mount : mounts)
+            {
+                System.err.println("[netns] unmounting " + mount
+                    + " (umount -l), left mounted by a test JVM which is gone");
+                final Result umount = run(10, "umount", "-l", mount.toString());
+                if (umount.exitCode() != 0)
+                {
+                    System.err.println("[netns] umount -l " + mount + " failed (exit " + umount.exitCode() + "): "
+                        + umount.output().strip());
+                }
+            }
+            mounts = mountsUnder(root);
+        }
+        if (!mounts.isEmpty())
+        {
+            throw new IOException("still mounted under " + root + " after umount -l: " + mounts);
+        }
+    }
+
+    /** The mount points at or below {@code root} (a real path) in this process's mount namespace, once per mount. */
+    private static List<Path> mountsUnder(final Path root) throws IOException
+    {
+        final List<Path> mounts = new ArrayList<>();
+        for (final String line : Files.readAllLines(Path.of("/proc/self/mountinfo"), StandardCharsets.UTF_8))
+        {
+            // proc(5): mount ID, parent ID, major:minor, root, mount point, ...
+            final String[] fields = line.split(" ");
+            if (fields.length > 4)
+            {
+                final Path mount = Path.of(unescapeMountinfo(fields[4]));
+                if (mount.startsWith(root))
+                {
+                    mounts.add(mount);
+                }
+            }
+        }
+        return mounts;
+    }
+
+    /** A mountinfo path with its octal escapes (space {@code \040}, tab, newline, backslash) decoded. */
+    private static String unescapeMountinfo(final String field)
+    {
+        final StringBuilder path = new StringBuilder(field.length());
+        for (int i = 0; i < field.length(); i++)
+        {
+            final char c = field.charAt(i);
+            if (c == '\\' && i + 3 < field.length() && field.substring(i + 1, i + 4).matches("[0-7]{3}"))
+            {
+                path.append((char)Integer.parseInt(field.substring(i + 1, i + 4), 8));
+                i += 3;
+            }
+            else
+            {
+                path.append(c);
+            }
+        }
+        return path.toString();
     }
 
     /** Delete a test's work directory and everything in it (no-op for null or a missing directory). */
