@@ -28,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * The client where the daemon is behind, the rings are full, or the app lets go of things early: descriptors of
@@ -359,12 +360,20 @@ class ClientFailureModesTest
     {
         final String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         final String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        final Path output = errors.resolve("child.out");
         final Process child = new ProcessBuilder(List.of(java, "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "-XX:-CreateCoredumpOnCrash", "-XX:ErrorFile=" + errors.resolve("hs_err_%p.log"), "-cp", classpath,
-            UnmappedAccessMain.class.getName())).redirectErrorStream(true).start();
-        final String out = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        final int exit = child.waitFor();
-        assertEquals(0, exit, out);
+            UnmappedAccessMain.class.getName())).redirectErrorStream(true).redirectOutput(output.toFile()).start();
+        // Its output goes to a file, not a pipe: a read of a pipe blocks past @Timeout (which cannot interrupt it) when
+        // the child hangs, and so would the fork until surefire's kill. A bounded wait, then a kill, fails in time.
+        if (!child.waitFor(30, TimeUnit.SECONDS))
+        {
+            child.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            fail("the child JVM did not exit within 30 s (killed):\n"
+                + Files.readString(output, StandardCharsets.UTF_8));
+        }
+        final String out = Files.readString(output, StandardCharsets.UTF_8);
+        assertEquals(0, child.exitValue(), out);
         for (final String accessor : List.of("rxIndex", "txIndex", "rxBuffer", "txBuffer", "txFree", "release"))
         {
             assertTrue(out.contains(accessor + ": IllegalStateException"), out);
