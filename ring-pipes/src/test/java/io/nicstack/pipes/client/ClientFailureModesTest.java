@@ -363,7 +363,8 @@ class ClientFailureModesTest
         final Path output = errors.resolve("child.out");
         final Process child = new ProcessBuilder(List.of(java, "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
             "-XX:-CreateCoredumpOnCrash", "-XX:ErrorFile=" + errors.resolve("hs_err_%p.log"), "-cp", classpath,
-            UnmappedAccessMain.class.getName())).redirectErrorStream(true).redirectOutput(output.toFile()).start();
+            UnmappedAccessMain.class.getName(), errors.toString()))
+            .redirectErrorStream(true).redirectOutput(output.toFile()).start();
         // Its output goes to a file, not a pipe: a read of a pipe blocks past @Timeout (which cannot interrupt it) when
         // the child hangs, and so would the fork until surefire's kill. A bounded wait, then a kill, fails in time.
         if (!child.waitFor(30, TimeUnit.SECONDS))

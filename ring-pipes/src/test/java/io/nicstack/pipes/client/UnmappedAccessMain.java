@@ -7,13 +7,15 @@ import java.util.function.ToIntFunction;
 /**
  * Run in a JVM of its own by {@link ClientFailureModesTest}: every accessor of a connection's pipes after
  * {@code client.close()}, which must throw rather than touch the unmapped memory (a SIGSEGV would end this JVM).
- * Prints one line per accessor, "name: exception class".
+ * Prints one line per accessor, "name: exception class". Its directory is made in {@code args[0]} (the test's own
+ * temporary directory, deleted after it), or in java.io.tmpdir without an argument.
  */
 public final class UnmappedAccessMain
 {
     public static void main(final String[] args) throws Exception
     {
-        final Path dir = Files.createTempDirectory("unmapped");
+        final Path dir = args.length > 0 ? Files.createTempDirectory(Path.of(args[0]), "unmapped")
+            : Files.createTempDirectory("unmapped");
         final FakeDaemon daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
         final ClientOptions options = new ClientOptions();
         options.maxConnections = 4;
