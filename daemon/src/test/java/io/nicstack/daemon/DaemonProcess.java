@@ -74,6 +74,40 @@ public final class DaemonProcess implements AutoCloseable
         return readyLine;
     }
 
+    /**
+     * A kernel test class's teardown: stop {@code daemon} and check that it exited 0 (its output is the message), then,
+     * whatever happened, close it and the namespace and delete the work directory. Any of them may be null (set-up
+     * failed before it was made).
+     */
+    public static void stopAndCleanUp(final DaemonProcess daemon, final Netns ns, final Path work) throws Exception
+    {
+        try
+        {
+            if (daemon != null)
+            {
+                org.junit.jupiter.api.Assertions.assertEquals(0, daemon.stop(), String.join("\n", daemon.output));
+            }
+        }
+        finally
+        {
+            try
+            {
+                if (daemon != null)
+                {
+                    daemon.close();
+                }
+                if (ns != null)
+                {
+                    ns.close();
+                }
+            }
+            finally
+            {
+                Netns.deleteTree(work);
+            }
+        }
+    }
+
     /** SIGTERM, then the exit code (bounded wait). */
     public int stop() throws InterruptedException
     {

@@ -57,31 +57,7 @@ class KernelJumboMtuTest
     @AfterAll
     void stop() throws Exception
     {
-        try
-        {
-            if (daemon != null)
-            {
-                assertEquals(0, daemon.stop(), String.join("\n", daemon.output));
-            }
-        }
-        finally
-        {
-            try
-            {
-                if (daemon != null)
-                {
-                    daemon.close();
-                }
-                if (ns != null)
-                {
-                    ns.close();
-                }
-            }
-            finally
-            {
-                Netns.deleteTree(work);
-            }
-        }
+        DaemonProcess.stopAndCleanUp(daemon, ns, work);
     }
 
     @Test

@@ -80,31 +80,7 @@ class KernelTcpTest
     @AfterAll
     void stop() throws Exception
     {
-        try
-        {
-            if (daemon != null)
-            {
-                assertEquals(0, daemon.stop(), String.join("\n", daemon.output));
-            }
-        }
-        finally
-        {
-            try
-            {
-                if (daemon != null)
-                {
-                    daemon.close();
-                }
-                if (ns != null)
-                {
-                    ns.close();
-                }
-            }
-            finally
-            {
-                Netns.deleteTree(work);
-            }
-        }
+        DaemonProcess.stopAndCleanUp(daemon, ns, work);
     }
 
     private Netns.Result peer(final int timeoutSeconds, final String... args) throws IOException

@@ -74,34 +74,7 @@ class KernelAppTest
     @AfterAll
     void stop() throws Exception
     {
-        try
-        {
-            if (daemon != null)
-            {
-                assertEquals(0, daemon.stop(), String.join("\n", daemon.output));
-            }
-        }
-        finally
-        {
-            try
-            {
-                if (daemon != null)
-                {
-                    daemon.close();
-                }
-                if (ns != null)
-                {
-                    ns.close();
-                }
-            }
-            finally
-            {
-                if (work != null)
-                {
-                    Netns.run(30, "rm", "-rf", work.toString());
-                }
-            }
-        }
+        DaemonProcess.stopAndCleanUp(daemon, ns, work);
     }
 
     /** A file of seeded random bytes; returns its SHA-256. */
