@@ -114,6 +114,12 @@ public final class Tcp implements IpProtocolHandler
         this.earlyDemux = !ip.isBroadcast(localAddress);
     }
 
+    /** The offset of the TCP timestamps of this 4-tuple's connections ({@link IsnGenerator#timestampOffset}). */
+    int timestampOffset(final int localPort, final int remoteIp, final int remotePort)
+    {
+        return isn.timestampOffset(localAddress, localPort, remoteIp, remotePort);
+    }
+
     /** Connection table key: remote address, remote port and local port (the local address is ours). */
     static long key(final int remoteIp, final int remotePort, final int localPort)
     {

@@ -127,6 +127,7 @@ public final class TcpConnection
     /** When {@link #tsRecent} was last set: RFC 7323 §5.5 invalidates it after 24 days. */
     private long tsRecentNanos;
     int lastAckSent;
+    /** Added to the millisecond clock for our TSvals: a keyed hash of the 4-tuple ({@link Tcp#timestampOffset}). */
     int tsOffset;
 
     // RFC 2018 / 2883 / 6675.
@@ -554,7 +555,7 @@ public final class TcpConnection
         reducedWindowEnd = iss;
         highRxt = iss;
         state = TcpState.SYN_SENT;
-        tsOffset = initialSequence * 0x9E37_79B9;
+        tsOffset = tcp.timestampOffset(localPort, remoteIp, remotePort);
         rcvMss = tcp.mss();
         cc.init(DEFAULT_MSS, now);
         sendSyn(now);
@@ -573,7 +574,7 @@ public final class TcpConnection
         recoveryPoint = iss;
         reducedWindowEnd = iss;
         highRxt = iss;
-        tsOffset = initialSequence * 0x9E37_79B9;
+        tsOffset = tcp.timestampOffset(localPort, remoteIp, remotePort);
         rcvMss = tcp.mss();
         negotiate(syn, now);
         sndWnd = syn.window;

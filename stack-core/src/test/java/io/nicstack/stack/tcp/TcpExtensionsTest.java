@@ -1776,6 +1776,54 @@ class TcpExtensionsTest
         return ack.r.ack + (ack.r.window << shift);
     }
 
+    /**
+     * RFC 6191 §3 (and RFC 7323 §5.4): the timestamps of successive incarnations of one 4-tuple must rise, or a peer
+     * still in TIME-WAIT takes our new SYN for an old duplicate (PAWS) and the connection waits out a SYN timeout. The
+     * offset added to the clock is a keyed hash of the 4-tuple, as Linux's, not of each incarnation's ISN: before, 5 of
+     * these 11 reconnections 1 to 11 s apart sent a TSval below the last one.
+     */
+    @Test
+    void rfc6191_tsValsRiseAcrossIncarnationsOfOneFourTuple()
+    {
+        final int counter = t.stack.tcp().nextEphemeral;
+        int previousTsVal = 0;
+        int port = -1;
+        for (int i = 0; i < 12; i++)
+        {
+            t.stack.tcp().nextEphemeral = counter; // the same local port each time
+            final Seg syn = t.connect();
+            if (port >= 0)
+            {
+                assertEquals(port, t.localPort, "the same 4-tuple");
+                assertTrue(Seq.gt(syn.r.tsVal, previousTsVal), "incarnation " + i + ": TSval "
+                    + Integer.toUnsignedString(syn.r.tsVal) + " after " + Integer.toUnsignedString(previousTsVal));
+            }
+            port = t.localPort;
+            previousTsVal = syn.r.tsVal;
+            t.send(t.in().flags(RST | ACK).seq(0).ack(t.iss + 1).window(0)); // refused: the 4-tuple is free again
+            assertEquals(TcpState.CLOSED, t.conn.state());
+            t.advance((i + 1) * SECOND);
+            t.recv();
+        }
+    }
+
+    /**
+     * RFC 7323 §7.1: the TSval offset hides the host's clock (here System.nanoTime, the uptime). It was a public
+     * function of the ISN (TSval - ISN * 0x9E3779B9 was the clock in milliseconds); it is a keyed hash now, and two
+     * 4-tuples get unrelated offsets.
+     */
+    @Test
+    void rfc7323_theTimestampOffsetTellsNothingOfTheClock()
+    {
+        final Seg first = t.connect();
+        final int clockMs = (int)(t.now / 1_000_000L);
+        assertNotEquals(clockMs, first.r.tsVal - first.r.seq * 0x9E37_79B9);
+        final int firstOffset = first.r.tsVal - clockMs;
+        t.send(t.in().flags(RST | ACK).seq(0).ack(t.iss + 1).window(0));
+        final Seg second = t.connect(); // another local port: another 4-tuple, at the same instant
+        assertNotEquals(firstOffset, second.r.tsVal - clockMs);
+    }
+
     @Test
     void rfc7323_timestampsEchoTheEarliestUnacknowledgedSegment()
     {

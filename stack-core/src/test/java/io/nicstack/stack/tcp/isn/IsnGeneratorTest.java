@@ -98,4 +98,15 @@ class IsnGeneratorTest
             generator.isn(LOCAL_IP, 80, REMOTE_IP, 40_000, -4_001) + 1,
             generator.isn(LOCAL_IP, 80, REMOTE_IP, 40_000, -1));
     }
+    /** The timestamp offset: stable per 4-tuple, different between tuples, and in a domain of its own (not the ISN's F). */
+    @Test
+    void rfc7323_timestampOffsetIsAKeyedHashOfTheTupleApartFromTheIsns()
+    {
+        final int offset = generator.timestampOffset(LOCAL_IP, 80, REMOTE_IP, 40_000);
+        assertEquals(offset, generator.timestampOffset(LOCAL_IP, 80, REMOTE_IP, 40_000));
+        assertNotEquals(offset, generator.timestampOffset(LOCAL_IP, 80, REMOTE_IP, 40_001));
+        assertNotEquals(offset, generator.isn(LOCAL_IP, 80, REMOTE_IP, 40_000, 0), "not the ISN's hash");
+        assertNotEquals(offset, generator.portOffset(LOCAL_IP, REMOTE_IP, 40_000));
+        assertNotEquals(offset, new IsnGenerator(1, 2).timestampOffset(LOCAL_IP, 80, REMOTE_IP, 40_000));
+    }
 }
