@@ -276,7 +276,6 @@ public final class TcpConnection
     long bytesAcked;
     long bytesReceived;
     long retransmittedSegments;
-    long lastActivity;
 
     TcpConnection(
         final Tcp tcp,
@@ -675,7 +674,6 @@ public final class TcpConnection
     /** Process one segment addressed to this connection. */
     void onSegment(final TcpRepr seg, final DirectBuffer buffer, final long now)
     {
-        lastActivity = now;
         if (state == TcpState.ESTABLISHED && tcp.headerPrediction && predicted(seg, buffer, now))
         {
             return;
