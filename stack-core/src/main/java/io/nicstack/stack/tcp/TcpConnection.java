@@ -2474,7 +2474,7 @@ public final class TcpConnection
      * again, as Linux's tcp_check_req sends it, at most once per {@link TcpSettings#challengeAckIntervalNanos} (its
      * tcp_oow_rate_limited, per request). It is no expiry of the retransmission timer: the timer's deadline and its
      * count of retries stay as they are, so whatever the peer sends, short of completing the handshake, the half-open
-     * connection ends after {@link TcpSettings#synRetransmits}. Before, each reply re-armed the timer, and a peer (or
+     * connection ends after {@link TcpSettings#synAckRetransmits}. Before, each reply re-armed the timer, and a peer (or
      * anyone sending with its address) that kept asking held the connection, and its place in the SYN backlog, for
      * ever. The reply is a retransmission all the same: counted, and no RTT sample is taken across it (Karn).
      */
@@ -3049,7 +3049,10 @@ public final class TcpConnection
                 eventDeliveryProblem = true;
                 markDirty();
             }
-            if (retransmits > (opening ? settings.synRetransmits : settings.r2Retransmits))
+            // A passive open's SYN,ACK has its own, shorter, limit (TcpSettings.synAckRetransmits, as Linux's
+            // tcp_synack_retries); a simultaneous open's SYN,ACK is our SYN's and keeps the SYN's (MUST-23).
+            final int limit = !opening ? settings.r2Retransmits : passive ? settings.synAckRetransmits : settings.synRetransmits;
+            if (retransmits > limit)
             {
                 // R2 reached (RFC 9293 §3.8.3, MUST-20): give up.
                 tcp.remove(this, CLOSE_TIMED_OUT);

@@ -32,6 +32,13 @@ public final class TcpSettings
     /** R2 for SYN: at least 3 minutes (MUST-20): 1+2+...+128 s = 255 s with 8 retransmissions. */
     public int synRetransmits = 8;
     /**
+     * Retransmissions of a passive open's SYN,ACK before the half-open connection is given up: 5, as Linux's
+     * net.ipv4.tcp_synack_retries, so about 63 s (1+2+4+8+16+32). A half-open connection holds buffers and a place in
+     * its listener's connection limit for a peer that has proven nothing: spoofed SYNs must not hold them for the
+     * 6 minutes of {@link #synRetransmits}, whose 3-minute floor (MUST-23) is for our own SYN (RFC 4987 §3.3, reducing the SYN-RECEIVED timer).
+     */
+    public int synAckRetransmits = 5;
+    /**
      * Zero-window probes a connection the application closed sends in one zero-window period before it is reset,
      * answered or not (Linux's net.ipv4.tcp_orphan_retries, whose default 0 means 8). Nobody will write to it again,
      * and a peer that answers every probe with a zero window would hold it for ever (sockstress); the count starts
@@ -106,6 +113,7 @@ public final class TcpSettings
         c.r1Retransmits = r1Retransmits;
         c.r2Retransmits = r2Retransmits;
         c.synRetransmits = synRetransmits;
+        c.synAckRetransmits = synAckRetransmits;
         c.orphanRetries = orphanRetries;
         c.keepAlive = keepAlive;
         c.keepAliveIdleNanos = keepAliveIdleNanos;

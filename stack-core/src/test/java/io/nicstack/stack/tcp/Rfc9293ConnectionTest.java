@@ -216,7 +216,7 @@ class Rfc9293ConnectionTest
     void rfc9293_must20_aHalfOpenConnectionEndsAfterItsSynAckRetriesWhateverThePeerSends()
     {
         // A peer (or anyone with its address) that sends its SYN again and again, each answered by a SYN,ACK: the
-        // half-open connection still ends when it would with a quiet peer, after synRetransmits expiries of its timer.
+        // half-open connection still ends when it would with a quiet peer, after synAckRetransmits expiries of its timer.
         final long quietLifetime = halfOpenLifetime(new TcpTestHarness(), false);
         final long askingLifetime = halfOpenLifetime(t, true);
         assertEquals(quietLifetime, askingLifetime);
@@ -246,7 +246,7 @@ class Rfc9293ConnectionTest
             }
         }
         assertEquals(0, h.listener.synReceived(), "the half-open connection ended");
-        assertTrue(synAcks >= h.settings().synRetransmits, "SYN,ACKs sent: " + synAcks);
+        assertTrue(synAcks >= h.settings().synAckRetransmits, "SYN,ACKs sent: " + synAcks);
         return h.now - start;
     }
 

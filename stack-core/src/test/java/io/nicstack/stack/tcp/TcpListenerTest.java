@@ -37,7 +37,7 @@ class TcpListenerTest
         assertEquals(1, active.counter(StackCounter.TCP_ATTEMPT_FAILS), "the active open");
 
         final TcpTestHarness passive = new TcpTestHarness();
-        passive.settings().synRetransmits = 1;
+        passive.settings().synAckRetransmits = 1;
         final TcpListener listener = passive.listen();
         passive.send(passive.peerSyn());
         assertEquals(1, listener.synReceived());

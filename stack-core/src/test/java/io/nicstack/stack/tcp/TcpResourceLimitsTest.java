@@ -33,6 +33,34 @@ class TcpResourceLimitsTest
         assertEquals(50, t.counter(StackCounter.TCP_SYN_COOKIES_SENT));
     }
 
+    /**
+     * RFC 4987 §3.3 (reducing the SYN-RECEIVED timer): a half-open connection whose SYN,ACKs go unanswered (a spoofed SYN's) is given up after the
+     * SYN,ACK and {@link TcpSettings#synAckRetransmits} (5, as Linux's tcp_synack_retries) retransmissions, at 1, 3, 7,
+     * 15 and 31 s, when the last one times out at 63 s. Before, it took the 8 retries of our own SYN (MUST-23) and held
+     * its buffers and its place in the listener's connection limit for 367 s.
+     */
+    @Test
+    void rfc4987_aHalfOpenConnectionIsGivenUpAfterFiveSynAckRetransmissions()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.listen(8);
+        t.send(t.peerSyn());
+        int synAcks = t.recv().size();
+        for (int s = 1; s < 63; s++)
+        {
+            t.advance(TcpTestHarness.SECOND);
+            synAcks += t.recv().size();
+        }
+        assertEquals(1, t.listener.synReceived(), "still half-open at 62 s");
+        assertEquals(6, synAcks, "the SYN,ACK and 5 retransmissions");
+        t.advance(TcpTestHarness.SECOND);
+        t.recvNothing();
+        assertEquals(0, t.listener.synReceived(), "given up at 63 s");
+        assertEquals(0, t.listener.liveConnections());
+        assertEquals(0, t.stack.tcp().connectionCount());
+        assertEquals(1, t.counter(StackCounter.TCP_TIMEOUTS));
+    }
+
     @Test
     void rfc4987_bufferBudgetExhaustedMeansCookiesForSynsAndAnErrorForConnect()
     {
