@@ -625,14 +625,18 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_DROP_SYN_FIN);
             return;
         }
-        if (listener.atConnectionLimit())
+        if (listener.atConnectionLimit() && !listener.roomBesideHalfOpen())
         {
-            // Bounded connections per listener: refuse at once rather than queue state or cookies.
+            // Bounded connections per listener, every one of them synchronized: refuse at once rather than queue
+            // state or cookies.
             counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
             replyReset(localIp, remoteIp, nowNanos);
             return;
         }
-        if (cookiesOnly(listener))
+        // At the limit only through half-open connections (perhaps spoofed SYNs, RFC 4987 §2): answer statelessly,
+        // and a completed cookie handshake takes the place of the oldest of them (tryCookie). Refused, peers that
+        // have proven nothing would lock out every real client until their SYN,ACKs ran out.
+        if (listener.atConnectionLimit() || cookiesOnly(listener))
         {
             if (listener.acceptQueueFull())
             {
@@ -750,7 +754,7 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_SYN_COOKIES_FAILED);
             return false;
         }
-        if (listener.acceptQueueFull() || listener.atConnectionLimit())
+        if (listener.acceptQueueFull() || !makeRoomForCookie(listener))
         {
             counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
             return true;
@@ -758,7 +762,8 @@ public final class Tcp implements IpProtocolHandler
         final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), listener.bufferProvider());
         if (c == null)
         {
-            // No memory for it now; the peer's next segment tries again (the cookie stays valid).
+            // No memory for it now (counted as TCP_BUFFER_BUDGET_EXHAUSTED); the peer's next segment, or its
+            // retransmission of data this one carried, tries again: the cookie stays valid for its lifetime.
             return true;
         }
         counters.increment(StackCounter.TCP_SYN_COOKIES_ACCEPTED);
@@ -772,6 +777,34 @@ public final class Tcp implements IpProtocolHandler
         established(c);
         c.onSegment(in, buffer, nowNanos);
         return true;
+    }
+
+    /**
+     * Room under {@code listener}'s connection limit for a peer that completed a cookie handshake: when half-open
+     * connections hold the limit, the oldest are aborted (RFC 9293 §3.10.5 ABORT in SYN-RECEIVED: a RST, their buffers
+     * and their place in the limit freed), as a peer that answered our SYN,ACK beats one that has not (RFC 4987 §3.4,
+     * recycling the oldest half-open TCB, here only for a proven peer). In Linux half-open requests count against no
+     * accept limit, so they never stand in a completed handshake's way either.
+     *
+     * @return false, having aborted nothing, when synchronized connections alone fill the limit.
+     */
+    private boolean makeRoomForCookie(final TcpListener listener)
+    {
+        if (!listener.atConnectionLimit())
+        {
+            return true;
+        }
+        if (!listener.roomBesideHalfOpen())
+        {
+            return false;
+        }
+        TcpConnection oldest;
+        while (listener.atConnectionLimit() && (oldest = listener.oldestHalfOpen()) != null)
+        {
+            counters.increment(StackCounter.TCP_HALF_OPEN_EVICTED);
+            oldest.abort();
+        }
+        return !listener.atConnectionLimit();
     }
 
     /** A passive connection reached ESTABLISHED: hand it to its listener. */

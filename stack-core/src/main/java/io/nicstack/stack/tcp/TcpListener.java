@@ -19,8 +19,9 @@ public final class TcpListener
     private final Consumer<TcpListener> onAcceptable;
     private final ArrayDeque<TcpConnection> acceptQueue;
     /**
-     * Connections in SYN-RECEIVED, for {@link #close} to end. A list, not links in each connection: it holds at most the
-     * backlog, and {@link Tcp#MAX_HALF_OPEN} over all listeners, while connections may number 100,000s.
+     * Connections in SYN-RECEIVED, oldest first, for {@link #close} to end and {@link #oldestHalfOpen} to evict. A list,
+     * not links in each connection: it holds at most the backlog, and {@link Tcp#MAX_HALF_OPEN} over all listeners,
+     * while connections may number 100,000s.
      */
     private final ArrayList<TcpConnection> halfOpen = new ArrayList<>();
     /** Connections that came through this listener and are not closed yet (half-open, queued, accepted). */
@@ -127,7 +128,11 @@ public final class TcpListener
         }
     }
 
-    /** Bound the connections alive through this listener at once; SYNs beyond it are refused with a reset. */
+    /**
+     * Bound the connections alive through this listener at once. Beyond it a SYN is refused with a reset, unless
+     * half-open connections hold part of the limit: then it gets a SYN cookie, whose completed handshake takes the
+     * place of the oldest half-open connection.
+     */
     public void maxConnections(final int max)
     {
         if (max < 1)
@@ -145,6 +150,21 @@ public final class TcpListener
     boolean atConnectionLimit()
     {
         return live >= maxConnections;
+    }
+
+    /**
+     * Whether synchronized connections alone leave room under {@link #maxConnections}: when the limit is reached, it is
+     * then half-open connections that reach it, and evicting them makes room for a peer that completed its handshake.
+     */
+    boolean roomBesideHalfOpen()
+    {
+        return live - halfOpen.size() < maxConnections;
+    }
+
+    /** The half-open connection that entered SYN-RECEIVED first, or null. */
+    TcpConnection oldestHalfOpen()
+    {
+        return halfOpen.isEmpty() ? null : halfOpen.get(0);
     }
 
     /** Whether a connection replacing {@code old} (one in TIME-WAIT, about to end) would be beyond {@link #maxConnections}. */

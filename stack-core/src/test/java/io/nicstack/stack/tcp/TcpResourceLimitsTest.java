@@ -4,10 +4,17 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.storage.BufferProvider;
+import io.nicstack.stack.storage.ReceiveBuffer;
+import io.nicstack.stack.storage.RingReceiveBuffer;
+import io.nicstack.stack.storage.RingSendBuffer;
+import io.nicstack.stack.storage.SendBuffer;
+import io.nicstack.stack.tcp.TcpTestHarness.Seg;
 
 import static io.nicstack.stack.wire.TcpHeader.ACK;
 import static io.nicstack.stack.wire.TcpHeader.FIN;
 import static io.nicstack.stack.wire.TcpHeader.PSH;
+import static io.nicstack.stack.wire.TcpHeader.RST;
 import static io.nicstack.stack.wire.TcpHeader.SYN;
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -157,21 +164,206 @@ class TcpResourceLimitsTest
             + t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED) + " times");
     }
 
+    /**
+     * A listener as the daemon makes one for a default pipe app (backlog and maxConnections 64) whose connections are
+     * all established refuses the next SYN with a reset: no cookie, since no half-open connection could give way.
+     */
     @Test
     void connectionsPerListenerAreBoundedAndTheNextSynIsRefused()
     {
         final TcpTestHarness t = new TcpTestHarness();
-        t.listen(64).maxConnections(2);
-        for (int i = 0; i < 3; i++)
+        t.listen(64).maxConnections(64);
+        for (int i = 0; i < 64; i++)
         {
             t.peerPort = 31_000 + i;
-            t.send(t.peerSyn());
+            t.passiveOpen();
         }
-        final var sent = t.recv();
-        assertEquals(2, sent.stream().filter(seg -> seg.r.flags == (SYN | ACK)).count());
-        assertEquals(1, sent.stream().filter(seg -> (seg.r.flags & io.nicstack.stack.wire.TcpHeader.RST) != 0).count());
-        assertEquals(2, t.listener.liveConnections());
+        t.peerPort = 31_064;
+        t.send(t.peerSyn());
+        t.recv(t.out().flags(RST | ACK).seq(0).ack(t.irs + 1));
+        assertEquals(64, t.listener.liveConnections());
         assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(0, t.counter(StackCounter.TCP_SYN_COOKIES_SENT));
+    }
+
+    /**
+     * RFC 4987 §2: 64 spoofed SYNs, never completed, fill a listener set up as the daemon sets one up for a default pipe
+     * app (backlog and maxConnections 64, buffers from the app's 64 slots). A real client's SYN then gets a SYN cookie,
+     * and its ACK takes the place of the oldest half-open connection, which is reset (its slot and its place in the
+     * limit go to the client): a peer that completed the handshake beats one that has not (RFC 4987 §3.4). Before, every
+     * real client got a RST for as long as the spoofed half-open connections lived.
+     */
+    @Test
+    void rfc4987_spoofedSynsHoldingTheConnectionLimitGiveWayToAClientThatCompletesACookieHandshake()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final Slots slots = new Slots(64);
+        t.listen(64).bufferProvider(slots).maxConnections(64);
+        int oldestIss = 0;
+        for (int i = 0; i < 64; i++)
+        {
+            t.peerPort = 20_000 + i;
+            t.irs = 1_000 * i;
+            t.send(t.peerSyn());
+            final Seg synAck = t.recvOne(t.expectedSynAck());
+            if (i == 0)
+            {
+                oldestIss = synAck.r.seq;
+            }
+        }
+        assertEquals(64, t.listener.synReceived());
+        assertEquals(64, slots.inUse);
+
+        t.peerPort = 45_000;
+        t.irs = TcpTestHarness.REMOTE_ISS;
+        t.send(t.peerSyn());
+        t.iss = t.recvOne(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).r.seq;
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_SENT));
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(20, 1)));
+        // RFC 9293 §3.10.5: ABORT in SYN-RECEIVED, <SEQ=SND.NXT><CTL=RST>, to the oldest spoofed SYN's sender.
+        t.recv(t.out().ports(TcpTestHarness.LISTEN_PORT, 20_000).flags(RST).seq(oldestIss + 1).ack(0));
+        assertEquals(1, t.counter(StackCounter.TCP_HALF_OPEN_EVICTED));
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+        assertEquals(0, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(64, t.listener.liveConnections());
+        assertEquals(63, t.listener.synReceived());
+        assertEquals(64, slots.inUse);
+
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn, "the cookie connection was accepted");
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        assertArrayEquals(TcpTestHarness.bytes(20, 1), t.read());
+        t.conn.settings().noDelay = true;
+        t.write(TcpTestHarness.bytes(30, 2));
+        t.recv(t.out().ack(t.irs + 21).flags(ACK | PSH).payload(TcpTestHarness.bytes(30, 2)));
+    }
+
+    /**
+     * A cookie ACK finding the listener at its limit with nothing half-open to give way (its SYN came while a half-open
+     * connection held the limit, which then completed) is dropped and counted, as when the accept queue is full: no
+     * established connection is evicted. The cookie stays valid, so the peer's retransmission gets in once there is room.
+     */
+    @Test
+    void rfc4987_aCookieAckFindingOnlyEstablishedConnectionsAtTheLimitWaitsForRoom()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        t.listen(64).maxConnections(2);
+        final TcpConnection a = t.passiveOpen();
+        t.peerPort = TcpTestHarness.PEER_PORT + 1;
+        t.send(t.peerSyn());
+        final int issB = t.recvOne(t.expectedSynAck()).r.seq;
+
+        t.peerPort = TcpTestHarness.PEER_PORT + 2;
+        t.send(t.peerSyn());
+        final int issC = t.recvOne(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).r.seq;
+
+        t.peerPort = TcpTestHarness.PEER_PORT + 1;
+        t.iss = issB;
+        t.send(t.in());
+        assertNotNull(t.listener.accept(), "B completed its own handshake");
+        assertEquals(0, t.listener.synReceived());
+
+        t.peerPort = TcpTestHarness.PEER_PORT + 2;
+        t.iss = issC;
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 3)));
+        t.recvNothing();
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(0, t.counter(StackCounter.TCP_HALF_OPEN_EVICTED));
+        assertEquals(0, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+        assertEquals(2, t.listener.liveConnections());
+        assertNull(t.listener.accept());
+
+        a.abort();
+        t.poll();
+        t.recv();
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 3)));
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn, "the retransmission got in");
+        assertArrayEquals(TcpTestHarness.bytes(10, 3), t.read());
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+    }
+
+    /**
+     * A cookie ACK arriving while no buffers are free (the provider's slots all held by half-open connections of a
+     * listener under its limit) is dropped, not refused: the cookie stays valid and the peer's next segment gets in once
+     * a slot is free again, here when the half-open connection's SYN,ACKs run out.
+     */
+    @Test
+    void rfc4987_aCookieAckFindingNoBuffersGetsInWithThePeersNextSegment()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final Slots slots = new Slots(1);
+        t.listen(1).bufferProvider(slots);
+        t.send(t.peerSyn());
+        t.recvOne(t.expectedSynAck());
+        t.peerPort = TcpTestHarness.PEER_PORT + 1;
+        t.send(t.peerSyn());
+        t.iss = t.recvOne(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).r.seq;
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 4)));
+        t.recvNothing();
+        assertNull(t.listener.accept());
+        assertEquals(1, t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED));
+
+        for (int s = 0; s < 63; s++)
+        {
+            t.advance(TcpTestHarness.SECOND);
+        }
+        t.recv();
+        assertEquals(0, slots.inUse, "the half-open connection gave its slot back");
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 4)));
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn, "the peer's retransmission got in");
+        assertArrayEquals(TcpTestHarness.bytes(10, 4), t.read());
+    }
+
+    /** A fixed number of buffer pairs, as an app's pipe slots, counting those in use. */
+    private static final class Slots implements BufferProvider
+    {
+        private final int count;
+        int inUse;
+
+        Slots(final int count)
+        {
+            this.count = count;
+        }
+
+        @Override
+        public ConnectionBuffers allocate()
+        {
+            if (inUse == count)
+            {
+                return null;
+            }
+            inUse++;
+            final SendBuffer send = new RingSendBuffer(4096);
+            final ReceiveBuffer receive = new RingReceiveBuffer(4096, 16);
+            return new ConnectionBuffers()
+            {
+                @Override
+                public SendBuffer sendBuffer()
+                {
+                    return send;
+                }
+
+                @Override
+                public ReceiveBuffer receiveBuffer()
+                {
+                    return receive;
+                }
+            };
+        }
+
+        @Override
+        public int receiveCapacity()
+        {
+            return 4096;
+        }
+
+        @Override
+        public void release(final ConnectionBuffers buffers)
+        {
+            inUse--;
+        }
     }
 
     /**
