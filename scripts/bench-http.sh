@@ -68,12 +68,13 @@ end
 LUA
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-# A fresh namespace with IPv6 off before any link exists (no DAD, router solicitations or MLD reports), lo up.
 # utime+stime of a whole process (all threads, live and exited), in clock ticks; fields 14 and 15.
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # Machine: busy ticks (user nice system irq softirq steal) and softirq ticks, summed over all CPUs.
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $8}' /proc/stat; }
-wait_for() { # FILE PATTERN PID: up to 20 s for PATTERN in FILE while PID lives
+# FILE PATTERN PID: up to 20 s for PATTERN in FILE while PID lives. FILE must have been emptied (: >FILE) before PID
+# was started: `cmd >FILE &` truncates it in the child, after the fork, so a line of an earlier run could still match.
+wait_for() {
   for _ in $(seq 400); do
     grep -q "$2" "$1" 2>/dev/null && return 0
     kill -0 "$3" 2>/dev/null || break
@@ -136,10 +137,12 @@ measure() {
 run_nicstack() {
   local rep=$1 variant=$2; shift 2
   fresh_ns "$NS1"
+  : >"$WORK/daemon.log"
   "${PDEATH[@]}" ip netns exec "$NS1" "${DAEMON[@]}" --device tap:nstap0 --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
       --shm "$SHM/d" >"$WORK/daemon.log" 2>&1 &
   local dp=$!; PIDS+=("$dp")
   wait_for "$WORK/daemon.log" '^nicstack ready' "$dp"
+  : >"$WORK/app.log"
   # shellcheck disable=SC2086 # NICSTACK_HTTP_APP_OPTS: extra options for the pipe app, word-split on purpose
   "${PDEATH[@]}" ip netns exec "$NS1" "${APP[@]}" http --shm "$SHM/d" --port 80 --root "$WWW" "$@" ${NICSTACK_HTTP_APP_OPTS:-} >"$WORK/app.log" 2>&1 &
   local ap=$!; PIDS+=("$ap")
@@ -156,6 +159,7 @@ run_kernel() {
   ip link add nsthv0 netns "$NS1" type veth peer name nsthv1 netns "$NS2"
   ip netns exec "$NS1" ip addr add 198.18.1.1/24 dev nsthv0; ip netns exec "$NS1" ip link set nsthv0 up
   ip netns exec "$NS2" ip addr add 198.18.1.2/24 dev nsthv1; ip netns exec "$NS2" ip link set nsthv1 up
+  : >"$WORK/app.log"
   "${PDEATH[@]}" ip netns exec "$NS2" "${APP[@]}" nio-http --port 80 --root "$WWW" --bind 198.18.1.2 "$@" >"$WORK/app.log" 2>&1 &
   local ap=$!; PIDS+=("$ap")
   wait_for "$WORK/app.log" '^nicstack app ready nio-http 80' "$ap"

@@ -71,10 +71,11 @@ peer() {
 }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
-# A fresh namespace with IPv6 off before any link exists (no DAD, router solicitations or MLD reports), lo up.
-wait_for() { # FILE PATTERN PID SECONDS: PATTERN in FILE while PID lives, or fail loudly
-  local i
-  for i in $(seq $(($4 * 20))); do
+# FILE PATTERN PID SECONDS: PATTERN in FILE while PID lives, or fail loudly. FILE must have been emptied (: >FILE)
+# before PID was started: `cmd >FILE &` truncates it in the child, after the fork, so a line of an earlier run (the
+# logs are reused across reps) could still match.
+wait_for() {
+  for _ in $(seq $(($4 * 20))); do
     grep -q "$2" "$1" 2>/dev/null && return 0
     kill -0 "$3" 2>/dev/null || break
     sleep 0.05
@@ -83,8 +84,8 @@ wait_for() { # FILE PATTERN PID SECONDS: PATTERN in FILE while PID lives, or fai
   echo "bench-tcp: '$2' did not appear in $1 within $4 s:" >&2; cat "$1" >&2; exit 1
 }
 finish() { # PID SECONDS: wait for PID to exit on its own, SIGKILL it after SECONDS; forget it; its exit code
-  local i st=0
-  for i in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  local st=0
+  for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$1" 2>/dev/null; then echo "bench-tcp: pid $1 still running after $2 s: killed" >&2; kill -KILL "$1" 2>/dev/null || true; fi
   wait "$1" 2>/dev/null || st=$?
   forget "$1"
@@ -99,6 +100,7 @@ stop() { # PID: SIGTERM, up to 15 s, then SIGKILL; forget it
 tap_capacity() {
   local mode="$1"
   fresh_ns "$NS1"
+  : >"$SHM/cap.log"
   "${PDEATH[@]}" ip netns exec "$NS1" "${JAVA[@]}" -cp "$TOOLS_CP" io.nicstack.jmh.tools.TapCapacity "$mode" nstap0 6 \
       >"$SHM/cap.log" 2>&1 &
   local rp=$!; PIDS+=("$rp")
@@ -119,6 +121,7 @@ tap_capacity() {
 nicstack_bulk() {
   fresh_ns "$NS1"
   # extra daemon options (e.g. --no-offload) come as arguments
+  : >"$SHM/daemon.log"
   "${PDEATH[@]}" ip netns exec "$NS1" "${JAVA[@]}" -Xmx1g -cp "$DAEMON_CP" io.nicstack.daemon.Main daemon --device tap:nstap0 \
       --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 --services discard,chargen --shm "$SHM/d" "$@" >"$SHM/daemon.log" 2>&1 &
   local dp=$!; PIDS+=("$dp")
@@ -140,14 +143,17 @@ kernel_veth() {
   ip netns exec "$NS1" ip addr add 198.18.1.1/24 dev nstv0; ip netns exec "$NS1" ip link set nstv0 up
   ip netns exec "$NS2" ip addr add 198.18.1.2/24 dev nstv1; ip netns exec "$NS2" ip link set nstv1 up
   local up down sp
-  "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" sink 198.18.1.2 9 >"$SHM/sink.log" &
+  # bulk_peer.py prints "listening" once its socket listens: the client connects only then
+  : >"$SHM/sink.log"
+  "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" sink 198.18.1.2 9 >"$SHM/sink.log" 2>&1 &
   sp=$!; PIDS+=("$sp")
-  sleep 0.3
+  wait_for "$SHM/sink.log" '^listening' "$sp" 10
   peer "$NS1" 120 "$SHM/peer.log" send 198.18.1.2 9 "$BYTES"; up=$(figure "kernel veth send" "$SHM/peer.log")
   finish "$sp" 130 || true
-  "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" source 198.18.1.2 19 >"$SHM/source.log" &
+  : >"$SHM/source.log"
+  "${PDEATH[@]}" ip netns exec "$NS2" timeout 120 "$PEER" "$PEER_PY" source 198.18.1.2 19 >"$SHM/source.log" 2>&1 &
   sp=$!; PIDS+=("$sp")
-  sleep 0.3
+  wait_for "$SHM/source.log" '^listening' "$sp" 10
   peer "$NS1" 120 "$SHM/peer.log" recv 198.18.1.2 19 "$BYTES"; down=$(figure "kernel veth recv" "$SHM/peer.log")
   finish "$sp" 130 || true
   ip netns del "$NS2"; ip netns del "$NS1"
