@@ -38,9 +38,12 @@ APP=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
   -cp "$BUILD/examples/nicstack-examples.jar:$BUILD/examples/lib/*" io.nicstack.examples.Main app)
 # Long-lived children get SIGKILL when this script dies, even by SIGKILL (util-linux setpriv, PR_SET_PDEATHSIG).
 PDEATH=(); command -v setpriv >/dev/null && PDEATH=(setpriv --pdeathsig KILL)
+# Every name carries this shell's pid: a run killed by SIGKILL (no trap) leaves them, and the next run deletes those
+# whose pid is gone.
+reap_stale bench-http 'nst-hbench-([0-9]+)-[ab]' /dev/shm/nicstack-hbench /tmp/nicstack-hbench
 NS1="nst-hbench-$$-a"; NS2="nst-hbench-$$-b"
-SHM="$(mktemp -d /dev/shm/nicstack-hbench.XXXXXX)"
-WORK="$(mktemp -d /tmp/nicstack-hbench.XXXXXX)"
+SHM="$(mktemp -d "/dev/shm/nicstack-hbench.$$.XXXXXX")"
+WORK="$(mktemp -d "/tmp/nicstack-hbench.$$.XXXXXX")"
 WWW="$WORK/www"
 HZ="$(getconf CLK_TCK)"
 PIDS=()

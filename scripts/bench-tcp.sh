@@ -40,7 +40,10 @@ PEER=/usr/bin/python3
 PEER_PY="$ROOT/scripts/bench/bulk_peer.py"
 # Long-lived children get SIGKILL when this script dies, even by SIGKILL (util-linux setpriv, PR_SET_PDEATHSIG).
 PDEATH=(); command -v setpriv >/dev/null && PDEATH=(setpriv --pdeathsig KILL)
-NS1="nst-bench-$$-a"; NS2="nst-bench-$$-b"; SHM="$(mktemp -d /dev/shm/nicstack-bench.XXXXXX)"
+# Every name carries this shell's pid: a run killed by SIGKILL (no trap) leaves them, and the next run deletes those
+# whose pid is gone.
+reap_stale bench-tcp 'nst-bench-([0-9]+)-[ab]' /dev/shm/nicstack-bench
+NS1="nst-bench-$$-a"; NS2="nst-bench-$$-b"; SHM="$(mktemp -d "/dev/shm/nicstack-bench.$$.XXXXXX")"
 # Every background pid this shell starts, until it has been waited for (so cleanup never signals a reused pid).
 # Everything that starts one runs in this shell, never in a $( ) or <( ) subshell.
 PIDS=()

@@ -23,12 +23,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 "$ROOT/scripts/install-deps.sh"
 
+# Every name carries this shell's pid: a run killed by SIGKILL (no trap) leaves them, and the next run deletes those
+# whose pid is gone.
+reap_stale "nicstack demo" 'nst-demo-([0-9]+)' /dev/shm/nicstack-demo /tmp/nicstack-demo-www /tmp/nicstack-demo-download
 NS="nst-demo-$$"
 TAP="nstap0"
-SHM="$(mktemp -d /dev/shm/nicstack-demo.XXXXXX)"
+SHM="$(mktemp -d "/dev/shm/nicstack-demo.$$.XXXXXX")"
 LOG="$SHM/daemon.log"
-WWW="$(mktemp -d /tmp/nicstack-demo-www.XXXXXX)"
-DOWNLOAD="$(mktemp -d /tmp/nicstack-demo-download.XXXXXX)"
+WWW="$(mktemp -d "/tmp/nicstack-demo-www.$$.XXXXXX")"
+DOWNLOAD="$(mktemp -d "/tmp/nicstack-demo-download.$$.XXXXXX")"
 APP_LOG="$DOWNLOAD/app.log"
 DAEMON_PID=""
 APP_PID=""
@@ -53,10 +56,8 @@ trap cleanup EXIT
 trap 'echo "nicstack demo: interrupted" >&2; exit 130' INT TERM
 
 echo "== network namespace $NS, tap $TAP: daemon 198.18.0.2/24, kernel 198.18.0.1/24"
-ip netns add "$NS"
 # IPv6 off before the tap exists: no DAD, router solicitations or MLD reports (addresses outside 198.18.0.0/15).
-ipv6_off "$NS"
-ip netns exec "$NS" ip link set lo up
+fresh_ns "$NS"
 "${PDEATH[@]}" ip netns exec "$NS" "$ROOT/nicstack" daemon --device "tap:$TAP" --ip 198.18.0.2/24 --host-ip 198.18.0.1/24 \
     --shm "$SHM" --services echo >"$LOG" 2>&1 &
 DAEMON_PID=$!
