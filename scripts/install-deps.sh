@@ -4,6 +4,9 @@
 # needs is missing (tools only the kernel-tagged tests, the benchmarks and the demo use are a warning: as non-root
 # scripts/test.sh leaves the kernel tests out, and the benchmarks and the demo need root anyway).
 set -euo pipefail
+# nft lives in /usr/sbin, which Debian's PATH for users other than root leaves out: look there too (last, so no
+# command found earlier changes).
+PATH="$PATH:/usr/sbin:/sbin"
 
 # command-to-check : debian-package : who needs it (all = the non-root test run too; kernel = kernel tests,
 # benchmarks and demo, which run as root only)
