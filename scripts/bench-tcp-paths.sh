@@ -28,6 +28,9 @@ done
 JAR="${2:-$("$ROOT/scripts/bench-jmh.sh" --build-only)}"
 [ -f "$JAR" ] || { echo "no benchmarks jar at $JAR" >&2; exit 2; }
 OUT="$(mktemp -d /tmp/nicstack-tcp-paths.XXXXXX)"
+# Kept on failure too, for its logs: say where it is.
+say_where() { local st=$?; [ "$st" -eq 0 ] || echo "bench-tcp-paths: failed (exit $st); JMH logs and results so far: $OUT" >&2; }
+trap say_where EXIT
 JMH=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR")
 
 echo "nicstack: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
