@@ -24,7 +24,8 @@ import io.nicstack.stack.tcp.CongestionControl;
  * <li>RFC 9438 (5.8): the epoch is shifted forward by the time between ACKs that found the
  *     sender application limited, and by a fully idle period when sending starts again, so that
  *     {@code t} excludes both. After an idle period longer than the RTO, cwnd restarts from the
- *     restart window (RFC 5681 (4.1)) with ssthresh keeping 3/4 of the old window (RFC 2861).</li>
+ *     restart window (RFC 5681 (4.1)) with ssthresh keeping 3/4 of the old window (RFC 2861), and the epoch
+ *     ends, as after a loss; W_max is kept.</li>
  * <li>In the Reno-friendly region cwnd is raised to {@code W_est} but never lowered to it.</li>
  * <li>Standard slow start with RFC 3465 byte counting (L = 1 SMSS in the slow start after a timeout,
  *     (2.3)); no HyStart++ (RFC 9438 (4.10) MAY).</li>
@@ -250,6 +251,12 @@ public final class Cubic implements CongestionControl
             ssthresh = CongestionControls.ssthreshBeforeRestart(ssthresh, (long)cwnd);
             cwnd = CongestionControls.restartWindow((long)cwnd, mss);
             slowStartAfterTimeout = false;
+            // The window was cut, as after a loss: the epoch ends, and the congestion avoidance that follows the slow
+            // start starts a new one with W_est = cwnd_epoch (RFC 9438 (4.3)). Kept, W_est would still hold the window
+            // before the idle period, and the first Reno-friendly ACK would raise cwnd to it at once. W_max stays:
+            // the idle period says nothing new about the path's saturation point (RFC 9438 is silent here; Linux
+            // keeps last_max_cwnd across tcp_cwnd_restart too).
+            inEpoch = false;
         }
     }
 

@@ -339,6 +339,46 @@ class CubicTest
     }
 
     @Test
+    void rfc5681_afterAnIdleRestartTheSlowStartBackToSsthreshStartsAFreshEpoch()
+    {
+        // A small RTT keeps cwnd in the Reno-friendly region, where it follows W_est, well past W_max.
+        final long rtt = MS;
+        final Cubic cc = afterLossAt(200, rtt);
+        final AckClock clock = new AckClock(cc, MSS, rtt, 0);
+        clock.roundTrips(300);
+        final long oldCwnd = cc.cwnd();
+        assertTrue(oldCwnd > 300L * MSS, "grown past W_max: " + oldCwnd);
+        final double wMax = cc.wMaxSegments();
+
+        clock.nowNanos += 10 * SECOND;
+        cc.onSendAfterIdle(true, clock.nowNanos);
+        assertEquals(10 * MSS, cc.cwnd());
+        assertEquals(oldCwnd - oldCwnd / 4, cc.ssthresh());
+
+        // Slow start back to ssthresh, one segment per ACK, then on into congestion avoidance. W_est of the epoch
+        // before the idle period still held the old window: one ACK must not take cwnd back up to it.
+        long previous = cc.cwnd();
+        boolean checkedEpoch = false;
+        for (int i = 0; i < 2000; i++)
+        {
+            clock.nowNanos += rtt / 10;
+            cc.onAck(MSS, cc.cwnd(), rtt, clock.nowNanos);
+            assertTrue(cc.cwnd() - previous <= MSS, "ACK " + i + " of one segment raised cwnd from " + previous + " to " + cc.cwnd());
+            previous = cc.cwnd();
+            if (!checkedEpoch && cc.cwnd() >= cc.ssthresh())
+            {
+                // RFC 9438 (4.3): W_est starts at cwnd_epoch, the window at the start of this congestion avoidance.
+                assertTrue(cc.inEpoch());
+                assertEquals(cc.ssthresh() / (double)MSS, cc.wEstSegments(), 1.0);
+                checkedEpoch = true;
+            }
+        }
+        assertTrue(checkedEpoch, "congestion avoidance reached: " + cc);
+        assertTrue(cc.cwnd() < oldCwnd, "still below the window before the idle period: " + cc);
+        assertEquals(wMax, cc.wMaxSegments(), 1e-9, "the last saturation point is kept");
+    }
+
+    @Test
     void rfc9438_rttIsSmoothed()
     {
         final Cubic cc = newCubic();
