@@ -257,6 +257,11 @@ public final class TcpConnection
 
     // ACK policy.
     boolean ackNow;
+    /**
+     * The segment being processed left or found a hole (RFC 5681 §4.2): it is acknowledged when its processing ends,
+     * before the next segment of the burst, not once for the burst ({@link #ackSegmentAtOnce}).
+     */
+    private boolean ackAtOnce;
     private int fullSegmentsUnacked;
     /** The size of the peer's full-sized segments as learnt from them (0: none seen yet), {@link #measurePeerSegment}. */
     private int peerSegmentSize;
@@ -890,7 +895,22 @@ public final class TcpConnection
         {
             onFin(now);
         }
+        if (ackAtOnce)
+        {
+            ackSegmentAtOnce(now);
+        }
         markDirty();
+    }
+
+    /**
+     * The ACK of one segment that left or found a hole, sent before the next segment of the burst is processed, with the
+     * SACK blocks (and D-SACK) as they stand after it. It settles what the segment owed ({@link #ackNow}, the delayed
+     * ACK): the burst ends with another ACK only if a later segment asks for one.
+     */
+    private void ackSegmentAtOnce(final long now)
+    {
+        ackAtOnce = false;
+        sendSegment(TcpHeader.ACK, seqWithoutText(), 0, 0, now);
     }
 
     /**
@@ -1771,8 +1791,9 @@ public final class TcpConnection
         final int advanced = receiveBuffer.write(offset, buffer, seg.payloadOffset, length);
         if (advanced == ReceiveBuffer.REJECTED)
         {
+            // Out of order all the same: the duplicate ACK tells the sender data arrived past the hole.
             tcp.count(StackCounter.TCP_OUT_OF_ORDER_REJECTED);
-            ackNow = true;
+            ackAtOnce = true;
             return;
         }
         if (sackEnabled)
@@ -1786,8 +1807,17 @@ public final class TcpConnection
             eventReadable = true;
             if (hadHoles)
             {
-                // RFC 5681 §4.2: a segment that fills a hole is acknowledged at once.
-                ackNow = true;
+                // RFC 5681 §4.2: a segment that fills a hole is acknowledged at once. While holes remain, before the
+                // next segment of the burst: each partial ACK moves a NewReno sender on to the next hole (RFC 6582
+                // §3.2). Once none remain, in-order data after it in the burst shares the ACK.
+                if (receiveBuffer.outOfOrderRanges() > 0)
+                {
+                    ackAtOnce = true;
+                }
+                else
+                {
+                    ackNow = true;
+                }
             }
             else if (measurePeerSegment(seg, length) && ++fullSegmentsUnacked >= 2)
             {
@@ -1801,8 +1831,10 @@ public final class TcpConnection
         }
         else
         {
-            // Out of order: an immediate duplicate ACK carrying SACK (RFC 5681 §4.2, RFC 2018).
-            ackNow = true;
+            // Out of order: an immediate duplicate ACK carrying SACK (RFC 5681 §4.2, RFC 2018), one per segment as
+            // Linux's __tcp_ack_snd_check sends while its out-of-order queue is not empty: a sender without SACK counts
+            // them (§3.2), and one ACK for a burst of them would leave it short of three.
+            ackAtOnce = true;
         }
     }
 

@@ -418,6 +418,66 @@ class TcpExtensionsTest
         }
     }
 
+    /**
+     * RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an out-of-order segment arrives", one
+     * per segment, as Linux's __tcp_ack_snd_check does while its out-of-order queue is not empty. A peer without SACK
+     * counts them (§3.2): three segments after a loss, arriving in one receive burst, are its three duplicate ACKs.
+     * Before, the burst got one ACK, and the sender waited for more round trips or its RTO.
+     */
+    @Test
+    void rfc5681_eachOutOfOrderSegmentOfABurstGetsItsOwnDuplicateAck()
+    {
+        t.passiveOpen();
+        t.sendBurst(
+            t.in().seq(t.irs + 1 + 1460).payload(bytes(1460, 2)),
+            t.in().seq(t.irs + 1 + 2920).payload(bytes(1460, 3)),
+            t.in().seq(t.irs + 1 + 4380).payload(bytes(1460, 4)));
+        t.recv(t.out(), t.out(), t.out());
+        // The lost segment fills the hole: one ACK for everything, and nothing more after it.
+        t.send(t.in().payload(bytes(1460, 1)));
+        t.recv(t.out().ack(t.irs + 1 + 5840));
+        t.advanceMs(500);
+        t.recvNothing();
+    }
+
+    /** RFC 5681 §4.2 with RFC 2018 §4: each duplicate ACK of a burst carries the SACK blocks as they stand after its segment. */
+    @Test
+    void rfc2018_eachOutOfOrderSegmentOfABurstIsAcknowledgedWithTheBlocksItLeaves()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.sendBurst(
+            t.in().seq(t.irs + 1 + 1460).payload(bytes(1460, 2)),
+            t.in().seq(t.irs + 1 + 2920).payload(bytes(1460, 3)),
+            t.in().seq(t.irs + 1 + 5840).payload(bytes(1460, 5)));
+        t.recv(
+            t.out().sack(t.irs + 1 + 1460, t.irs + 1 + 2920),
+            t.out().sack(t.irs + 1 + 1460, t.irs + 1 + 4380),
+            t.out().sack(t.irs + 1 + 5840, t.irs + 1 + 7300).sack(t.irs + 1 + 1460, t.irs + 1 + 4380));
+    }
+
+    /**
+     * RFC 5681 §4.2: "a TCP receiver SHOULD send an immediate ACK when an incoming segment fills in all or part of a
+     * gap": a segment that fills the first of two holes is acknowledged at once, a partial ACK a NewReno sender answers
+     * with the next hole (RFC 6582 §3.2 step 5). The segment that then fills the last hole, and in-order data after it
+     * in the same burst, share the ACK at the end of the burst.
+     */
+    @Test
+    void rfc5681_aSegmentThatFillsPartOfTheGapsIsAcknowledgedAtOnceWithinABurst()
+    {
+        t.passiveOpen();
+        t.send(t.in().seq(t.irs + 1 + 1460).payload(bytes(1460, 2)));
+        t.recv(t.out());
+        t.send(t.in().seq(t.irs + 1 + 4380).payload(bytes(1460, 4)));
+        t.recv(t.out());
+        t.sendBurst(
+            t.in().payload(bytes(1460, 1)),
+            t.in().seq(t.irs + 1 + 2920).payload(bytes(1460, 3)),
+            t.in().seq(t.irs + 1 + 5840).payload(bytes(1460, 5)));
+        t.recv(t.out().ack(t.irs + 1 + 2920), t.out().ack(t.irs + 1 + 7300));
+        assertEquals(7300, t.read().length);
+    }
+
     @Test
     void rfc2883_duplicateSegmentReportedAsDsack()
     {
