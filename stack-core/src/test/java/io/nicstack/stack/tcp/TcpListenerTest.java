@@ -5,10 +5,6 @@ import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.storage.BufferProvider;
-import io.nicstack.stack.storage.ReceiveBuffer;
-import io.nicstack.stack.storage.RingReceiveBuffer;
-import io.nicstack.stack.storage.RingSendBuffer;
-import io.nicstack.stack.storage.SendBuffer;
 
 import static io.nicstack.stack.tcp.TcpTestHarness.*;
 import static io.nicstack.stack.wire.TcpHeader.ACK;
@@ -155,22 +151,7 @@ class TcpListenerTest
             @Override
             public ConnectionBuffers allocate()
             {
-                final SendBuffer send = new RingSendBuffer(capacity);
-                final ReceiveBuffer receive = new RingReceiveBuffer(capacity, 16);
-                return new ConnectionBuffers()
-                {
-                    @Override
-                    public SendBuffer sendBuffer()
-                    {
-                        return send;
-                    }
-
-                    @Override
-                    public ReceiveBuffer receiveBuffer()
-                    {
-                        return receive;
-                    }
-                };
+                return TcpTestHarness.ringBuffers(capacity);
             }
 
             @Override

@@ -5,10 +5,6 @@ import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.storage.BufferProvider;
-import io.nicstack.stack.storage.ReceiveBuffer;
-import io.nicstack.stack.storage.RingReceiveBuffer;
-import io.nicstack.stack.storage.RingSendBuffer;
-import io.nicstack.stack.storage.SendBuffer;
 import io.nicstack.stack.tcp.TcpTestHarness.Seg;
 
 import static io.nicstack.stack.wire.TcpHeader.ACK;
@@ -335,22 +331,7 @@ class TcpResourceLimitsTest
                 return null;
             }
             inUse++;
-            final SendBuffer send = new RingSendBuffer(4096);
-            final ReceiveBuffer receive = new RingReceiveBuffer(4096, 16);
-            return new ConnectionBuffers()
-            {
-                @Override
-                public SendBuffer sendBuffer()
-                {
-                    return send;
-                }
-
-                @Override
-                public ReceiveBuffer receiveBuffer()
-                {
-                    return receive;
-                }
-            };
+            return TcpTestHarness.ringBuffers(4096);
         }
 
         @Override

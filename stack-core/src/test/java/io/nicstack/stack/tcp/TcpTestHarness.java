@@ -14,6 +14,11 @@ import io.nicstack.stack.TestDevice;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.storage.BufferProvider;
+import io.nicstack.stack.storage.ReceiveBuffer;
+import io.nicstack.stack.storage.RingReceiveBuffer;
+import io.nicstack.stack.storage.RingSendBuffer;
+import io.nicstack.stack.storage.SendBuffer;
 import io.nicstack.stack.tcp.isn.IsnGenerator;
 import io.nicstack.stack.tcp.isn.SynCookies;
 import io.nicstack.stack.wire.ArpPacket;
@@ -994,5 +999,26 @@ final class TcpTestHarness
         {
             lastStackTsVal = s.r.tsVal;
         }
+    }
+
+    /** A connection's own send and receive rings of {@code capacity} bytes, as a {@link BufferProvider} hands them out. */
+    static BufferProvider.ConnectionBuffers ringBuffers(final int capacity)
+    {
+        final SendBuffer send = new RingSendBuffer(capacity);
+        final ReceiveBuffer receive = new RingReceiveBuffer(capacity, 16);
+        return new BufferProvider.ConnectionBuffers()
+        {
+            @Override
+            public SendBuffer sendBuffer()
+            {
+                return send;
+            }
+
+            @Override
+            public ReceiveBuffer receiveBuffer()
+            {
+                return receive;
+            }
+        };
     }
 }
