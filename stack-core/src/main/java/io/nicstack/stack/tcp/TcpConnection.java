@@ -2315,7 +2315,7 @@ public final class TcpConnection
             final long limited = inRecovery || Seq.lt(sndNxt, sndMax) ? 0 : Math.min(dupAcks, 2) * (long)sndMss;
             final long window = Math.min(sndWnd, cc.cwnd() + limited);
             final long inFlight = flight();
-            final long usable = Math.min(window - inFlight, sndWnd - (long)(sndNxt - sndUna));
+            final long usable = Math.min(window - inFlight, windowFrom(sndNxt));
             int len = (int)Math.min(Math.min(unsent, segmentLimit()), Math.max(0, usable));
             if (len >= holeLimit)
             {
@@ -2334,7 +2334,7 @@ public final class TcpConnection
             if (len > 0 && len < segmentLimit() && len != holeLimit)
             {
                 final boolean allQueued = len == unsent;
-                if (!allQueued && sndWnd - (long)(sndNxt - sndUna) >= Math.min(unsent, segmentLimit()))
+                if (!allQueued && windowFrom(sndNxt) >= Math.min(unsent, segmentLimit()))
                 {
                     // The peer's window has room for a full segment: what keeps it back is the data in flight
                     // against cwnd, whose ACKs will make room (or the RTO fires). No runt into the remainder, now or
@@ -2771,7 +2771,7 @@ public final class TcpConnection
         final long offset = offsetOfSend(sndNxt);
         final long unsent = sendBuffer.end() - offset;
         final int length = (int)Math.min(unsent, segmentLimit());
-        if (unsent > 0 && sndWnd - (long)(sndMax - sndUna) >= length)
+        if (unsent > 0 && windowFrom(sndMax) >= length)
         {
             tlpStartSeq = sndNxt;
             tlpRetransmission = false;
