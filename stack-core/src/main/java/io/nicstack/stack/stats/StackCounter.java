@@ -127,7 +127,7 @@ public enum StackCounter
     TCP_SYN_COOKIES_ACCEPTED("tcp syn cookies accepted", Kind.INFO),
     TCP_SYN_COOKIES_FAILED("tcp syn cookies rejected", Kind.INFO),
     TCP_LISTEN_OVERFLOWS("tcp listener full: connection refused", Kind.INFO),
-    TCP_HALF_OPEN_EVICTED("tcp half-open connections reset to admit a completed syn cookie handshake (listener limit)", Kind.INFO),
+    TCP_HALF_OPEN_EVICTED("tcp half-open connections reset to admit a completed syn cookie handshake (listener limit or buffers)", Kind.INFO),
     TCP_BUFFER_BUDGET_EXHAUSTED("tcp buffer memory budget exhausted (cookie or refusal instead)", Kind.INFO),
     TCP_TIMEOUTS("tcp connections timed out", Kind.INFO),
     TCP_TIME_WAIT_REUSED("tcp time-wait connections reopened by a new syn (rfc 6191)", Kind.INFO),

@@ -759,11 +759,16 @@ public final class Tcp implements IpProtocolHandler
             counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
             return true;
         }
-        final TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), listener.bufferProvider());
+        final BufferProvider provider = listener.bufferProvider();
+        TcpConnection c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), provider);
+        if (c == null && evictHalfOpenSharing(provider))
+        {
+            c = newConnection(in.destinationPort, remoteIp, in.sourcePort, listener.settings().copy(), provider);
+        }
         if (c == null)
         {
-            // No memory for it now (counted as TCP_BUFFER_BUDGET_EXHAUSTED); the peer's next segment, or its
-            // retransmission of data this one carried, tries again: the cookie stays valid for its lifetime.
+            // No memory for it now (counted as TCP_BUFFER_BUDGET_EXHAUSTED) and nothing half-open holds any: the peer's
+            // next segment, or its retransmission of data this one carried, tries again: the cookie stays valid.
             return true;
         }
         counters.increment(StackCounter.TCP_SYN_COOKIES_ACCEPTED);
@@ -805,6 +810,36 @@ public final class Tcp implements IpProtocolHandler
             oldest.abort();
         }
         return !listener.atConnectionLimit();
+    }
+
+    /**
+     * Buffers for a peer that completed a cookie handshake when none are free: the oldest half-open connection of the
+     * listener with the most of them, among those taking their buffers where this one does ({@code provider}: one
+     * app's pipe slots, shared by all its listeners; null: the stack's budget), is aborted, as {@link #makeRoomForCookie}
+     * does within one listener. Spoofed SYNs to one listener would otherwise hold the buffers of every other listener
+     * of the same app until their SYN,ACKs ran out.
+     *
+     * @return whether a connection was aborted.
+     */
+    private boolean evictHalfOpenSharing(final BufferProvider provider)
+    {
+        TcpListener flooded = null;
+        for (final TcpListener l : listeners.values())
+        {
+            final TcpConnection oldest = l.oldestHalfOpen();
+            if (oldest != null && oldest.bufferProvider == provider
+                && (flooded == null || l.synReceived() > flooded.synReceived()))
+            {
+                flooded = l;
+            }
+        }
+        if (flooded == null)
+        {
+            return false;
+        }
+        counters.increment(StackCounter.TCP_HALF_OPEN_EVICTED);
+        flooded.oldestHalfOpen().abort();
+        return true;
     }
 
     /** A passive connection reached ESTABLISHED: hand it to its listener. */

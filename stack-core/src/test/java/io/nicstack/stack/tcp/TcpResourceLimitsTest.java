@@ -76,12 +76,22 @@ class TcpResourceLimitsTest
             t.peerPort = 30_000 + i;
             t.send(t.peerSyn());
         }
-        assertEquals(3, t.recv().stream().filter(seg -> seg.r.flags == (SYN | ACK)).count());
+        final java.util.List<Seg> synAcks = t.recv();
+        assertEquals(3, synAcks.stream().filter(seg -> seg.r.flags == (SYN | ACK)).count());
         assertEquals(2, t.listener.synReceived(), "two connections fit the budget");
         assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_SENT), "the third got a cookie instead of memory");
         final IllegalStateException e = assertThrows(IllegalStateException.class,
             () -> t.stack.tcp().connect(TcpTestHarness.PEER_IP, 80, new TcpHandler() { }, null));
         assertTrue(e.getMessage().contains("memory limit"), e.getMessage());
+
+        // The third peer completes its cookie handshake: the oldest half-open connection gives its memory way.
+        t.iss = synAcks.get(2).r.seq;
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 5)));
+        t.recv(t.out().ports(TcpTestHarness.LISTEN_PORT, 30_000).flags(RST).seq(synAcks.get(0).r.seq + 1).ack(0));
+        assertEquals(1, t.counter(StackCounter.TCP_HALF_OPEN_EVICTED));
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn, "the cookie connection got the evicted connection's memory");
+        assertArrayEquals(TcpTestHarness.bytes(10, 5), t.read());
     }
 
     /**
@@ -280,32 +290,75 @@ class TcpResourceLimitsTest
     }
 
     /**
-     * A cookie ACK arriving while no buffers are free (the provider's slots all held by half-open connections of a
-     * listener under its limit) is dropped, not refused: the cookie stays valid and the peer's next segment gets in once
-     * a slot is free again, here when the half-open connection's SYN,ACKs run out.
+     * RFC 4987 §2 across listeners: the listeners of one pipe app take their buffers from the app's slots. Spoofed SYNs
+     * to listener A hold every slot half-open, below A's own limit; a real client of listener B then gets a SYN cookie,
+     * and its ACK takes the slot of the oldest half-open connection among the listeners sharing B's buffers (here A's,
+     * which is reset). Before, the cookie ACK was dropped for want of a slot, and B served nobody until A's SYN,ACKs
+     * ran out, about 63 s.
+     */
+    @Test
+    void rfc4987_spoofedSynsHoldingSharedSlotsGiveWayToACookieHandshakeAtAnotherListener()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final Slots slots = new Slots(8);
+        t.listen(64).bufferProvider(slots);
+        final TcpListener b = t.stack.tcp().listen(TcpTestHarness.LISTEN_PORT + 1, 64, null).bufferProvider(slots);
+        int oldestIss = 0;
+        for (int i = 0; i < 8; i++)
+        {
+            t.peerPort = 20_000 + i;
+            t.irs = 1_000 * i;
+            t.send(t.peerSyn());
+            final Seg synAck = t.recvOne(t.expectedSynAck());
+            if (i == 0)
+            {
+                oldestIss = synAck.r.seq;
+            }
+        }
+        assertEquals(8, slots.inUse);
+
+        t.localPort = TcpTestHarness.LISTEN_PORT + 1;
+        t.peerPort = 45_000;
+        t.irs = TcpTestHarness.REMOTE_ISS;
+        t.send(t.peerSyn());
+        t.iss = t.recvOne(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).r.seq;
+        t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(20, 1)));
+        t.recv(t.out().ports(TcpTestHarness.LISTEN_PORT, 20_000).flags(RST).seq(oldestIss + 1).ack(0));
+        assertEquals(1, t.counter(StackCounter.TCP_HALF_OPEN_EVICTED));
+        assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+        assertEquals(7, t.listener.synReceived());
+        assertEquals(8, slots.inUse);
+        t.conn = b.accept();
+        assertNotNull(t.conn, "the cookie connection got the evicted connection's slot");
+        assertArrayEquals(TcpTestHarness.bytes(20, 1), t.read());
+    }
+
+    /**
+     * A cookie ACK arriving while every buffer is held by a synchronized connection (nothing half-open to give way) is
+     * dropped, not refused, and no established connection is touched: the cookie stays valid and the peer's next segment
+     * gets in once a slot is free again.
      */
     @Test
     void rfc4987_aCookieAckFindingNoBuffersGetsInWithThePeersNextSegment()
     {
         final TcpTestHarness t = new TcpTestHarness();
         final Slots slots = new Slots(1);
-        t.listen(1).bufferProvider(slots);
-        t.send(t.peerSyn());
-        t.recvOne(t.expectedSynAck());
+        t.listen(4).bufferProvider(slots);
+        final TcpConnection first = t.passiveOpen();
         t.peerPort = TcpTestHarness.PEER_PORT + 1;
         t.send(t.peerSyn());
         t.iss = t.recvOne(t.out().flags(SYN | ACK).ack(t.irs + 1).anySeq().noTimestamps().mss(1460)).r.seq;
         t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 4)));
         t.recvNothing();
         assertNull(t.listener.accept());
-        assertEquals(1, t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED));
+        assertEquals(2, t.counter(StackCounter.TCP_BUFFER_BUDGET_EXHAUSTED), "the SYN's and the cookie ACK's");
+        assertEquals(0, t.counter(StackCounter.TCP_HALF_OPEN_EVICTED));
+        assertEquals(TcpState.ESTABLISHED, first.state());
 
-        for (int s = 0; s < 63; s++)
-        {
-            t.advance(TcpTestHarness.SECOND);
-        }
+        first.abort();
+        t.poll();
         t.recv();
-        assertEquals(0, slots.inUse, "the half-open connection gave its slot back");
+        assertEquals(0, slots.inUse, "the aborted connection gave its slot back");
         t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 4)));
         t.conn = t.listener.accept();
         assertNotNull(t.conn, "the peer's retransmission got in");
