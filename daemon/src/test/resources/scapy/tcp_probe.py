@@ -20,6 +20,7 @@ CHECK is one of:
                before it fills, and the echo service then closes (RFC 9293 §3.10.7.4)
   oddsyn       SYNs with odd or illegal options get an answer; a normal connection echoes afterwards
   synflood     20,000 spoofed SYNs from 198.18.0.0/24 in one sendp batch while a kernel client (198.18.0.1) echoes
+               (its connection, got by a cookie, has timestamps, SACK and window scaling)
   ipoptions    an echo request with a malformed IP option gets Parameter Problem pointing at it (RFC 1122
                3.2.2.5, RFC 792); one with well-formed options gets its echo reply
 
@@ -839,6 +840,10 @@ def check_synflood(h):
         s = socket.create_connection((h.dip, ECHO), timeout=20, source_address=(KERNEL_IP, 0))
         client["connect"] = time.monotonic() - t1
         client["during_flood"] = sender.is_alive()
+        # struct tcp_info: tcpi_options (byte 5: 1 timestamps, 2 SACK, 4 window scale), snd_wscale (byte 6, low 4 bits).
+        info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
+        client["tcpi_options"] = info[5]
+        client["snd_wscale"] = info[6] & 0xF
         s.settimeout(10)
         data = os.urandom(64 * 1024)
         got = bytearray()
@@ -877,6 +882,9 @@ def check_synflood(h):
         raise Fail("kernel client could not echo during the flood: %s" % client["error"])
     if not client.get("exact"):
         raise Fail("kernel client echo not exact: %d of %d bytes" % (client.get("bytes", 0), 64 * 1024))
+    # A cookie SYN,ACK keeps the options in its TSval: the connection has them, as a stateful one would.
+    if client["tcpi_options"] & 7 != 7 or client["snd_wscale"] == 0:
+        raise Fail("kernel client's connection lacks timestamps, SACK or window scaling: %s" % client)
     return "%d SYNs in %.2f s; kernel client connected in %.3f s (%s the flood) and echoed 64 KiB exactly" % (
         count, flood_done["seconds"], client["connect"], "during" if client["during_flood"] else "after")
 

@@ -738,9 +738,24 @@ public final class Tcp implements IpProtocolHandler
         out.ack = in.seq + 1;
         out.flags = TcpHeader.SYN | TcpHeader.ACK;
         final BufferProvider provider = listener.bufferProvider();
-        out.window = Math.min(65535, provider != null ? provider.receiveCapacity() : listener.settings().receiveBufferBytes);
+        final TcpSettings settings = listener.settings();
+        final int receiveCapacity = provider != null ? provider.receiveCapacity() : settings.receiveBufferBytes;
+        out.window = Math.min(65535, receiveCapacity);
         // Our own MSS, as any SYN,ACK: the cookie's table entry bounds what we send, not what the peer may.
         out.mss = mss;
+        if (in.timestampsPresent && settings.timestamps)
+        {
+            // The other options ride in the TSval (SynCookies.timestampWithOptions) and come back as the ACK's TSecr.
+            final boolean windowScaling = in.windowScale >= 0 && settings.windowScaling;
+            final boolean sack = in.sackPermitted && settings.sack;
+            out.timestampsPresent = true;
+            out.tsVal = SynCookies.timestampWithOptions(
+                TcpConnection.timestampClock(nowNanos, timestampOffset(in.destinationPort, remoteIp, in.sourcePort)),
+                windowScaling ? in.windowScale : -1, sack);
+            out.tsEcr = in.tsVal;
+            out.windowScale = windowScaling ? TcpConnection.windowScaleFor(receiveCapacity) : -1;
+            out.sackPermitted = sack;
+        }
         emitRaw(localIp, remoteIp, nowNanos);
         counters.increment(StackCounter.TCP_SYN_COOKIES_SENT);
     }
@@ -777,7 +792,10 @@ public final class Tcp implements IpProtocolHandler
         c.countedInListener = true;
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_PASSIVE_OPENS);
-        c.acceptCookie(in, cookieMss, nowNanos);
+        // The options the SYN offered came back in the TSecr, if the SYN,ACK carried timestamps (sendCookie).
+        final boolean timestamps = in.timestampsPresent && listener.settings().timestamps;
+        c.acceptCookie(in, cookieMss, timestamps, timestamps ? SynCookies.windowScaleIn(in.tsEcr) : -1,
+            timestamps && SynCookies.sackIn(in.tsEcr), nowNanos);
         counters.increment(StackCounter.TCP_ESTABLISHED);
         established(c);
         c.onSegment(in, buffer, nowNanos);

@@ -590,8 +590,16 @@ public final class TcpConnection
         sendSyn(now);
     }
 
-    /** A connection rebuilt from a valid SYN cookie: ESTABLISHED without options (RFC 4987 §3.6). */
-    void acceptCookie(final TcpRepr ack, final int mss, final long now)
+    /**
+     * A connection rebuilt from a valid SYN cookie (RFC 4987 §3.6): ESTABLISHED with the cookie's MSS and, when the
+     * handshake carried timestamps, the options our SYN,ACK's TSval held ({@link io.nicstack.stack.tcp.isn.SynCookies}).
+     *
+     * @param timestamps      the ACK carries timestamps and the listener takes them.
+     * @param peerWindowScale the peer's window scale from the ACK's TSecr, -1 for none.
+     * @param sack            SACK-permitted from the ACK's TSecr.
+     */
+    void acceptCookie(final TcpRepr ack, final int mss, final boolean timestamps, final int peerWindowScale,
+        final boolean sack, final long now)
     {
         passive = true;
         irs = ack.seq - 1;
@@ -603,12 +611,31 @@ public final class TcpConnection
         recoveryPoint = ack.ack;
         reducedWindowEnd = ack.ack;
         highRxt = ack.ack;
+        tsOffset = tcp.timestampOffset(localPort, remoteIp, remotePort);
         rcvMss = tcp.mss();
-        rcvWscale = 0;
+        // The SYN,ACK offered our window scale (the constructor's rcvWscale, from the same capacity) only beside the
+        // peer's: RFC 7323 §2.2, both or neither.
+        if (peerWindowScale >= 0 && settings.windowScaling)
+        {
+            sndWscale = peerWindowScale;
+        }
+        else
+        {
+            sndWscale = 0;
+            rcvWscale = 0;
+        }
+        sackEnabled = sack && settings.sack;
+        tsEnabled = timestamps;
+        if (tsEnabled)
+        {
+            tsRecent = ack.tsVal;
+            tsRecentNanos = now;
+        }
         mssBase = Math.min(mss, tcp.mss());
         mssBaseNegotiated = mssBase;
-        sndMss = mssBase;
-        sndWnd = ack.window;
+        sndMss = mssBase - (tsEnabled ? 12 : 0);
+        // RFC 7323 §2.2: only a SYN's window is unscaled.
+        sndWnd = (long)ack.window << sndWscale;
         maxSndWnd = sndWnd;
         sndWl1 = ack.seq;
         sndWl2 = ack.ack;
@@ -3169,7 +3196,13 @@ public final class TcpConnection
 
     private int tsNow(final long now)
     {
-        return (int)(now / 1_000_000L) + tsOffset;
+        return timestampClock(now, tsOffset);
+    }
+
+    /** The TSval at {@code now} of a connection whose timestamps have {@code offset}: a 1 ms clock (RFC 7323 §5.4). */
+    static int timestampClock(final long now, final int offset)
+    {
+        return (int)(now / 1_000_000L) + offset;
     }
 
     long offsetOfSend(final int seq)

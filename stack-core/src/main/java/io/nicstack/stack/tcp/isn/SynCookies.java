@@ -24,8 +24,12 @@ import java.security.SecureRandom;
  * the period it was issued in and the next one, so it lives between 64 and 128 seconds (Linux
  * {@code MAX_SYNCOOKIE_AGE}).
  *
- * <p>Like every cookie scheme, options other than the MSS (window scale, SACK permitted,
- * timestamps) are not remembered unless the caller encodes them elsewhere (e.g. the timestamp).
+ * <p>Options other than the MSS do not fit the ISN. When the SYN offers timestamps they travel in our
+ * SYN,ACK's TSval instead, as Linux's {@code cookie_init_timestamp} carries them, and come back as the
+ * final ACK's TSecr (RFC 7323 §3: echoed unchanged): {@link #timestampWithOptions} writes the peer's
+ * window scale and SACK-permitted into its low {@value #TS_OPTION_BITS} bits, {@link #windowScaleIn} and
+ * {@link #sackIn} read them back. These bits carry no MAC: a forger that holds a valid cookie can choose only
+ * the options of its own connection, within their legal ranges.
  */
 public final class SynCookies
 {
@@ -42,6 +46,13 @@ public final class SynCookies
     private static final int MSS_MASK = 0x7;
     private static final int COUNTER_SHIFT = 27;
     private static final int COUNTER_MASK = 0x1F;
+
+    /** Low bits of a cookie SYN,ACK's TSval that carry the options: window scale (4), SACK-permitted (1). */
+    public static final int TS_OPTION_BITS = 6;
+    private static final int TS_OPTION_MASK = (1 << TS_OPTION_BITS) - 1;
+    private static final int TS_NO_WINDOW_SCALE = 0xF;
+    private static final int TS_WINDOW_SCALE_MASK = 0xF;
+    private static final int TS_SACK = 1 << 4;
 
     /**
      * MSS values a cookie can carry (its three bits), ascending: the floor every connection's send MSS keeps (76, as a
@@ -151,6 +162,37 @@ public final class SynCookies
         }
         final int expected = mac(localIp, localPort, remoteIp, remotePort, clientIsn, now - age, mssIndex);
         return expected == (cookie & MAC_MASK) ? MSS_TABLE[mssIndex] : -1;
+    }
+
+    /**
+     * The TSval of a cookie SYN,ACK: {@code tsNow} with the options in its low bits, never above {@code tsNow}, so the
+     * connection's later TSvals, from the same clock, never go back from it (the peer's PAWS, RFC 7323 §5).
+     *
+     * @param peerWindowScale the shift the SYN offered (RFC 7323 §2.3), or -1 when it offered none or we take none.
+     * @param sack            whether the SYN offered SACK-permitted and we take it.
+     */
+    public static int timestampWithOptions(final int tsNow, final int peerWindowScale, final boolean sack)
+    {
+        final int options = (peerWindowScale < 0 ? TS_NO_WINDOW_SCALE : peerWindowScale) | (sack ? TS_SACK : 0);
+        final int ts = (tsNow & ~TS_OPTION_MASK) | options;
+        // Unsigned 32-bit clock: compare by the sign of the difference (RFC 7323 §5.2).
+        return ts - tsNow > 0 ? ts - (1 << TS_OPTION_BITS) : ts;
+    }
+
+    /**
+     * The peer's window scale from the final ACK's TSecr, 0 to 14 (RFC 7323 §2.3; the four bits hold nothing else), or
+     * -1 when its SYN offered none.
+     */
+    public static int windowScaleIn(final int tsEcr)
+    {
+        final int shift = tsEcr & TS_WINDOW_SCALE_MASK;
+        return shift == TS_NO_WINDOW_SCALE ? -1 : shift;
+    }
+
+    /** Whether the peer's SYN offered SACK-permitted, from the final ACK's TSecr. */
+    public static boolean sackIn(final int tsEcr)
+    {
+        return (tsEcr & TS_SACK) != 0;
     }
 
     static long counter(final long nowNanos)

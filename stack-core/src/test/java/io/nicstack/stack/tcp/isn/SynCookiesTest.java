@@ -156,6 +156,29 @@ class SynCookiesTest
         assertThrows(IllegalArgumentException.class, () -> encode(CLIENT_ISN, -1, NOW));
     }
 
+    /**
+     * The options a cookie SYN,ACK's TSval carries come back from its TSecr, for every shift and clock value (wrapping
+     * ones included), and the TSval is never ahead of the clock by the unsigned comparison of RFC 7323 §5.2, nor more
+     * than the option bits behind it.
+     */
+    @Test
+    void theTimestampCarriesTheWindowScaleAndSackAndNeverRunsAheadOfTheClock()
+    {
+        final java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        final int[] edges = { 0, 1, 63, 64, -1, -64, Integer.MAX_VALUE, Integer.MIN_VALUE };
+        for (int i = 0; i < 20_000; i++)
+        {
+            final int tsNow = i < edges.length ? edges[i] : random.nextInt();
+            final int shift = random.nextInt(-1, 15);
+            final boolean sack = random.nextBoolean();
+            final int ts = SynCookies.timestampWithOptions(tsNow, shift, sack);
+            assertEquals(shift, SynCookies.windowScaleIn(ts), "shift at tsNow " + tsNow);
+            assertEquals(sack, SynCookies.sackIn(ts), "sack at tsNow " + tsNow);
+            final int behind = tsNow - ts;
+            assertTrue(behind >= 0 && behind < 1 << SynCookies.TS_OPTION_BITS, "tsNow " + tsNow + " ts " + ts);
+        }
+    }
+
     private int encode(final int clientIsn, final int mssIndex, final long nowNanos)
     {
         return cookies.encode(LOCAL_IP, LOCAL_PORT, REMOTE_IP, REMOTE_PORT, clientIsn, mssIndex, nowNanos);
