@@ -21,7 +21,7 @@ import io.nicstack.pipes.client.PipeConnection;
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
  * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}; closed after
  * a request with a chunked body, which is not read), Content-Length on every response, 301 to a
- * directory's name with its slash, 404/403/400/413/414/431/501/505. Requests are parsed by
+ * directory's name with its slash, 404/403/400/413/414/431/501/503/505. Requests are parsed by
  * {@link HttpRequestParser} from at most 8 KiB of copied head bytes; pipelined requests wait in the
  * RX pipe until the response before them is fully queued.
  *
@@ -181,11 +181,17 @@ final class HttpApp
 
     /**
      * The status of a response whose file, found by its lookup, could not be opened: 404 if it is gone (removed or
-     * renamed since the lookup, RFC 9110 §15.5.5), 403 if it is there but cannot be read.
+     * renamed since the lookup, RFC 9110 §15.5.5), 403 if it is there but is no readable regular file (RFC 9110
+     * §15.5.4), and 503 if it is one (RFC 9110 §15.6.4): then the open failed for want of something on our side, most
+     * often a descriptor (EMFILE, ENFILE), which the next try may well find, and the client is not told it is forbidden.
      */
     static int unopenedFileStatus(final Path file)
     {
-        return Files.notExists(file) ? 404 : 403;
+        if (Files.notExists(file))
+        {
+            return 404;
+        }
+        return Files.isRegularFile(file) && Files.isReadable(file) ? 503 : 403;
     }
 
     static String reason(final int status)
@@ -201,6 +207,7 @@ final class HttpApp
             case 414: return "URI Too Long";
             case 431: return "Request Header Fields Too Large";
             case 501: return "Not Implemented";
+            case 503: return "Service Unavailable";
             case 505: return "HTTP Version Not Supported";
             default: return "Error";
         }

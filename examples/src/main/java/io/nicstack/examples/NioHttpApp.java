@@ -26,7 +26,7 @@ import org.agrona.concurrent.UnsafeBuffer;
  * files are looked up by the same {@link StaticFiles}, response heads come from
  * {@link HttpApp#responseHead}; GET and HEAD, persistent connections (closed after a request with
  * a chunked body, which is not read), Content-Length on every response, 301 to a directory's name
- * with its slash, 404/403/400/413/414/431/501/505, request bodies discarded after the response
+ * with its slash, 404/403/400/413/414/431/501/503/505, request bodies discarded after the response
  * (within the same {@link HttpDeadlines}), a malformed request answered and the connection closed,
  * pipelined requests read only after the response before them is fully written, idle keep-alive
  * connections closed after 60 s, a closing connection lingers (reads and discards) until the peer's

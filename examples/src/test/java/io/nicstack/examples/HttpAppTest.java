@@ -52,6 +52,20 @@ class HttpAppTest
         assertEquals(403, HttpApp.unopenedFileStatus(lookup.file()));
     }
 
+    /**
+     * A readable regular file whose open failed for want of something on the server's side, most often a
+     * descriptor (EMFILE under many connections): a 503 (RFC 9110 §15.6.4, the client may try again), not a 403 telling
+     * the client the file is forbidden, as it was.
+     */
+    @Test
+    void aReadableFileThatCouldNotBeOpenedIs503(@TempDir final Path dir) throws Exception
+    {
+        final Path f = Files.writeString(dir.resolve("a.txt"), "a\n");
+        assertEquals(503, HttpApp.unopenedFileStatus(f));
+        assertEquals("Service Unavailable", HttpApp.reason(503));
+        assertEquals(403, HttpApp.unopenedFileStatus(dir), "a directory is no file to serve");
+    }
+
     @Test
     void theHeadOfACachedFileIsWhatResponseHeadMakes(@TempDir final Path dir) throws Exception
     {
