@@ -789,6 +789,10 @@ public final class TcpConnection
                 }
                 // RFC 9293: an unacceptable segment gets <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, then is dropped.
                 tcp.count(StackCounter.TCP_OUT_OF_WINDOW);
+                if (ackOfOldSegmentTaken(seg, segLen) && !processAck(seg, now))
+                {
+                    return; // challenged (RFC 5961 §5.2), or the ACK of our FIN closed the connection
+                }
                 answerUnacceptable(seg, segLen, now);
             }
             return;
@@ -927,6 +931,22 @@ public final class TcpConnection
             ackSegmentAtOnce(now);
         }
         markDirty();
+    }
+
+    /**
+     * Whether the ACK field of an unacceptable segment is processed before the segment is answered and dropped: a
+     * wholly old one (the peer's retransmission of text we hold) that ends at or after Last.ACK.sent, with ACK and
+     * without SYN or RST, once synchronized (not SYN-RECEIVED, whose ACK establishes; not TIME-WAIT, where no ACK
+     * matters). RFC 9293 §3.10.7.4 drops it unread; Linux's tcp_sequence accepts a segment whose end is not before
+     * rcv_wup, and BSD's tcp_input keeps "processing for RST or ACK". A peer's retransmission timeout or loss probe
+     * cancels its pending delayed ACK, so such a segment may be the only one to acknowledge our data: unread, our data
+     * would go again at our RTO, a spurious timeout. Its window is not taken (SND.WL1 is past its sequence number).
+     */
+    private boolean ackOfOldSegmentTaken(final TcpRepr seg, final int segLen)
+    {
+        return (seg.flags & (TcpHeader.ACK | TcpHeader.SYN | TcpHeader.RST)) == TcpHeader.ACK
+            && state.isSynchronizedBeforeTimeWait()
+            && Seq.le(seg.seq + segLen, rcvNxt) && Seq.ge(seg.seq + segLen, lastAckSent);
     }
 
     /**

@@ -917,6 +917,39 @@ class Rfc9293DataTest
         assertEquals(4096, t.read().length, "the probe's octet was not taken");
     }
 
+    /**
+     * A wholly old segment (the peer's retransmission of text we hold) that ends at or after Last.ACK.sent has its ACK
+     * field taken before its text is dropped and answered, as Linux's tcp_sequence (end_seq >= rcv_wup) and BSD's
+     * tcp_input ("keep on processing for RST or ACK") do. A peer's retransmission timeout or loss probe cancels its own
+     * delayed ACK, so that segment may be the only one acknowledging our data. Before, its ACK was thrown away with its
+     * text, and our data went again at our RTO, a spurious timeout costing the congestion window (no F-RTO here).
+     * An older one (ending before Last.ACK.sent) is only answered, as RFC 9293 §3.10.7.4 says.
+     */
+    @Test
+    void rfc9293_anOldRetransmissionEndingAtLastAckSentHasItsAckTaken()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(100, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 101));
+        t.write(bytes(100, 2));
+        t.recv(t.out().flags(ACK | PSH).ack(t.irs + 101).payload(bytes(100, 2)));
+
+        // An older segment (ending before Last.ACK.sent) acknowledging our 100 octets: answered, its ACK not taken.
+        t.send(t.in().seq(t.irs + 1).ack(t.iss + 101).flags(ACK | PSH).payload(bytes(50, 1)));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 101));
+        assertEquals(t.conn.settings().sendBufferBytes - 100, t.conn.writable());
+
+        // The peer's retransmission of its last segment, acknowledging our 100 octets on it.
+        t.send(t.in().ack(t.iss + 101).flags(ACK | PSH).payload(bytes(100, 1)));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 101));
+        assertEquals(t.conn.settings().sendBufferBytes, t.conn.writable(), "the old segment's ACK was taken");
+        t.advanceMs(2000);
+        t.recvNothing();
+        assertEquals(0, t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS));
+        assertEquals(100, t.read().length, "its text was not taken twice");
+    }
+
     @Test
     void rfc9293_pureAckAfterOurZeroWindowProbeCarriesThePeersRightEdge()
     {
