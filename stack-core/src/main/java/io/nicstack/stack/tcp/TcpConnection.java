@@ -606,6 +606,7 @@ public final class TcpConnection
         rcvNxt = ack.seq;
         iss = ack.ack - 1;
         sndUna = ack.ack;
+        bytesAcked = 1; // our SYN,ACK, as on a passive open with state
         sndNxt = ack.ack;
         sndMax = ack.ack;
         recoveryPoint = ack.ack;
@@ -735,6 +736,7 @@ public final class TcpConnection
             // RFC 7323 §2.2: the window of a SYN,ACK is never scaled.
             sndWnd = seg.window;
             maxSndWnd = Math.max(maxWindowBefore, sndWnd);
+            bytesAcked += seg.ack - sndUna; // our SYN, as onNewAck counts it on a passive open
             sndUna = seg.ack;
             if (rttTiming)
             {
@@ -1227,6 +1229,7 @@ public final class TcpConnection
         if (ack)
         {
             sndWl2 = seg.ack;
+            bytesAcked += seg.ack - sndUna; // our SYN, as onNewAck counts it on a passive open
             sndUna = seg.ack;
             softError = 0; // our SYN got through (see onNewAck)
             if (sndNxt != sndUna && Seq.lt(sndNxt, sndUna))

@@ -63,6 +63,21 @@ class Rfc9293ConnectionTest
     // Opening (§3.5)
     // ------------------------------------------------------------------------------------------
 
+    /**
+     * bytes_acked (what `nicstack conns` shows, Linux's tcpi_bytes_acked) counts the SYN as acknowledged sequence space
+     * on every kind of open, as Linux's tcp_snd_una_update does; before, an active open showed 0 where a passive one
+     * showed 1.
+     */
+    @Test
+    void bytesAckedCountsOurSynOnActiveAndPassiveOpens()
+    {
+        t.activeOpen();
+        assertEquals(1, t.conn.bytesAcked(), "active open");
+        final TcpTestHarness passive = new TcpTestHarness();
+        passive.passiveOpen();
+        assertEquals(1, passive.conn.bytesAcked(), "passive open");
+    }
+
     @Test
     void rfc9293_must10_simultaneousOpen()
     {
@@ -79,6 +94,7 @@ class Rfc9293ConnectionTest
         t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 1));
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
         assertTrue(t.events.connected);
+        assertEquals(1, t.conn.bytesAcked(), "the SYN counts, as on every open");
         t.recvNothing();
 
         t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));

@@ -2010,6 +2010,7 @@ class TcpExtensionsTest
         assertEquals(TcpState.ESTABLISHED, t.conn.state());
         assertArrayEquals(bytes(20, 1), t.read());
         assertEquals(1, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
+        assertEquals(1, t.conn.bytesAcked(), "our SYN,ACK, as with state");
 
         assertTrue(t.conn.timestampsEnabled());
         assertTrue(t.conn.sackEnabled());
