@@ -122,8 +122,11 @@ public abstract class AbstractReceiveBuffer implements ReceiveBuffer
         }
         duplicateStart = 0;
         duplicateEnd = 0;
-        // RFC 9293 §3.10.7.4: trim to the window, i.e. keep only [RCV.NXT, RCV.NXT + RCV.WND). The read position only
-        // moves forward, so the one last seen bounds it from below: read it afresh only when the segment ends beyond.
+        // RFC 9293 §3.10.7.4 trims to the window; here to the buffer's free space, [RCV.NXT, read position + capacity),
+        // which holds at least the window advertised. Text a peer sends past the advertised edge but within that space
+        // is taken, as Linux's tcp_data_queue takes in-order text while the window is open (a FIN there is not noted
+        // until it is within the advertised edge: TcpConnection.notePeerFin). The read position only moves forward, so
+        // the one last seen bounds it from below: read it afresh only when the segment ends beyond.
         final long from = Math.max(offset, contiguousEnd);
         long limit = lastReadPosition() + capacity;
         if (offset + length > limit)
