@@ -1909,6 +1909,23 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_PAWS_DROPS));
     }
 
+    /**
+     * RFC 7323 §3.2: "If a non-<RST> segment is received without a TSopt, a TCP SHOULD silently drop the segment." We
+     * take it instead, as Linux does (tcp_validate_incoming applies PAWS only to segments that carry a TSopt): a
+     * middlebox that strips the option from some segments would otherwise stall the connection. Such a segment passes
+     * no PAWS check and does not change TS.Recent, and our answer still carries timestamps echoing TS.Recent.
+     */
+    @Test
+    void linux_aSegmentWithoutTimestampsOnATimestampedConnectionIsTaken()
+    {
+        tenBytesWithTsVal5000();
+        t.send(t.in().seq(t.irs + 11).flags(ACK | PSH).payload(bytes(10, 2)).noTimestamps());
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 21).tsEcr(5000));
+        assertEquals(20, t.conn.readable());
+        assertEquals(0, t.counter(StackCounter.TCP_PAWS_DROPS));
+    }
+
     @Test
     void linux_oowRateLimit_pawsDropsWithoutDataAreAnsweredOncePerInterval()
     {
