@@ -774,7 +774,8 @@ public final class TcpConnection
         {
             if (!seg.hasFlags(TcpHeader.RST))
             {
-                if (sackEnabled && seg.payloadLength > 0 && Seq.le(seg.seq + seg.payloadLength, rcvNxt))
+                final boolean duplicate = sackEnabled && seg.payloadLength > 0 && Seq.le(seg.seq + seg.payloadLength, rcvNxt);
+                if (duplicate)
                 {
                     // RFC 2883 §4: a duplicate segment (wholly below RCV.NXT) is reported in the first SACK block.
                     dsackPending = true;
@@ -796,6 +797,12 @@ public final class TcpConnection
                     return; // challenged (RFC 5961 §5.2), or the ACK of our FIN closed the connection
                 }
                 answerUnacceptable(seg, segLen, now);
+                if (duplicate && ackNow)
+                {
+                    // Each duplicate's own D-SACK, in an ACK of its own (as Linux's tcp_send_dupack): in one ACK at the
+                    // end of a burst, only the last duplicate would be reported.
+                    ackSegmentAtOnce(now);
+                }
             }
             return;
         }

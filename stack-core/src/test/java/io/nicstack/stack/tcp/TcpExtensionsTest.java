@@ -491,6 +491,23 @@ class TcpExtensionsTest
     }
 
     /**
+     * RFC 2883 §4: each duplicate segment is reported in the D-SACK block of the ACK it gets, so two duplicates in one
+     * burst get an ACK each (as Linux's tcp_send_dupack answers every one at once). Before, the burst got one ACK at its
+     * end, reporting the last duplicate only: the sender never learnt of the other spurious retransmission.
+     */
+    @Test
+    void rfc2883_eachDuplicateOfABurstGetsAnAckWithItsOwnDsack()
+    {
+        t.peerOffersAll();
+        t.passiveOpen();
+        t.sendBurst(t.in().flags(ACK | PSH).payload(bytes(100, 1)), t.in().seq(t.irs + 101).flags(ACK | PSH).payload(bytes(100, 2)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 201));
+        t.sendBurst(t.in().flags(ACK | PSH).payload(bytes(100, 1)), t.in().seq(t.irs + 101).flags(ACK | PSH).payload(bytes(100, 2)));
+        t.recv(t.out().ack(t.irs + 201).sack(t.irs + 1, t.irs + 101), t.out().ack(t.irs + 201).sack(t.irs + 101, t.irs + 201));
+    }
+
+    /**
      * RFC 2883 §4: "A D-SACK block is used to report a duplicate contiguous sequence of data received by the receiver in
      * the most recent packet": a segment that straddles RCV.NXT carries one below it (Linux's tcp_data_queue:
      * tcp_dsack_set(sk, seq, rcv_nxt)). Before, only segments wholly below RCV.NXT were reported.
