@@ -26,7 +26,7 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     // 2^20 ns ~ 1.05 ms per tick, 1024 ticks per revolution: timers further out wrap, which the wheel handles.
     private static final int TICK_SHIFT = 20;
     private static final long TICK_NANOS = 1L << TICK_SHIFT;
-    private static final int TICKS_PER_WHEEL = 1024;
+    static final int TICKS_PER_WHEEL = 1024;
     private static final int EXPIRY_LIMIT = 1024;
     private static final int MAX_TICKS_PER_POLL = 1 << 20;
 
@@ -97,7 +97,7 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     }
 
     /** The spoke a timer id lives in (the wheel's ids are spoke << 32 | slot, stable when a spoke grows). */
-    private static int spokeOf(final long timerId)
+    static int spokeOf(final long timerId)
     {
         return (int)(timerId >>> 32);
     }
@@ -109,6 +109,12 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
         {
             spokeMinDeadline[spoke] = Long.MAX_VALUE;
         }
+    }
+
+    /** The lower bound {@link #poll} keeps of the deadlines in {@code spoke} (for tests). */
+    long spokeLowerBound(final int spoke)
+    {
+        return spokeMinDeadline[spoke];
     }
 
     /** Number of armed timers. */
@@ -146,7 +152,11 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
                 final long tickTime = wheel.currentTickTime();
                 dueFromHandler = false;
                 expired += wheel.poll(nowNanos, this, EXPIRY_LIMIT);
-                if (wheel.currentTickTime() == tickTime && !dueFromHandler)
+                if (wheel.currentTickTime() != tickTime)
+                {
+                    leftTick(tickTime);
+                }
+                else if (!dueFromHandler)
                 {
                     break;
                 }
@@ -157,6 +167,22 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
             polling = false;
         }
         return expired;
+    }
+
+    /**
+     * The wheel has left the tick ending at {@code tickEnd}, having expired everything due in its spoke: what stays
+     * there is due a whole revolution later or more, so the spoke's bound rises to that tick's start. Else a long
+     * timer (TIME-WAIT, keep-alive) would hold the bound at a short deadline long gone, and the spoke would be scanned
+     * on every poll of its tick, every revolution.
+     */
+    private void leftTick(final long tickEnd)
+    {
+        final int spoke = (int)((tickEnd - startNanos) >> TICK_SHIFT) - 1 & (TICKS_PER_WHEEL - 1);
+        final long nextRevolution = tickEnd + (TICKS_PER_WHEEL - 1) * TICK_NANOS;
+        if (spokeMinDeadline[spoke] < nextRevolution)
+        {
+            spokeMinDeadline[spoke] = nextRevolution;
+        }
     }
 
     @Override
