@@ -1,15 +1,20 @@
 package io.nicstack.stack.time;
 
+import java.util.Arrays;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 import org.agrona.DeadlineTimerWheel;
-import org.agrona.collections.Long2ObjectHashMap;
 
 /**
  * One-shot timers on Agrona's {@link DeadlineTimerWheel}, driven by the injected clock.
  *
- * <p>Scheduling and expiry allocate nothing in steady state (the id-to-handler map is open
- * addressing over primitive keys). Handlers run on the event loop thread inside {@link #poll(long)}.
+ * <p>Scheduling and expiry allocate nothing in steady state (handlers sit in a table beside the wheel's slots, which
+ * grows only with them). Handlers run on the event loop thread inside {@link #poll(long)}.
+ *
+ * <p>A timer id is the wheel's (spoke {@code << 32 |} slot) with the slot's generation above: the wheel gives a freed
+ * slot to the next timer in its spoke, and without the generation a stale id (expired or cancelled) would name that
+ * timer. A stale id could only match again after its slot has been reused 2^21 times.
  */
 public final class Timers implements DeadlineTimerWheel.TimerHandler
 {
@@ -29,9 +34,16 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     static final int TICKS_PER_WHEEL = 1024;
     private static final int EXPIRY_LIMIT = 1024;
     private static final int MAX_TICKS_PER_POLL = 1 << 20;
+    /** Above the wheel's 32 bits of slot and 10 of spoke; 21 bits, so an id is never negative nor {@link #NO_TIMER}. */
+    private static final int GENERATION_SHIFT = 42;
+    private static final int GENERATION_MASK = (1 << 21) - 1;
+    private static final long WHEEL_ID_MASK = (1L << GENERATION_SHIFT) - 1;
+    private static final int INITIAL_SLOTS_PER_SPOKE = 16;
 
     private final DeadlineTimerWheel wheel;
-    private final Long2ObjectHashMap<Handler> handlers = new Long2ObjectHashMap<>();
+    /** Per spoke, per slot of the wheel: the handler of the timer in it (null when free), and the slot's generation. */
+    private final Handler[][] slotHandlers = new Handler[TICKS_PER_WHEEL][];
+    private final int[][] slotGenerations = new int[TICKS_PER_WHEEL][];
     /**
      * Per spoke of the wheel: a lower bound of the deadlines in it (Long.MAX_VALUE when it holds none) and how
      * many timers it holds. They let {@link #poll} skip the wheel's scan of the current spoke while nothing in
@@ -50,12 +62,13 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     {
         wheel = new DeadlineTimerWheel(TimeUnit.NANOSECONDS, startNanos, TICK_NANOS, TICKS_PER_WHEEL);
         this.startNanos = startNanos;
-        java.util.Arrays.fill(spokeMinDeadline, Long.MAX_VALUE);
+        Arrays.fill(spokeMinDeadline, Long.MAX_VALUE);
     }
 
     /** Schedule {@code handler} to run once at or after {@code deadlineNanos}; returns the timer id. */
     public long schedule(final long deadlineNanos, final Handler handler)
     {
+        Objects.requireNonNull(handler, "handler");
         long deadline = deadlineNanos;
         if (polling && deadlineNanos - now <= 0)
         {
@@ -69,42 +82,66 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
                 deadline = Math.max(deadlineNanos, tickEnd);
             }
         }
-        final long id = wheel.scheduleTimer(deadline);
-        handlers.put(id, handler);
-        final int spoke = spokeOf(id);
+        final long wheelId = wheel.scheduleTimer(deadline);
+        final int spoke = spokeOf(wheelId);
+        final int slot = (int)wheelId;
+        if (slotHandlers[spoke] == null || slot >= slotHandlers[spoke].length)
+        {
+            growSpoke(spoke, slot);
+        }
+        slotHandlers[spoke][slot] = handler;
+        final int generation = (slotGenerations[spoke][slot] + 1) & GENERATION_MASK;
+        slotGenerations[spoke][slot] = generation;
         spokeTimers[spoke]++;
         if (deadline < spokeMinDeadline[spoke])
         {
             spokeMinDeadline[spoke] = deadline;
         }
-        return id;
+        return (long)generation << GENERATION_SHIFT | wheelId;
     }
 
-    /** Cancel a timer; {@link #NO_TIMER} and already expired ids are ignored. */
+    /** Make room for {@code slot} in the tables of {@code spoke}, as the wheel has in its own. */
+    private void growSpoke(final int spoke, final int slot)
+    {
+        final int length = Math.max(INITIAL_SLOTS_PER_SPOKE, Integer.highestOneBit(slot) << 1);
+        final Handler[] handlers = slotHandlers[spoke];
+        slotHandlers[spoke] = handlers == null ? new Handler[length] : Arrays.copyOf(handlers, length);
+        final int[] generations = slotGenerations[spoke];
+        slotGenerations[spoke] = generations == null ? new int[length] : Arrays.copyOf(generations, length);
+    }
+
+    /**
+     * Cancel a timer; returns whether it was armed. {@link #NO_TIMER} and the ids of timers that expired or were
+     * cancelled are ignored, even once the wheel has given their slot to another timer.
+     */
     public boolean cancel(final long timerId)
     {
         if (timerId == NO_TIMER)
         {
             return false;
         }
-        handlers.remove(timerId);
-        if (wheel.cancelTimer(timerId))
+        final int spoke = spokeOf(timerId);
+        final int slot = (int)timerId;
+        final Handler[] handlers = slotHandlers[spoke];
+        if (handlers == null || slot < 0 || slot >= handlers.length || handlers[slot] == null ||
+            slotGenerations[spoke][slot] != timerId >>> GENERATION_SHIFT)
         {
-            removedFromSpoke(timerId);
-            return true;
+            return false;
         }
-        return false;
+        handlers[slot] = null;
+        wheel.cancelTimer(timerId & WHEEL_ID_MASK);
+        removedFromSpoke(spoke);
+        return true;
     }
 
-    /** The spoke a timer id lives in (the wheel's ids are spoke << 32 | slot, stable when a spoke grows). */
+    /** The spoke of a timer id or a wheel's id (spoke << 32 | slot, stable when a spoke grows). */
     static int spokeOf(final long timerId)
     {
-        return (int)(timerId >>> 32);
+        return (int)(timerId >>> 32) & (TICKS_PER_WHEEL - 1);
     }
 
-    private void removedFromSpoke(final long timerId)
+    private void removedFromSpoke(final int spoke)
     {
-        final int spoke = spokeOf(timerId);
         if (--spokeTimers[spoke] == 0)
         {
             spokeMinDeadline[spoke] = Long.MAX_VALUE;
@@ -186,14 +223,14 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     }
 
     @Override
-    public boolean onTimerExpiry(final TimeUnit timeUnit, final long nowIgnored, final long timerId)
+    public boolean onTimerExpiry(final TimeUnit timeUnit, final long nowIgnored, final long wheelId)
     {
-        removedFromSpoke(timerId);
-        final Handler handler = handlers.remove(timerId);
-        if (handler != null)
-        {
-            handler.onTimer(now, timerId);
-        }
+        final int spoke = spokeOf(wheelId);
+        final int slot = (int)wheelId;
+        final Handler handler = slotHandlers[spoke][slot];
+        slotHandlers[spoke][slot] = null;
+        removedFromSpoke(spoke);
+        handler.onTimer(now, (long)slotGenerations[spoke][slot] << GENERATION_SHIFT | wheelId);
         return true;
     }
 }

@@ -78,6 +78,29 @@ class TimersTest
     }
 
     /**
+     * An id that expired or was cancelled stays dead when the wheel gives its slot to the next timer in that spoke:
+     * cancelling it again cancels nothing. Before, the wheel's ids were only spoke and slot, and such a cancel took
+     * down the unrelated timer now in the slot.
+     */
+    @Test
+    void aStaleIdCancelsNothingOnceItsSlotIsReused()
+    {
+        final Timers timers = new Timers(0);
+        final long expired = timers.schedule(5 * MS, (now, id) -> { });
+        timers.poll(5 * MS);
+        final boolean[] fired = new boolean[2];
+        final long next = timers.schedule(5 * MS + 1_000, (now, id) -> fired[0] = true); // same tick: the freed slot
+        assertFalse(timers.cancel(expired), "expired");
+        final long cancelled = timers.schedule(9 * MS, (now, id) -> { });
+        assertTrue(timers.cancel(cancelled));
+        final long reused = timers.schedule(9 * MS + 1_000, (now, id) -> fired[1] = true);
+        assertFalse(timers.cancel(cancelled), "cancelled");
+        assertTrue(expired != next && cancelled != reused, "a new timer in a freed slot gets a new id");
+        assertEquals(2, timers.poll(10 * MS));
+        assertTrue(fired[0] && fired[1], "the timers now in those slots fire");
+    }
+
+    /**
      * A spoke's lower bound moves up as the wheel leaves its tick: a long timer (TIME-WAIT's 60 s) sharing spokes with
      * short ones (delayed ACKs) must not pin the bound at a short deadline long expired, which turns off poll's
      * shortcut in that spoke for good. Before, with 2,000 timers at 60 s and a 40 ms timer every 100 µs polled every
