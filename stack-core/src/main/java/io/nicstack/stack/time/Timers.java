@@ -39,6 +39,8 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     private static final int GENERATION_MASK = (1 << 21) - 1;
     private static final long WHEEL_ID_MASK = (1L << GENERATION_SHIFT) - 1;
     private static final int INITIAL_SLOTS_PER_SPOKE = 16;
+    /** The wheel's {@code NULL_DEADLINE} (Long.MAX_VALUE) marks a free slot: a timer's deadline stays below it. */
+    private static final long LATEST_DEADLINE = DeadlineTimerWheel.NULL_DEADLINE - 1;
 
     private final DeadlineTimerWheel wheel;
     /** Per spoke, per slot of the wheel: the handler of the timer in it (null when free), and the slot's generation. */
@@ -65,12 +67,15 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
         Arrays.fill(spokeMinDeadline, Long.MAX_VALUE);
     }
 
-    /** Schedule {@code handler} to run once at or after {@code deadlineNanos}; returns the timer id. */
+    /**
+     * Schedule {@code handler} to run once at or after {@code deadlineNanos}; returns the timer id. A deadline of
+     * {@code Long.MAX_VALUE} is taken as one less: the wheel marks its free slots with it.
+     */
     public long schedule(final long deadlineNanos, final Handler handler)
     {
         Objects.requireNonNull(handler, "handler");
-        long deadline = deadlineNanos;
-        if (polling && deadlineNanos - now <= 0)
+        long deadline = Math.min(deadlineNanos, LATEST_DEADLINE);
+        if (polling && deadline - now <= 0)
         {
             // Due already, from a handler: the wheel would put it in the spoke being scanned, behind the scan, and then
             // move on, and it would wait a whole revolution. Past the current tick it goes to the next one (still due,
@@ -79,7 +84,7 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
             final long tickEnd = wheel.currentTickTime();
             if (now - tickEnd >= 0)
             {
-                deadline = Math.max(deadlineNanos, tickEnd);
+                deadline = Math.max(deadline, tickEnd);
             }
         }
         final long wheelId = wheel.scheduleTimer(deadline);

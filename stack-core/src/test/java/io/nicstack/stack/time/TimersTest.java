@@ -3,6 +3,7 @@ package io.nicstack.stack.time;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -74,6 +75,26 @@ class TimersTest
         assertFalse(timers.cancel(id));
         timers.poll(100 * MS);
         assertFalse(fired[0]);
+        assertEquals(0, timers.count());
+    }
+
+    /**
+     * A deadline of {@code Long.MAX_VALUE} (a "never" setting, or now plus one saturated) is a timer that never fires.
+     * Before, it was the wheel's mark of a free slot: the timer counted but its slot looked free, the next timer in
+     * that spoke took it, and the first could no longer be cancelled; the count stayed one too high for good.
+     */
+    @Test
+    void aDeadlineOfLongMaxValueNeverFiresAndStaysCancellable()
+    {
+        final Timers timers = new Timers(0);
+        final long never = timers.schedule(Long.MAX_VALUE, (now, id) -> fail("fired"));
+        final boolean[] fired = new boolean[1];
+        timers.schedule(Timers.spokeOf(never) * (1L << 20), (now, id) -> fired[0] = true); // the same spoke
+        assertEquals(2, timers.count());
+        assertEquals(1, timers.poll(2_000 * MS));
+        assertTrue(fired[0]);
+        assertEquals(1, timers.count());
+        assertTrue(timers.cancel(never));
         assertEquals(0, timers.count());
     }
 
