@@ -73,7 +73,7 @@ public final class NetStack implements FrameHandler
         this.config = config.seal();
         this.counters = counters;
         this.now = nowNanos;
-        this.timers = new Timers(nowNanos);
+        this.timers = new Timers(nowNanos, this::onTimerError);
         this.link = new Link(device, config.mac(), counters);
         this.arp = new Arp(config, link, counters, timers);
         this.ipv4 = new Ipv4(config, link, arp, counters, timers, identifications, this::onReassemblyTimeout);
@@ -172,16 +172,28 @@ public final class NetStack implements FrameHandler
         catch (final RuntimeException e)
         {
             // A bug must cost one frame, not the daemon: count it, log the first few, keep going.
-            counters.increment(StackCounter.INTERNAL_ERRORS);
-            if (counters.get(StackCounter.INTERNAL_ERRORS) <= 10)
-            {
-                System.err.println("nicstack: internal error on a received frame (dropped): " + e);
-                e.printStackTrace();
-            }
+            internalError("on a received frame (dropped)", e);
         }
         if (!inBurst)
         {
             flushCounts();
+        }
+    }
+
+    /** A timer's handler threw: as on the receive path, a bug costs that timer, not the daemon. */
+    private void onTimerError(final Throwable e)
+    {
+        internalError("in a timer handler (that timer dropped)", e);
+    }
+
+    /** Count a bug caught where it costs one frame or one timer, and log the first few. */
+    private void internalError(final String where, final Throwable e)
+    {
+        counters.increment(StackCounter.INTERNAL_ERRORS);
+        if (counters.get(StackCounter.INTERNAL_ERRORS) <= 10)
+        {
+            System.err.println("nicstack: internal error " + where + ": " + e);
+            e.printStackTrace();
         }
     }
 

@@ -19,6 +19,7 @@ import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
 import io.nicstack.stack.wire.MacAddress;
 import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.time.Timers;
 import io.nicstack.stack.udp.Udp;
 import io.nicstack.stack.wire.UdpHeader;
 
@@ -1445,6 +1446,38 @@ class NetStackTest
         }, 10, now));
         assertEquals(java.util.List.of(withRoute, "[]"), drained, "queued");
         assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * A timer handler that throws (a bug; TCP's call the application, such as {@code TcpHandler.onClosed}) costs that
+     * timer, not the daemon: it is counted and logged as an internal error, as a received frame's would be, and the
+     * other timers due run in the same poll, the wheel consistent. Before, the exception left poll and the daemon
+     * exited 70 on it.
+     */
+    @Test
+    void aThrowingTimerHandlerCostsThatTimerOnly()
+    {
+        final Timers timers = stack.timers();
+        final List<String> fired = new java.util.ArrayList<>();
+        final long ms = 1_000_000L;
+        timers.schedule(now + ms, (t, id) -> fired.add("before"));
+        timers.schedule(now + 2 * ms, (t, id) ->
+        {
+            throw new IllegalStateException("a bug in a timer handler");
+        });
+        timers.schedule(now + 2 * ms, (t, id) -> fired.add("beside"));
+        timers.schedule(now + 3 * ms, (t, id) -> fired.add("after"));
+        final long armed = timers.count();
+        now += 5 * ms;
+        stack.poll(now);
+        assertEquals(List.of("before", "beside", "after"), fired);
+        assertEquals(1, counters.get(StackCounter.INTERNAL_ERRORS));
+        assertEquals(armed - 4, timers.count());
+        final boolean[] later = new boolean[1];
+        timers.schedule(now + ms, (t, id) -> later[0] = true);
+        now += 2 * ms;
+        stack.poll(now);
+        assertTrue(later[0], "timers keep running");
     }
 
     /**

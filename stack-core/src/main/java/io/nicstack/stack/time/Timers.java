@@ -5,6 +5,8 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 import org.agrona.DeadlineTimerWheel;
+import org.agrona.ErrorHandler;
+import org.agrona.LangUtil;
 
 /**
  * One-shot timers on Agrona's {@link DeadlineTimerWheel}, driven by the injected clock.
@@ -43,6 +45,7 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     private static final long LATEST_DEADLINE = DeadlineTimerWheel.NULL_DEADLINE - 1;
 
     private final DeadlineTimerWheel wheel;
+    private final ErrorHandler errorHandler;
     /** Per spoke, per slot of the wheel: the handler of the timer in it (null when free), and the slot's generation. */
     private final Handler[][] slotHandlers = new Handler[TICKS_PER_WHEEL][];
     private final int[][] slotGenerations = new int[TICKS_PER_WHEEL][];
@@ -60,8 +63,19 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     /** A handler of this poll scheduled a timer already due. */
     private boolean dueFromHandler;
 
+    /** Timers whose handlers' exceptions leave {@link #poll(long)}. */
     public Timers(final long startNanos)
     {
+        this(startNanos, LangUtil::rethrowUnchecked);
+    }
+
+    /**
+     * Timers that hand a handler's exception to {@code errorHandler} and go on with the next timer: the timer that
+     * threw is gone (its slot freed and uncounted before it ran), the others are untouched.
+     */
+    public Timers(final long startNanos, final ErrorHandler errorHandler)
+    {
+        this.errorHandler = errorHandler;
         wheel = new DeadlineTimerWheel(TimeUnit.NANOSECONDS, startNanos, TICK_NANOS, TICKS_PER_WHEEL);
         this.startNanos = startNanos;
         Arrays.fill(spokeMinDeadline, Long.MAX_VALUE);
@@ -235,7 +249,14 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
         final Handler handler = slotHandlers[spoke][slot];
         slotHandlers[spoke][slot] = null;
         removedFromSpoke(spoke);
-        handler.onTimer(now, (long)slotGenerations[spoke][slot] << GENERATION_SHIFT | wheelId);
+        try
+        {
+            handler.onTimer(now, (long)slotGenerations[spoke][slot] << GENERATION_SHIFT | wheelId);
+        }
+        catch (final RuntimeException e)
+        {
+            errorHandler.onError(e);
+        }
         return true;
     }
 }

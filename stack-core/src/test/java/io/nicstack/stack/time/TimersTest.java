@@ -2,6 +2,7 @@ package io.nicstack.stack.time;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -76,6 +77,39 @@ class TimersTest
         timers.poll(100 * MS);
         assertFalse(fired[0]);
         assertEquals(0, timers.count());
+    }
+
+    /**
+     * A handler that throws costs its own timer only: with an error handler the poll goes on with the others; without
+     * one the exception leaves poll, the wheel already rid of that timer, and the next poll runs the rest.
+     */
+    @Test
+    void aThrowingHandlerCostsItsOwnTimerOnly()
+    {
+        final List<Throwable> errors = new ArrayList<>();
+        final List<String> fired = new ArrayList<>();
+        final Timers handled = new Timers(0, errors::add);
+        final Timers plain = new Timers(0);
+        for (final Timers timers : List.of(handled, plain))
+        {
+            final long thrower = timers.schedule(2 * MS, (now, id) ->
+            {
+                throw new IllegalStateException("bug");
+            });
+            timers.schedule(2 * MS, (now, id) -> fired.add("beside"));
+            timers.schedule(3 * MS, (now, id) -> fired.add("after"));
+            if (timers == plain)
+            {
+                assertThrows(IllegalStateException.class, () -> timers.poll(5 * MS));
+                assertFalse(timers.cancel(thrower), "gone before it ran");
+                assertEquals(2, timers.count());
+            }
+            timers.poll(5 * MS);
+            assertEquals(List.of("beside", "after"), fired);
+            assertEquals(0, timers.count());
+            fired.clear();
+        }
+        assertEquals(1, errors.size());
     }
 
     /**
