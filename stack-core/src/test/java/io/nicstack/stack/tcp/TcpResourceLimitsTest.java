@@ -205,18 +205,7 @@ class TcpResourceLimitsTest
         final TcpTestHarness t = new TcpTestHarness();
         final Slots slots = new Slots(64);
         t.listen(64).bufferProvider(slots).maxConnections(64);
-        int oldestIss = 0;
-        for (int i = 0; i < 64; i++)
-        {
-            t.peerPort = 20_000 + i;
-            t.irs = 1_000 * i;
-            t.send(t.peerSyn());
-            final Seg synAck = t.recvOne(t.expectedSynAck());
-            if (i == 0)
-            {
-                oldestIss = synAck.r.seq;
-            }
-        }
+        final int oldestIss = spoofedSyns(t, 64);
         assertEquals(64, t.listener.synReceived());
         assertEquals(64, slots.inUse);
 
@@ -303,18 +292,7 @@ class TcpResourceLimitsTest
         final Slots slots = new Slots(8);
         t.listen(64).bufferProvider(slots);
         final TcpListener b = t.stack.tcp().listen(TcpTestHarness.LISTEN_PORT + 1, 64, null).bufferProvider(slots);
-        int oldestIss = 0;
-        for (int i = 0; i < 8; i++)
-        {
-            t.peerPort = 20_000 + i;
-            t.irs = 1_000 * i;
-            t.send(t.peerSyn());
-            final Seg synAck = t.recvOne(t.expectedSynAck());
-            if (i == 0)
-            {
-                oldestIss = synAck.r.seq;
-            }
-        }
+        final int oldestIss = spoofedSyns(t, 8);
         assertEquals(8, slots.inUse);
 
         t.localPort = TcpTestHarness.LISTEN_PORT + 1;
@@ -363,6 +341,27 @@ class TcpResourceLimitsTest
         t.conn = t.listener.accept();
         assertNotNull(t.conn, "the peer's retransmission got in");
         assertArrayEquals(TcpTestHarness.bytes(10, 4), t.read());
+    }
+
+    /**
+     * {@code count} spoofed SYNs to the harness's listener, from ports 20,000 up, each answered with a SYN,ACK and never
+     * completed; returns the ISS of the first (the oldest half-open connection).
+     */
+    private static int spoofedSyns(final TcpTestHarness t, final int count)
+    {
+        int oldestIss = 0;
+        for (int i = 0; i < count; i++)
+        {
+            t.peerPort = 20_000 + i;
+            t.irs = 1_000 * i;
+            t.send(t.peerSyn());
+            final Seg synAck = t.recvOne(t.expectedSynAck());
+            if (i == 0)
+            {
+                oldestIss = synAck.r.seq;
+            }
+        }
+        return oldestIss;
     }
 
     /** A fixed number of buffer pairs, as an app's pipe slots, counting those in use. */
