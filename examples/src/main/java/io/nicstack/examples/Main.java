@@ -27,7 +27,8 @@ import io.nicstack.pipes.client.PortInUseException;
 import io.nicstack.pipes.client.VersionMismatchException;
 
 /**
- * {@code nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink] ...}: attach
+ * {@code nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink] ...} (an option's value
+ * also as {@code --port=N}, as the daemon's commands take it): attach
  * to the daemon serving {@code DIR}, listen, print {@code nicstack app ready <name> <port>}, serve
  * until SIGINT/SIGTERM, close the client, exit 0. Bad options: one line on stderr, exit 2. Failures
  * (no daemon, daemon gone, port in use, version mismatch, limits): one line on stderr, exit 1.
@@ -45,7 +46,7 @@ public final class Main
         + " [--rate BYTES_PER_S] [--pause-ms N] [--digest] [--max-connections N] [--pipe-kb N] [--backlog N]"
         + " [--copy (http: copy file bodies, no SEND_FILE)]"
         + " | nicstack app nio-http --port N --root DIR [--bind ADDR] [--copy] [--max-connections N] [--backlog N]"
-        + " (the same HTTP server on JDK NIO over the kernel, for comparison)";
+        + " (the same HTTP server on JDK NIO over the kernel, for comparison); a value also as --port=N";
 
     /** The options that take a value; every other name but the flags is unknown. */
     private static final Set<String> VALUED_OPTIONS = Set.of("--shm", "--bind", "--port", "--root", "--mode", "--rate",
@@ -314,10 +315,18 @@ public final class Main
         final Set<String> seen = new HashSet<>();
         while (i < args.length)
         {
-            final String opt = args[i++];
-            if (opt.equals("-h") || opt.equals("--help"))
+            final String arg = args[i++];
+            if (arg.equals("-h") || arg.equals("--help"))
             {
                 return null;
+            }
+            // --name=value, as the daemon's commands take it (split at the first '='; a flag takes no value).
+            final int eq = arg.startsWith("--") ? arg.indexOf('=') : -1;
+            final String opt = eq > 0 ? arg.substring(0, eq) : arg;
+            final String inline = eq > 0 ? arg.substring(eq + 1) : null;
+            if (inline != null && !VALUED_OPTIONS.contains(opt))
+            {
+                throw new UsageException("unknown option '" + arg + "' (" + USAGE + ")");
             }
             if (opt.equals("--digest"))
             {
@@ -342,11 +351,15 @@ public final class Main
             {
                 throw new UsageException("option " + opt + " given twice");
             }
-            if (i >= args.length)
+            if (inline == null && i >= args.length)
             {
                 throw new UsageException(opt + " needs a value");
             }
-            final String value = args[i++];
+            final String value = inline != null ? inline : args[i++];
+            if (value.isEmpty())
+            {
+                throw new UsageException(opt + " needs a value (got an empty one)");
+            }
             switch (opt)
             {
                 case "--shm":
