@@ -29,6 +29,8 @@ final class AppServer
     private volatile boolean running = true;
     private boolean limitReported;
     private boolean hurried;
+    /** The first report of the daemon stall this server is riding out, or null while the daemon beats. */
+    private DaemonGoneException stall;
 
     AppServer(final NicstackClient client, final PipeListener listener,
         final Function<PipeConnection, ConnectionHandler> factory)
@@ -57,7 +59,10 @@ final class AppServer
         return handlers.size();
     }
 
-    /** Serve until {@link #stop()}; throws when the daemon is gone. Closes every connection on the way out. */
+    /**
+     * Serve until {@link #stop()}; throws when the session with the daemon is lost (it shut down, died, reaped this
+     * app, or stalled past the client's loss bound), not while it only stalls. Ends every connection on the way out.
+     */
     void run() throws NicstackException
     {
         try
@@ -88,10 +93,29 @@ final class AppServer
         }
     }
 
+    /**
+     * One pass: poll, accept, a turn for every connection. While the daemon stalls (its heartbeat has not moved for the
+     * client's daemon timeout, its process alive) nothing moves and this returns 0, every connection kept; it throws
+     * {@link DaemonGoneException} only once the session is lost.
+     */
     int doWork() throws NicstackException
     {
-        int work = client.poll();
-        work += acceptPending();
+        int work;
+        try
+        {
+            work = client.poll();
+            work += acceptPending();
+        }
+        catch (final DaemonGoneException e)
+        {
+            return rideOut(e);
+        }
+        if (stall != null)
+        {
+            System.err.println("nicstack app: the daemon's heartbeat moves again; " + handlers.size()
+                + " connections kept through the stall");
+            stall = null;
+        }
         final long now = clock.getAsLong();
         for (int i = 0; i < handlers.size();)
         {
@@ -102,7 +126,9 @@ final class AppServer
             }
             catch (final DaemonGoneException e)
             {
-                throw e;
+                // A stall met in a connection's turn (a send spinning on a full control ring, as SEND_FILE's): the
+                // turn did not happen, and the connection tries again once the daemon beats.
+                return work + rideOut(e);
             }
             catch (final NicstackException | RuntimeException e)
             {
@@ -122,6 +148,53 @@ final class AppServer
             }
         }
         return work;
+    }
+
+    /**
+     * A poll or a connection's turn failed with {@code e}: throw it if the session is lost; else the daemon stalls and
+     * the session is kept (the client's word), so keep every connection, report the stall once, and return 0.
+     */
+    private int rideOut(final DaemonGoneException e) throws NicstackException
+    {
+        final DaemonGoneException lost = sessionLost();
+        if (lost != null)
+        {
+            throw lost;
+        }
+        if (stall == null)
+        {
+            stall = e;
+            System.err.println("nicstack app: " + e.getMessage() + "; " + handlers.size()
+                + " connections kept, serving on once it beats again");
+        }
+        return 0;
+    }
+
+    /**
+     * The client's exception if the session is lost, else null (a stall, or the daemon beats again). The client gives
+     * no other way to tell: once the session is lost every poll throws the same exception, the one its loss made,
+     * while each poll in a stall throws a new one. Two polls that throw the same object: lost.
+     */
+    private DaemonGoneException sessionLost() throws NicstackException
+    {
+        DaemonGoneException previous = null;
+        for (int i = 0; i < 2; i++)
+        {
+            try
+            {
+                client.poll();
+                return null;
+            }
+            catch (final DaemonGoneException e)
+            {
+                if (e == previous)
+                {
+                    return e;
+                }
+                previous = e;
+            }
+        }
+        return null;
     }
 
     private int acceptPending() throws NicstackException
