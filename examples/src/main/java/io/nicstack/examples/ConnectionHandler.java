@@ -10,7 +10,8 @@ import io.nicstack.pipes.client.PipeConnection;
  * One accepted connection of an {@link AppServer}: non-blocking work driven by the server's single
  * thread. Subclasses do their protocol in {@link #serviceOpen(long)}; this class does the graceful
  * end (FIN, then read and discard until the peer's FIN, bounded, then close: the daemon still sends
- * what was committed) and the abortive one (close at once; the daemon resets an open connection).
+ * what was committed) and the abortive one (a reset, RFC 9293 ABORT: the peer must not take a stream cut short for a
+ * whole one).
  */
 abstract class ConnectionHandler
 {
@@ -115,13 +116,18 @@ abstract class ConnectionHandler
         return work;
     }
 
-    /** Close the connection now (the daemon resets it if it is still open). */
+    /**
+     * Give the connection up now (its handler failed, or the server stops): a reset (RFC 9293 §3.10.5 ABORT), for a FIN
+     * would pass the stream cut short off as whole. A connection whose output is already shut down sent its whole
+     * stream and its FIN is queued behind it: closed, so the peer gets them rather than a reset that drops what it
+     * has not acknowledged.
+     */
     final void abort(final Throwable cause)
     {
         if (!done)
         {
             onEnd(true);
-            finish(false);
+            finish(!outputShut);
         }
     }
 
