@@ -15,8 +15,15 @@ import io.nicstack.pipes.client.PipeConnection;
  * Bulk source and sink for benchmarks. A source sends the deterministic stream
  * {@code byte[i] = i % 251} (offset i from the start of the connection) until the peer closes;
  * a sink reads and counts (optionally at a limited rate, to play a slow application, and
- * optionally hashing what it read, optionally stalling at first). When a connection ends each prints one line:
- * {@code bulk <mode> conn=<id> peer=<a.b.c.d:port> bytes=<n> seconds=<s> MBps=<MB/s> [sha256=<hex>]}.
+ * optionally hashing what it read, optionally stalling at first). When a connection ends each prints one line,
+ * {@code ended=abnormal} at its end when it was reset or given up:
+ * <ul>
+ * <li>{@code bulk sink conn=<id> peer=<a.b.c.d:port> bytes=<n> seconds=<s> MBps=<MB/s> [sha256=<hex>]}: {@code bytes}
+ * read from the stream;</li>
+ * <li>{@code bulk source conn=<id> peer=<a.b.c.d:port> acked=<n> committed=<n> seconds=<s> MBps=<MB/s>}: {@code acked}
+ * bytes the peer acknowledged by then ({@link PipeConnection#txReleased()}), which {@code MBps} is of; {@code committed}
+ * bytes handed to the daemon, up to a TX pipe and the peer's window more, which a peer that resets never gets.</li>
+ * </ul>
  */
 final class BulkApp
 {
@@ -61,6 +68,7 @@ final class BulkApp
     {
         final Config config;
         final long started = System.nanoTime();
+        /** Bytes read by a sink; bytes committed to the TX pipe by a source. */
         long bytes;
         boolean reported;
 
@@ -75,6 +83,12 @@ final class BulkApp
             return "";
         }
 
+        /** The bytes that moved, which the rate is of: read by a sink, acknowledged by a source's peer. */
+        abstract long moved();
+
+        /** The byte counts of the report, each named for what it counts. */
+        abstract String counts(long moved);
+
         @Override
         protected void onEnd(final boolean abnormal)
         {
@@ -84,8 +98,9 @@ final class BulkApp
             }
             reported = true;
             final double seconds = Math.max(1e-9, (System.nanoTime() - started) / 1e9);
-            config.out().printf("bulk %s conn=%d peer=%s bytes=%d seconds=%.3f MBps=%.1f%s%s%n",
-                config.source() ? "source" : "sink", conn.id(), peer(), bytes, seconds, bytes / seconds / 1e6,
+            final long moved = moved();
+            config.out().printf("bulk %s conn=%d peer=%s %s seconds=%.3f MBps=%.1f%s%s%n",
+                config.source() ? "source" : "sink", conn.id(), peer(), counts(moved), seconds, moved / seconds / 1e6,
                 extra(), abnormal ? " ended=abnormal" : "");
             config.out().flush();
         }
@@ -96,6 +111,23 @@ final class BulkApp
         Source(final PipeConnection conn, final Config config)
         {
             super(conn, config);
+        }
+
+        /**
+         * What the peer acknowledged: the TX pipe's head, which the daemon moves as acknowledgements come (and
+         * {@link #bytes}, what was committed, is ahead of it by what is queued or in flight). Read before the
+         * connection is closed, as {@link #onEnd} is.
+         */
+        @Override
+        long moved()
+        {
+            return conn.txReleased();
+        }
+
+        @Override
+        String counts(final long moved)
+        {
+            return "acked=" + moved + " committed=" + bytes;
         }
 
         @Override
@@ -161,6 +193,18 @@ final class BulkApp
             }
             sha = md;
             scratch = md != null ? new byte[CHUNK] : null;
+        }
+
+        @Override
+        long moved()
+        {
+            return bytes;
+        }
+
+        @Override
+        String counts(final long moved)
+        {
+            return "bytes=" + moved;
         }
 
         @Override
