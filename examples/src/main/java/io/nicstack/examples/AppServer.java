@@ -152,14 +152,14 @@ final class AppServer
 
     /**
      * A poll or a connection's turn failed with {@code e}: throw it if the session is lost; else the daemon stalls and
-     * the session is kept (the client's word), so keep every connection, report the stall once, and return 0.
+     * the session is kept ({@link NicstackClient#isGone()}), so keep every connection, report the stall once, and
+     * return 0.
      */
     private int rideOut(final DaemonGoneException e) throws NicstackException
     {
-        final DaemonGoneException lost = sessionLost();
-        if (lost != null)
+        if (client.isGone())
         {
-            throw lost;
+            throw e;
         }
         if (stall == null)
         {
@@ -168,33 +168,6 @@ final class AppServer
                 + " connections kept, serving on once it beats again");
         }
         return 0;
-    }
-
-    /**
-     * The client's exception if the session is lost, else null (a stall, or the daemon beats again). The client gives
-     * no other way to tell: once the session is lost every poll throws the same exception, the one its loss made,
-     * while each poll in a stall throws a new one. Two polls that throw the same object: lost.
-     */
-    private DaemonGoneException sessionLost() throws NicstackException
-    {
-        DaemonGoneException previous = null;
-        for (int i = 0; i < 2; i++)
-        {
-            try
-            {
-                client.poll();
-                return null;
-            }
-            catch (final DaemonGoneException e)
-            {
-                if (e == previous)
-                {
-                    return e;
-                }
-                previous = e;
-            }
-        }
-        return null;
     }
 
     private int acceptPending() throws NicstackException

@@ -644,7 +644,13 @@ public final class NicstackClient implements AutoCloseable
         return idleStrategy;
     }
 
-    boolean isGone()
+    /**
+     * Whether the session with the daemon is lost (it shut down, died, reaped this app, or its heartbeat stood still past
+     * {@link ClientOptions#daemonLossMillis}): every connection is lost with it, and every poll throws the same
+     * {@link DaemonGoneException}. False while the daemon only stalls, when a poll's exception loses nothing: an app
+     * asks this to tell the two apart.
+     */
+    public boolean isGone()
     {
         return gone != null;
     }
