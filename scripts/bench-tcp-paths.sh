@@ -90,7 +90,10 @@ print()
 a = ack[("TcpAckBurstBenchmark.ackBurst", "TcpAckBenchmark.baselineCopy")]
 r = rx[("TcpReceiveBurstBenchmark.receiveBurst", "TcpReceiveBenchmark.baselineCopy")]
 o = rx[("TcpReceiveBurstBenchmark.receiveBurst", "RingCopyBenchmark.rxRingToPipe")]
-print("goal (under 3x the copy): ACK %.2fx the L1 copy (%s); receive %.2fx the L1 copy (%s), %.2fx its own copy (%s)"
-      % (a, "met" if a < 3 else "not met", r, "met" if r < 3 else "not met", o, "met" if o < 3 else "not met"))
+# rxRingToPipe copies the same frames alone; inside the path part of that copy hides behind the stack's other work, so
+# it costs more alone than the path pays for it, and the ratio to it is for context, not a goal (BENCHMARKS.md).
+print("goal (under 3x the copy): ACK %.2fx the L1 copy (%s); receive %.2fx the L1 copy (%s); "
+      "receive %.2fx rxRingToPipe (context only: that standalone copy overstates the path's own)"
+      % (a, "met" if a < 3 else "not met", r, "met" if r < 3 else "not met", o))
 PY
 echo "raw results: $OUT" >&2

@@ -34,7 +34,8 @@ import static io.nicstack.jmh.BenchFrames.check;
  * <ul>
  *     <li>{@code pipeCopyInCopyOut}: the app's {@code claim}/{@code putBytes}/{@code commit} into a 256 KB pipe, then
  *     the consumer's {@code peek}/{@code getBytes}/{@code release} into a destination buffer. The pipe's positions
- *     start 1000 bytes off the 64 KB grid, so every other chunk is split at the wrap (two spans each way).</li>
+ *     start 1000 bytes off the 64 KB grid, so one chunk in four is split at the wrap (two spans each way; 1.25
+ *     spans per op on average).</li>
  *     <li>{@code pipeCopyInConsumeInPlace}: the same producer; the consumer reads one long per span in place and
  *     releases (how the daemon reads TX bytes straight into frames, or an app parses in place).</li>
  *     <li>{@code ringBufferWriteRead}: {@code write(type, src, 0, 64 KB)} then {@code read} with a handler that
