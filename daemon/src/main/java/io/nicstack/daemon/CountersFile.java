@@ -191,9 +191,10 @@ public final class CountersFile implements AutoCloseable
 
     /**
      * Whether the daemon that created this file still runs: it holds the directory's {@link DaemonLock} (a later
-     * daemon on the same directory, or a pid reused by another process, does not count).
+     * daemon on the same directory, or a pid reused by another process, does not count); an {@link IOException} when
+     * the lock file is not a regular file.
      */
-    public boolean daemonRunning()
+    public boolean daemonRunning() throws IOException
     {
         // Absolute: a file named relative to the working directory ("counters.dat") has no parent of its own.
         return DaemonLock.heldBy(path.toAbsolutePath().getParent(),

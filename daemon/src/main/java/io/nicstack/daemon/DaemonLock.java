@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -12,7 +11,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Set;
+import java.util.Map;
 
 import org.agrona.BufferUtil;
 
@@ -40,6 +39,15 @@ final class DaemonLock implements AutoCloseable
     static final String FILE_NAME = "daemon.lock";
     /** The identity is short ASCII; a longer file is not ours. */
     private static final int MAX_LENGTH = 64;
+    /** st_mode's file types (inode(7)). */
+    private static final int S_IFMT = 0170000;
+    private static final int S_IFSOCK = 0140000;
+    private static final int S_IFLNK = 0120000;
+    private static final int S_IFREG = 0100000;
+    private static final int S_IFBLK = 0060000;
+    private static final int S_IFDIR = 0040000;
+    private static final int S_IFCHR = 0020000;
+    private static final int S_IFIFO = 0010000;
 
     private final Path path;
     private int fd;
@@ -94,18 +102,27 @@ final class DaemonLock implements AutoCloseable
         {
             throw new IOException("cannot open " + path + ": " + Linux.describe(Linux.errno()));
         }
+        try
+        {
+            checkRegular(path, fd);
+        }
+        catch (final IOException e)
+        {
+            LIBC.close(fd);
+            throw e;
+        }
         final ByteBuffer request = flock(Linux.F_WRLCK);
         final int taken = LIBC.fcntl(fd, Linux.F_OFD_SETLK, BufferUtil.address(request));
         Reference.reachabilityFence(request);
         if (taken != 0)
         {
             final int errno = Linux.errno();
+            final String holder = read(fd);
             LIBC.close(fd);
             if (errno != Linux.EAGAIN && errno != Linux.EACCES)
             {
                 throw new IOException("cannot lock " + path + ": " + Linux.describe(errno));
             }
-            final String holder = read(path);
             final int space = holder == null ? -1 : holder.indexOf(' ');
             throw new IOException("--shm " + dir + " is in use by another daemon"
                 + (space > 0 ? " (pid " + holder.substring(0, space) + ")" : "") + "; give each daemon its own --shm");
@@ -130,11 +147,27 @@ final class DaemonLock implements AutoCloseable
     /**
      * Whether the daemon {@code identity} ({@link #identity()}, as a file in {@code dir} recorded it) runs: it holds
      * the lock of {@code dir} now. False when no daemon holds it, another daemon does (the file is an older daemon's),
-     * or the lock file cannot be read.
+     * or the lock file is missing or cannot be read; an {@link IOException} when it is not a regular file (no daemon
+     * takes such a file: {@link #acquire} refuses it), such as a named pipe. Never blocks.
      */
-    static boolean heldBy(final Path dir, final String identity)
+    static boolean heldBy(final Path dir, final String identity) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
+        final Map<String, Object> attributes;
+        try
+        {
+            attributes = Files.readAttributes(path, "unix:mode", LinkOption.NOFOLLOW_LINKS);
+        }
+        catch (final IOException e) // missing or unreadable
+        {
+            return false;
+        }
+        final String kind = kind((Integer)attributes.get("mode"));
+        if (kind != null)
+        {
+            throw notRegular(path, kind);
+        }
+        // Checked again on the descriptor (checkRegular): the file may have been replaced since.
         final int fd = open(path, Linux.O_RDONLY);
         if (fd < 0)
         {
@@ -143,25 +176,74 @@ final class DaemonLock implements AutoCloseable
         final ByteBuffer query = flock(Linux.F_WRLCK);
         try
         {
+            checkRegular(path, fd);
             // F_OFD_GETLK answers with the first lock that would conflict with a write lock, or F_UNLCK for none.
             if (LIBC.fcntl(fd, Linux.F_OFD_GETLK, BufferUtil.address(query)) != 0
                 || query.getShort(Linux.FLOCK_TYPE_OFFSET) == Linux.F_UNLCK)
             {
                 return false;
             }
+            final String holder = read(fd);
+            return holder != null && holder.equals(identity + "\n");
         }
         finally
         {
             Reference.reachabilityFence(query);
             LIBC.close(fd);
         }
-        final String holder = read(path);
-        return holder != null && holder.equals(identity + "\n");
     }
 
+    /**
+     * Open without following a symbolic link and without blocking: open(2) of a named pipe for reading waits for a
+     * writer (fifo(7)), and of some devices for the device.
+     */
     private static int open(final Path path, final int flags)
     {
-        return LIBC.open(path.toString(), flags | Linux.O_NOFOLLOW | Linux.O_CLOEXEC);
+        return LIBC.open(path.toString(), flags | Linux.O_NONBLOCK | Linux.O_NOFOLLOW | Linux.O_CLOEXEC);
+    }
+
+    /**
+     * That {@code fd}, opened on {@code path}, is a regular file: fstat(2) of the descriptor (stat of its
+     * {@code /proc/self/fd} link), not of the path, which may name another file by now. Without {@code /proc} this
+     * check is skipped: a read of anything but a file then fails (pread(2): ESPIPE, EISDIR) rather than blocks.
+     */
+    private static void checkRegular(final Path path, final int fd) throws IOException
+    {
+        final Object mode;
+        try
+        {
+            mode = Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:mode");
+        }
+        catch (final IOException | UnsupportedOperationException e)
+        {
+            return;
+        }
+        final String kind = kind((Integer)mode);
+        if (kind != null)
+        {
+            throw notRegular(path, kind);
+        }
+    }
+
+    /** What a file of {@code mode} (st_mode, inode(7)) is, or null for a regular file. */
+    private static String kind(final int mode)
+    {
+        return switch (mode & S_IFMT)
+        {
+            case S_IFREG -> null;
+            case S_IFIFO -> "a named pipe";
+            case S_IFLNK -> "a symbolic link";
+            case S_IFDIR -> "a directory";
+            case S_IFSOCK -> "a socket";
+            case S_IFCHR -> "a character device";
+            case S_IFBLK -> "a block device";
+            default -> "not a regular file (mode " + Integer.toOctalString(mode) + ")";
+        };
+    }
+
+    private static IOException notRegular(final Path path, final String kind)
+    {
+        return new IOException(path + " is " + kind + ", not a daemon lock file (a regular file)");
     }
 
     /** A {@code struct flock} of {@code type} for the whole file, in native memory (keep it reachable over the call). */
@@ -173,22 +255,31 @@ final class DaemonLock implements AutoCloseable
         return b;
     }
 
-    /** The lock file's text, or null if it is missing, unreadable or longer than an identity. */
-    private static String read(final Path path)
+    /** The text of the lock file open as {@code fd}, or null if it cannot be read or is longer than an identity. */
+    private static String read(final int fd)
     {
-        try (SeekableByteChannel channel = Files.newByteChannel(path, Set.of(StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)))
+        final ByteBuffer b = ByteBuffer.allocateDirect(MAX_LENGTH + 1);
+        final long address = BufferUtil.address(b);
+        int length = 0;
+        while (length < b.capacity())
         {
-            final ByteBuffer b = ByteBuffer.allocate(MAX_LENGTH + 1);
-            while (b.hasRemaining() && channel.read(b) > 0)
+            // pread: from the start whatever the file position; on a named pipe it fails (ESPIPE), never waits.
+            final long n = LIBC.pread(fd, address + length, b.capacity() - length, length);
+            if (n < 0)
             {
-                // read to the end or past the bound
+                Reference.reachabilityFence(b);
+                return null;
             }
-            return b.position() > MAX_LENGTH ? null : new String(b.array(), 0, b.position(), StandardCharsets.US_ASCII);
+            if (n == 0)
+            {
+                break;
+            }
+            length += (int)n;
         }
-        catch (final IOException e) // missing or unreadable
-        {
-            return null;
-        }
+        final byte[] text = new byte[length];
+        b.get(0, text);
+        Reference.reachabilityFence(b);
+        return length > MAX_LENGTH ? null : new String(text, StandardCharsets.US_ASCII);
     }
 
     Path path()

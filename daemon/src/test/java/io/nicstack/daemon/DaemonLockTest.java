@@ -1,8 +1,13 @@
 package io.nicstack.daemon;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.PrintStream;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -57,16 +62,17 @@ class DaemonLockTest
         }
     }
 
-    /** A daemon.lock that is a symbolic link is not followed, by the daemon or by readers. */
+    /** A daemon.lock that is a symbolic link is not followed, by the daemon or by readers; readers say what it is. */
     @Test
     void aSymbolicLinkInPlaceOfTheLockFileIsNotFollowed() throws Exception
     {
         final Path target = Files.writeString(dir.resolve("elsewhere"), "x");
-        Files.createSymbolicLink(dir.resolve(DaemonLock.FILE_NAME), target);
+        final Path link = Files.createSymbolicLink(dir.resolve(DaemonLock.FILE_NAME), target);
         final IOException e = assertThrows(IOException.class, () -> DaemonLock.acquire(dir));
         assertTrue(e.getMessage().contains("symbolic links"), e.getMessage());
         assertEquals("x", Files.readString(target));
-        assertFalse(DaemonLock.heldBy(dir, DaemonLock.identity()));
+        final IOException read = assertThrows(IOException.class, () -> DaemonLock.heldBy(dir, DaemonLock.identity()));
+        assertEquals(link + " is a symbolic link, not a daemon lock file (a regular file)", read.getMessage());
     }
 
     /**
@@ -99,5 +105,68 @@ class DaemonLockTest
         {
             assertEquals(0644, (Integer)Files.getAttribute(file, "unix:mode") & 0777);
         }
+    }
+
+    /**
+     * A daemon.lock that is a named pipe: stats and conns say so in one line and exit 1, without blocking. Before,
+     * their open(2) of it waited for a writer for ever (the review's probe fifo_lock_hangs_readers.sh); bounded here, so
+     * a regression fails instead of hanging the build.
+     */
+    @Test
+    void aNamedPipeInPlaceOfTheLockFileIsRefusedByReadersWithoutBlocking() throws Exception
+    {
+        final Path fifo = mkfifo(dir.resolve(DaemonLock.FILE_NAME));
+        try (CountersFile counters = CountersFile.create(dir); ConnectionsFile conns = ConnectionsFile.create(dir))
+        {
+            for (final String command : new String[] {"stats", "conns"})
+            {
+                final String[] r = assertTimeoutPreemptively(Duration.ofSeconds(10),
+                    () -> run(command, "--shm", dir.toString()), command + " blocked on the named pipe");
+                assertEquals("1", r[0], command + ": " + r[1] + r[2]);
+                assertEquals("", r[1], command);
+                assertEquals(command + ": " + fifo + " is a named pipe, not a daemon lock file (a regular file)\n", r[2]);
+            }
+        }
+        finally
+        {
+            unblock(fifo);
+        }
+    }
+
+    /** The daemon does not take a named pipe (or anything but a regular file) for its lock either. */
+    @Test
+    void aNamedPipeInPlaceOfTheLockFileIsRefusedByTheDaemon() throws Exception
+    {
+        final Path fifo = mkfifo(dir.resolve(DaemonLock.FILE_NAME));
+        try
+        {
+            final IOException e = assertThrows(IOException.class,
+                () -> assertTimeoutPreemptively(Duration.ofSeconds(10), () -> DaemonLock.acquire(dir).close()));
+            assertEquals(fifo + " is a named pipe, not a daemon lock file (a regular file)", e.getMessage());
+        }
+        finally
+        {
+            unblock(fifo);
+        }
+    }
+
+    private static Path mkfifo(final Path path) throws Exception
+    {
+        assertEquals(0, new ProcessBuilder("mkfifo", path.toString()).start().waitFor());
+        return path;
+    }
+
+    /** A reader blocked in open(2) of the pipe goes on once the pipe has a writer: opening it read-write never blocks. */
+    private static void unblock(final Path fifo) throws IOException
+    {
+        new RandomAccessFile(fifo.toFile(), "rw").close();
+    }
+
+    private static String[] run(final String... args)
+    {
+        final ByteArrayOutputStream out = new ByteArrayOutputStream();
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int status = Main.run(args, new PrintStream(out, true), new PrintStream(err, true));
+        return new String[] {String.valueOf(status), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
     }
 }
