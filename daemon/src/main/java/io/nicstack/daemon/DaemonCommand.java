@@ -67,6 +67,7 @@ final class DaemonCommand
 
     private final String deviceSpec;
     private final StackConfig config;
+    /** {@code --host-ip} as A.B.C.D/N with the daemon's prefix, or null. */
     private final String hostIp;
     private final Integer mtu;
     private final Path pcap;
@@ -144,13 +145,7 @@ final class DaemonCommand
         {
             parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(mtu));
         }
-        hostIp = o.get("--host-ip");
-        if (hostIp != null)
-        {
-            final int host = cidr("--host-ip", hostIp).address();
-            checkHostAddress("--host-ip " + hostIp, host);
-            checkNeighbour("--host-ip " + hostIp, config, host);
-        }
+        hostIp = o.has("--host-ip") ? kernelSideAddress(o.get("--host-ip"), config) : null;
         try
         {
             faults = o.has("--faults") ? FaultConfig.parse(o.get("--faults")) : null;
@@ -210,7 +205,7 @@ final class DaemonCommand
         }
     }
 
-    /** A.B.C.D/N, N 1..30 (or A.B.C.D alone, /24). */
+    /** A.B.C.D/N, N 1..30 (or A.B.C.D alone, /24; for {@code --host-ip}, see {@link #kernelSideAddress}). */
     private static StackConfig cidr(final String option, final String value)
     {
         final int slash = value.indexOf('/');
@@ -220,6 +215,26 @@ final class DaemonCommand
             throw new UsageException("daemon: " + option + " " + value + ": expected A.B.C.D/N, N a prefix length 1..30");
         }
         return parse(option, value, "A.B.C.D/N, N a prefix length 1..30", StackConfig::of);
+    }
+
+    /**
+     * {@code --host-ip} as {@code ip addr replace} takes it, A.B.C.D/N: the kernel side of the link on the daemon's
+     * subnet. An address alone takes the daemon's prefix ({@code ip} would make it a /32, with no route to the daemon);
+     * another prefix is refused: the two ends would disagree on which addresses are on the link.
+     */
+    private static String kernelSideAddress(final String value, final StackConfig config)
+    {
+        final String option = "--host-ip " + value;
+        final StackConfig host = cidr("--host-ip", value);
+        checkHostAddress(option, host.address());
+        checkNeighbour(option, config, host.address());
+        if (value.indexOf('/') >= 0 && host.prefixLength() != config.prefixLength())
+        {
+            throw new UsageException("daemon: " + option + ": prefix /" + host.prefixLength() + ", but the daemon's subnet"
+                + " (--ip) is " + Ipv4Address.format(config.address() & config.netmask()) + "/" + config.prefixLength() + "; both ends of the link need the same (give /" + config.prefixLength()
+                + " or the address alone)");
+        }
+        return Ipv4Address.format(host.address()) + "/" + config.prefixLength();
     }
 
     /** An interface name Linux accepts, by the rules TapDevice opens with, found while the options are parsed. */

@@ -112,4 +112,40 @@ class DaemonCommandTest
         assertOneLine(r[2]);
         assertFalse(linkOpened);
     }
+
+    /** The address {@link DaemonCommand#openTap} gives {@code ip addr replace} for the kernel side, with {@code options}. */
+    private String kernelSideAddress(final String... options) throws Exception
+    {
+        final String[] args = new String[options.length + 5];
+        args[0] = "daemon";
+        args[1] = "--device";
+        args[2] = "tap:nstest0";
+        args[3] = "--shm";
+        args[4] = dir.resolve("shm").toString();
+        System.arraycopy(options, 0, args, 5, options.length);
+        final String[] given = new String[1];
+        final ByteArrayOutputStream err = new ByteArrayOutputStream();
+        final int status = new DaemonCommand(args, (name, offload, mtu, hostIp) ->
+        {
+            given[0] = hostIp;
+            throw new java.io.IOException("not opened: a test");
+        }).run(new PrintStream(new ByteArrayOutputStream(), true), new PrintStream(err, true));
+        assertEquals(1, status, err.toString(StandardCharsets.UTF_8));
+        return given[0];
+    }
+
+    /**
+     * A --host-ip without a prefix takes the daemon's (--ip's): the kernel side is on the same subnet. Before, the bare
+     * address went to {@code ip addr replace} as it was, which makes it a /32: the kernel had no route to the daemon
+     * ("Network is unreachable"), while the option was documented as a /24.
+     */
+    @Test
+    void aHostIpWithoutPrefixTakesTheDaemonsPrefix() throws Exception
+    {
+        assertEquals("198.18.0.1/24", kernelSideAddress("--ip", "198.18.0.2/24", "--host-ip", "198.18.0.1"));
+        assertEquals("198.18.0.1/15", kernelSideAddress("--ip", "198.19.255.1/15", "--host-ip", "198.18.0.1"));
+        assertEquals("198.18.0.1/24", kernelSideAddress("--ip", "198.18.0.2", "--host-ip", "198.18.0.1"));
+        assertEquals("198.18.0.1/24", kernelSideAddress("--ip", "198.18.0.2/24", "--host-ip", "198.18.0.1/24"));
+        assertEquals(null, kernelSideAddress("--ip", "198.18.0.2/24"));
+    }
 }

@@ -35,6 +35,8 @@ class DaemonOptionsTest
         "--ip 198.18.0.2/24 --host-ip 198.18.0.2/24    | --host-ip 198.18.0.2/24: the daemon's own address",
         "--ip 198.18.0.2/24 --host-ip 10.1.1.1/8       | --host-ip 10.1.1.1/8: not on the daemon's subnet",
         "--ip 198.18.0.2/24 --host-ip 198.18.0.255/24  | --host-ip 198.18.0.255/24: the broadcast address",
+        "--ip 198.18.0.2/24 --host-ip 198.18.0.1/16    | --host-ip 198.18.0.1/16: prefix /16, but the daemon's subnet (--ip) is 198.18.0.0/24",
+        "--ip 198.18.0.2/24 --host-ip 198.18.0.1/30    | --host-ip 198.18.0.1/30: prefix /30, but the daemon's subnet (--ip) is 198.18.0.0/24",
         "--ip 198.18.0.2/24 --gateway 10.9.9.9         | --gateway 10.9.9.9: not on the daemon's subnet",
         "--ip 198.18.0.2/24 --gateway 198.18.0.2       | --gateway 198.18.0.2: the daemon's own address",
         "--ip 198.18.0.2/24 --gateway 198.18.0.0       | --gateway 198.18.0.0: the network address",
