@@ -18,11 +18,12 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.tcp.Tcp;
 import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.cc.CongestionControls;
 import io.nicstack.stack.wire.Ipv4Address;
 
 /**
  * A snapshot of the TCP connection table in shared memory, {@code <shm>/conns.dat}, published by the
- * daemon twice a second and read by {@code nicstack conns} (like {@code ss -tin}).
+ * daemon twice a second and read by {@code nicstack conns} (like {@code ss -tin}, cwnd and ssthresh in segments).
  *
  * <pre>
  *   0        8        12       16       24         32      36        64                 72        128
@@ -204,17 +205,23 @@ public final class ConnectionsFile implements AutoCloseable
         {
             sb.append(" ts");
         }
+        // cwnd and ssthresh in segments of the send MSS, as ss(8) shows Linux's (tcpi_snd_cwnd, tcpi_snd_ssthresh): the
+        // whole segments they let out, ours being in bytes. ss leaves ssthresh out while it is the initial, infinite one.
+        final int mss = c.sendMss();
         sb.append(" wscale:").append(c.sendWindowScale()).append(',').append(c.receiveWindowScale())
-            .append(" mss:").append(c.sendMss())
-            .append(" cwnd:").append(c.cwnd())
-            .append(" ssthresh:");
-        if (c.ssthresh() >= Integer.MAX_VALUE)
+            .append(" mss:").append(mss)
+            .append(" cwnd:");
+        if (mss <= 0)
         {
-            sb.append('-');
+            sb.append('-'); // no MSS yet (SYN-SENT)
         }
         else
         {
-            sb.append(c.ssthresh());
+            sb.append(c.cwnd() / mss);
+            if (c.ssthresh() < CongestionControls.INITIAL_SSTHRESH)
+            {
+                sb.append(" ssthresh:").append(c.ssthresh() / mss);
+            }
         }
         sb.append(" srtt:");
         if (c.srttNanos() < 0)

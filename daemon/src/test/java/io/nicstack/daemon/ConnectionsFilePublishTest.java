@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -53,15 +54,18 @@ class ConnectionsFilePublishTest
         assertEquals(CONNECTIONS, a.tcp().connectionCount());
     }
 
-    /** The line as it was made with String.format: conns's format must not change. */
+    /**
+     * The line as String.format makes it: conns's format must not change. cwnd and ssthresh in segments of the send
+     * MSS, as ss shows them; ssthresh left out while it is the initial, infinite one, as ss does.
+     */
     private static String formattedLine(final String local, final TcpConnection c)
     {
         return String.format("%-12s %-21s %-21s", c.state(), local + c.localPort(),
             Ipv4Address.format(c.remoteAddress()) + ":" + c.remotePort())
             + ' ' + c.congestionControl() + (c.sackEnabled() ? " sack" : "") + (c.timestampsEnabled() ? " ts" : "")
             + " wscale:" + c.sendWindowScale() + ',' + c.receiveWindowScale()
-            + " mss:" + c.sendMss() + " cwnd:" + c.cwnd()
-            + " ssthresh:" + (c.ssthresh() >= Integer.MAX_VALUE ? "-" : String.valueOf(c.ssthresh()))
+            + " mss:" + c.sendMss() + " cwnd:" + c.cwnd() / c.sendMss()
+            + (c.ssthresh() >= Integer.MAX_VALUE ? "" : " ssthresh:" + c.ssthresh() / c.sendMss())
             + " srtt:" + (c.srttNanos() < 0 ? "-" : String.format("%.3fms", c.srttNanos() / 1e6))
             + " rto:" + c.rtoNanos() / 1_000_000 + "ms" + " bytes_acked:" + c.bytesAcked()
             + " bytes_received:" + c.bytesReceived() + " retrans:" + c.retransmittedSegments() + '\n';
@@ -158,6 +162,76 @@ class ConnectionsFilePublishTest
             file.publish(a.tcp(), 0xC612_0002);
             final long allocated = threads.getThreadAllocatedBytes(thread) - before;
             assertTrue(allocated < 20L * CONNECTIONS, allocated + " bytes for " + CONNECTIONS + " connections");
+        }
+    }
+
+    /**
+     * Like ss -tin, conns counts cwnd and ssthresh in segments, and shows ssthresh once it is set. A chargen connection
+     * whose peer stops answering: the retransmission timeout sets ssthresh (RFC 5681 (4)) and cwnd to one segment. Before,
+     * both were printed in bytes under ss's labels (cwnd:14480 for ss's cwnd:10), and ssthresh as "-" until set.
+     */
+    @Test
+    void cwndAndSsthreshAreInSegmentsAsSsShowsThem() throws Exception
+    {
+        final MemoryWire wire = MemoryWire.pair(1500, 4096);
+        long now = 1_000_000_000L;
+        final NetStack server = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
+        final NetStack client = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
+        new TcpServices().start(server.tcp(), false, false, true);
+        final UnsafeBuffer sink = new UnsafeBuffer(new byte[1 << 16]);
+        final TcpConnection reader = client.tcp().connect(0xC612_0002, 19, new TcpHandler() { }, null);
+        for (int i = 0; i < 100; i++, now += 1_000_000L)
+        {
+            server.poll(now);
+            client.poll(now);
+            while (reader.read(sink, 0, sink.capacity()) > 0)
+            {
+                // chargen: read and forget
+            }
+        }
+        final TcpConnection sender = only(server);
+        assertTrue(sender.ssthresh() >= Integer.MAX_VALUE, "no loss yet: " + sender.ssthresh());
+        final String fresh = table(server);
+        assertTrue(fresh.contains(" mss:" + sender.sendMss() + " cwnd:" + sender.cwnd() / sender.sendMss() + " srtt:"), fresh);
+        for (int i = 0; i < 3000; i++, now += 1_000_000L) // the client is silent: the server's RTO fires
+        {
+            server.poll(now);
+        }
+        assertTrue(sender.ssthresh() < Integer.MAX_VALUE, "ssthresh set by the timeout: " + sender.ssthresh());
+        assertTrue(sender.cwnd() > 0 && sender.ssthresh() > 2L * sender.sendMss(), sender.cwnd() + " " + sender.ssthresh());
+        final String afterLoss = table(server);
+        assertTrue(afterLoss.contains(" cwnd:" + sender.cwnd() / sender.sendMss() + " ssthresh:"
+            + sender.ssthresh() / sender.sendMss() + " srtt:"), afterLoss);
+    }
+
+    /** A connection in SYN-SENT has no send MSS yet: its cwnd is "-", not a division by zero on the event loop. */
+    @Test
+    void aConnectionWithoutAnMssYetShowsNoCwnd() throws Exception
+    {
+        final NetStack client = new NetStack(MemoryWire.pair(1500, 16).b(), StackConfig.of("198.18.0.3/24"),
+            StackCounters.inMemory(), 1_000_000_000L);
+        final TcpConnection c = client.tcp().connect(0xC612_0063, 9, new TcpHandler() { }, null); // nobody answers
+        client.poll(1_000_000_000L);
+        assertEquals(0, c.sendMss());
+        final String text = table(client);
+        assertTrue(text.contains("SYN_SENT") && text.contains(" mss:0 cwnd:- srtt:"), text);
+    }
+
+    private static TcpConnection only(final NetStack stack)
+    {
+        final List<TcpConnection> all = new ArrayList<>();
+        stack.tcp().forEachConnection(all::add);
+        assertEquals(1, all.size());
+        return all.get(0);
+    }
+
+    private String table(final NetStack stack) throws Exception
+    {
+        final Path shm = Files.createDirectories(dir.resolve("table"));
+        try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm))
+        {
+            file.publish(stack.tcp(), 0xC612_0002);
+            return ConnectionsFile.read(shm);
         }
     }
 }
