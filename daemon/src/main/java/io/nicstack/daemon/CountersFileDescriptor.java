@@ -32,6 +32,11 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *
  * The version is written last with release semantics, so a reader that sees the current version
  * sees a complete header.
+ *
+ * <p>Each counter is an Agrona record naming itself (label and type id): the stack's ({@code StackCounters.TYPE_ID}
+ * 1001), the pipe server's ({@code PipeCounters.TYPE_ID} 1002) and the device decorators' ({@code --faults},
+ * {@code --pcap}: {@code DaemonCommand.DeviceCounters.TYPE_ID} 1003). {@code stats} shows the types it knows and skips
+ * others, so counters added within these areas leave the layout, and its version, as they are.
  */
 public final class CountersFileDescriptor
 {

@@ -32,6 +32,7 @@ import io.nicstack.nic.NetDevice;
 import io.nicstack.nic.NicException;
 import io.nicstack.nic.fault.FaultConfig;
 import io.nicstack.nic.fault.FaultInjectingDevice;
+import io.nicstack.nic.fault.FaultStats;
 import io.nicstack.nic.linux.Linux;
 import io.nicstack.nic.pcap.PcapWritingDevice;
 import io.nicstack.nic.tap.TapDevice;
@@ -426,10 +427,12 @@ final class DaemonCommand
             ConnectionsFile connectionsFile = ConnectionsFile.create(shm))
         {
             final NanoClock clock = new SystemNanoClock();
-            if (faults != null)
+            final FaultInjectingDevice injector = faults == null ? null
+                : new FaultInjectingDevice(device, faults, faults.withSeed(faults.seed() + 1), clock);
+            if (injector != null)
             {
                 err.println("nicstack faults: " + faults);
-                device = new FaultInjectingDevice(device, faults, faults.withSeed(faults.seed() + 1), clock);
+                device = injector;
             }
             final PcapWritingDevice capture = pcap == null ? null : new PcapWritingDevice(device, pcap, new SystemEpochNanoClock());
             if (capture != null)
@@ -452,6 +455,7 @@ final class DaemonCommand
                 stack.udp().bind(UdpEchoService.PORT, new UdpEchoService(dropped::increment));
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
+            final DeviceCounters deviceCounters = new DeviceCounters(countersManager, injector, capture);
             final long[] nextSnapshot = {clock.nanoTime()};
             final boolean[] captureStopped = {false};
             final EventLoop loop = new EventLoop(stack, clock, roundClock,
@@ -462,6 +466,7 @@ final class DaemonCommand
                 {
                     nextSnapshot[0] = now + SNAPSHOT_INTERVAL_NANOS;
                     connectionsFile.publish(stack.tcp(), config.address());
+                    deviceCounters.update();
                     if (capture != null && !captureStopped[0])
                     {
                         // A daemon killed (SIGKILL, a crash) loses at most this half second of its capture.
@@ -500,6 +505,7 @@ final class DaemonCommand
             // than waiting on a connection nobody serves (an idle one for ever, a sending one until R2).
             stack.tcp().abortAll();
             stack.flush();
+            deviceCounters.update();
             exitStatus = 0;
             return 0;
         }
@@ -544,6 +550,66 @@ final class DaemonCommand
             link.remove();
             err.flush();
             cleanedUp.countDown();
+        }
+    }
+
+    /**
+     * The device decorators' counters in the counters file: the faults {@code --faults} injected in each direction
+     * ({@link FaultStats}) and the frames {@code --pcap} could not record. The decorators count in fields of the event
+     * loop's; {@link #update}, on the loop, copies them into the file twice a second and when the loop stops.
+     */
+    static final class DeviceCounters
+    {
+        /** Type id of these counters in the counters file (beside {@link StackCounters#TYPE_ID}, {@link PipeCounters#TYPE_ID}). */
+        static final int TYPE_ID = 1003;
+
+        private final FaultStats[] faultStats;
+        /** Per direction, in and out: one counter per {@link FaultStats} figure, in {@link #update}'s order. */
+        private final AtomicCounter[][] faults;
+        private final PcapWritingDevice capture;
+        private final AtomicCounter notCaptured;
+
+        /** Counters for the decorators in use: {@code injector} and {@code capture} may each be null. */
+        DeviceCounters(final CountersManager manager, final FaultInjectingDevice injector, final PcapWritingDevice capture)
+        {
+            faultStats = injector == null ? new FaultStats[0] : new FaultStats[] {injector.rxStats(), injector.txStats()};
+            faults = new AtomicCounter[faultStats.length][];
+            for (int d = 0; d < faultStats.length; d++)
+            {
+                final String prefix = d == 0 ? "faults in: " : "faults out: ";
+                faults[d] = new AtomicCounter[] {
+                    manager.newCounter(prefix + "frames lost (loss)", TYPE_ID),
+                    manager.newCounter(prefix + "frames duplicated (dup)", TYPE_ID),
+                    manager.newCounter(prefix + "frames corrupted, one bit flipped (corrupt)", TYPE_ID),
+                    manager.newCounter(prefix + "frames held back to be reordered (reorder)", TYPE_ID),
+                    manager.newCounter(prefix + "frames delayed (delay)", TYPE_ID),
+                    manager.newCounter(prefix + "frames dropped by the rate limit (rate)", TYPE_ID),
+                    manager.newCounter(prefix + "frames dropped, too many delayed", TYPE_ID),
+                };
+            }
+            this.capture = capture;
+            notCaptured = capture == null ? null : manager.newCounter("pcap: frames not captured", TYPE_ID);
+        }
+
+        /** Copy the decorators' counts into the file; on the event loop thread, theirs. */
+        void update()
+        {
+            for (int d = 0; d < faultStats.length; d++)
+            {
+                final FaultStats s = faultStats[d];
+                final AtomicCounter[] c = faults[d];
+                c[0].setRelease(s.lost());
+                c[1].setRelease(s.duplicated());
+                c[2].setRelease(s.corrupted());
+                c[3].setRelease(s.reordered());
+                c[4].setRelease(s.delayed());
+                c[5].setRelease(s.rateDropped());
+                c[6].setRelease(s.overflowDropped());
+            }
+            if (capture != null)
+            {
+                notCaptured.setRelease(capture.framesNotCaptured());
+            }
         }
     }
 }

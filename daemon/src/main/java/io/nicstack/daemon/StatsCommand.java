@@ -31,7 +31,8 @@ final class StatsCommand
             // Checked while read, printed only when all of it is good: a bad file gives one line on stderr, nothing else.
             file.forEachCounter((id, type, label, value) ->
             {
-                if ((type == StackCounters.TYPE_ID || type == PipeCounters.TYPE_ID) && (all || value != 0))
+                if ((type == StackCounters.TYPE_ID || type == PipeCounters.TYPE_ID || type == DaemonCommand.DeviceCounters.TYPE_ID)
+                    && (all || value != 0))
                 {
                     text.append(String.format("%14d  %s%n", value, label));
                 }

@@ -4,9 +4,11 @@ import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.nic.NetDevice;
@@ -26,11 +28,16 @@ import io.nicstack.stack.tcp.TcpState;
  * daemon's device close waits until the peer printed what it knows of the connection.</li>
  * <li>{@code error SHM} / {@code runtime SHM}: the device's receive throws an Error / a RuntimeException after 100
  * rounds; the exit status is the daemon's.</li>
+ * <li>{@code faults SHM}: the daemon runs with {@code --faults loss=1} and a {@code --pcap} beside SHM; the peer side
+ * of the wire sends {@link #FAULTS_FRAMES} frames, and once the daemon's device has taken them all (each lost), the
+ * JVM exits as on SIGTERM.</li>
  * </ul>
  */
 public final class DaemonStopMain
 {
     private static final long SECOND = 1_000_000_000L;
+    /** Frames the peer side sends in {@code faults} mode. */
+    static final int FAULTS_FRAMES = 5;
 
     private DaemonStopMain()
     {
@@ -43,6 +50,7 @@ public final class DaemonStopMain
         final CountDownLatch closing = new CountDownLatch(1);
         final CountDownLatch peerChecked = new CountDownLatch(1);
         final int[] rounds = {0};
+        final java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
         final NetDevice inner = wire.a();
         final NetDevice device = (NetDevice)Proxy.newProxyInstance(NetDevice.class.getClassLoader(),
             new Class<?>[] {NetDevice.class}, (proxy, method, a) ->
@@ -66,15 +74,25 @@ public final class DaemonStopMain
                 }
                 try
                 {
-                    return method.invoke(inner, a);
+                    final Object result = method.invoke(inner, a);
+                    if (method.getName().equals("receive"))
+                    {
+                        received.addAndGet((Integer)result);
+                    }
+                    return result;
                 }
                 catch (final InvocationTargetException e)
                 {
                     throw e.getCause();
                 }
             });
-        final DaemonCommand daemon = new DaemonCommand(new String[] {"daemon", "--device", "tap:nsstop0", "--ip",
-            "198.18.0.2/24", "--shm", args[1], "--services", "echo"}, (name, offload, mtu, hostIp) -> new DaemonCommand.Link()
+        final String[] options = mode.equals("faults")
+            ? new String[] {"--faults", "loss=1,seed=7", "--pcap", Path.of(args[1]).resolveSibling("run.pcap").toString()}
+            : new String[0];
+        final String[] daemonArgs = java.util.stream.Stream.concat(java.util.stream.Stream.of("daemon", "--device",
+            "tap:nsstop0", "--ip", "198.18.0.2/24", "--shm", args[1], "--services", "echo"), java.util.Arrays.stream(options))
+            .toArray(String[]::new);
+        final DaemonCommand daemon = new DaemonCommand(daemonArgs, (name, offload, mtu, hostIp) -> new DaemonCommand.Link()
             {
                 @Override
                 public NetDevice device()
@@ -87,12 +105,35 @@ public final class DaemonStopMain
                 {
                 }
             });
-        if (!mode.equals("peer"))
+        if (!mode.equals("peer") && !mode.equals("faults"))
         {
             System.exit(daemon.run(System.out, System.err)); // as Main.main
         }
         final Thread serving = new Thread(() -> System.exit(daemon.run(System.out, System.err)), "daemon");
         serving.start();
+        if (mode.equals("faults"))
+        {
+            final NetDevice peerSide = wire.b();
+            for (int i = 0; i < FAULTS_FRAMES; i++)
+            {
+                final MutableDirectBuffer frame = peerSide.claim();
+                frame.setMemory(0, 60, (byte)0);
+                frame.setMemory(0, 6, (byte)0xFF); // broadcast
+                frame.putLong(6, 0x0200_C612_0003L, java.nio.ByteOrder.BIG_ENDIAN); // (two bytes past the source MAC)
+                frame.putShort(12, (short)0x88B5, java.nio.ByteOrder.BIG_ENDIAN); // IEEE 802 local experimental
+                peerSide.commit(60);
+            }
+            peerSide.flush();
+            for (final long end = System.nanoTime() + 10 * SECOND; System.nanoTime() < end && received.get() < FAULTS_FRAMES; )
+            {
+                Thread.onSpinWait();
+            }
+            System.out.println("daemon received " + received.get() + " frames");
+            System.out.flush();
+            new Thread(() -> System.exit(0), "sigterm").start();
+            serving.join(10_000);
+            return;
+        }
         final NetStack peer = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), System.nanoTime());
         final int[] closedReason = {-1};
         final TcpConnection c = peer.tcp().connect(0xC612_0002, 7, new TcpHandler()

@@ -60,4 +60,27 @@ class DaemonStopTest
     {
         assertEquals(70, run("runtime"), output.toString());
     }
+
+    /**
+     * The frames the fault injector drops on purpose are counted in the counters file, as {@code stats} shows them (here
+     * after the daemon stopped: what it wrote last). Before, FaultStats and the capture's frames not captured were kept
+     * on the device decorators only: with --faults loss=1 no counter of stats showed a frame at all.
+     */
+    @Test
+    void faultsInjectedAndTheCaptureAreCountedInStats() throws Exception
+    {
+        assertEquals(0, run("faults"), output.toString());
+        assertTrue(output.toString().contains("daemon received " + DaemonStopMain.FAULTS_FRAMES + " frames"), output.toString());
+        final java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        final java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        assertEquals(0, Main.run(new String[] {"stats", "--shm", dir.resolve("shm").toString(), "--all"},
+            new java.io.PrintStream(out, true), new java.io.PrintStream(err, true)), err.toString(StandardCharsets.UTF_8));
+        final String stats = out.toString(StandardCharsets.UTF_8);
+        assertTrue(stats.contains(String.format("%14d  %s%n", DaemonStopMain.FAULTS_FRAMES, "faults in: frames lost (loss)")), stats);
+        assertTrue(stats.contains(String.format("%14d  %s%n", 0, "faults in: frames duplicated (dup)")), stats);
+        assertTrue(stats.contains("  faults out: frames lost (loss)\n"), stats);
+        assertTrue(stats.contains(String.format("%14d  %s%n", 0, "pcap: frames not captured")), stats);
+        assertTrue(stats.contains(String.format("%14d  %s%n", 0, "frames in")) || !stats.contains("  frames in\n"),
+            "every frame was lost before the stack: " + stats);
+    }
 }
