@@ -284,7 +284,8 @@ public final class ConnectionsFile implements AutoCloseable
             }
             if (b.getIntVolatile(VERSION_OFFSET) != VERSION)
             {
-                throw new IOException("connections file layout version " + b.getInt(VERSION_OFFSET) + ", this build reads " + VERSION);
+                throw new IOException("connections file layout version " + b.getInt(VERSION_OFFSET) + ", this build reads "
+                    + VERSION + ": " + path);
             }
             final long pid = b.getLong(PID_OFFSET);
             if (b.getIntVolatile(STATE_OFFSET) == STATE_STOPPED)

@@ -129,6 +129,25 @@ class ConnectionsFileTest
         assertTrue(r[2].contains("is not running") && r[2].contains("stale"), r[2]);
     }
 
+    /** A file of another layout version: the message names it, as the counters file's does. Before, it gave no path. */
+    @Test
+    void anotherLayoutVersionIsNamedWithItsFile() throws Exception
+    {
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        try (ConnectionsFile file = fileWithOneConnection(shm))
+        {
+            try (RandomAccessFile raf = new RandomAccessFile(shm.resolve(ConnectionsFile.FILE_NAME).toFile(), "rw"))
+            {
+                raf.seek(ConnectionsFile.VERSION_OFFSET);
+                raf.writeInt(Integer.reverseBytes(ConnectionsFile.VERSION + 1));
+            }
+            final String[] r = conns(shm);
+            assertEquals("1", r[0], r[1]);
+            assertEquals("conns: connections file layout version " + (ConnectionsFile.VERSION + 1) + ", this build reads "
+                + ConnectionsFile.VERSION + ": " + shm.resolve(ConnectionsFile.FILE_NAME) + "\n", r[2]);
+        }
+    }
+
     @Test
     void daemonKilledMidPublishIsReportedAsSuch() throws Exception
     {
