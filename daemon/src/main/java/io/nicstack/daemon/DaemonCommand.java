@@ -149,7 +149,7 @@ final class DaemonCommand
         hostIp = o.has("--host-ip") ? kernelSideAddress(o.get("--host-ip"), config) : null;
         try
         {
-            faults = o.has("--faults") ? FaultConfig.parse(o.get("--faults")) : null;
+            faults = o.has("--faults") ? FaultConfig.parse(checkList("--faults", o.get("--faults"), "setting")) : null;
         }
         catch (final IllegalArgumentException e)
         {
@@ -160,18 +160,36 @@ final class DaemonCommand
         checksumOffload = !o.has("--no-offload");
         busyPoll = o.has("--busy-poll");
         sendFile = !o.has("--no-send-file");
-        for (final String s : o.get("--services", "").split(","))
+        if (o.has("--services"))
         {
-            if (s.isEmpty())
+            final String list = checkList("--services", o.get("--services"), "name");
+            for (final String s : list.split(","))
             {
-                continue;
+                if (!s.equals("echo") && !s.equals("discard") && !s.equals("chargen"))
+                {
+                    throw new UsageException("daemon: unknown service '" + s + "' (known: echo, discard, chargen)");
+                }
+                if (services.contains(s))
+                {
+                    throw new UsageException("daemon: --services " + list + ": " + s + " given twice");
+                }
+                services.add(s);
             }
-            if (!s.equals("echo") && !s.equals("discard") && !s.equals("chargen"))
-            {
-                throw new UsageException("daemon: unknown service '" + s + "' (known: echo, discard, chargen)");
-            }
-            services.add(s);
         }
+    }
+
+    /** A comma-separated {@code value} of {@code option} with no empty item (a stray comma is a mistake, not nothing). */
+    private static String checkList(final String option, final String value, final String item)
+    {
+        // split(",", -1) keeps empty items at the end ("echo,"); the Options refuse an empty value.
+        for (final String s : value.split(",", -1))
+        {
+            if (s.isBlank())
+            {
+                throw new UsageException("daemon: " + option + " " + value + ": an empty " + item + " between commas");
+            }
+        }
+        return value;
     }
 
     /** An IOException in words: the JDK's NoSuchFile and AccessDenied messages are a bare path. */

@@ -46,6 +46,11 @@ class DaemonOptionsTest
         "--ip 198.18.0.2/24 --mac 01:00:5e:00:00:01    | --mac 01:00:5e:00:00:01: must be a unicast address",
         "--ip 198.18.0.2/24 --mac ff:ff:ff:ff:ff:ff    | --mac ff:ff:ff:ff:ff:ff: must be a unicast address",
         "--ip 198.18.0.2/24 --shm=                     | option --shm needs a value (got an empty one)",
+        "--ip 198.18.0.2/24 --services echo,echo       | --services echo,echo: echo given twice",
+        "--ip 198.18.0.2/24 --services ,               | --services ,: an empty name between commas",
+        "--ip 198.18.0.2/24 --services echo,           | --services echo,: an empty name between commas",
+        "--ip 198.18.0.2/24 --faults ,                 | --faults ,: an empty setting between commas",
+        "--ip 198.18.0.2/24 --faults loss=0.1,,dup=0.1 | --faults loss=0.1,,dup=0.1: an empty setting between commas",
     })
     void wrongConfigurationIsRefused(final String options, final String expected)
     {
