@@ -10,6 +10,10 @@ import org.agrona.concurrent.NanoClock;
 /** {@code nicstack conns --shm DIR}: the daemon's TCP connections, like {@code ss -tin}. */
 final class ConnsCommand
 {
+    static final String USAGE = "usage: nicstack conns [--shm DIR]\n"
+        + "  lists the TCP connections of the daemon on DIR (default " + StatsCommand.DEFAULT_SHM + "), like ss -tin\n"
+        + "  (cwnd and ssthresh in segments of the MSS)";
+
     private ConnsCommand()
     {
     }
@@ -23,6 +27,11 @@ final class ConnsCommand
     static int run(final String[] args, final PrintStream out, final PrintStream err, final NanoClock clock, final long budgetNanos)
     {
         final Options options = new Options("conns", args, 1, Set.of("--shm"), Set.of());
+        if (options.help())
+        {
+            out.println(USAGE);
+            return 0;
+        }
         try
         {
             out.print(ConnectionsFile.read(Path.of(options.get("--shm", StatsCommand.DEFAULT_SHM)), clock, budgetNanos));

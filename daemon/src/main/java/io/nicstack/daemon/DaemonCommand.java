@@ -50,6 +50,13 @@ import io.nicstack.stack.wire.MacAddress;
  */
 final class DaemonCommand
 {
+    static final String USAGE = "usage: nicstack daemon --device tap:NAME --ip A.B.C.D/N [--host-ip A.B.C.D[/N]] [--mac MAC]\n"
+        + "         [--mtu N] [--gateway A.B.C.D] [--pcap FILE]\n"
+        + "         [--faults loss=P,reorder=P,dup=P,corrupt=P,delay=T,rate=R,seed=S] [--shm DIR]\n"
+        + "         [--services echo,discard,chargen] [--no-offload] [--busy-poll] [--no-send-file]\n"
+        + "  runs the stack on a tap until SIGINT or SIGTERM; --shm defaults to " + StatsCommand.DEFAULT_SHM + "\n"
+        + "  (README.md, \"Running the daemon\", says what each option does)";
+
     private static final Set<String> WITH_VALUE = Set.of(
         "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
 
@@ -109,8 +116,12 @@ final class DaemonCommand
 
     DaemonCommand(final String[] args, final LinkOpener links)
     {
+        this(options(args), links);
+    }
+
+    private DaemonCommand(final Options o, final LinkOpener links)
+    {
         this.links = links;
-        final Options o = new Options("daemon", args, 1, WITH_VALUE, FLAGS);
         deviceSpec = o.require("daemon", "--device");
         if (!deviceSpec.startsWith("tap:") || deviceSpec.length() == 4)
         {
@@ -190,6 +201,23 @@ final class DaemonCommand
             }
         }
         return value;
+    }
+
+    /** {@code nicstack daemon ARGS}, as {@link Main} runs it: the usage for {@code --help}, else the daemon until it stops. */
+    static int run(final String[] args, final PrintStream out, final PrintStream err)
+    {
+        final Options o = options(args);
+        if (o.help())
+        {
+            out.println(USAGE);
+            return 0;
+        }
+        return new DaemonCommand(o, DaemonCommand::openTap).run(out, err);
+    }
+
+    private static Options options(final String[] args)
+    {
+        return new Options("daemon", args, 1, WITH_VALUE, FLAGS);
     }
 
     /** An IOException in words: the JDK's NoSuchFile and AccessDenied messages are a bare path. */

@@ -7,7 +7,7 @@ public final class Main
 {
     /** The launcher script ({@code ./nicstack --help}) holds the full usage; this is the Java side's reminder. */
     static final String USAGE = "usage: nicstack daemon --device tap:NAME --ip A.B.C.D/N [options] | nicstack stats|conns [--shm DIR]"
-        + " (./nicstack --help lists every option)";
+        + " (nicstack COMMAND --help, or ./nicstack --help, lists every option)";
 
     private Main()
     {
@@ -31,7 +31,7 @@ public final class Main
             switch (args[0])
             {
                 case "daemon":
-                    return new DaemonCommand(args).run(out, err);
+                    return DaemonCommand.run(args, out, err);
                 case "stats":
                     return StatsCommand.run(args, out, err);
                 case "conns":

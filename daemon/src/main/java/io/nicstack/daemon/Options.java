@@ -4,10 +4,14 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 
-/** {@code --name value} and {@code --flag} options of one subcommand, checked against what it accepts. */
+/**
+ * {@code --name value} and {@code --flag} options of one subcommand, checked against what it accepts. {@code --help}
+ * or {@code -h} in an option's place ends the parsing: the command prints its usage ({@link #help()}).
+ */
 final class Options
 {
     private final Map<String, String> values = new HashMap<>();
+    private boolean help;
 
     Options(final String command, final String[] args, final int from, final Set<String> withValue, final Set<String> flags)
     {
@@ -21,6 +25,11 @@ final class Options
             {
                 name = arg.substring(0, eq);
                 value = arg.substring(eq + 1);
+            }
+            if (arg.equals("--help") || arg.equals("-h"))
+            {
+                help = true;
+                return;
             }
             if ((flags.contains(name) || withValue.contains(name)) && values.containsKey(name))
             {
@@ -48,9 +57,15 @@ final class Options
             }
             else
             {
-                throw new UsageException(command + ": unknown option '" + arg + "' (try nicstack --help)");
+                throw new UsageException(command + ": unknown option '" + arg + "' (try nicstack " + command + " --help)");
             }
         }
+    }
+
+    /** Whether {@code --help} (or {@code -h}) was asked for: the options after it are not parsed. */
+    boolean help()
+    {
+        return help;
     }
 
     String get(final String name)

@@ -12,6 +12,9 @@ import io.nicstack.stack.stats.StackCounters;
 final class StatsCommand
 {
     static final String DEFAULT_SHM = "/dev/shm/nicstack";
+    static final String USAGE = "usage: nicstack stats [--shm DIR] [--all]\n"
+        + "  prints the counters of the daemon on DIR (default " + DEFAULT_SHM + "), like netstat -s: those not at 0,\n"
+        + "  or with --all every one";
 
     private StatsCommand()
     {
@@ -20,6 +23,11 @@ final class StatsCommand
     static int run(final String[] args, final PrintStream out, final PrintStream err)
     {
         final Options options = new Options("stats", args, 1, Set.of("--shm"), Set.of("--all"));
+        if (options.help())
+        {
+            out.println(USAGE);
+            return 0;
+        }
         final Path dir = Path.of(options.get("--shm", DEFAULT_SHM));
         try (CountersFile file = CountersFile.open(dir))
         {
