@@ -3,12 +3,10 @@ package io.nicstack.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
@@ -71,16 +69,7 @@ class AppServerDaemonStallTest
 
     private void spinUntil(final String what, final BooleanSupplier done) throws Exception
     {
-        final long giveUp = System.nanoTime() + 20 * S;
-        while (!done.getAsBoolean())
-        {
-            if (System.nanoTime() - giveUp > 0)
-            {
-                fail("timed out waiting for: " + what + " (app connections " + app.connections() + ")");
-            }
-            app.doWork();
-            LockSupport.parkNanos(200_000L);
-        }
+        InProcessDaemon.spinUntil(what, done, app::doWork);
     }
 
     /** A peer connected to the echo app, which has echoed its first words. */

@@ -2,14 +2,11 @@ package io.nicstack.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -29,7 +26,6 @@ import io.nicstack.stack.tcp.TcpSettings;
  */
 class BulkSourceReportTest
 {
-    private static final long S = TimeUnit.SECONDS.toNanos(1);
     private static final int PORT = 5002;
     private static final int PEER_WINDOW = 32 * 1024;
     private static final int PIPE = 64 * 1024;
@@ -56,16 +52,7 @@ class BulkSourceReportTest
 
     private void spinUntil(final String what, final BooleanSupplier done) throws Exception
     {
-        final long giveUp = System.nanoTime() + 20 * S;
-        while (!done.getAsBoolean())
-        {
-            if (System.nanoTime() - giveUp > 0)
-            {
-                fail("timed out waiting for: " + what);
-            }
-            app.doWork();
-            LockSupport.parkNanos(200_000L);
-        }
+        InProcessDaemon.spinUntil(what, done, app::doWork);
     }
 
     private int unread(final InProcessDaemon.Peer peer) throws Exception

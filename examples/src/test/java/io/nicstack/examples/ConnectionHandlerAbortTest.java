@@ -2,12 +2,9 @@ package io.nicstack.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 
@@ -29,7 +26,6 @@ import io.nicstack.stack.tcp.TcpConnection;
  */
 class ConnectionHandlerAbortTest
 {
-    private static final long S = TimeUnit.SECONDS.toNanos(1);
     private static final int PORT = 7001;
 
     @TempDir
@@ -65,19 +61,7 @@ class ConnectionHandlerAbortTest
     /** Until {@code done}, with app passes while {@code serving}; bounded in real time. */
     private void spinUntil(final String what, final boolean serving, final BooleanSupplier done) throws Exception
     {
-        final long giveUp = System.nanoTime() + 20 * S;
-        while (!done.getAsBoolean())
-        {
-            if (System.nanoTime() - giveUp > 0)
-            {
-                fail("timed out waiting for: " + what);
-            }
-            if (serving)
-            {
-                app.doWork();
-            }
-            LockSupport.parkNanos(200_000L);
-        }
+        InProcessDaemon.spinUntil(what, done, serving ? app::doWork : () -> { });
     }
 
     private InProcessDaemon.Peer connect() throws Exception

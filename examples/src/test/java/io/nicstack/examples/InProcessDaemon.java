@@ -1,6 +1,7 @@
 package io.nicstack.examples;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -13,6 +14,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 import org.agrona.concurrent.BackoffIdleStrategy;
@@ -88,6 +91,30 @@ final class InProcessDaemon implements AutoCloseable
     NicstackClient attach(final String name, final ClientOptions options) throws NicstackException
     {
         return NicstackClient.attach(shm, name, options);
+    }
+
+    /** One pass of the app under test (its AppServer's doWork), or nothing. */
+    interface Turn
+    {
+        void run() throws Exception;
+    }
+
+    /**
+     * Run {@code turn} until {@code done}, parking 0.2 ms between passes while the daemon's loop runs on its thread;
+     * fail naming {@code what} after 20 s.
+     */
+    static void spinUntil(final String what, final BooleanSupplier done, final Turn turn) throws Exception
+    {
+        final long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!done.getAsBoolean())
+        {
+            if (System.nanoTime() - giveUp > 0)
+            {
+                fail("timed out waiting for: " + what);
+            }
+            turn.run();
+            LockSupport.parkNanos(200_000L);
+        }
     }
 
     /** Connect {@code peer} from stack B to the daemon's {@code port}. */
