@@ -792,10 +792,7 @@ public final class Tcp implements IpProtocolHandler
         c.countedInListener = true;
         connections.put(c.key, c);
         counters.increment(StackCounter.TCP_PASSIVE_OPENS);
-        // The options the SYN offered came back in the TSecr, if the SYN,ACK carried timestamps (sendCookie).
-        final boolean timestamps = in.timestampsPresent && listener.settings().timestamps;
-        c.acceptCookie(in, cookieMss, timestamps, timestamps ? SynCookies.windowScaleIn(in.tsEcr) : -1,
-            timestamps && SynCookies.sackIn(in.tsEcr), nowNanos);
+        c.acceptCookie(in, cookieMss, nowNanos);
         counters.increment(StackCounter.TCP_ESTABLISHED);
         established(c);
         c.onSegment(in, buffer, nowNanos);

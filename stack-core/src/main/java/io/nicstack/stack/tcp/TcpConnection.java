@@ -8,6 +8,7 @@ import io.nicstack.stack.storage.BufferProvider;
 import io.nicstack.stack.storage.DetachedBuffers;
 import io.nicstack.stack.storage.ReceiveBuffer;
 import io.nicstack.stack.storage.SendBuffer;
+import io.nicstack.stack.tcp.isn.SynCookies;
 import io.nicstack.stack.time.Timers;
 import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Address;
@@ -592,15 +593,14 @@ public final class TcpConnection
 
     /**
      * A connection rebuilt from a valid SYN cookie (RFC 4987 §3.6): ESTABLISHED with the cookie's MSS and, when the
-     * handshake carried timestamps, the options our SYN,ACK's TSval held ({@link io.nicstack.stack.tcp.isn.SynCookies}).
-     *
-     * @param timestamps      the ACK carries timestamps and the listener takes them.
-     * @param peerWindowScale the peer's window scale from the ACK's TSecr, -1 for none.
-     * @param sack            SACK-permitted from the ACK's TSecr.
+     * handshake carried timestamps, the options our SYN,ACK's TSval held, back in the ACK's TSecr
+     * ({@link SynCookies#timestampWithOptions}, which Tcp.sendCookie wrote under the same settings).
      */
-    void acceptCookie(final TcpRepr ack, final int mss, final boolean timestamps, final int peerWindowScale,
-        final boolean sack, final long now)
+    void acceptCookie(final TcpRepr ack, final int mss, final long now)
     {
+        final boolean timestamps = ack.timestampsPresent && settings.timestamps;
+        final int peerWindowScale = timestamps ? SynCookies.windowScaleIn(ack.tsEcr) : -1;
+        final boolean sack = timestamps && SynCookies.sackIn(ack.tsEcr);
         passive = true;
         irs = ack.seq - 1;
         rcvNxt = ack.seq;
