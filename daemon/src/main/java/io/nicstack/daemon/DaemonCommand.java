@@ -278,8 +278,8 @@ final class DaemonCommand
         if (value.indexOf('/') >= 0 && host.prefixLength() != config.prefixLength())
         {
             throw new UsageException("daemon: " + option + ": prefix /" + host.prefixLength() + ", but the daemon's subnet"
-                + " (--ip) is " + Ipv4Address.format(config.address() & config.netmask()) + "/" + config.prefixLength() + "; both ends of the link need the same (give /" + config.prefixLength()
-                + " or the address alone)");
+                + " (--ip) is " + Ipv4Address.format(config.address() & config.netmask()) + "/" + config.prefixLength()
+                + "; both ends of the link need the same (give /" + config.prefixLength() + " or the address alone)");
         }
         return Ipv4Address.format(host.address()) + "/" + config.prefixLength();
     }
