@@ -3,26 +3,15 @@ package io.nicstack.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
-import java.io.OutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Queue;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Supplier;
+import java.util.function.BooleanSupplier;
 
-import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.CachedNanoClock;
-import org.agrona.concurrent.SystemEpochClock;
-import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -30,15 +19,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 import io.nicstack.daemon.pipes.PipeCounter;
 import io.nicstack.daemon.pipes.PipeCounters;
-import io.nicstack.daemon.pipes.PipeServer;
-import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.pipes.client.ClientOptions;
 import io.nicstack.pipes.client.NicstackClient;
 import io.nicstack.pipes.client.PipeListener;
-import io.nicstack.stack.NetStack;
-import io.nicstack.stack.iface.StackConfig;
-import io.nicstack.stack.loop.EventLoop;
-import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpHandler;
 import io.nicstack.stack.tcp.TcpSettings;
@@ -58,14 +41,10 @@ class HttpSlowClientTest
     Path tmp;
 
     private final AtomicLong appNow = new AtomicLong(1_000 * S);
-    private final Queue<Runnable> onLoop = new ConcurrentLinkedQueue<>();
-    private EventLoop loop;
-    private Thread loopThread;
-    private PipeServer server;
+    private InProcessDaemon daemon;
+    private PipeCounters counters;
     private NicstackClient client;
     private AppServer app;
-    private NetStack b;
-    private final PipeCounters counters = PipeCounters.inMemory();
 
     static final class Client implements TcpHandler
     {
@@ -112,30 +91,16 @@ class HttpSlowClientTest
         {
             client.close();
         }
-        if (loop != null)
+        if (daemon != null)
         {
-            loop.stop();
-            loopThread.join(5000);
-        }
-        if (server != null)
-        {
-            server.close();
+            daemon.close();
         }
     }
 
     /** App passes at the frozen hand clock until {@code done} holds (real time bounded: the daemon's thread works). */
-    private void spinUntil(final String what, final java.util.function.BooleanSupplier done) throws Exception
+    private void spinUntil(final String what, final BooleanSupplier done) throws Exception
     {
-        final long giveUp = System.nanoTime() + 20 * S;
-        while (!done.getAsBoolean())
-        {
-            if (System.nanoTime() - giveUp > 0)
-            {
-                fail("timed out waiting for: " + what + " (app connections " + app.connections() + ")");
-            }
-            app.doWork();
-            LockSupport.parkNanos(200_000L);
-        }
+        InProcessDaemon.spinUntil(what, done, app::doWork);
     }
 
     /** Until the app found nothing to do for 200 passes in a row: every byte that could move has. */
@@ -156,10 +121,6 @@ class HttpSlowClientTest
         });
     }
 
-    /**
-     * The daemon on stack A (its loop on a thread of its own, which also polls stack B), the HTTP app over it serving
-     * {@code root} with SEND_FILE or not, on the hand clock, 64 KiB pipes.
-     */
     /** The app serving a root that holds a.txt ("hello\n"), bodies copied. */
     private void startWithOneSmallFile() throws Exception
     {
@@ -171,76 +132,26 @@ class HttpSlowClientTest
     /** {@code client} connects, and the app has it and has done all it can with what the client sent. */
     private void connectAndSettle(final Client client) throws Exception
     {
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, client, null));
+        daemon.connect(8080, client, null);
         spinUntil("one connection", () -> app.connections() == 1);
         spinUntilQuiet();
     }
 
+    /**
+     * An in-process daemon (stack A; its loop also polls stack B), the HTTP app over it serving {@code root} with
+     * SEND_FILE or not, on the hand clock, 64 KiB pipes.
+     */
     private void start(final Path root, final boolean sendFiles) throws Exception
     {
-        final Path shm = Files.createDirectory(tmp.resolve("shm"));
-        final SystemNanoClock clock = new SystemNanoClock();
-        final MemoryWire wire = MemoryWire.pair(1500, 1024);
-        final NetStack a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), clock.nanoTime());
-        b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), clock.nanoTime());
-        final CachedNanoClock roundClock = new CachedNanoClock();
-        roundClock.update(clock.nanoTime());
-        server = new PipeServer(a, shm, counters, roundClock, new SystemEpochClock(), 1L << 30,
-            new PrintStream(OutputStream.nullOutputStream())).start();
-        loop = new EventLoop(a, clock, roundClock, new BackoffIdleStrategy(), server, () ->
-        {
-            int w = 0;
-            Runnable r;
-            while ((r = onLoop.poll()) != null)
-            {
-                r.run();
-                w++;
-            }
-            return w + b.poll(roundClock.nanoTime());
-        });
-        loopThread = new Thread(loop, "daemon-loop");
-        loopThread.setDaemon(true);
-        loopThread.start();
-
+        daemon = new InProcessDaemon(tmp);
+        counters = daemon.counters();
         final ClientOptions options = new ClientOptions();
         options.maxConnections = 16;
         options.pipeCapacity = 64 * 1024;
-        client = NicstackClient.attach(shm, "http", options);
+        client = daemon.attach("http", options);
         final PipeListener listener = client.listen(8080, 16);
         final HttpApp http = new HttpApp(new StaticFiles(root), sendFiles);
         app = new AppServer(client, listener, http::handler, appNow::get);
-    }
-
-    /**
-     * Run {@code action} on the loop thread (stack B is its) and wait for its result. What it throws is thrown here at
-     * once (an assertion failure or an exception from stack B), not left to end the loop thread and this wait.
-     */
-    private <T> T onLoop(final Supplier<T> action) throws Exception
-    {
-        final CompletableFuture<T> result = new CompletableFuture<>();
-        onLoop.add(() ->
-        {
-            try
-            {
-                result.complete(action.get());
-            }
-            catch (final Throwable t)
-            {
-                result.completeExceptionally(t);
-            }
-        });
-        try
-        {
-            return result.get(20, TimeUnit.SECONDS);
-        }
-        catch (final ExecutionException e)
-        {
-            if (e.getCause() instanceof Error)
-            {
-                throw (Error)e.getCause();
-            }
-            throw e.getCause() instanceof Exception ? (Exception)e.getCause() : e;
-        }
     }
 
     /** The bytes the client on stack B has received and not read. */
@@ -248,7 +159,7 @@ class HttpSlowClientTest
     {
         try
         {
-            return onLoop(() -> (long)c.connection.readable());
+            return daemon.onLoop(() -> (long)c.connection.readable());
         }
         catch (final Exception e)
         {
@@ -265,11 +176,8 @@ class HttpSlowClientTest
 
         final Client loris = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\nX-A: ");
         final Client reader = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() ->
-        {
-            b.tcp().connect(0xC612_0002, 8080, loris, null);
-            b.tcp().connect(0xC612_0002, 8080, reader, null);
-        });
+        daemon.connect(8080, loris, null);
+        daemon.connect(8080, reader, null);
         spinUntil("two connections", () -> app.connections() == 2);
         spinUntilQuiet(); // the head bytes read, the reader's pipe and windows full: both stuck, clock still at t0
         final long t0 = appNow.get();
@@ -307,11 +215,8 @@ class HttpSlowClientTest
 
         final Client stuck = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
         final Client slow = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() ->
-        {
-            b.tcp().connect(0xC612_0002, 8080, stuck, readerSettings());
-            b.tcp().connect(0xC612_0002, 8080, slow, readerSettings());
-        });
+        daemon.connect(8080, stuck, readerSettings());
+        daemon.connect(8080, slow, readerSettings());
         spinUntil("two connections", () -> app.connections() == 2);
         // Both windows closed on bodies the daemon is sending, every byte acknowledged: the clock has not moved yet.
         windowFull(stuck);
@@ -359,7 +264,7 @@ class HttpSlowClientTest
         Files.write(root.resolve("big.bin"), new byte[16 << 20]);
         start(root, false);
         final Client slow = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, slow, readerSettings()));
+        daemon.connect(8080, slow, readerSettings());
         spinUntil("one connection", () -> app.connections() == 1);
         windowFull(slow);
         final long t0 = appNow.get();
@@ -386,11 +291,8 @@ class HttpSlowClientTest
         startWithOneSmallFile();
         final Client plain = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
         final Client crlf = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n\r\n");
-        onLoop.add(() ->
-        {
-            b.tcp().connect(0xC612_0002, 8080, plain, null);
-            b.tcp().connect(0xC612_0002, 8080, crlf, null);
-        });
+        daemon.connect(8080, plain, null);
+        daemon.connect(8080, crlf, null);
         spinUntil("two connections", () -> app.connections() == 2);
         spinUntilQuiet();
         final long t0 = appNow.get();
@@ -417,7 +319,7 @@ class HttpSlowClientTest
         for (long t = 20 * S; t <= HttpApp.IDLE_TIMEOUT_NANOS; t += 20 * S)
         {
             appNow.set(t0 + t);
-            assertEquals(2, (int)onLoop(() -> drip.connection.write(crlf, 0, 2)));
+            assertEquals(2, (int)daemon.onLoop(() -> drip.connection.write(crlf, 0, 2)));
             spinUntilQuiet();
         }
         assertEquals(1, app.connections(), "closed before the idle timeout passed");
@@ -447,7 +349,7 @@ class HttpSlowClientTest
         for (long t = 10 * S; t < HttpDeadlines.BODY_TIMEOUT_NANOS; t += 10 * S)
         {
             appNow.set(t0 + t);
-            assertEquals(1, (int)onLoop(() -> drip.connection.write(one, 0, 1)));
+            assertEquals(1, (int)daemon.onLoop(() -> drip.connection.write(one, 0, 1)));
             spinUntilQuiet();
         }
         appNow.set(t0 + HttpDeadlines.BODY_TIMEOUT_NANOS - S);
@@ -486,7 +388,7 @@ class HttpSlowClientTest
     {
         startWithOneSmallFile();
         final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000000\r\n\r\nxyz");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
+        daemon.connect(8080, c, null);
         spinUntil("the app's FIN", () -> c.peerClosed);
         final String response = received(c);
         assertTrue(response.startsWith("HTTP/1.1 413 Content Too Large\r\n"), response);
@@ -503,7 +405,7 @@ class HttpSlowClientTest
         startWithOneSmallFile();
         final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" +
             "5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, c, null));
+        daemon.connect(8080, c, null);
         spinUntil("the app's FIN", () -> c.peerClosed);
         final String response = received(c);
         assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), response);
@@ -543,20 +445,20 @@ class HttpSlowClientTest
         final Path big = Files.write(root.resolve("big.bin"), content);
         start(root, true);
         final Client first = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, first, null));
+        daemon.connect(8080, first, null);
         spinUntil("the first body sent by the daemon", () -> counters.get(PipeCounter.FILES_SENT) == 1);
         spinUntilQuiet();
 
         Files.write(big, new byte[0]); // truncated in place while its cache entry is trusted
         final Client second = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, second, null));
+        daemon.connect(8080, second, null);
         spinUntil("the second response reset", () -> second.closedReason != -1);
         assertTrue(second.closedReason != 0, "reset, not closed: " + second.closedReason);
 
         Files.write(big, content);
         appNow.addAndGet(HttpApp.CACHE_REVALIDATE_NANOS + S);
         final Client third = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8080, third, null));
+        daemon.connect(8080, third, null);
         spinUntil("the third response", () -> third.connection != null && unread(third) > content.length);
         assertEquals(2, counters.get(PipeCounter.FILES_SENT), "the third body goes by SEND_FILE");
     }
@@ -565,7 +467,7 @@ class HttpSlowClientTest
     private String received(final Client c) throws Exception
     {
         final UnsafeBuffer sink = new UnsafeBuffer(new byte[64 * 1024]);
-        final int n = onLoop(() -> c.connection.read(sink, 0, sink.capacity()));
+        final int n = daemon.onLoop(() -> c.connection.read(sink, 0, sink.capacity()));
         return new String(sink.byteArray(), 0, Math.max(n, 0), StandardCharsets.ISO_8859_1);
     }
 
@@ -573,7 +475,7 @@ class HttpSlowClientTest
     {
         appNow.set(now);
         final UnsafeBuffer sink = new UnsafeBuffer(new byte[n]);
-        assertEquals(n, (int)onLoop(() -> c.connection.read(sink, 0, n)));
+        assertEquals(n, (int)daemon.onLoop(() -> c.connection.read(sink, 0, n)));
         windowFull(c);
     }
 
@@ -624,7 +526,7 @@ class HttpSlowClientTest
                 closedReason.set(reason);
             }
         };
-        onLoop.add(() -> b.tcp().connect(0xC612_0002, 8081, peer, null));
+        daemon.connect(8081, peer, null);
         final io.nicstack.pipes.client.PipeConnection[] accepted = new io.nicstack.pipes.client.PipeConnection[1];
         spinUntil("the raw connection", () ->
         {
@@ -675,8 +577,8 @@ class HttpSlowClientTest
     {
         // The last bytes may wait for the daemon's SWS override timeout (200 ms, RFC 9293 §3.8.6.2.1).
         spinUntil("a full window", () -> c.connection != null && unread(c) == READER_WINDOW);
-        onLoop(() -> null);
-        onLoop(() -> null); // the ACK sent, and the daemon's round that took it (stack A polls before stack B)
+        daemon.onLoop(() -> null);
+        daemon.onLoop(() -> null); // the ACK sent, and the daemon's round that took it (stack A polls before stack B)
         spinUntilQuiet();
     }
 
@@ -685,7 +587,7 @@ class HttpSlowClientTest
     {
         appNow.set(now);
         final UnsafeBuffer sink = new UnsafeBuffer(new byte[READER_WINDOW / 2]);
-        assertEquals(sink.capacity(), (int)onLoop(() -> c.connection.read(sink, 0, sink.capacity())));
+        assertEquals(sink.capacity(), (int)daemon.onLoop(() -> c.connection.read(sink, 0, sink.capacity())));
         windowFull(c);
     }
 }

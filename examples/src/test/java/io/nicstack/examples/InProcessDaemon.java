@@ -120,7 +120,13 @@ final class InProcessDaemon implements AutoCloseable
     /** Connect {@code peer} from stack B to the daemon's {@code port}. */
     void connect(final int port, final Peer peer)
     {
-        onLoop.add(() -> b.tcp().connect(DAEMON_IP, port, peer, peer.settings));
+        connect(port, peer, peer.settings);
+    }
+
+    /** Connect {@code handler} from stack B to the daemon's {@code port}, with {@code settings} (null: defaults). */
+    void connect(final int port, final TcpHandler handler, final TcpSettings settings)
+    {
+        onLoop.add(() -> b.tcp().connect(DAEMON_IP, port, handler, settings));
     }
 
     /**
