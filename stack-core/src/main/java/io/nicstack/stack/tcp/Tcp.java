@@ -147,7 +147,7 @@ public final class Tcp implements IpProtocolHandler
             throw new IllegalStateException("tcp port in use: " + local);
         }
         final TcpListener listener =
-            new TcpListener(this, local, Math.max(1, backlog), defaults.copy().checkBufferSizes(), onAcceptable);
+            new TcpListener(this, local, Math.max(1, backlog), defaults.copy().check(), onAcceptable);
         listeners.put(local, listener);
         return listener;
     }
@@ -243,6 +243,9 @@ public final class Tcp implements IpProtocolHandler
     private TcpConnection newConnection(
         final int localPort, final int remoteIp, final int remotePort, final TcpSettings settings, final BufferProvider provider)
     {
+        // Before any buffer is taken: for an active open, and again for a listener (checked at listen) whose settings
+        // changed since.
+        settings.check();
         if (provider != null)
         {
             // Provided buffers (pipe slots) are bounded by their provider, not by the stack's budget.
@@ -258,9 +261,6 @@ public final class Tcp implements IpProtocolHandler
             c.buffers = buffers;
             return c;
         }
-        // Before any ring is taken: for an active open, and again for a listener (checked at listen) whose settings
-        // changed since.
-        settings.checkBufferSizes();
         final long bytes = (long)settings.sendBufferBytes + settings.receiveBufferBytes;
         if (bufferBytes + bytes > bufferBudget)
         {

@@ -1,11 +1,13 @@
 package io.nicstack.stack.tcp;
 
+import io.nicstack.stack.tcp.cc.CongestionControls;
+
 /** Per-connection options (copied from the stack's defaults at open; change before connect/listen). */
 public final class TcpSettings
 {
     /** Disable Nagle's algorithm (RFC 9293 §3.7.4, MUST-17: an application can turn it off). */
     public boolean noDelay;
-    /** Send buffer of the stack's own ring: a power of two up to {@link #MAX_BUFFER_BYTES} ({@link #checkBufferSizes}). */
+    /** Send buffer of the stack's own ring: a power of two up to {@link #MAX_BUFFER_BYTES} ({@link #check}). */
     public int sendBufferBytes = 256 * 1024;
     /** Receive buffer of the stack's own ring, whose free space is the window: a power of two, as the send buffer. */
     public int receiveBufferBytes = 256 * 1024;
@@ -73,17 +75,42 @@ public final class TcpSettings
     /** Largest buffer: stream distances within a ring must fit an {@code int} window (RFC 7323 §2.3: 2^30). */
     public static final int MAX_BUFFER_BYTES = 1 << 30;
 
+    /** RFC 9293 §3.8.6.3 (MUST-40): an ACK is delayed less than this. */
+    public static final long MAX_DELAYED_ACK_NANOS = 500_000_000L;
+
     /**
-     * Refuse buffer sizes the stack's rings cannot have (they are indexed by mask): a power of two from 1 to
-     * {@link #MAX_BUFFER_BYTES}. Listen and connect check it, so a bad size fails there, not when a SYN arrives.
+     * Refuse settings the stack cannot run with, so they fail at listen or connect, not when a SYN arrives: buffer
+     * sizes its rings cannot have (they are indexed by mask: a power of two from 1 to {@link #MAX_BUFFER_BYTES}), an
+     * unknown congestion control, a delayed ACK outside [0, {@link #MAX_DELAYED_ACK_NANOS}), an RTO floor of 0 (a
+     * retransmission on every poll) or above the ceiling, a negative timeout or retry count, and keep-alive times of 0
+     * or no probe. Listen and connect call it.
      *
      * @return this.
-     * @throws IllegalArgumentException naming the field, when a size is not such a power of two.
+     * @throws IllegalArgumentException naming the first field out of its range, with its value.
      */
-    public TcpSettings checkBufferSizes()
+    public TcpSettings check()
     {
         checkBufferSize("sendBufferBytes", sendBufferBytes);
         checkBufferSize("receiveBufferBytes", receiveBufferBytes);
+        if (!CongestionControls.isKnown(congestionControl))
+        {
+            throw new IllegalArgumentException("tcp congestionControl must be " + CongestionControls.CUBIC + " or " +
+                CongestionControls.NEWRENO + ": " + congestionControl);
+        }
+        checkRange("delayedAckNanos", delayedAckNanos, 0, MAX_DELAYED_ACK_NANOS - 1);
+        checkRange("minRtoNanos", minRtoNanos, 1, Long.MAX_VALUE);
+        checkRange("maxRtoNanos", maxRtoNanos, minRtoNanos, Long.MAX_VALUE);
+        checkRange("timeWaitNanos", timeWaitNanos, 0, Long.MAX_VALUE);
+        checkRange("finWait2TimeoutNanos", finWait2TimeoutNanos, 0, Long.MAX_VALUE);
+        checkRange("r1Retransmits", r1Retransmits, 0, Integer.MAX_VALUE);
+        checkRange("r2Retransmits", r2Retransmits, 0, Integer.MAX_VALUE);
+        checkRange("synRetransmits", synRetransmits, 0, Integer.MAX_VALUE);
+        checkRange("synAckRetransmits", synAckRetransmits, 0, Integer.MAX_VALUE);
+        checkRange("orphanRetries", orphanRetries, 0, Integer.MAX_VALUE);
+        checkRange("keepAliveIdleNanos", keepAliveIdleNanos, 1, Long.MAX_VALUE);
+        checkRange("keepAliveIntervalNanos", keepAliveIntervalNanos, 1, Long.MAX_VALUE);
+        checkRange("keepAliveProbes", keepAliveProbes, 1, Integer.MAX_VALUE);
+        checkRange("challengeAckIntervalNanos", challengeAckIntervalNanos, 0, Long.MAX_VALUE);
         return this;
     }
 
@@ -93,6 +120,16 @@ public final class TcpSettings
         {
             throw new IllegalArgumentException(
                 "tcp " + field + " must be a power of two from 1 to " + MAX_BUFFER_BYTES + ": " + bytes);
+        }
+    }
+
+    private static void checkRange(final String field, final long value, final long min, final long max)
+    {
+        if (value < min || value > max)
+        {
+            throw new IllegalArgumentException("tcp " + field + " must be " +
+                (max == Long.MAX_VALUE || max == Integer.MAX_VALUE ? "at least " + min : "from " + min + " to " + max) +
+                ": " + value);
         }
     }
 

@@ -46,12 +46,6 @@ class TcpListenerTest
     }
 
     /**
-     * Two listeners whose ports share a chain of the listener table each queue a connection in one burst; the first
-     * one's callback accepts and closes its listener (a one-shot listener, as for an FTP data connection). The second
-     * is still told. Before, the announcements scanned the table while the callback removed an entry from it, the
-     * second listener moved into the slot just visited and was skipped, and nothing told it again.
-     */
-    /**
      * The stack's rings are powers of two. A receive buffer size that is not one was refused only when the first SYN
      * arrived, by an IllegalArgumentException out of the poll (an internal error), and the listener never answered;
      * listen refuses it now, naming the field.
@@ -86,6 +80,65 @@ class TcpListenerTest
         t.recvNothing();
     }
 
+    /**
+     * Settings the stack cannot run with are refused by listen and connect, naming the field, as a buffer size is.
+     * Before, an unknown congestion control failed at the first SYN (an internal error), and a zero RTO floor, a
+     * negative or over-long delayed ACK, a zero keep-alive interval or a negative retry count were taken: a zero RTO
+     * retransmits on every poll, and a delayed ACK of 500 ms or more breaks RFC 9293 §3.8.6.3 (MUST-40).
+     */
+    @Test
+    void settingsTheStackCannotRunWithAreRefusedByListenAndConnectNamingTheField()
+    {
+        final java.util.Map<String, java.util.function.Consumer<TcpSettings>> bad = new java.util.LinkedHashMap<>();
+        bad.put("congestionControl", s -> s.congestionControl = "vegas");
+        bad.put("delayedAckNanos", s -> s.delayedAckNanos = -1);
+        bad.put("delayedAckNanos ", s -> s.delayedAckNanos = 500_000_000L);
+        bad.put("minRtoNanos", s -> s.minRtoNanos = 0);
+        bad.put("maxRtoNanos", s -> s.maxRtoNanos = s.minRtoNanos - 1);
+        bad.put("timeWaitNanos", s -> s.timeWaitNanos = -1);
+        bad.put("finWait2TimeoutNanos", s -> s.finWait2TimeoutNanos = -1);
+        bad.put("r1Retransmits", s -> s.r1Retransmits = -1);
+        bad.put("r2Retransmits", s -> s.r2Retransmits = -1);
+        bad.put("synRetransmits", s -> s.synRetransmits = -1);
+        bad.put("synAckRetransmits", s -> s.synAckRetransmits = -1);
+        bad.put("orphanRetries", s -> s.orphanRetries = -1);
+        bad.put("keepAliveIdleNanos", s -> s.keepAliveIdleNanos = 0);
+        bad.put("keepAliveIntervalNanos", s -> s.keepAliveIntervalNanos = 0);
+        bad.put("keepAliveProbes", s -> s.keepAliveProbes = 0);
+        bad.put("challengeAckIntervalNanos", s -> s.challengeAckIntervalNanos = -1);
+        for (final var e : bad.entrySet())
+        {
+            final String field = e.getKey().trim();
+            final TcpTestHarness t = new TcpTestHarness();
+            e.getValue().accept(t.settings());
+            final IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, t::listen, field);
+            assertTrue(refused.getMessage().contains(field), refused.getMessage());
+            final TcpSettings settings = new TcpSettings();
+            e.getValue().accept(settings);
+            assertThrows(IllegalArgumentException.class,
+                () -> t.stack.tcp().connect(PEER_IP, 80, new TcpHandler() { }, settings), field);
+            t.recvNothing();
+        }
+        // The limits themselves are taken: an ACK at once, no TIME-WAIT, no retries, a 1 ns RTO floor.
+        final TcpTestHarness t = new TcpTestHarness();
+        t.settings().delayedAckNanos = 0;
+        t.settings().timeWaitNanos = 0;
+        t.settings().r1Retransmits = 0;
+        t.settings().r2Retransmits = 0;
+        t.settings().minRtoNanos = 1;
+        t.settings().maxRtoNanos = 1;
+        t.settings().keepAliveProbes = 1;
+        t.settings().challengeAckIntervalNanos = 0;
+        t.passiveOpen();
+        assertEquals(0, t.counter(StackCounter.INTERNAL_ERRORS));
+    }
+
+    /**
+     * Two listeners whose ports share a chain of the listener table each queue a connection in one burst; the first
+     * one's callback accepts and closes its listener (a one-shot listener, as for an FTP data connection). The second
+     * is still told. Before, the announcements scanned the table while the callback removed an entry from it, the
+     * second listener moved into the slot just visited and was skipped, and nothing told it again.
+     */
     @Test
     void aListenerClosedInItsCallbackDoesNotHideAnotherListenersConnection()
     {

@@ -44,6 +44,12 @@ public final class CongestionControls
         return Math.min(acked, (long)(afterTimeout ? ABC_LIMIT_SEGMENTS_AFTER_TIMEOUT : ABC_LIMIT_SEGMENTS) * mss);
     }
 
+    /** Whether {@link #create} knows {@code name}. */
+    public static boolean isKnown(final String name)
+    {
+        return CUBIC.equals(name) || NEWRENO.equals(name);
+    }
+
     /**
      * A new controller for one connection.
      *
