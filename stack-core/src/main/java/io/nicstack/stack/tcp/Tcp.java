@@ -88,6 +88,11 @@ public final class Tcp implements IpProtocolHandler
     private int readyListenerCount;
     /** Picks the next ephemeral port; unsigned, it wraps at 2^32. Package-private so a test can start it near the wrap. */
     int nextEphemeral;
+    /** Ports of the dynamic range tried by active opens, for a test to see how far a search went. */
+    long ephemeralPortsTried;
+    /** A destination ({@code key(ip, port, 0)}) every dynamic port towards which was taken when last searched. */
+    private long fullDestination;
+    private boolean fullDestinationKnown;
     private long now;
     /** Header prediction for ESTABLISHED connections ({@code TcpConnection.predicted}); off only to test it. */
     boolean headerPrediction = true;
@@ -181,9 +186,40 @@ public final class Tcp implements IpProtocolHandler
         return EPHEMERAL_FIRST + Integer.remainderUnsigned(offset + nextEphemeral++, EPHEMERAL_COUNT);
     }
 
+    /**
+     * A port of the dynamic range from which no connection goes to {@code remoteIp:remotePort} and on which no listener
+     * is. When every one is taken, the destination is remembered as full, and further attempts towards it fail without
+     * trying any port until a connection towards it ends or a listener closes: only those free a port (a new
+     * connection or listener takes none), so an app repeating CONNECTs to a full destination costs one table lookup
+     * each, not {@value #EPHEMERAL_COUNT} pairs of them.
+     *
+     * @throws IllegalStateException when there is none.
+     */
+    private int freeEphemeralPort(final int remoteIp, final int remotePort)
+    {
+        final long destination = key(remoteIp, remotePort, 0);
+        if (!(fullDestinationKnown && fullDestination == destination))
+        {
+            final int offset = isn.portOffset(localAddress, remoteIp, remotePort);
+            for (int i = 0; i < EPHEMERAL_COUNT; i++)
+            {
+                final int candidate = nextEphemeralPort(offset);
+                ephemeralPortsTried++;
+                if (!listeners.containsKey(candidate) && !connections.containsKey(destination | candidate))
+                {
+                    return candidate;
+                }
+            }
+            fullDestinationKnown = true;
+            fullDestination = destination;
+        }
+        throw new IllegalStateException("no free ephemeral port towards this peer");
+    }
+
     void unlisten(final TcpListener listener)
     {
         listeners.remove(listener.port());
+        fullDestinationKnown = false; // its port may be free now
     }
 
     /** Active open to {@code remoteIp:remotePort} from an ephemeral port; events go to {@code handler}. */
@@ -207,21 +243,7 @@ public final class Tcp implements IpProtocolHandler
         {
             throw new IllegalArgumentException("tcp cannot connect to " + io.nicstack.stack.wire.Ipv4Address.format(remoteIp));
         }
-        int localPort = -1;
-        final int offset = isn.portOffset(localAddress, remoteIp, remotePort);
-        for (int i = 0; i < EPHEMERAL_COUNT; i++)
-        {
-            final int candidate = nextEphemeralPort(offset);
-            if (!listeners.containsKey(candidate) && !connections.containsKey(key(remoteIp, remotePort, candidate)))
-            {
-                localPort = candidate;
-                break;
-            }
-        }
-        if (localPort < 0)
-        {
-            throw new IllegalStateException("no free ephemeral port towards this peer");
-        }
+        final int localPort = freeEphemeralPort(remoteIp, remotePort);
         final TcpConnection c = newConnection(localPort, remoteIp, remotePort, settings != null ? settings : defaults.copy(), provider);
         if (c == null)
         {
@@ -1040,6 +1062,10 @@ public final class Tcp implements IpProtocolHandler
         c.state = TcpState.CLOSED;
         c.cancelTimers();
         connections.remove(c.key);
+        if (fullDestinationKnown && (c.key & ~0xFFFFL) == fullDestination)
+        {
+            fullDestinationKnown = false; // its local port is free now
+        }
         if (c.countedInTimeWait)
         {
             c.countedInTimeWait = false;
