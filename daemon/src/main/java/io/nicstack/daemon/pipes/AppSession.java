@@ -370,6 +370,11 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
 
     private void onListen(final long requestId, final int port, final int backlog)
     {
+        if (detaching)
+        {
+            refuseDetaching(requestId);
+            return;
+        }
         // Port 0: the stack picks an unused one (the answer names it); backlog 0: the least queue, as listen(2).
         if (port < 0 || port > 65535 || backlog < 0)
         {
@@ -412,6 +417,12 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
 
     private void onConnect(final long requestId, final int address, final int port)
     {
+        if (detaching)
+        {
+            counters.increment(PipeCounter.SLOTS_EXHAUSTED); // as allocate() counts what comes for a closing app
+            refuseDetaching(requestId);
+            return;
+        }
         final StackConfig config = server.config();
         if (port < 1 || port > 65535)
         {
@@ -449,6 +460,17 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         s.connecting = true;
         s.requestId = requestId;
         counters.increment(PipeCounter.CONNECTIONS_OPENED);
+    }
+
+    /**
+     * A LISTEN or CONNECT the app wrote before its DETACHED: its listeners and connections are about to close, so it may
+     * open no more (LIMIT_CONNECTIONS, as {@link #allocate} answers once it is closing). Acted on, the up to one ring's
+     * worth of them that {@link #beginDrain} takes in one call would each open a connection only to reset it, each
+     * with an ephemeral port search, on the loop every app shares.
+     */
+    private void refuseDetaching(final long requestId)
+    {
+        error(requestId, Reason.LIMIT_CONNECTIONS);
     }
 
     private void onShutdownOrClose(final int type, final long connectionId)
@@ -1038,9 +1060,10 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     {
         // What an app writes before it detaches is a CLOSE or SHUTDOWN per connection and an UNLISTEN per listener,
         // at most what one ring holds: taken up to that, an app still writing after it detached cannot keep the loop
-        // here. SEND_FILEs among them are refused without taking their descriptors. Bounded in records (padding counts,
-        // see CheckedRingReader) and in bytes: what the app wrote before it detached lies within one ring's length of
-        // the head, and a stale record the reader finds again on each pass over the ring cannot hold the loop.
+        // here. SEND_FILEs among them are refused without taking their descriptors, LISTENs and CONNECTs without
+        // opening anything. Bounded in records (padding counts, see CheckedRingReader) and in bytes: what the app wrote
+        // before it detached lies within one ring's length of the head, and a stale record the reader finds again on
+        // each pass over the ring cannot hold the loop.
         detaching = true;
         final int limit = Math.min(ringCapacity / CONTROL_RECORD, 2 * maxConnections + MAX_LISTENERS + CONTROL_BURST);
         final long start = control.position();
