@@ -126,6 +126,8 @@ public final class Protocol
         public static final int NO_ROUTE = 11;
         public static final int FILE_UNREADABLE = 12;
         public static final int UNREACHABLE = 13;
+        /** A LISTEN on a port below 1024 by an app whose app file root does not own (Linux's EACCES from bind(2)). */
+        public static final int PERMISSION_DENIED = 14;
 
         private Reason()
         {
@@ -164,6 +166,7 @@ public final class Protocol
                 case NO_ROUTE: return "no route to host";
                 case FILE_UNREADABLE: return "the daemon cannot read the file";
                 case UNREACHABLE: return "host or network unreachable";
+                case PERMISSION_DENIED: return "permission denied (ports below 1024 are for apps of root)";
                 default: return "reason " + reason;
             }
         }

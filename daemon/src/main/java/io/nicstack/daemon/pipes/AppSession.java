@@ -62,6 +62,8 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     static final int TAKES_PER_ROUND = 16;
     /** A listener's accept queue at most, whatever backlog the app asks for (as Linux's somaxconn). */
     static final int MAX_ACCEPT_BACKLOG = 4096;
+    /** Ports below this are for apps of root only (Linux's net.ipv4.ip_unprivileged_port_start, by default). */
+    static final int UNPRIVILEGED_PORT_START = 1024;
 
     final Path path;
     final Object fileKey;
@@ -76,6 +78,11 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     final int pipeCapacity;
     final int ringCapacity;
     private final AppFiles appFiles;
+    /**
+     * The app file's owner is root. An app of any other user holds no capability (AppFiles refuses one that does), so
+     * it lacks the CAP_NET_BIND_SERVICE that Linux asks of bind(2) below {@link #UNPRIVILEGED_PORT_START}.
+     */
+    private final boolean privileged;
     private boolean refusalLogged;
     /** What is left of {@link #FILL_BUDGET} this round. */
     private long fillBudget;
@@ -108,8 +115,8 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     PipeCounter goneAs = PipeCounter.APPS_DETACHED;
 
     AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles appFiles,
-        final long memoryInode, final MappedByteBuffer mapped, final int ringCapacity, final int pipeCapacity,
-        final int maxConnections)
+        final int ownerUid, final long memoryInode, final MappedByteBuffer mapped, final int ringCapacity,
+        final int pipeCapacity, final int maxConnections)
     {
         this.server = server;
         this.tcp = server.tcp();
@@ -122,6 +129,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         this.pipeCapacity = pipeCapacity;
         this.ringCapacity = ringCapacity;
         this.appFiles = appFiles;
+        this.privileged = ownerUid == 0;
         this.memoryInode = memoryInode;
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new CheckedRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
@@ -379,6 +387,13 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         if (port < 0 || port > 65535 || backlog < 0)
         {
             error(requestId, Reason.BAD_ARGUMENT);
+            return;
+        }
+        if (port != 0 && port < UNPRIVILEGED_PORT_START && !privileged)
+        {
+            // As bind(2) without CAP_NET_BIND_SERVICE (EACCES): no user's app takes 22, 80 or 443 on the stack's
+            // address ahead of the service meant to have it.
+            error(requestId, Reason.PERMISSION_DENIED);
             return;
         }
         if (listeners.size() >= MAX_LISTENERS)

@@ -589,7 +589,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     reason = geometry.appPid == appPid ? validate(header, geometry, size) : Reason.BAD_ARGUMENT;
                     if (reason == Reason.NONE)
                     {
-                        attached = attach(path, fileKey, files, inode, channel, geometry);
+                        attached = attach(path, fileKey, files, owner.uid(), inode, channel, geometry);
                         reason = Reason.BAD_ARGUMENT;
                         why = attached ? null : "its memory no longer says ATTACHING (the app gave up)";
                     }
@@ -704,16 +704,16 @@ public final class PipeServer implements LoopTask, AutoCloseable
      * Map the memory with the checked sizes and attach it: ATTACHED replaces ATTACHING in the memory by a compare and
      * set, so an app that gave up meanwhile (it wrote DETACHED) is not attached. Returns whether it was.
      */
-    private boolean attach(final Path path, final Object fileKey, final AppFiles files, final long memoryInode,
-        final FileChannel channel, final Geometry g) throws IOException
+    private boolean attach(final Path path, final Object fileKey, final AppFiles files, final int ownerUid,
+        final long memoryInode, final FileChannel channel, final Geometry g) throws IOException
     {
         // The length the checked sizes give, not the memory's size now.
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, g.fileLength());
         final AppSession s;
         try
         {
-            s = new AppSession(this, path, fileKey, files, memoryInode, mapped, g.ringCapacity, g.pipeCapacity,
-                g.maxConnections);
+            s = new AppSession(this, path, fileKey, files, ownerUid, memoryInode, mapped, g.ringCapacity,
+                g.pipeCapacity, g.maxConnections);
         }
         catch (final RuntimeException | Error e)
         {

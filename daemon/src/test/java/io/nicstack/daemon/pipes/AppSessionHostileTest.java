@@ -1,10 +1,15 @@
 package io.nicstack.daemon.pipes;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
@@ -79,6 +84,38 @@ class AppSessionHostileTest
         }
     }
 
+    private TestApp.Event answer(final TestApp app, final long requestId)
+    {
+        final TestApp.Event[] found = new TestApp.Event[1];
+        runUntil(() ->
+        {
+            app.poll();
+            for (int i = 0; i < app.received.size() && found[0] == null; i++)
+            {
+                if (app.received.get(i).longAt(0) == requestId)
+                {
+                    found[0] = app.received.remove(i);
+                }
+            }
+            return found[0] != null;
+        }, 1_000_000_000L, "the answer to request " + requestId);
+        return found[0];
+    }
+
+    /** LISTEN on {@code port}: the port LISTENING names, or minus the reason of the ERROR. */
+    private int listen(final TestApp app, final long requestId, final int port)
+    {
+        app.send(Protocol.LISTEN, requestId, port, 8);
+        final TestApp.Event e = answer(app, requestId);
+        assertEquals(e.type() == Protocol.LISTENING ? Protocol.LISTENING : Protocol.ERROR, e.type(), e.toString());
+        return e.type() == Protocol.LISTENING ? e.intAt(8) : -e.intAt(8);
+    }
+
+    private static boolean root()
+    {
+        return new com.sun.security.auth.module.UnixSystem().getUid() == 0;
+    }
+
     private TestApp attach(final TestApp app)
     {
         app.attach();
@@ -115,6 +152,49 @@ class AppSessionHostileTest
         }
         runUntil(() -> server.attached() == 0, 1_000_000_000L, "drained and gone");
         assertEquals(1, counters.get(PipeCounter.APPS_DETACHED));
+        app.close();
+    }
+
+    /**
+     * Linux refuses bind(2) below net.ipv4.ip_unprivileged_port_start (1024) without CAP_NET_BIND_SERVICE. An app of an
+     * ordinary user holds no capability (AppFiles refuses one that does), so it may not take 22, 80 or 443 on the
+     * stack's address ahead of the service meant to have it: PERMISSION_DENIED. Ports from 1024, and 0 (the stack
+     * picks), it may.
+     */
+    @Test
+    void anAppOfAnOrdinaryUserMayNotListenBelow1024() throws Exception
+    {
+        assumeTrue(root(), "running a process as nobody needs root");
+        Files.setPosixFilePermissions(shm, PosixFilePermissions.fromString("rwxr-xr-x"));
+        try (TestApp.Holder nobody = new TestApp.Holder(RING, PIPE, 1, "setpriv", "--reuid=65534", "--regid=65534",
+            "--clear-groups"))
+        {
+            final TestApp app = new TestApp(server.appsDirectory(), "squatter", nobody, RING, PIPE, 1);
+            Files.setAttribute(app.path, "unix:uid", 65534);
+            Files.setAttribute(app.path, "unix:gid", 65534);
+            attach(app);
+            assertEquals(-Reason.PERMISSION_DENIED, listen(app, 1, 80));
+            assertEquals(-Reason.PERMISSION_DENIED, listen(app, 2, 22));
+            assertEquals(-Reason.PERMISSION_DENIED, listen(app, 3, 1));
+            assertEquals(-Reason.PERMISSION_DENIED, listen(app, 4, 1023));
+            assertEquals(1024, listen(app, 5, 1024));
+            assertEquals(8080, listen(app, 6, 8080));
+            final int picked = listen(app, 7, 0);
+            assertNotEquals(0, picked, "the stack picks a port");
+            assertTrue(picked >= 1024, "from the dynamic range: " + picked);
+            app.close();
+        }
+    }
+
+    /** The app of root (as a process with CAP_NET_BIND_SERVICE) may listen on any port. */
+    @Test
+    void anAppOfRootMayListenBelow1024() throws IOException
+    {
+        assumeTrue(root(), "an app file root owns needs root");
+        final TestApp app = attach(new TestApp(server.appsDirectory(), "service", self, RING, PIPE, 1));
+        assertEquals(80, listen(app, 1, 80));
+        assertEquals(1, listen(app, 2, 1));
+        assertEquals(8080, listen(app, 3, 8080));
         app.close();
     }
 }
