@@ -89,7 +89,13 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     private final CheckedRingReader control;
     private final OneToOneRingBuffer events;
     private final OneToOneRingBuffer notifications;
+    /**
+     * Slots {@code [0, builtSlots)}, each built when a connection first takes it ({@link #allocate}), not at the attach:
+     * all of one large app's (65,536) built on the event loop held every other app's round.
+     */
     private final PipeSlot[] slots;
+    private int builtSlots;
+    /** Built slots free again, the last freed on top: taken before another slot is built. */
     private final int[] freeSlots;
     private int freeCount;
     private final PipeSlot[] active;
@@ -138,11 +144,6 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         slots = new PipeSlot[maxConnections];
         freeSlots = new int[maxConnections];
         active = new PipeSlot[maxConnections];
-        for (int i = maxConnections - 1; i >= 0; i--)
-        {
-            slots[i] = new PipeSlot(this, file, ringCapacity, pipeCapacity, i, PipeServer.MAX_OUT_OF_ORDER_RANGES);
-            freeSlots[freeCount++] = i;
-        }
         backlogLimit = backlogLimit(maxConnections, ringCapacity);
     }
 
@@ -166,9 +167,10 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
 
     int freeSlots()
     {
-        return freeCount;
+        return freeCount + maxConnections - builtSlots;
     }
 
+    /** The slot at {@code index}, null if no connection has taken it yet. */
     PipeSlot slot(final int index)
     {
         return slots[index];
@@ -449,7 +451,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             error(requestId, Reason.NO_ROUTE);
             return;
         }
-        if (freeCount == 0)
+        if (freeSlots() == 0)
         {
             counters.increment(PipeCounter.SLOTS_EXHAUSTED);
             error(requestId, Reason.LIMIT_CONNECTIONS);
@@ -773,7 +775,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     private PipeSlot announcedSlot(final long connectionId)
     {
         final int index = Protocol.slotOf(connectionId);
-        if (index < maxConnections && connectionId >= 0)
+        if (index < builtSlots && connectionId >= 0)
         {
             final PipeSlot s = slots[index];
             if (s.allocated && s.announced && !s.appClosed && s.connectionId() == connectionId)
@@ -907,13 +909,23 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     @Override
     public ConnectionBuffers allocate()
     {
-        if (freeCount == 0 || closing)
+        if (freeSlots() == 0 || closing)
         {
             counters.increment(PipeCounter.SLOTS_EXHAUSTED);
             return null;
         }
-        final PipeSlot s = slots[freeSlots[--freeCount]];
+        final PipeSlot s = freeCount > 0 ? slots[freeSlots[--freeCount]] : buildSlot();
         s.open();
+        return s;
+    }
+
+    /** The next slot never taken before: its views over the app's memory (nothing written to it yet). */
+    private PipeSlot buildSlot()
+    {
+        final int index = builtSlots;
+        final PipeSlot s = new PipeSlot(this, file, ringCapacity, pipeCapacity, index, PipeServer.MAX_OUT_OF_ORDER_RANGES);
+        slots[index] = s;
+        builtSlots = index + 1;
         return s;
     }
 
@@ -1104,8 +1116,9 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         }
         listeners.clear();
         int reset = 0;
-        for (final PipeSlot s : slots)
+        for (int i = 0; i < builtSlots; i++)
         {
+            final PipeSlot s = slots[i];
             if (s.allocated && !s.tcpGone && !s.appClosed && s.connection != null)
             {
                 s.connection.abort();
@@ -1146,8 +1159,9 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     {
         boolean live = false;
         long acked = 0;
-        for (final PipeSlot s : slots)
+        for (int i = 0; i < builtSlots; i++)
         {
+            final PipeSlot s = slots[i];
             if (s.allocated && !s.tcpGone)
             {
                 live = true;
@@ -1189,9 +1203,9 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 reset++;
             }
         }
-        for (final PipeSlot s : slots)
+        for (int i = 0; i < builtSlots; i++)
         {
-            stopFile(s);
+            stopFile(slots[i]);
         }
         appFiles.close();
         if (finalState != 0)

@@ -12,7 +12,8 @@ import io.nicstack.stack.tcp.TcpConnection;
 /**
  * One connection slot of an app file: its header, RX pipe and TX pipe, and the daemon's bookkeeping.
  *
- * <p>Life of a slot: FREE → allocated by TCP for a SYN or a CONNECT (pipes reset, new generation) →
+ * <p>Built when a connection first takes its index (views over the app's memory; nothing written there until then).
+ * Life of a slot: FREE → allocated by TCP for a SYN or a CONNECT (pipes reset, new generation) →
  * announced to the app (ACCEPTED / CONNECTED) → freed when both the TCP connection is gone and the app
  * has sent CLOSE (or at once if the app never heard of it). Until then the memory belongs to that
  * connection id and no other.

@@ -25,6 +25,8 @@ import io.nicstack.stack.NetStack;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.TcpConnection;
+import io.nicstack.stack.tcp.TcpHandler;
 
 /**
  * Hostile apps against one {@link AppSession}: the app is played by hand through the shared-memory contract
@@ -32,6 +34,7 @@ import io.nicstack.stack.stats.StackCounters;
  */
 class AppSessionHostileTest
 {
+    private static final int A_IP = 0xC612_0002; // 198.18.0.2
     private static final int B_IP = 0xC612_0003; // 198.18.0.3
     private static final int RING = 1 << 16;
     private static final int PIPE = 1 << 12;
@@ -99,6 +102,13 @@ class AppSessionHostileTest
             }
             return found[0] != null;
         }, 1_000_000_000L, "the answer to request " + requestId);
+        return found[0];
+    }
+
+    private TestApp.Event await(final TestApp app, final int type)
+    {
+        final TestApp.Event[] found = new TestApp.Event[1];
+        runUntil(() -> (found[0] = app.take(type)) != null, 1_000_000_000L, "event " + type);
         return found[0];
     }
 
@@ -196,5 +206,50 @@ class AppSessionHostileTest
         assertEquals(1, listen(app, 2, 1));
         assertEquals(8080, listen(app, 3, 8080));
         app.close();
+    }
+
+    /**
+     * An app's slots (a PipeSlot each, with its pipes' views and reassembly ranges) are built when a connection first
+     * takes them, not at the attach: built on the event loop, all 65,536 of one large app held every other app's
+     * round for some 100 ms, and an app attaching and detaching again and again kept the loop busy. Freed slots are
+     * taken again before a new one is built, as before.
+     */
+    @Test
+    void slotsAreBuiltWhenAConnectionFirstTakesThem() throws IOException
+    {
+        final int max = 1024;
+        final TestApp app = attach(new TestApp(server.appsDirectory(), "lazy", self, RING, PIPE, max));
+        final AppSession session = server.session(app.path);
+        assertEquals(0, builtSlots(session), "nothing built at the attach");
+        assertEquals(max, session.freeSlots());
+        assertEquals(9000, listen(app, 1, 9000));
+
+        b.tcp().connect(A_IP, 9000, new TcpHandler() { }, null);
+        final long first = await(app, Protocol.ACCEPTED).longAt(0);
+        b.tcp().connect(A_IP, 9000, new TcpHandler() { }, null);
+        final long second = await(app, Protocol.ACCEPTED).longAt(0);
+        assertEquals(0, Protocol.slotOf(first));
+        assertEquals(1, Protocol.slotOf(second));
+        assertEquals(2, builtSlots(session));
+        assertEquals(max - 2, session.freeSlots());
+
+        app.send(Protocol.ABORT, first, 0, 0);
+        runUntil(() -> session.freeSlots() == max - 1, 1_000_000_000L, "the aborted connection's slot freed");
+        b.tcp().connect(A_IP, 9000, new TcpHandler() { }, null);
+        final long third = await(app, Protocol.ACCEPTED).longAt(0);
+        assertEquals(0, Protocol.slotOf(third), "the freed slot, taken again");
+        assertNotEquals(first, third, "under a new generation");
+        assertEquals(2, builtSlots(session));
+        app.close();
+    }
+
+    private static int builtSlots(final AppSession session)
+    {
+        int built = 0;
+        for (int i = 0; i < session.maxConnections; i++)
+        {
+            built += session.slot(i) != null ? 1 : 0;
+        }
+        return built;
     }
 }
