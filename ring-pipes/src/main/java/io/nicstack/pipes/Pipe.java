@@ -27,7 +27,10 @@ import static io.nicstack.pipes.PipeDescriptor.TAIL_OFFSET;
  * consumer, which may read any byte of {@code [head, tail)} again ({@link #getBytes}) until it is acknowledged.
  *
  * <p>The other side lives in another process and is not trusted: {@link #peek()} and {@link #claim(int)} clamp
- * to the data region whatever the shared positions say, so no span they return lies outside the pipe.
+ * to the data region whatever the shared positions say, so no span they return lies outside the pipe. A consumer that
+ * reads a tail below one it read before (positions only grow) or below its head finds the pipe corrupt
+ * ({@link #isCorrupt}): it reads nothing more from it, so a producer that takes bytes back cannot pass off a short
+ * stream as a whole one. A flyweight kept over a pipe that is {@link #reset} through another must be wrapped again.
  * One flyweight is used by one thread; nothing allocates after {@link #wrap}.
  */
 public final class Pipe
@@ -37,8 +40,10 @@ public final class Pipe
     private int mask;
     /** Producer: the consumer's head as last read (a lower bound: it only grows). */
     private long headCache;
-    /** Consumer: the producer's tail as last read (a lower bound: it only grows). */
+    /** Consumer: the highest producer's tail read (a lower bound: it only grows). */
     private long tailCache;
+    /** Consumer: the producer broke the pipe (a tail read went back, or below the head); sticky until a wrap. */
+    private boolean corrupt;
     private int offset;
 
     /**
@@ -66,6 +71,7 @@ public final class Pipe
         this.mask = capacity - 1;
         this.headCache = buffer.getLongVolatile(offset + HEAD_OFFSET);
         this.tailCache = buffer.getLongVolatile(offset + TAIL_OFFSET);
+        this.corrupt = false;
         return this;
     }
 
@@ -205,6 +211,7 @@ public final class Pipe
         buffer.putLongRelease(offset + TAIL_OFFSET, 0);
         headCache = 0;
         tailCache = 0;
+        corrupt = false;
     }
 
     // ---- consumer ---------------------------------------------------------------------------
@@ -215,18 +222,44 @@ public final class Pipe
         return buffer.getLong(offset + HEAD_OFFSET);
     }
 
-    /** Consumer: the producer's published tail (an acquire load). */
+    /** Consumer: the producer's published tail (an acquire load); one below a tail read before makes it corrupt. */
     public long tailVolatile()
     {
-        tailCache = buffer.getLongVolatile(offset + TAIL_OFFSET);
-        return tailCache;
+        final long tail = buffer.getLongVolatile(offset + TAIL_OFFSET);
+        if (tail < tailCache)
+        {
+            corrupt = true; // published bytes are never taken back: the producer's side went bad
+        }
+        else
+        {
+            tailCache = tail;
+        }
+        return tail;
     }
 
-    /** Consumer: bytes published and not yet consumed, clamped to {@code [0, capacity]}. */
+    /**
+     * Consumer: bytes published and not yet consumed, at most {@code capacity}; 0 once the pipe is {@link #isCorrupt
+     * corrupt}, rather than a stream that ends short.
+     */
     public int readable()
     {
         final long available = tailVolatile() - head();
-        return available <= 0 ? 0 : (available >= capacity ? capacity : (int)available);
+        if (available <= 0 || corrupt)
+        {
+            corrupt |= available < 0; // the head is never past a tail read: the producer moved one of them
+            return 0;
+        }
+        return available >= capacity ? capacity : (int)available;
+    }
+
+    /**
+     * Consumer: whether the producer broke the pipe: a tail read below one read before it or below the head, or, after
+     * the last read, still below {@code publishedTail}, a tail the producer said elsewhere (a notification read before
+     * that read) it had published. Reads no shared memory.
+     */
+    public boolean isCorrupt(final long publishedTail)
+    {
+        return corrupt || tailCache < publishedTail;
     }
 
     /** Consumer: contiguous readable bytes at {@link #peekIndex()}, never past the end of the data region. */

@@ -301,8 +301,9 @@ public final class NicstackClient implements AutoCloseable
      *
      * @return how many events and notifications were handled (for an idle strategy).
      * @throws DaemonGoneException if the daemon wrote DAEMON_GONE or its process is dead, or it reaped this app
-     *                             (REJECTED: the exception's reason says why), or the event or notification ring is
-     *                             corrupt (reason BAD_MESSAGE): the session is lost, every connection with it, and
+     *                             (REJECTED: the exception's reason says why), or the event or notification ring,
+     *                             or an RX pipe {@link PipeConnection#peek()} read, is corrupt (reason BAD_MESSAGE):
+     *                             the session is lost, every connection with it, and
      *                             every later poll throws it again; the same once the daemon's heartbeat has not
      *                             moved for {@link ClientOptions#daemonLossMillis}, whatever its pid says. Also,
      *                             without losing anything, while the heartbeat has not moved for the daemon timeout
@@ -427,6 +428,15 @@ public final class NicstackClient implements AutoCloseable
         {
             throw declareGone(reason, why);
         }
+    }
+
+    /**
+     * A connection found its RX pipe corrupt (the tail went back): the daemon's side of the shared memory is not to be
+     * trusted, so the session is lost as for a corrupt ring; returns the exception every poll throws from now on.
+     */
+    DaemonGoneException onCorruptPipe(final String why)
+    {
+        return gone != null ? gone : declareGone(Protocol.Reason.BAD_MESSAGE, why + ": the session is lost");
     }
 
     /** From now on every poll throws the returned exception, and every connection is lost. */

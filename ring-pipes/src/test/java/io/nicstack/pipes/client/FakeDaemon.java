@@ -422,6 +422,9 @@ final class FakeDaemon implements AutoCloseable
             {
                 final long id = Protocol.connectionId(slot, ++generation[slot]);
                 file.openSlot(slot, id, localPort, remoteAddress, remotePort);
+                // openSlot reset the pipes through flyweights of its own: wrap ours again, or their caches are stale.
+                rx[slot] = file.rx(slot, rx[slot]);
+                tx[slot] = file.tx(slot, tx[slot]);
                 connectionIds[slot] = id;
                 received[slot] = new ByteArrayOutputStream();
                 pacer.reset(slot);
