@@ -200,7 +200,9 @@ public final class NicstackClient implements AutoCloseable
 
     private void awaitAttached(final long timeoutMillis) throws NicstackException
     {
-        final long deadline = System.currentTimeMillis() + timeoutMillis;
+        // On the monotonic clock, as the heartbeat: a wall clock stepping back would stretch the wait by as much.
+        final long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        final long start = clock.nanoTime();
         idleStrategy.reset();
         while (true)
         {
@@ -228,7 +230,7 @@ public final class NicstackClient implements AutoCloseable
                 default:
                     break;
             }
-            if (System.currentTimeMillis() >= deadline)
+            if (clock.nanoTime() - start >= timeoutNanos)
             {
                 throw new DaemonNotRunningException(
                     "no nicstack daemon attached " + file.path() + " within " + timeoutMillis + " ms");
@@ -652,6 +654,12 @@ public final class NicstackClient implements AutoCloseable
     IdleStrategy idleStrategy()
     {
         return idleStrategy;
+    }
+
+    /** The monotonic clock blocking calls time their waits on ({@link ClientOptions#clock}). */
+    NanoClock clock()
+    {
+        return clock;
     }
 
     /**

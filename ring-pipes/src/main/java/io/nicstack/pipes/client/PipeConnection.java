@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One TCP connection of the app, seen as two byte pipes in shared memory: the daemon writes received payload into the
@@ -452,15 +453,19 @@ public final class PipeConnection implements AutoCloseable
         return outputStream;
     }
 
-    /** Poll until {@link #peek()} is not 0 or {@code timeoutMillis} passed; returns {@link #peek()}. */
+    /**
+     * Poll until {@link #peek()} is not 0 or {@code timeoutMillis} passed on the client's monotonic clock
+     * ({@link ClientOptions#clock}); returns {@link #peek()}.
+     */
     public int awaitReadable(final long timeoutMillis) throws NicstackException
     {
-        final long deadline = System.currentTimeMillis() + timeoutMillis;
+        final long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        final long start = client.clock().nanoTime();
         client.idleStrategy().reset();
         while (true)
         {
             final int readable = peek();
-            if (readable != 0 || System.currentTimeMillis() >= deadline)
+            if (readable != 0 || client.clock().nanoTime() - start >= timeoutNanos)
             {
                 return readable;
             }
