@@ -30,7 +30,10 @@ public final class ClientOptions
     public long daemonLossMillis = 10_000;
     /** How long {@link NicstackClient#attach} waits for the daemon to answer. */
     public long attachTimeoutMillis = 5000;
-    /** The monotonic clock the daemon's heartbeat is timed on (tests move it by hand). */
+    /**
+     * The monotonic clock the daemon's heartbeat, {@link NicstackClient#attach} and
+     * {@link PipeConnection#awaitReadable} are timed on (tests move it by hand).
+     */
     public NanoClock clock = SystemNanoClock.INSTANCE;
     /** How blocking calls wait between polls. */
     public IdleStrategy idleStrategy = new BackoffIdleStrategy(

@@ -7,7 +7,7 @@ import io.nicstack.pipes.Protocol;
  * moved for the daemon timeout (NONE too; while its process lives this one is not final until the heartbeat has not
  * moved for {@link ClientOptions#daemonLossMillis}, see {@link NicstackClient#poll()}); or it reaped this app, writing REJECTED with the {@link #reason()} (BAD_MESSAGE: the app
  * broke the ring protocol, or fell so far behind on its event ring that the events owed it overflowed); or a ring
- * from the daemon to this app is corrupt (BAD_MESSAGE too): in each case the session is lost.
+ * from the daemon to this app, or an RX pipe, is corrupt (BAD_MESSAGE too): in each case the session is lost.
  */
 public final class DaemonGoneException extends NicstackException
 {

@@ -603,7 +603,6 @@ public final class PipeConnection implements AutoCloseable
         }
     }
 
-    /** Every access to the pipes' memory checks this first: after a close the slot is another's, or unmapped. */
     /** The checks of {@link #claim} and {@link #commit}: the app may write the TX pipe, and the daemon still reads it. */
     private void checkWritable() throws NicstackException
     {
@@ -620,6 +619,7 @@ public final class PipeConnection implements AutoCloseable
         }
     }
 
+    /** Every access to the pipes' memory checks this first: after a close the slot is another's, or unmapped. */
     private void checkMapped()
     {
         if (client.isClosed())
