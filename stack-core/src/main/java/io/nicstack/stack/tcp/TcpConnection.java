@@ -250,6 +250,7 @@ public final class TcpConnection
     private boolean challengeAckSent;
     /** When a SYN,ACK last went out in reply to a segment in SYN-RECEIVED ({@link #replySynAck}), if one has. */
     private long lastSynAckReplyNanos;
+    /** Our SYN,ACK has gone again in reply to a segment in SYN-RECEIVED: a retransmission {@link #retransmits} misses. */
     private boolean synAckReplied;
     /** When new data last went out (RFC 5681 §4.1's idle period; Linux's lsndtime). */
     private long lastDataSentNanos;
@@ -1290,22 +1291,25 @@ public final class TcpConnection
      * Congestion control and the timer for the data that follows the handshake, before its ACK clears
      * {@link #retransmits}. When our SYN or SYN,ACK had to be sent again, the path has just lost a segment:
      * <ul>
-     * <li>RFC 5681 §3.1 and RFC 6928 §2 (MUST): the initial window is one segment, not ten;</li>
-     * <li>RFC 6298 §5.7 (MUST): an RTO under 3 s is re-initialised to 3 s, when no RTT sample was taken (Karn's rule
-     *     forbids one from a segment sent twice; Linux's tcp_init_transfer has the same condition).</li>
+     * <li>RFC 5681 §3.1 and RFC 6928 §2 (MUST): the initial window is one segment, not ten, whether the timer sent it
+     *     again or the peer's repeated SYN asked for it ({@link #replySynAck}, which leaves {@link #retransmits} as it
+     *     is);</li>
+     * <li>RFC 6298 §5.7 (MUST): when the timer expired, an RTO under 3 s is re-initialised to 3 s, when no RTT sample
+     *     was taken (Karn's rule forbids one from a segment sent twice; Linux's tcp_init_transfer has the same
+     *     condition).</li>
      * </ul>
      */
     private void startDataPhase(final long now)
     {
         cc.init(sndMss, now);
         lastDataSentNanos = now;
-        if (retransmits > 0)
+        if (retransmits > 0 || synAckReplied)
         {
             cc.cwnd(sndMss);
-            if (rtt.srtt() < 0 && rtt.rto() < SYN_LOSS_RTO_NANOS)
-            {
-                rtt.reinitialize(SYN_LOSS_RTO_NANOS);
-            }
+        }
+        if (retransmits > 0 && rtt.srtt() < 0 && rtt.rto() < SYN_LOSS_RTO_NANOS)
+        {
+            rtt.reinitialize(SYN_LOSS_RTO_NANOS);
         }
     }
 
@@ -2565,7 +2569,8 @@ public final class TcpConnection
      * count of retries stay as they are, so whatever the peer sends, short of completing the handshake, the half-open
      * connection ends after {@link TcpSettings#synAckRetransmits}. Before, each reply re-armed the timer, and a peer (or
      * anyone sending with its address) that kept asking held the connection, and its place in the SYN backlog, for
-     * ever. The reply is a retransmission all the same: counted, and no RTT sample is taken across it (Karn).
+     * ever. The reply is a retransmission all the same: counted, no RTT sample is taken across it (Karn), and the data
+     * that follows the handshake starts from a window of one segment ({@link #startDataPhase}).
      */
     private void replySynAck(final long now)
     {

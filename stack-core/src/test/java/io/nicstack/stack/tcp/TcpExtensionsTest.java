@@ -167,6 +167,28 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc5681_afterOurSynAckWasSentAgainForThePeersRepeatedSynTheInitialWindowIsOneSegment()
+    {
+        // RFC 5681 §3.1 / RFC 6928 §2 (MUST): the initial window is one segment once the SYN,ACK was lost, also when
+        // the peer's SYN timer, shorter than ours, asks for it again before ours expires: the SYN,ACK goes again in
+        // reply to the repeated SYN (no timer expiry), and the handshake completes with it.
+        t.listen();
+        t.send(t.peerSyn());
+        t.iss = t.recv(t.expectedSynAck()).get(0).r.seq; // lost
+        t.advanceMs(300);
+        t.recvNothing();
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        t.send(t.in());
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn);
+        t.conn.handler(t.events);
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES), "no timer expired");
+        assertEquals(t.conn.sendMss(), t.conn.cwnd());
+        assertInitialWindowIsOneSegment();
+    }
+
+    @Test
     void rfc6298_karnSegmentsSentAgainAfterAZeroWindowTimeoutAreNotTimed()
     {
         // The window closes on five segments in flight, one of them timed. The timeout sends nothing, but everything
