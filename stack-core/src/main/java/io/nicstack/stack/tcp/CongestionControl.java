@@ -30,8 +30,11 @@ public interface CongestionControl
     void onAck(long ackedBytes, long flightBefore, long rttNanos, long nowNanos);
 
     /**
-     * Loss detected by duplicate ACKs or SACK (entering fast recovery): set ssthresh (RFC 5681 (4):
-     * {@code max(FlightSize/2, 2*SMSS)} for Reno; {@code cwnd*beta} for CUBIC) and cwnd = ssthresh.
+     * Loss detected by duplicate ACKs or SACK (entering fast recovery), or repaired by a loss probe: set ssthresh (RFC
+     * 5681 (4): {@code max(FlightSize/2, 2*SMSS)} for Reno; RFC 9438 (4.6) {@code cwnd*beta_cubic} for CUBIC, of no
+     * more of cwnd than the sender has used since its last reduction) and cwnd = ssthresh.
+     *
+     * @param flightSize bytes in flight when the loss was detected (RFC 5681 FlightSize).
      */
     void onFastRetransmit(long flightSize, long nowNanos);
 
@@ -39,9 +42,12 @@ public interface CongestionControl
     void onRecoveryExit(long nowNanos);
 
     /**
-     * Retransmission timeout: ssthresh from the flight size, cwnd = 1 MSS (RFC 5681 (4), loss window). During a fast
-     * recovery (after {@link #onFastRetransmit}, before {@link #onRecoveryExit}) ssthresh stays the recovery's: that
-     * reduction answered this loss, and cwnd may be the sender's inflated window.
+     * Retransmission timeout: ssthresh reduced as by {@link #onFastRetransmit} (Reno from the flight size, RFC 5681
+     * (4); CUBIC from cwnd, RFC 9438 (4.8)), held over repeated timeouts, and cwnd = 1 MSS (RFC 5681 (3.1), the loss
+     * window). During a fast recovery (after {@link #onFastRetransmit}, before {@link #onRecoveryExit}) ssthresh stays
+     * the recovery's: that reduction answered this loss, and cwnd may be the sender's inflated window.
+     *
+     * @param flightSize bytes outstanding when the timer expired.
      */
     void onRetransmitTimeout(long flightSize, long nowNanos);
 

@@ -394,7 +394,9 @@ class IcmpToTcpTest
 
     /**
      * A path MTU report in the middle of SACK loss recovery: everything from SND.UNA goes again in smaller segments,
-     * recovery and the scoreboard start over, and once the peer acknowledges it all the connection is clean.
+     * recovery and the scoreboard start over, and once the peer acknowledges it all the connection is clean. The
+     * connection has first filled its initial window, so that the loss reduces cwnd from a window it used (RFC 9438
+     * §4.6) and the whole resend fits in the reduced window.
      */
     @Test
     void fragmentationNeededDuringSackRecoveryResendsEverythingAndRecovers()
@@ -403,26 +405,30 @@ class IcmpToTcpTest
         s.peerSackPermitted = true;
         s.passiveOpen();
         s.conn.settings().noDelay = true;
+        s.write(bytes(10 * 1460, 10));
+        assertEquals(10, s.recv().size());
+        s.send(s.in().ack(s.conn.sndMax));
+        final int una = s.conn.sndUna;
         final byte[] data = bytes(5 * 1460, 11);
         s.write(data);
         assertEquals(5, s.recv().size());
         // The first segment is lost; the peer SACKs the other four with three duplicate ACKs (recovery starts).
         for (int i = 2; i <= 4; i++)
         {
-            s.send(s.in().ack(s.iss + 1).sack(s.iss + 1 + 1460, s.iss + 1 + i * 1460));
+            s.send(s.in().ack(una).sack(una + 1460, una + i * 1460));
         }
         final java.util.List<TcpTestHarness.Seg> fastRetransmit = s.recv();
-        assertTrue(fastRetransmit.stream().anyMatch(g -> g.r.seq == s.iss + 1), "fast retransmit of the hole");
+        assertTrue(fastRetransmit.stream().anyMatch(g -> g.r.seq == una), "fast retransmit of the hole");
 
-        s.device.inject(s.icmpError(DESTINATION_UNREACHABLE, 4, 1000, s.ourSegment(s.iss + 1)));
+        s.device.inject(s.icmpError(DESTINATION_UNREACHABLE, 4, 1000, s.ourSegment(una)));
         s.poll();
-        assertResentInSegmentsThatFit(s.recv(), s.iss + 1, 960, data, "everything from SND.UNA sent again, in order");
-        s.send(s.in().ack(s.iss + 1 + data.length));
+        assertResentInSegmentsThatFit(s.recv(), una, 960, data, "everything from SND.UNA sent again, in order");
+        s.send(s.in().ack(una + data.length));
         assertEquals(TcpState.ESTABLISHED, s.conn.state());
         s.write(bytes(500, 12));
         final java.util.List<TcpTestHarness.Seg> next = s.recv();
         assertEquals(1, next.size());
-        assertEquals(s.iss + 1 + data.length, next.get(0).r.seq, "new data continues after everything acknowledged");
+        assertEquals(una + data.length, next.get(0).r.seq, "new data continues after everything acknowledged");
     }
 
     /**

@@ -334,6 +334,42 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc9438_aLossInAnApplicationLimitedSlowStartReducesFromTheFlightNotTheWindow()
+    {
+        // RFC 9438 §4.6: CUBIC reduces from cwnd, and "MUST use other measures to prevent cwnd from growing when the
+        // volume of bytes in flight is smaller than cwnd". Slow start counts the window as used with half of it in
+        // flight (as Linux), so an application that writes nine segments at a time, each acknowledged on its own,
+        // takes cwnd past eighteen. A loss in such a flight reduces from the nine in flight, never more: ssthresh 6.3
+        // segments, not 13.
+        t.settings().congestionControl = "cubic";
+        t.settings().noDelay = true;
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        for (int burst = 0; burst < 8; burst++)
+        {
+            t.write(bytes(9 * mss, burst));
+            final List<Seg> flight = t.recv();
+            assertEquals(9, flight.size());
+            for (final Seg seg : flight)
+            {
+                t.send(t.in().ack(seg.r.seq + seg.payload.length));
+            }
+            t.recvNothing();
+        }
+        assertTrue(t.conn.cwnd() >= 18L * mss, "cwnd grew to twice the flight: " + t.conn.cwnd());
+        final int una = t.conn.sndUna;
+        t.write(bytes(9 * mss, 9));
+        assertEquals(9, t.recv().size());
+        // The first segment of the flight is lost: three duplicate ACKs.
+        for (int i = 0; i < 3; i++)
+        {
+            t.send(t.in().ack(una));
+        }
+        t.recv(t.out().seq(una).payloadLength(mss));
+        assertEquals(Math.round(0.7 * 9 * mss), t.conn.ssthresh());
+    }
+
+    @Test
     void rfc6582_fastRetransmitStillWorksAfterMoreThanTwoGibibytesWithoutLoss()
     {
         // Step 2 holds a new recovery back until the ACK passes the last recovery point. The point starts at the ISS;

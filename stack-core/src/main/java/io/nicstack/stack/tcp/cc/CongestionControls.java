@@ -94,7 +94,9 @@ public final class CongestionControls
      * measures to prevent cwnd from growing when the volume of bytes in flight is smaller than
      * cwnd"; RFC 7661 for Reno). In slow start half a window in flight counts, as in Linux
      * {@code tcp_is_cwnd_limited}, since the flight trails a window that just doubled; in
-     * congestion avoidance the sender must have been unable to send one more full segment.
+     * congestion avoidance the sender must have been unable to send one more full segment. An
+     * application-limited slow start can so take cwnd to twice its flight: NewReno reduces from
+     * FlightSize, and {@link Cubic} from no more of cwnd than the sender has used.
      * A negative {@code flightBefore} means "unknown" and counts as limited.
      */
     static boolean cwndLimited(final long cwnd, final long flightBefore, final int mss, final boolean slowStart)

@@ -16,11 +16,18 @@ import io.nicstack.stack.tcp.CongestionControl;
  * <ul>
  * <li>RTT in {@code target = W_cubic(t + RTT)} is the smoothed RTT of the {@code rttNanos}
  *     samples, RFC 6298 (2.3) gain 1/8, as RFC 9438 (4.1) defines it; 0 before the first sample.</li>
- * <li>ssthresh is reduced from cwnd, not FlightSize (RFC 9438 (4.6) allows it, as Linux and
- *     Windows do) and so cwnd only grows while the sender is cwnd limited, which the same
- *     section then requires; see {@link CongestionControls}. A timeout during a fast recovery keeps
- *     the recovery's ssthresh, as Linux does, rather than take beta_cubic of the window the sender
- *     inflated.</li>
+ * <li>ssthresh and W_max are reduced from cwnd, not FlightSize (RFC 9438 (4.6) allows it, as Linux
+ *     and Windows do), but never from more of it than the sender has used since the last reduction.
+ *     cwnd only grows while the sender is cwnd limited (see {@link CongestionControls}), but in slow
+ *     start half a window in flight counts, as in Linux, so an application-limited slow start takes
+ *     cwnd to about twice its flight. The same section requires that an implementation that uses
+ *     cwnd "MUST use other measures to prevent cwnd from growing when the volume of bytes in flight is
+ *     smaller than cwnd": a loss then reduces from the largest flight, not from a window never used.
+ *     A flight that left no room for one more full segment counts as the whole window, so a sender
+ *     that fills its window reduces from cwnd as before, also when little is in flight at the loss
+ *     (a tail loss probe's repair, a timeout at the end of a transfer). A timeout during a fast
+ *     recovery keeps the recovery's ssthresh, as Linux does, rather than take beta_cubic of the
+ *     window the sender inflated.</li>
  * <li>RFC 9438 (5.8): the epoch is shifted forward by the time between ACKs that found the
  *     sender application limited, and by a fully idle period when sending starts again, so that
  *     {@code t} excludes both. After an idle period longer than the RTO, cwnd restarts from the
@@ -73,6 +80,12 @@ public final class Cubic implements CongestionControl
     /** The slow start that follows a timeout, until it reaches ssthresh (RFC 3465 (2.3): L = 1 SMSS). */
     private boolean slowStartAfterTimeout;
 
+    /**
+     * The largest window, in bytes, the sender has used since the last reduction: the flight before an ACK, or cwnd
+     * after an ACK whose flight filled the window (see {@link #reductionBase}).
+     */
+    private long usedWindow;
+
     /** Smoothed RTT in nanoseconds (integer arithmetic on every ACK; seconds only where W_cubic needs them), -1 before a sample. */
     private long srttNanos = -1;
     private long lastAckNanos;
@@ -109,6 +122,7 @@ public final class Cubic implements CongestionControl
         inTimeoutBackoff = false;
         inFastRecovery = false;
         slowStartAfterTimeout = false;
+        usedWindow = 0;
         srttNanos = -1;
         lastAckNanos = nowNanos;
     }
@@ -145,7 +159,14 @@ public final class Cubic implements CongestionControl
             return;
         }
         inTimeoutBackoff = false;
+        final boolean windowFull = CongestionControls.cwndLimited((long)cwnd, flightBefore, mss, false);
+        grow(ackedBytes, flightBefore, sinceLastAck, nowNanos);
+        // A flight that filled the window used it, and the growth this ACK gave it (RFC 9438 (4.6), reductionBase).
+        usedWindow = Math.max(usedWindow, windowFull ? (long)cwnd : flightBefore);
+    }
 
+    private void grow(final long ackedBytes, final long flightBefore, final long sinceLastAck, final long nowNanos)
+    {
         long acked = ackedBytes;
         if (cwnd < ssthresh)
         {
@@ -183,7 +204,8 @@ public final class Cubic implements CongestionControl
     /** {@inheritDoc} */
     public void onFastRetransmit(final long flightSize, final long nowNanos)
     {
-        final double segments = cwnd / mss;
+        final double base = reductionBase(flightSize);
+        final double segments = base / mss;
         // RFC 9438 (4.7): with fast convergence a loss below the previous W_max lowers it further.
         if (fastConvergence && segments < wMax)
         {
@@ -193,9 +215,9 @@ public final class Cubic implements CongestionControl
         {
             wMax = segments;
         }
-        // RFC 9438 (4.6): ssthresh = cwnd * beta_cubic, at least 2 SMSS; cwnd = ssthresh.
+        // RFC 9438 (4.6): ssthresh = cwnd * beta_cubic (of the window used), at least 2 SMSS; cwnd = ssthresh.
         cwndPrior = segments;
-        ssthresh = Math.max(Math.round(cwnd * BETA), 2L * mss);
+        ssthresh = Math.max(Math.round(base * BETA), 2L * mss);
         cwnd = ssthresh;
         inEpoch = false;
         epochAfterTimeout = false;
@@ -223,9 +245,11 @@ public final class Cubic implements CongestionControl
         // ssthresh taken at the start of the recovery.
         if (!inTimeoutBackoff && !inFastRecovery)
         {
-            cwndPrior = cwnd / mss;
-            ssthresh = Math.max(Math.round(cwnd * BETA), 2L * mss);
+            final double base = reductionBase(flightSize);
+            cwndPrior = base / mss;
+            ssthresh = Math.max(Math.round(base * BETA), 2L * mss);
         }
+        usedWindow = 0;
         inTimeoutBackoff = true;
         inFastRecovery = false;
         slowStartAfterTimeout = true;
@@ -387,6 +411,20 @@ public final class Cubic implements CongestionControl
             // epoch starts above W_max, which puts t = 0 on the convex side of the curve.
             k = Math.cbrt((wMax - cwndEpoch) / C);
         }
+    }
+
+    /**
+     * RFC 9438 (4.6): the window a loss reduces from, in bytes: cwnd, but no more of it than the sender has used since
+     * the last reduction ({@link #usedWindow}, or {@code flightSize} at this loss; a flight that left no room for one
+     * more full segment, {@link CongestionControls#cwndLimited}'s congestion avoidance test, used all of it). Starts
+     * the count for the next reduction.
+     */
+    private double reductionBase(final long flightSize)
+    {
+        final double atLoss = CongestionControls.cwndLimited((long)cwnd, flightSize, mss, false) ? cwnd : flightSize;
+        final double base = Math.min(cwnd, Math.max(usedWindow, atLoss));
+        usedWindow = 0;
+        return base;
     }
 
     private void sampleRtt(final long rttNanos)

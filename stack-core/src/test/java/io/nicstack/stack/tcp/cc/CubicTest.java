@@ -75,6 +75,53 @@ class CubicTest
     }
 
     @Test
+    void rfc9438_aLossAfterAnApplicationLimitedSlowStartReducesFromTheFlightNotTheWindow()
+    {
+        // RFC 9438 (4.6): reducing from cwnd, CUBIC "MUST use other measures to prevent cwnd from growing when the
+        // volume of bytes in flight is smaller than cwnd". Slow start counts half a window in flight as a full one (as
+        // Linux), so a sender that never has more than 60 segments in flight takes cwnd to about 120.
+        final Cubic cc = applicationLimitedSlowStart(60);
+        assertTrue(cc.cwnd() >= 120L * MSS, "cwnd grew past the flight: " + cc.cwnd());
+
+        cc.onFastRetransmit(60L * MSS, 1);
+
+        assertEquals(42 * MSS, cc.ssthresh());
+        assertEquals(42 * MSS, cc.cwnd());
+        assertEquals(60.0, cc.wMaxSegments(), 1e-9);
+    }
+
+    @Test
+    void rfc9438_aTimeoutAfterAnApplicationLimitedSlowStartReducesFromTheFlightNotTheWindow()
+    {
+        final Cubic cc = applicationLimitedSlowStart(60);
+
+        cc.onRetransmitTimeout(60L * MSS, 1);
+
+        assertEquals(42 * MSS, cc.ssthresh());
+        assertEquals(MSS, cc.cwnd());
+    }
+
+    @Test
+    void rfc9438_aSenderThatFilledItsWindowReducesFromCwndWhateverIsInFlightAtTheLoss()
+    {
+        // A loss probe's repair of the last segment, or a timeout at the end of a transfer, finds little in flight; the
+        // window was used all the same, and RFC 9438 (4.6) reduces from it.
+        final Cubic cc = newCubic();
+        final AckClock clock = new AckClock(cc, MSS, 100 * MS, 0);
+        clock.roundTrips(3);
+        assertEquals(80 * MSS, cc.cwnd());
+
+        cc.onFastRetransmit(MSS, clock.nowNanos);
+
+        assertEquals(56 * MSS, cc.ssthresh());
+        assertEquals(80.0, cc.wMaxSegments(), 1e-9);
+        final Cubic timedOut = newCubic();
+        new AckClock(timedOut, MSS, 100 * MS, 0).roundTrips(3);
+        timedOut.onRetransmitTimeout(MSS, clock.nowNanos);
+        assertEquals(56 * MSS, timedOut.ssthresh());
+    }
+
+    @Test
     void rfc9438_kIsCubicRootOfWmaxTimesOneMinusBetaOverC()
     {
         final Cubic cc = afterLossAt(1000, 100 * MS);
@@ -434,6 +481,27 @@ class CubicTest
         cc.cwnd((long)wMaxSegments * MSS);
         cc.onFastRetransmit(cc.cwnd(), 0);
         cc.onRecoveryExit(0);
+        return cc;
+    }
+
+    /**
+     * Twenty round trips of slow start by a sender that never has more than {@code flightSegments} in flight: each round
+     * trip it sends that many segments and gets one ACK per segment, the flight before each ACK falling from all of
+     * them to one.
+     */
+    private static Cubic applicationLimitedSlowStart(final int flightSegments)
+    {
+        final Cubic cc = newCubic();
+        long now = 0;
+        for (int round = 0; round < 20; round++)
+        {
+            final long flight = Math.min((long)flightSegments * MSS, cc.cwnd());
+            for (long before = flight; before > 0; before -= MSS)
+            {
+                now += MS;
+                cc.onAck(MSS, before, 100 * MS, now);
+            }
+        }
         return cc;
     }
 
