@@ -7,7 +7,7 @@ import io.nicstack.stack.udp.UdpSocket;
 
 /**
  * RFC 862 echo over UDP: every datagram on port 7 goes back to its sender unchanged, unless it comes from a
- * privileged port (below 1024).
+ * privileged port (below 1024) or was sent to a broadcast address.
  *
  * <p>Two services that answer every datagram automatically (echo 7, daytime 13, chargen 19, time 37, DNS 53, another
  * echo...) bounce a datagram whose source is one of them between each other forever, one spoofed packet being enough
@@ -15,6 +15,9 @@ import io.nicstack.stack.udp.UdpSocket;
  * port, so datagrams from ports below 1024 are dropped and counted, as xinetd's built-in UDP services do
  * ({@code bad_port_check}); FreeBSD's inetd drops only the ports of its own built-in UDP services, which misses a
  * loop through another host's DNS or NTP server.
+ *
+ * <p>A datagram sent to a broadcast address is not answered either ({@link UdpSocket#destinationIsBroadcast}): every
+ * echo service on the link would answer it, to a source that may be forged ("fraggle", the UDP form of smurf).
  */
 public final class UdpEchoService implements UdpHandler
 {
@@ -50,6 +53,13 @@ public final class UdpEchoService implements UdpHandler
         if (sourcePort < FIRST_CLIENT_PORT)
         {
             onDropped.run();
+            return;
+        }
+        if (socket.destinationIsBroadcast())
+        {
+            // The "fraggle" reflector: a datagram to a broadcast address reaches every echo service on the link, and
+            // their answers would all go to its source, which may be forged. Dropped, as ICMP drops an echo request to a
+            // broadcast (RFC 1122 3.2.2.6; Linux's icmp_echo_ignore_broadcasts).
             return;
         }
         socket.send(sourceAddress, sourcePort, buffer, offset, length, now);

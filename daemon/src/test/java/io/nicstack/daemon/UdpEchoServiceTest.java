@@ -12,7 +12,10 @@ import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.udp.UdpSocket;
 
-/** RFC 862 over UDP, and the CVE-1999-0103 loop between two services that answer automatically. */
+/**
+ * RFC 862 over UDP, the CVE-1999-0103 loop between two services that answer automatically, and the "fraggle" reflector
+ * (an echo to a broadcast address).
+ */
 class UdpEchoServiceTest
 {
     private static final int A = 0xC612_0002;
@@ -60,5 +63,32 @@ class UdpEchoServiceTest
         run(100);
         assertEquals(6, dropped[0]);
         assertEquals(1, echoed[0]);
+    }
+
+    /**
+     * A datagram to the subnet's broadcast address or to 255.255.255.255 is received (every host on the link takes it)
+     * but not echoed: its source may be forged, and every echo service on the link answering it would flood that source
+     * (the "fraggle" attack, the UDP form of smurf). ICMP drops broadcast echo requests likewise (RFC 1122 3.2.2.6,
+     * ICMP_DROP_BROADCAST_ECHO). Before, both were echoed to their source.
+     */
+    @Test
+    void aDatagramToABroadcastAddressIsNotEchoed()
+    {
+        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++));
+        final int[] echoed = {0};
+        final UdpSocket client = b.udp().bind(40000, (s, src, srcPort, buf, off, len, t) -> echoed[0]++);
+        for (final int broadcast : new int[] {0xC612_00FF, 0xFFFF_FFFF})
+        {
+            client.send(broadcast, UdpEchoService.PORT, new UnsafeBuffer(new byte[512]), 0, 512, now);
+        }
+        run(100);
+        assertEquals(2, a.counters().get(StackCounter.UDP_IN_DATAGRAMS), "both reached the echo service");
+        assertEquals(0, a.counters().get(StackCounter.UDP_OUT_DATAGRAMS));
+        assertEquals(0, echoed[0]);
+        assertEquals(0, dropped[0], "the loop guard's counter is for privileged source ports only");
+
+        client.send(A, UdpEchoService.PORT, new UnsafeBuffer(new byte[512]), 0, 512, now);
+        run(100);
+        assertEquals(1, echoed[0], "a datagram to our own address is echoed");
     }
 }

@@ -1385,7 +1385,11 @@ class NetStackTest
         learnPeer();
         final int[] inline = new int[2];
         final int[] n = {0};
-        stack.udp().bind(5001, (s, src, srcPort, buffer, offset, length, t) -> inline[n[0]++] = s.destinationAddress());
+        stack.udp().bind(5001, (s, src, srcPort, buffer, offset, length, t) ->
+        {
+            assertEquals(s.destinationAddress() != STACK_IP, s.destinationIsBroadcast());
+            inline[n[0]++] = s.destinationAddress();
+        });
         final var queued = stack.udp().bind(5000, 1 << 16);
         for (final int destination : new int[] {STACK_IP, 0xC612_00FF})
         {
@@ -1402,6 +1406,7 @@ class NetStackTest
         assertEquals(2, queued.receive((s, src, srcPort, buffer, offset, length, t) ->
         {
             destinations.add(s.destinationAddress());
+            assertEquals(s.destinationAddress() != STACK_IP, s.destinationIsBroadcast());
             assertEquals(later, t, "handed over at the drain's time");
         }, 10, later));
         assertEquals(java.util.List.of(STACK_IP, 0xC612_00FF), destinations, "queued");

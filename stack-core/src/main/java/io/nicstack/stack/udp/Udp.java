@@ -78,6 +78,11 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         sockets.remove(port);
     }
 
+    boolean isBroadcast(final int address)
+    {
+        return ip.isBroadcast(address);
+    }
+
     @Override
     public void onDatagram(
         final Ipv4Header header,

@@ -98,6 +98,16 @@ public final class UdpSocket
     }
 
     /**
+     * True when the datagram being handed to {@link UdpHandler#onDatagram} was sent to a broadcast address (the
+     * subnet's or 255.255.255.255), valid during that call: a service that answers automatically should not answer it
+     * (its source may be forged, and every host on the link would answer together).
+     */
+    public boolean destinationIsBroadcast()
+    {
+        return udp.isBroadcast(destination);
+    }
+
+    /**
      * Copy the IP options of the datagram being handed to {@link UdpHandler#onDatagram} into {@code into} at
      * {@code index}, as received (up to {@link Ipv4Header#MAX_HEADER_LENGTH} - 20 bytes), and
      * return their length, 0 without options; valid during that call. RFC 1122 §4.1.3.2: UDP MUST pass any IP option
