@@ -171,6 +171,12 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         {
             throw new IllegalArgumentException("udp payload length out of range: " + length);
         }
+        // The header holds 16 bits: a larger port would go out as its low bits (65543 as 7). Port 0 is reserved, and a
+        // source port of 0 means "none" (RFC 768); Linux's udp_sendmsg refuses it as a destination (EINVAL).
+        if (port < 1 || port > 65535)
+        {
+            throw new IllegalArgumentException("udp destination port out of range: " + port);
+        }
         // No peer holds a martian address (Ipv4.isMartian), but a datagram may go to all of them (broadcast).
         // Multicast would need its own MAC mapping (RFC 1112 6.4), which this stack does not have.
         if (ip.isMartian(address) && !ip.isBroadcast(address))

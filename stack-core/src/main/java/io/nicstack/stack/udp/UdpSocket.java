@@ -75,8 +75,9 @@ public final class UdpSocket
     /**
      * Send a datagram from this port; false (counted) when it cannot be sent now.
      *
-     * @throws IllegalArgumentException for a payload too long, or an address no datagram of ours may go to: 0/8,
-     *                                  127/8, multicast, class E, our own (the broadcast addresses are allowed).
+     * @throws IllegalArgumentException for a payload too long, a destination port outside 1..65535, or an address no
+     *                                  datagram of ours may go to: 0/8, 127/8, multicast, class E, our own (the
+     *                                  broadcast addresses are allowed).
      */
     public boolean send(final int address, final int destinationPort, final DirectBuffer buffer, final int offset, final int length, final long nowNanos)
     {

@@ -1,0 +1,97 @@
+package io.nicstack.stack.udp;
+
+import static io.nicstack.stack.Frames.PEER_IP;
+import static io.nicstack.stack.Frames.PEER_MAC;
+import static io.nicstack.stack.Frames.STACK_IP;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.Frames;
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.TestDevice;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
+import io.nicstack.stack.wire.UdpHeader;
+
+/** {@link UdpSocket#send}: what it refuses, and that a refused send leaves nothing behind (no frame, no count). */
+class UdpSendTest
+{
+    private static final long SECOND = 1_000_000_000L;
+    private static final int LOCAL_PORT = 40000;
+
+    private final TestDevice device = new TestDevice(1500);
+    private final StackCounters counters = StackCounters.inMemory();
+    private final long now = 1_000 * SECOND;
+    private final NetStack stack = new NetStack(device, StackConfig.of("198.18.0.2/24"), counters, now);
+    private final UnsafeBuffer payload = new UnsafeBuffer(new byte[4]);
+    private UdpSocket socket;
+
+    @BeforeEach
+    void setUp()
+    {
+        // The peer asks for us first, so its MAC is known and a datagram to it goes straight into a device frame.
+        device.inject(Frames.ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            Frames.arp(ArpPacket.OP_REQUEST, PEER_MAC, PEER_IP, 0, STACK_IP)));
+        stack.poll(now);
+        device.takeSent();
+        socket = stack.udp().bind(LOCAL_PORT, (s, src, srcPort, buffer, offset, length, t) -> { });
+    }
+
+    /** The UDP header of the one frame sent since the last call. */
+    private UdpHeader sentDatagram()
+    {
+        stack.poll(now);
+        final List<byte[]> sent = device.takeSent();
+        assertEquals(1, sent.size(), "frames sent");
+        final Ipv4Header ip = new Ipv4Header();
+        assertTrue(ip.wrapChecked(new UnsafeBuffer(sent.get(0)), EthernetFrame.HEADER_LENGTH,
+            sent.get(0).length - EthernetFrame.HEADER_LENGTH));
+        return new UdpHeader().wrap(ip.buffer(), ip.offset() + ip.headerLength(), UdpHeader.HEADER_LENGTH);
+    }
+
+    private void assertNothingSent()
+    {
+        stack.poll(now);
+        assertEquals(0, device.takeSent().size(), "frames sent");
+        assertEquals(0, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
+        assertEquals(0, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
+    }
+
+    /**
+     * A destination port outside 1..65535 is refused, naming the port, as Linux's udp_sendmsg refuses port 0 (EINVAL):
+     * port 0 is reserved (RFC 768 uses it only as a source port, for "none"). The same for a datagram that does not fit
+     * one frame. Before, the port was written as its low 16 bits: 65543 went out as port 7, and port 0 was sent.
+     */
+    @Test
+    void aDestinationPortOutside1To65535IsRefused()
+    {
+        final UnsafeBuffer large = new UnsafeBuffer(new byte[3000]);
+        for (final int port : new int[] {0, -1, 65536, 65536 + 7, Integer.MIN_VALUE})
+        {
+            final IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> socket.send(PEER_IP, port, payload, 0, payload.capacity(), now), "port " + port);
+            assertTrue(e.getMessage().contains(Integer.toString(port)), e.getMessage());
+            assertThrows(IllegalArgumentException.class,
+                () -> socket.send(PEER_IP, port, large, 0, large.capacity(), now), "port " + port + ", fragmented");
+        }
+        assertNothingSent();
+
+        for (final int port : new int[] {1, 65535})
+        {
+            assertTrue(socket.send(PEER_IP, port, payload, 0, payload.capacity(), now));
+            assertEquals(port, sentDatagram().destinationPort());
+        }
+    }
+}
