@@ -171,6 +171,12 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         {
             throw new IllegalArgumentException("udp payload length out of range: " + length);
         }
+        // Before anything is claimed or counted: a copy that failed half-way would leave a claimed frame behind.
+        if (offset < 0 || offset > buffer.capacity() - length)
+        {
+            throw new IndexOutOfBoundsException("udp payload [" + offset + ", " + offset + " + " + length
+                + ") outside its buffer of " + buffer.capacity() + " bytes");
+        }
         // The header holds 16 bits: a larger port would go out as its low bits (65543 as 7). Port 0 is reserved, and a
         // source port of 0 means "none" (RFC 768); Linux's udp_sendmsg refuses it as a destination (EINVAL).
         if (port < 1 || port > 65535)

@@ -78,6 +78,7 @@ public final class UdpSocket
      * @throws IllegalArgumentException for a payload too long, a destination port outside 1..65535, or an address no
      *                                  datagram of ours may go to: 0/8, 127/8, multicast, class E, our own (the
      *                                  broadcast addresses are allowed).
+     * @throws IndexOutOfBoundsException when {@code [offset, offset + length)} is not inside {@code buffer}.
      */
     public boolean send(final int address, final int destinationPort, final DirectBuffer buffer, final int offset, final int length, final long nowNanos)
     {

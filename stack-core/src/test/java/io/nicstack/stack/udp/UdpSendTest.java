@@ -94,4 +94,34 @@ class UdpSendTest
             assertEquals(port, sentDatagram().destinationPort());
         }
     }
+
+    /**
+     * A payload range outside the caller's buffer is refused with IndexOutOfBoundsException before anything is claimed
+     * or counted, whichever way the datagram would leave (straight into a device frame, through ARP's queue, in
+     * fragments), and the next datagram goes out. Before, a datagram that fit a frame to a known peer was counted in
+     * IPV4_OUT_DATAGRAMS and its frame claimed, then the copy threw, leaving the claim neither committed nor aborted:
+     * the next send failed with "claim without commit".
+     */
+    @Test
+    void aPayloadRangeOutsideTheBufferIsRefusedBeforeAnythingIsClaimedOrCounted()
+    {
+        final int unresolved = 0xC612_0007;
+        final UnsafeBuffer large = new UnsafeBuffer(new byte[3000]);
+        final int[][] ranges = {{0, 100}, {1, 4}, {4, 1}, {-1, 2}, {5, 0}, {Integer.MAX_VALUE, 4}};
+        for (final int[] range : ranges)
+        {
+            final String what = "offset " + range[0] + " length " + range[1];
+            assertThrows(IndexOutOfBoundsException.class, () -> socket.send(PEER_IP, 9, payload, range[0], range[1], now), what);
+            assertThrows(IndexOutOfBoundsException.class, () -> socket.send(unresolved, 9, payload, range[0], range[1], now),
+                what + ", waiting for ARP");
+        }
+        assertThrows(IndexOutOfBoundsException.class, () -> socket.send(PEER_IP, 9, large, 1, large.capacity(), now),
+            "fragmented");
+        assertNothingSent();
+
+        assertTrue(socket.send(PEER_IP, 9, payload, 0, payload.capacity(), now));
+        assertEquals(9, sentDatagram().destinationPort());
+        assertEquals(1, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
+        assertEquals(1, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
+    }
 }
