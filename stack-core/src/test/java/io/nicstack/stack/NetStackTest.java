@@ -977,14 +977,16 @@ class NetStackTest
     /**
      * A datagram to an address no host of ours may be sent to is refused at once and nothing goes on the wire: 0/8,
      * loopback (this stack has none), multicast (not supported: it would go to the gateway's MAC), class E, our own
-     * address (RFC 1122 3.2.1.3: 127/8 must never leave a host). The broadcast addresses stay allowed.
+     * address (RFC 1122 3.2.1.3: 127/8 must never leave a host), the subnet's network address (no host holds it: ARP
+     * never learns it). The broadcast addresses stay allowed. Before, a datagram to the network address 198.18.0.0 was
+     * taken, waited for ARP and was dropped as ARP_RESOLUTION_FAILED.
      */
     @Test
     void udpRefusesToSendToAddressesNoPeerHolds()
     {
         final var socket = stack.udp().bind(6000, 1 << 16);
         final UnsafeBuffer payload = new UnsafeBuffer(new byte[10]);
-        for (final int refused : new int[] {0x0000_0000, 0x00A0_0001, 0x7F00_0001, 0xE000_0001, 0xF000_0001, STACK_IP})
+        for (final int refused : new int[] {0x0000_0000, 0x00A0_0001, 0x7F00_0001, 0xE000_0001, 0xF000_0001, STACK_IP, 0xC612_0000})
         {
             assertThrows(IllegalArgumentException.class, () -> socket.send(refused, 9, payload, 0, 10, now),
                 Integer.toHexString(refused));

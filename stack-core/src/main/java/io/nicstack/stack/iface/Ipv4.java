@@ -47,6 +47,8 @@ public final class Ipv4
     private final Ipv4Header out = new Ipv4Header();
     private final Ipv4Header reassembled = new Ipv4Header();
     private final int mtu;
+    /** Our subnet's network address ({@link #isMartian}), from the sealed config. */
+    private final int subnetNetwork;
     private boolean l4ChecksumTrusted;
     /** Source address of the datagram an upper layer is handling (see {@link #datagramSource()}). */
     private int datagramSource;
@@ -68,6 +70,7 @@ public final class Ipv4
         this.arp = arp;
         this.counters = counters;
         this.mtu = Math.min(config.mtu(), link.device().mtu());
+        this.subnetNetwork = config.address() & config.netmask();
         this.reassembler = new Reassembler(
             config.reassemblyMaxDatagrams(),
             config.reassemblyMaxFragments(),
@@ -346,15 +349,16 @@ public final class Ipv4
      *
      * <p>0/8 is a source only while a host learns its address (BOOTP/DHCP clients, talking to a server: this stack runs
      * neither). 127/8 must never appear outside a host, and this stack has no loopback. 224/4 (multicast), 240/4
-     * (reserved, class E) and 255.255.255.255 are not one host, nor is our subnet's broadcast address (StackConfig
-     * allows prefixes up to /30, so there always is one). Our own address from the wire is spoofed (LAND), and to it a
-     * SYN would leave on the wire and never come back.
+     * (reserved, class E) and 255.255.255.255 are not one host, nor are our subnet's broadcast address and its network
+     * address {subnet, 0}, the broadcast's old form (RFC 1122 3.2.1.3, 3.3.6; StackConfig allows prefixes up to /30, so
+     * there always are both: only /31 and /32 have neither, RFC 3021). ARP learns neither ({@link StackConfig#isNeighbour}).
+     * Our own address from the wire is spoofed (LAND), and to it a SYN would leave on the wire and never come back.
      */
     public boolean isMartian(final int address)
     {
         final int firstOctet = address >>> 24;
         return firstOctet == 0 || firstOctet == 127 || firstOctet >= 224 || address == config.address()
-            || address == config.subnetBroadcast();
+            || address == config.subnetBroadcast() || address == subnetNetwork;
     }
 
     /** True when {@code address} is the limited broadcast address or our subnet's broadcast address. */

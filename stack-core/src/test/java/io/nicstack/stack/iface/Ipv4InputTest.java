@@ -10,6 +10,7 @@ import static io.nicstack.stack.Frames.icmpEcho;
 import static io.nicstack.stack.Frames.ipv4;
 import static io.nicstack.stack.Frames.udp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
@@ -98,12 +99,14 @@ class Ipv4InputTest
     }
 
     /**
-     * RFC 1122 3.2.1.3: {0, any} (no DHCP/BOOTP here), {127, any}, limited and subnet broadcast, class D and E, and
-     * (RFC 1812 5.3.7, a LAND spoof) our own address: each is a source no host sends from.
+     * RFC 1122 3.2.1.3: {0, any} (no DHCP/BOOTP here), {127, any}, limited and subnet broadcast, the subnet's network
+     * address {subnet, 0} (its old broadcast form, RFC 1122 3.3.6), class D and E, and (RFC 1812 5.3.7, a LAND spoof) our
+     * own address: each is a source no host sends from. Before, an echo request from the network address 198.18.0.0 was
+     * answered, the reply waiting for an ARP reply that could never be taken (ARP learns no network address).
      */
     @ParameterizedTest
     @ValueSource(strings = {
-        "0.0.0.0", "0.1.2.3", "127.0.0.1", "127.255.0.9", "255.255.255.255", "198.18.0.255",
+        "0.0.0.0", "0.1.2.3", "127.0.0.1", "127.255.0.9", "255.255.255.255", "198.18.0.255", "198.18.0.0",
         "224.0.0.1", "239.255.255.250", "240.0.0.1", "254.1.2.3", "198.18.0.2"})
     void datagramFromInvalidSourceIsDroppedCountedAndUnanswered(final String source)
     {
@@ -159,6 +162,29 @@ class Ipv4InputTest
 
         assertEquals(0, counters.get(StackCounter.IPV4_DROP_BAD_SOURCE));
         assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * The subnet's network and broadcast addresses follow its prefix (StackConfig takes /1 to /30, so every subnet has
+     * both, RFC 3021 making exceptions only of /31 and /32): no host holds them, and the addresses next to them are
+     * hosts'. Before, the network address was taken for a host's.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"198.18.5.2/16:198.18.0.0:198.18.255.255", "198.18.0.5/30:198.18.0.4:198.18.0.7",
+        "198.18.0.130/25:198.18.0.128:198.18.0.255"})
+    void theSubnetsNetworkAndBroadcastAddressesAreNoHosts(final String subnet)
+    {
+        final String[] parts = subnet.split(":");
+        final Ipv4 ip = new NetStack(new TestDevice(1500), StackConfig.of(parts[0]), StackCounters.inMemory(), NOW).ipv4();
+        final int network = Ipv4Address.parse(parts[1]);
+        final int broadcast = Ipv4Address.parse(parts[2]);
+        assertTrue(ip.isMartian(network), "network address of " + parts[0]);
+        assertTrue(ip.isMartian(broadcast), "broadcast address of " + parts[0]);
+        // In a /30 one of the two is our own address (a LAND source).
+        assertEquals(network + 1 == ip.config().address(), ip.isMartian(network + 1), "first host of " + parts[0]);
+        assertEquals(broadcast - 1 == ip.config().address(), ip.isMartian(broadcast - 1), "last host of " + parts[0]);
+        assertFalse(ip.isMartian(network - 1), "the host below the subnet");
+        assertFalse(ip.isMartian(broadcast + 1), "the host above the subnet");
     }
 
     private static int destinationOf(final byte[] frame)
