@@ -1,0 +1,125 @@
+package io.nicstack.stack.udp;
+
+import static io.nicstack.stack.Frames.PEER_IP;
+import static io.nicstack.stack.Frames.PEER_MAC;
+import static io.nicstack.stack.Frames.STACK_IP;
+import static io.nicstack.stack.Frames.arp;
+import static io.nicstack.stack.Frames.ethernet;
+import static io.nicstack.stack.Frames.fromPeer;
+import static io.nicstack.stack.Frames.ipv4;
+import static io.nicstack.stack.Frames.udp;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.TestDevice;
+import io.nicstack.stack.iface.StackConfig;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
+import io.nicstack.stack.wire.UdpHeader;
+
+/** UDP input (RFC 768, RFC 1122 §4.1.3): the length field, the optional checksum, and no error about a broadcast. */
+class UdpReceiveTest
+{
+    private static final int PORT = 5000;
+
+    private final TestDevice device = new TestDevice(1500);
+    private final StackCounters counters = StackCounters.inMemory();
+    private final long now = 1_000_000_000_000L;
+    private final NetStack stack = new NetStack(device, StackConfig.of("198.18.0.2/24"), counters, now);
+    private final long mac = stack.config().mac();
+    private byte[] received;
+    private int ipId;
+
+    @BeforeEach
+    void setUp()
+    {
+        exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, PEER_MAC, PEER_IP, 0, STACK_IP)));
+        stack.udp().bind(PORT, (s, src, srcPort, buffer, offset, length, t) ->
+        {
+            received = new byte[length];
+            buffer.getBytes(offset, received);
+        });
+    }
+
+    private List<byte[]> exchange(final byte[] frame)
+    {
+        device.inject(frame);
+        stack.poll(now);
+        return device.takeSent();
+    }
+
+    /** A datagram from the peer to {@link #PORT} whose length field says {@code lengthField}, checksum as given. */
+    private List<byte[]> receive(final int lengthField, final boolean checksum, final byte[] data)
+    {
+        final UnsafeBuffer datagram = new UnsafeBuffer(new byte[UdpHeader.HEADER_LENGTH + data.length]);
+        datagram.putBytes(UdpHeader.HEADER_LENGTH, data);
+        final UdpHeader header = new UdpHeader().wrap(datagram, 0, datagram.capacity()).sourcePort(4000).destinationPort(PORT)
+            .datagramLength(lengthField).checksum(0);
+        if (checksum)
+        {
+            new UdpHeader().wrap(datagram, 0, lengthField).updateChecksum(PEER_IP, STACK_IP);
+        }
+        assertEquals(lengthField, header.datagramLength());
+        received = null;
+        return exchange(fromPeer(mac, ipv4(PEER_IP, STACK_IP, Ipv4Header.PROTOCOL_UDP, ++ipId, false, 0, datagram.byteArray())));
+    }
+
+    /** RFC 768: an all-zero checksum means the sender computed none; the datagram is taken. */
+    @Test
+    void aDatagramWithoutChecksumIsDelivered()
+    {
+        receive(12, false, new byte[] {1, 2, 3, 4});
+        assertArrayEquals(new byte[] {1, 2, 3, 4}, received);
+        assertEquals(1, counters.get(StackCounter.UDP_IN_DATAGRAMS));
+    }
+
+    /**
+     * RFC 768: the length field is the datagram's; an IP payload longer than it carries octets that are not UDP's (the
+     * checksum covers the length field's octets only). The datagram is delivered trimmed.
+     */
+    @Test
+    void aLengthFieldShorterThanTheIpPayloadTrimsTheDatagram()
+    {
+        receive(10, true, new byte[] {1, 2, 9, 9});
+        assertArrayEquals(new byte[] {1, 2}, received);
+        assertEquals(0, counters.get(StackCounter.UDP_DROP_BAD_CHECKSUM));
+    }
+
+    /** A length field past the IP payload, or below the header's 8 octets, is a truncated datagram: dropped, unanswered. */
+    @Test
+    void aLengthFieldPastThePayloadOrBelowTheHeaderIsDroppedSilently()
+    {
+        assertTrue(receive(13, false, new byte[4]).isEmpty(), "no ICMP error");
+        assertTrue(receive(7, false, new byte[4]).isEmpty(), "no ICMP error");
+        assertNull(received);
+        assertEquals(2, counters.get(StackCounter.UDP_DROP_TRUNCATED));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /** RFC 1122 §4.1.3.1 and §3.2.2: no port unreachable about a datagram to a broadcast address. */
+    @Test
+    void aBroadcastToAClosedPortGetsNoPortUnreachable()
+    {
+        final int broadcast = 0xC612_00FF;
+        assertTrue(exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4,
+            ipv4(PEER_IP, broadcast, Ipv4Header.PROTOCOL_UDP, 1, false, 0, udp(PEER_IP, broadcast, 4000, PORT + 1, new byte[4]))))
+            .isEmpty());
+        assertEquals(1, counters.get(StackCounter.UDP_DROP_NO_PORT));
+        assertEquals(0, counters.get(StackCounter.ICMP_OUT_UNREACHABLE));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+}
