@@ -498,7 +498,9 @@ final class DaemonCommand
             if (services.contains("echo"))
             {
                 final AtomicCounter dropped = countersManager.newCounter(UdpEchoService.DROPPED_LABEL, StackCounters.TYPE_ID);
-                stack.udp().bind(UdpEchoService.PORT, new UdpEchoService(dropped::increment));
+                final AtomicCounter broadcast =
+                    countersManager.newCounter(UdpEchoService.BROADCAST_DROPPED_LABEL, StackCounters.TYPE_ID);
+                stack.udp().bind(UdpEchoService.PORT, new UdpEchoService(dropped::increment, broadcast::increment));
             }
             new TcpServices().start(stack.tcp(), services.contains("echo"), services.contains("discard"), services.contains("chargen"));
             final DeviceCounters deviceCounters = new DeviceCounters(countersManager, injector, capture);

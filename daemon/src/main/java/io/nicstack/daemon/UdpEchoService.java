@@ -26,18 +26,25 @@ public final class UdpEchoService implements UdpHandler
     static final int FIRST_CLIENT_PORT = 1024;
     /** The counter of dropped datagrams, in the counters file. */
     static final String DROPPED_LABEL = "UDP echo: datagrams from a port below 1024 dropped (loop guard)";
+    /** The counter of datagrams to a broadcast address left unanswered, in the counters file. */
+    static final String BROADCAST_DROPPED_LABEL = "UDP echo: datagrams to a broadcast address dropped (fraggle guard)";
 
     private final Runnable onDropped;
+    private final Runnable onBroadcastDropped;
 
     public UdpEchoService()
     {
-        this(() -> { });
+        this(() -> { }, () -> { });
     }
 
-    /** @param onDropped counts a datagram dropped for its source port (event loop thread). */
-    public UdpEchoService(final Runnable onDropped)
+    /**
+     * @param onDropped          counts a datagram dropped for its source port (event loop thread).
+     * @param onBroadcastDropped counts a datagram dropped for its broadcast destination (event loop thread).
+     */
+    public UdpEchoService(final Runnable onDropped, final Runnable onBroadcastDropped)
     {
         this.onDropped = onDropped;
+        this.onBroadcastDropped = onBroadcastDropped;
     }
 
     @Override
@@ -60,6 +67,7 @@ public final class UdpEchoService implements UdpHandler
             // The "fraggle" reflector: a datagram to a broadcast address reaches every echo service on the link, and
             // their answers would all go to its source, which may be forged. Dropped, as ICMP drops an echo request to a
             // broadcast (RFC 1122 3.2.2.6; Linux's icmp_echo_ignore_broadcasts).
+            onBroadcastDropped.run();
             return;
         }
         socket.send(sourceAddress, sourcePort, buffer, offset, length, now);

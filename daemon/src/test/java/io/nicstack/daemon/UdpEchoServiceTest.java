@@ -26,6 +26,7 @@ class UdpEchoServiceTest
     private final NetStack a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
     private final NetStack b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
     private final long[] dropped = {0};
+    private final long[] broadcastDropped = {0};
 
     private void run(final int rounds)
     {
@@ -41,7 +42,7 @@ class UdpEchoServiceTest
     @Test
     void cve1999_0103_datagramFromAnotherEchoServiceIsDroppedNotEchoed()
     {
-        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++));
+        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++, () -> broadcastDropped[0]++));
         final UdpSocket peerEcho = b.udp().bind(UdpEchoService.PORT, new UdpEchoService());
         peerEcho.send(A, UdpEchoService.PORT, new UnsafeBuffer(new byte[1000]), 0, 1000, now);
         run(10_000);
@@ -53,7 +54,7 @@ class UdpEchoServiceTest
     @Test
     void everyPrivilegedSourcePortIsDroppedAndAClientPortIsEchoed()
     {
-        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++));
+        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++, () -> broadcastDropped[0]++));
         final int[] echoed = {0};
         for (final int port : new int[] {13, 19, 37, 53, 123, 1023})
         {
@@ -74,7 +75,7 @@ class UdpEchoServiceTest
     @Test
     void aDatagramToABroadcastAddressIsNotEchoed()
     {
-        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++));
+        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++, () -> broadcastDropped[0]++));
         final int[] echoed = {0};
         final UdpSocket client = b.udp().bind(40000, (s, src, srcPort, buf, off, len, t) -> echoed[0]++);
         for (final int broadcast : new int[] {0xC612_00FF, 0xFFFF_FFFF})
@@ -86,6 +87,7 @@ class UdpEchoServiceTest
         assertEquals(0, a.counters().get(StackCounter.UDP_OUT_DATAGRAMS));
         assertEquals(0, echoed[0]);
         assertEquals(0, dropped[0], "the loop guard's counter is for privileged source ports only");
+        assertEquals(2, broadcastDropped[0], "each counted");
 
         client.send(A, UdpEchoService.PORT, new UnsafeBuffer(new byte[512]), 0, 512, now);
         run(100);
