@@ -51,7 +51,7 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
 
     /**
      * Bind {@code port} with a receive queue of about {@code queueBytes} (at least 512 KiB, so that it takes datagrams of
-     * any size UDP allows), drained by {@link UdpSocket#receive}.
+     * any size UDP allows, at most {@link UdpSocket#MAX_QUEUE_BYTES}), drained by {@link UdpSocket#receive}.
      */
     public UdpSocket bind(final int port, final int queueBytes)
     {
@@ -63,6 +63,11 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         if (port < 1 || port > 65535)
         {
             throw new IllegalArgumentException("udp port out of range: " + port);
+        }
+        if (queueBytes > UdpSocket.MAX_QUEUE_BYTES)
+        {
+            throw new IllegalArgumentException(
+                "udp queueBytes must be at most " + UdpSocket.MAX_QUEUE_BYTES + ": " + queueBytes);
         }
         if (sockets.containsKey(port))
         {

@@ -55,6 +55,8 @@ public final class UdpSocket
      * The least queue: eight times the largest queued datagram (its addresses, port and options length, then up to
      * 65,507 bytes of IP options and payload: a datagram's options take room from its payload).
      */
+    /** Largest receive queue: a ring's capacity is a power of two that fits an int. */
+    public static final int MAX_QUEUE_BYTES = 1 << 30;
     static final int MIN_QUEUE_BYTES = BitUtil.findNextPositivePowerOfTwo(8 * (META_LENGTH + Udp.MAX_PAYLOAD));
 
     UdpSocket(final Udp udp, final int port, final UdpHandler handler, final int queueBytes)

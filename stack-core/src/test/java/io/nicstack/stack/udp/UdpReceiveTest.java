@@ -122,4 +122,17 @@ class UdpReceiveTest
         assertEquals(0, counters.get(StackCounter.ICMP_OUT_UNREACHABLE));
         assertEquals(0, counters.unaccountedFrames());
     }
+
+    /**
+     * A receive queue larger than a ring can be (2^30 bytes) is refused with a message naming the size and the limit,
+     * and the port stays free. Before, the power-of-two rounding overflowed and Agrona threw "capacity < 0".
+     */
+    @Test
+    void aReceiveQueueLargerThanARingCanBeIsRefusedClearly()
+    {
+        final IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+            () -> stack.udp().bind(PORT + 1, (1 << 30) + 1));
+        assertTrue(e.getMessage().contains("1073741825") && e.getMessage().contains("1073741824"), e.getMessage());
+        assertEquals(PORT + 1, stack.udp().bind(PORT + 1, 1 << 20).port(), "the port is still free");
+    }
 }
