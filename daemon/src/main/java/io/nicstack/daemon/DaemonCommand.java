@@ -51,14 +51,15 @@ import io.nicstack.stack.wire.MacAddress;
 final class DaemonCommand
 {
     static final String USAGE = "usage: nicstack daemon --device tap:NAME --ip A.B.C.D/N [--host-ip A.B.C.D[/N]] [--mac MAC]\n"
-        + "         [--mtu N] [--gateway A.B.C.D] [--pcap FILE]\n"
+        + "         [--mtu N] [--ttl N] [--gateway A.B.C.D] [--pcap FILE]\n"
         + "         [--faults loss=P,reorder=P,dup=P,corrupt=P,delay=T,rate=R,seed=S] [--shm DIR]\n"
         + "         [--services echo,discard,chargen] [--no-offload] [--busy-poll] [--no-send-file]\n"
         + "  runs the stack on a tap until SIGINT or SIGTERM; --shm defaults to " + StatsCommand.DEFAULT_SHM + "\n"
         + "  (README.md, \"Running the daemon\", says what each option does)";
 
     private static final Set<String> WITH_VALUE = Set.of(
-        "--device", "--ip", "--host-ip", "--mac", "--mtu", "--gateway", "--pcap", "--faults", "--shm", "--services");
+        "--device", "--ip", "--host-ip", "--mac", "--mtu", "--ttl", "--gateway", "--pcap", "--faults", "--shm",
+        "--services");
 
     /**
      * {@code --no-offload}: open the tap without checksum offload and TSO (virtio-net headers), on by default;
@@ -156,6 +157,10 @@ final class DaemonCommand
         if (mtu != null)
         {
             parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(mtu));
+        }
+        if (o.has("--ttl"))
+        {
+            parse("--ttl", o.get("--ttl"), "a number of hops, 1..255", v -> config.defaultTtl(Integer.parseInt(v)));
         }
         hostIp = o.has("--host-ip") ? kernelSideAddress(o.get("--host-ip"), config) : null;
         try

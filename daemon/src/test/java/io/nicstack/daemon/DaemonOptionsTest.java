@@ -69,6 +69,9 @@ class DaemonOptionsTest
     @CsvSource(delimiter = '|', value = {
         "--ip 198.18.0.2/24 --mtu abc         | --mtu abc: expected a number of bytes, 576..9000",
         "--ip 198.18.0.2/24 --mtu 100         | --mtu 100: expected a number of bytes, 576..9000",
+        "--ip 198.18.0.2/24 --ttl 0           | --ttl 0: expected a number of hops, 1..255",
+        "--ip 198.18.0.2/24 --ttl 256         | --ttl 256: expected a number of hops, 1..255",
+        "--ip 198.18.0.2/24 --ttl x           | --ttl x: expected a number of hops, 1..255",
         "--ip 198.18.0.2/                     | --ip 198.18.0.2/: expected A.B.C.D/N, N a prefix length 1..30",
         "--ip 198.18.0.2/33                   | --ip 198.18.0.2/33: expected A.B.C.D/N",
         "--ip 198.18.0/24                     | --ip 198.18.0/24: expected A.B.C.D/N",
@@ -103,6 +106,8 @@ class DaemonOptionsTest
         "--ip 198.18.0.2/24 --host-ip 198.18.0.1/24 --gateway 198.18.0.1 --mac 02:00:00:00:00:01",
         "--ip 198.18.0.254/24 --host-ip 198.18.0.1/24",
         "--ip 198.19.255.1/15 --gateway 198.18.0.1",
+        "--ip 198.18.0.2/24 --ttl 1",
+        "--ip 198.18.0.2/24 --ttl 255",
     })
     void usualConfigurationIsAccepted(final String options)
     {

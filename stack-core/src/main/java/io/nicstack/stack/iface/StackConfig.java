@@ -129,9 +129,25 @@ public final class StackConfig
         return this;
     }
 
+    /** TTL of every datagram this stack sends (64, as Linux's net.ipv4.ip_default_ttl). */
     public int defaultTtl()
     {
         return defaultTtl;
+    }
+
+    /**
+     * RFC 1122 §3.2.1.7 and RFC 9293 §3.9.1.1 (MUST-49): the TTL of the datagrams this stack sends is configurable;
+     * 1..255 (a host MUST NOT send a datagram with TTL 0).
+     */
+    public StackConfig defaultTtl(final int ttl)
+    {
+        mutable();
+        if (ttl < 1 || ttl > 255)
+        {
+            throw new IllegalArgumentException("TTL must be 1..255: " + ttl);
+        }
+        this.defaultTtl = ttl;
+        return this;
     }
 
     public int arpCacheSize()

@@ -744,8 +744,8 @@ public final class Tcp implements IpProtocolHandler
 
     /**
      * A stateless SYN,ACK whose ISN is the cookie. Its window is the receive buffer the connection will get (the
-     * listener's buffer provider's, else its settings') up to 65535 (a cookie connection has no window scaling):
-     * advertising more would make its right edge move left (RFC 9293 §3.8.6.2.2).
+     * listener's buffer provider's, else its settings') up to 65535 (the window of a SYN is never scaled, RFC 7323
+     * §2.2): advertising more would make its right edge move left (RFC 9293 §3.8.6.2.2).
      */
     private void sendCookie(final TcpListener listener, final int localIp, final int remoteIp, final long nowNanos)
     {

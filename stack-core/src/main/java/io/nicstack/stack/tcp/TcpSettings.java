@@ -31,7 +31,10 @@ public final class TcpSettings
     public int r1Retransmits = 3;
     /** R2 for data: retransmissions before the connection is given up (≥ 100 s with backoff). */
     public int r2Retransmits = 15;
-    /** R2 for SYN: at least 3 minutes (MUST-20): 1+2+...+128 s = 255 s with 8 retransmissions. */
+    /**
+     * R2 for SYN: at least 3 minutes (MUST-23). With the 1 s initial RTO doubling up to {@link #maxRtoNanos}, the 8
+     * retransmissions go at 1, 3, 7, 15, 31, 63, 127 and 247 s, and the attempt is given up one RTO after the last: 367 s.
+     */
     public int synRetransmits = 8;
     /**
      * Retransmissions of a passive open's SYN,ACK before the half-open connection is given up: 5, as Linux's
@@ -48,9 +51,9 @@ public final class TcpSettings
      * connection the window may stay closed indefinitely (RFC 9293 §3.8.6.1).
      */
     public int orphanRetries = 8;
-    /** Keep-alives are off by default (RFC 9293 §3.8.4, MUST-24). */
+    /** Keep-alives are off by default (RFC 9293 §3.8.4, MUST-25). */
     public boolean keepAlive;
-    /** MUST-26: the idle interval must default to no less than two hours. */
+    /** MUST-28: the idle interval must default to no less than two hours. */
     public long keepAliveIdleNanos = 7_200_000_000_000L;
     public long keepAliveIntervalNanos = 75_000_000_000L;
     public int keepAliveProbes = 9;

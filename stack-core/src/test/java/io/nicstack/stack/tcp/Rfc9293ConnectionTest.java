@@ -314,6 +314,27 @@ class Rfc9293ConnectionTest
         t.passiveOpen();
     }
 
+    /**
+     * RFC 9293 §3.9.1.1 (MUST-49), RFC 1122 §3.2.1.7: the TTL of TCP's segments is configurable (the stack's, with
+     * {@code StackConfig.defaultTtl}; the daemon's {@code --ttl}), 64 by default; 0 is refused. Before, it was 64, fixed.
+     */
+    @Test
+    void rfc9293_must49_theTtlIsConfigurable()
+    {
+        assertEquals(64, t.connect().ipTtl, "the default");
+        final TcpTestHarness h = new TcpTestHarness(io.nicstack.stack.iface.StackConfig.of("198.18.0.2/24").defaultTtl(7));
+        assertEquals(7, h.connect().ipTtl, "the SYN");
+        h.conn.abort();
+        h.activeOpen();
+        h.write(bytes(100, 1));
+        assertEquals(7, h.recv(h.out().flags(ACK | PSH).payload(bytes(100, 1))).get(0).ipTtl, "data");
+        for (final int bad : new int[] {0, 256})
+        {
+            assertThrows(IllegalArgumentException.class,
+                () -> io.nicstack.stack.iface.StackConfig.of("198.18.0.2/24").defaultTtl(bad));
+        }
+    }
+
     @Test
     void rfc9293_must46_openToBroadcastOrMulticastRejected()
     {

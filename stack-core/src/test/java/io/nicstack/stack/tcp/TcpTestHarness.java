@@ -110,10 +110,20 @@ final class TcpTestHarness
      */
     TcpTestHarness(final int mtu, final boolean checksumOffload, final long[] secrets)
     {
-        this.mtu = mtu;
+        this(StackConfig.of("198.18.0.2/24").mtu(mtu), checksumOffload, secrets);
+    }
+
+    /** On a stack with {@code config} (198.18.0.2/24, as the others; its other settings the test's). */
+    TcpTestHarness(final StackConfig config)
+    {
+        this(config, false, null);
+    }
+
+    private TcpTestHarness(final StackConfig config, final boolean checksumOffload, final long[] secrets)
+    {
+        this.mtu = config.mtu();
         device = new TestDevice(mtu).transmitChecksumOffload(checksumOffload);
         counters = StackCounters.inMemory();
-        final StackConfig config = StackConfig.of("198.18.0.2/24").mtu(mtu);
         stack = secrets == null ? new NetStack(device, config, counters, now) : new NetStack(device, config, counters, now,
             new IsnGenerator(secrets[0], secrets[1]), new SynCookies(secrets[2], secrets[3]));
         mac = stack.config().mac();
