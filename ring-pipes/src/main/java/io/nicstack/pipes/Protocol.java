@@ -94,6 +94,8 @@ public final class Protocol
     // ---- options ----------------------------------------------------------------------------
     public static final int OPTION_NO_DELAY = 1;
     public static final int OPTION_KEEP_ALIVE = 2;
+    /** The DiffServ code point of the connection's segments, 0..63 (TcpSettings.dscp; RFC 9293 MUST-48). */
+    public static final int OPTION_DSCP = 3;
 
     private Protocol()
     {

@@ -589,6 +589,14 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             case Protocol.OPTION_KEEP_ALIVE:
                 s.connection.keepAlive(value != 0);
                 break;
+            case Protocol.OPTION_DSCP:
+                if (value < 0 || value > 63)
+                {
+                    error(connectionId, Reason.BAD_ARGUMENT);
+                    break;
+                }
+                s.connection.settings().dscp = (int)value; // from its next segment on
+                break;
             default:
                 error(connectionId, Reason.BAD_ARGUMENT);
                 break;

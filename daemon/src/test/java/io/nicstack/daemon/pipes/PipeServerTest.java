@@ -1432,6 +1432,32 @@ class PipeServerTest
         app.close();
     }
 
+    /**
+     * RFC 9293 MUST-48 for an app: SET_OPTION DSCP sets the DiffServ code point of the connection's segments (the
+     * stack's TcpSettings.dscp, whose segments stack-core's Rfc9293ConnectionTest checks on the wire); a value outside
+     * 0..63 is answered BAD_ARGUMENT and changes nothing.
+     */
+    @Test
+    void anAppSetsTheDiffServCodePointOfItsConnection() throws IOException
+    {
+        final TestApp app = attach("dscp", self, 1);
+        listen(app, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(app, peer, remote);
+        final TcpConnection connection = server.session(app.path).slot(Protocol.slotOf(id)).connection;
+        assertEquals(0, connection.settings().dscp);
+        app.send(Protocol.SET_OPTION, Protocol.CONTROL_LENGTH, id, Protocol.OPTION_DSCP, 0, 46);
+        step();
+        assertEquals(46, connection.settings().dscp);
+        app.send(Protocol.SET_OPTION, Protocol.CONTROL_LENGTH, id, Protocol.OPTION_DSCP, 0, 64);
+        final TestApp.Event refused = await(app, Protocol.ERROR);
+        assertEquals(id, refused.longAt(0));
+        assertEquals(Reason.BAD_ARGUMENT, refused.intAt(8));
+        assertEquals(46, connection.settings().dscp);
+        app.close();
+    }
+
     @Test
     void bogusControlMessagesGetErrorsAndCountersWhileTheDaemonKeepsServing() throws IOException
     {

@@ -374,7 +374,10 @@ public final class PipeConnection implements AutoCloseable
         client.onConnectionAborted(this);
     }
 
-    /** SET_OPTION ({@link Protocol#OPTION_NO_DELAY}, {@link Protocol#OPTION_KEEP_ALIVE}); the daemon answers only errors. */
+    /**
+     * SET_OPTION ({@link Protocol#OPTION_NO_DELAY}, {@link Protocol#OPTION_KEEP_ALIVE}, {@link Protocol#OPTION_DSCP});
+     * the daemon answers only errors.
+     */
     public void setOption(final int option, final long value) throws NicstackException
     {
         checkUsable();

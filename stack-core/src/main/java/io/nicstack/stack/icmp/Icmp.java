@@ -193,7 +193,7 @@ public final class Icmp implements IpProtocolHandler
         }
         scratch.putBytes(0, buffer, offset, length);
         reply.wrap(scratch, 0, length).type(IcmpHeader.TYPE_ECHO_REPLY).code(0).updateChecksum();
-        if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, replyOptions, optionsLength, scratch, 0, length, false, now))
+        if (ip.send(header.source(), Ipv4Header.PROTOCOL_ICMP, replyOptions, optionsLength, scratch, 0, length, false, 0, now))
         {
             counters.increment(StackCounter.ICMP_OUT_ECHO_REPLIES);
         }

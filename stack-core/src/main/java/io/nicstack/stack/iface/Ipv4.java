@@ -379,7 +379,7 @@ public final class Ipv4
         final int length,
         final long now)
     {
-        return send(destination, protocol, null, 0, payload, offset, length, false, now);
+        return send(destination, protocol, null, 0, payload, offset, length, false, 0, now);
     }
 
     /**
@@ -390,6 +390,7 @@ public final class Ipv4
      *
      * @param dontFragment the DF flag for a datagram that fits one frame, as {@link #claimDatagram} takes it (TCP's
      *     segments that wait for ARP come here); a larger one is fragmented, without it.
+     * @param tos          the header's DS field and ECN bits (RFC 2474, RFC 3168; 0 for the default class).
      */
     public boolean send(
         final int destination,
@@ -400,6 +401,7 @@ public final class Ipv4
         final int offset,
         final int length,
         final boolean dontFragment,
+        final int tos,
         final long now)
     {
         if (length > MAX_PAYLOAD)
@@ -420,7 +422,7 @@ public final class Ipv4
             final int keptOptions = length <= maxPayload - optionsLength ? optionsLength : 0;
             // A frame that waits for ARP may be refused (Arp.enqueue): then the datagram was not sent.
             if (!emit(mac, nextHop, destination, protocol, identifications.next(destination, protocol), dontFragment,
-                false, 0, options, keptOptions, payload, offset, length))
+                false, 0, tos, options, keptOptions, payload, offset, length))
             {
                 return false;
             }
@@ -439,7 +441,8 @@ public final class Ipv4
         for (int sent = 0; sent < length; sent += chunk)
         {
             final int n = Math.min(chunk, length - sent);
-            all &= emit(mac, nextHop, destination, protocol, id, false, sent + n < length, sent, null, 0, payload, offset + sent, n);
+            all &= emit(mac, nextHop, destination, protocol, id, false, sent + n < length, sent, tos, null, 0, payload,
+                offset + sent, n);
             counters.increment(StackCounter.IPV4_OUT_FRAGMENTS);
         }
         if (all)
@@ -525,7 +528,8 @@ public final class Ipv4
     public MutableDirectBuffer claimDatagram(
         final int destination, final int protocol, final int l4Length, final boolean dontFragment, final long now)
     {
-        return claimDatagram(destination, protocol, l4Length, dontFragment, identifications.key(destination, protocol), now);
+        return claimDatagram(destination, protocol, l4Length, dontFragment, identifications.key(destination, protocol), 0,
+            now);
     }
 
     /** The identification key ({@link Identifications#key}) of {@code destination} and {@code protocol}, to keep. */
@@ -534,10 +538,13 @@ public final class Ipv4
         return identifications.key(destination, protocol);
     }
 
-    /** As {@link #claimDatagram(int, int, int, boolean, long)}, with the pair's identification key kept by the caller. */
+    /**
+     * As {@link #claimDatagram(int, int, int, boolean, long)}, with the pair's identification key kept by the caller,
+     * and {@code tos} in the header's DS field and ECN bits (RFC 2474, RFC 3168; 0 for the default class).
+     */
     public MutableDirectBuffer claimDatagram(
         final int destination, final int protocol, final int l4Length, final boolean dontFragment,
-        final long identificationKey, final long now)
+        final long identificationKey, final int tos, final long now)
     {
         final int nextHop = nextHop(destination, now);
         if (l4Length > mtu - Ipv4Header.MIN_HEADER_LENGTH || nextHop == 0)
@@ -553,7 +560,7 @@ public final class Ipv4
         final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
         writeHeader(frame, totalLength, destination, protocol, identifications.next(identificationKey),
-            dontFragment, false, 0);
+            dontFragment, false, 0, tos);
         claimedFrame = frame;
         claimedLength = EthernetFrame.HEADER_LENGTH + totalLength;
         return frame;
@@ -568,17 +575,18 @@ public final class Ipv4
         final int id,
         final boolean dontFragment,
         final boolean moreFragments,
-        final int fragmentOffset)
+        final int fragmentOffset,
+        final int tos)
     {
         final int ttl = config.defaultTtl();
         final int source = config.address();
         final int flagsAndFragment = Ipv4Header.flagsAndFragmentOffsetField(dontFragment, moreFragments, fragmentOffset);
         // RFC 1071 over the ten 16-bit words of this header, summed from the values instead of read back.
-        final long sum = 0x4500 + totalLength + (id & 0xFFFF) + flagsAndFragment + ((ttl & 0xFF) << 8 | protocol & 0xFF)
+        final long sum = (0x4500 | tos & 0xFF) + totalLength + (id & 0xFFFF) + flagsAndFragment + ((ttl & 0xFF) << 8 | protocol & 0xFF)
             + (source >>> 16) + (source & 0xFFFF) + (destination >>> 16) + (destination & 0xFFFF);
         out.wrap(frame, EthernetFrame.HEADER_LENGTH, totalLength)
             .versionAndIhl(5)
-            .tos(0)
+            .tos(tos)
             .totalLength(totalLength)
             .identification(id)
             .flagsAndFragmentOffset(dontFragment, moreFragments, fragmentOffset)
@@ -648,6 +656,7 @@ public final class Ipv4
         final boolean dontFragment,
         final boolean moreFragments,
         final int fragmentOffset,
+        final int tos,
         final DirectBuffer options,
         final int optionsLength,
         final DirectBuffer payload,
@@ -658,7 +667,7 @@ public final class Ipv4
         final int ipOffset = EthernetFrame.HEADER_LENGTH;
         final int headerLength = Ipv4Header.MIN_HEADER_LENGTH + optionsLength;
         final int totalLength = headerLength + length;
-        writeHeader(frame, totalLength, destination, protocol, id, dontFragment, moreFragments, fragmentOffset);
+        writeHeader(frame, totalLength, destination, protocol, id, dontFragment, moreFragments, fragmentOffset, tos);
         if (optionsLength > 0)
         {
             frame.putBytes(ipOffset + Ipv4Header.MIN_HEADER_LENGTH, options, 0, optionsLength);

@@ -914,8 +914,9 @@ public final class Tcp implements IpProtocolHandler
         final int headerLength = r.headerLength();
         final int total = headerLength + length;
         // The one copy of the TX path: send buffer -> frame, with the segment built in place.
+        final int tos = c.settings.dscp << 2; // no ECN: its two bits stay 0 (Not-ECT)
         final MutableDirectBuffer frame = ip.claimDatagram(
-            c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, c.dontFragment(), c.identificationKey, nowNanos);
+            c.remoteIp, Ipv4Header.PROTOCOL_TCP, total, c.dontFragment(), c.identificationKey, tos, nowNanos);
         if (frame != null)
         {
             final boolean offload = ip.transmitChecksumOffload();
@@ -926,7 +927,7 @@ public final class Tcp implements IpProtocolHandler
         {
             // Next hop not resolved yet: through the scratch buffer into the ARP queue.
             build(c, r, dataOffset, length, scratch, 0, headerLength, false);
-            ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, null, 0, scratch, 0, total, c.dontFragment(), nowNanos);
+            ip.send(c.remoteIp, Ipv4Header.PROTOCOL_TCP, null, 0, scratch, 0, total, c.dontFragment(), tos, nowNanos);
         }
         counters.increment(StackCounter.TCP_SEGMENTS_OUT);
     }
@@ -964,7 +965,7 @@ public final class Tcp implements IpProtocolHandler
         out.emit(scratch, 0);
         header.wrap(scratch, 0, headerLength).updateChecksum(localIp, remoteIp);
         // DF as on every TCP datagram (RFC 1191 §3; Linux's reset socket sets it too).
-        ip.send(remoteIp, Ipv4Header.PROTOCOL_TCP, null, 0, scratch, 0, headerLength, true, nowNanos);
+        ip.send(remoteIp, Ipv4Header.PROTOCOL_TCP, null, 0, scratch, 0, headerLength, true, 0, nowNanos);
         counters.increment(StackCounter.TCP_SEGMENTS_OUT);
     }
 

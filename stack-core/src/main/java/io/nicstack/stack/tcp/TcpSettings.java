@@ -74,6 +74,12 @@ public final class TcpSettings
      * for the retransmission timeout. Linux's net.ipv4.tcp_early_retrans (on by default).
      */
     public boolean tailLossProbe = true;
+    /**
+     * RFC 9293 §3.9.1.1 (MUST-48): the DiffServ code point (RFC 2474, 0..63) of every segment the connection sends, as
+     * IP_TOS sets it for a Linux socket; 0 is the default class, 46 Expedited Forwarding (RFC 3246). The two ECN bits
+     * stay 0: this stack does not negotiate ECN.
+     */
+    public int dscp;
 
     /** Largest buffer: stream distances within a ring must fit an {@code int} window (RFC 7323 §2.3: 2^30). */
     public static final int MAX_BUFFER_BYTES = 1 << 30;
@@ -114,6 +120,7 @@ public final class TcpSettings
         checkRange("keepAliveIntervalNanos", keepAliveIntervalNanos, 1, Long.MAX_VALUE);
         checkRange("keepAliveProbes", keepAliveProbes, 1, Integer.MAX_VALUE);
         checkRange("challengeAckIntervalNanos", challengeAckIntervalNanos, 0, Long.MAX_VALUE);
+        checkRange("dscp", dscp, 0, 63);
         return this;
     }
 
@@ -163,6 +170,7 @@ public final class TcpSettings
         c.challengeAckIntervalNanos = challengeAckIntervalNanos;
         c.slowStartAfterIdle = slowStartAfterIdle;
         c.tailLossProbe = tailLossProbe;
+        c.dscp = dscp;
         return c;
     }
 }

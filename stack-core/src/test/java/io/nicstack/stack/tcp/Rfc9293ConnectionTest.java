@@ -315,6 +315,34 @@ class Rfc9293ConnectionTest
     }
 
     /**
+     * RFC 9293 §3.9.1.1 (MUST-48): the application sets the DiffServ field of a connection's segments
+     * ({@code TcpSettings.dscp}, as IP_TOS): every segment of an active open with DSCP 46 (EF) carries TOS 0xB8, the
+     * SYN,ACK and data of a listener's connection with DSCP 10 carry 0x28, and others 0. Before, every segment went
+     * with TOS 0.
+     */
+    @Test
+    void rfc9293_must48_theApplicationSetsTheDiffServField()
+    {
+        t.settings().dscp = 46;
+        assertEquals(0xB8, t.connect().ipTos, "the SYN");
+        t.conn.abort();
+        t.recv();
+        t.activeOpen();
+        t.write(bytes(100, 1));
+        assertEquals(0xB8, t.recv(t.out().flags(ACK | PSH).payload(bytes(100, 1))).get(0).ipTos, "data");
+
+        final TcpTestHarness p = new TcpTestHarness();
+        p.settings().dscp = 10;
+        p.listen();
+        p.send(p.peerSyn());
+        assertEquals(0x28, p.recv().get(0).ipTos, "the SYN,ACK");
+        final TcpTestHarness plain = new TcpTestHarness();
+        assertEquals(0, plain.connect().ipTos, "the default class");
+        t.settings().dscp = 64;
+        assertThrows(IllegalArgumentException.class, () -> t.stack.tcp().connect(PEER_IP, 81, t.events, null));
+    }
+
+    /**
      * RFC 9293 §3.9.1.1 (MUST-49), RFC 1122 §3.2.1.7: the TTL of TCP's segments is configurable (the stack's, with
      * {@code StackConfig.defaultTtl}; the daemon's {@code --ttl}), 64 by default; 0 is refused. Before, it was 64, fixed.
      */

@@ -558,6 +558,7 @@ final class TcpTestHarness
         boolean anyAck;
         /** Parsed from the stack's output: the checksum fields as sent. */
         int ipTtl;
+        int ipTos;
         int ipSource;
         boolean ipDontFragment;
         /** Parsed from the stack's output: the whole frame, e.g. for an ICMP error to quote. */
@@ -837,6 +838,7 @@ final class TcpTestHarness
         s.payload = new byte[s.r.payloadLength];
         b.getBytes(s.r.payloadOffset, s.payload);
         s.ipTtl = ip.ttl();
+        s.ipTos = ip.tos();
         s.ipSource = ip.source();
         s.ipDontFragment = ip.dontFragment();
         if (s.r.timestampsPresent)
