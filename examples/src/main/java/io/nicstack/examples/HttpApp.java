@@ -2,6 +2,7 @@ package io.nicstack.examples;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -187,6 +188,20 @@ final class HttpApp
      */
     static int unopenedFileStatus(final Path file)
     {
+        return unopenedFileStatus(file, null);
+    }
+
+    /**
+     * As {@link #unopenedFileStatus(Path)}, given why the open failed: a 403 if {@link BodyFile#open} refused what it
+     * opened as not the file looked up (a symbolic link swapped onto its path, which the lookup would now answer 403),
+     * or if the open was denied.
+     */
+    static int unopenedFileStatus(final Path file, final Exception why)
+    {
+        if (why instanceof AccessDeniedException)
+        {
+            return 403;
+        }
         if (Files.notExists(file))
         {
             return 404;
@@ -410,7 +425,7 @@ final class HttpApp
             catch (final IOException | RuntimeException e)
             {
                 CloseHelper.quietClose(body);
-                respondStatus(unopenedFileStatus(lookup.file()), request, null);
+                respondStatus(unopenedFileStatus(lookup.file(), e), request, null);
                 return;
             }
             final byte[] h = responseHead(200, "OK", size, lookup.contentType(), request.keepAlive(),

@@ -365,7 +365,7 @@ final class NioHttpApp
             catch (final IOException e)
             {
                 CloseHelper.quietClose(channel);
-                final int status = HttpApp.unopenedFileStatus(lookup.file());
+                final int status = HttpApp.unopenedFileStatus(lookup.file(), e);
                 final byte[] text = (status + " " + HttpApp.reason(status) + "\n").getBytes(StandardCharsets.US_ASCII);
                 start(HttpApp.responseHead(status, HttpApp.reason(status), text.length, "text/plain; charset=utf-8",
                     request.keepAlive(), request.minorVersion(), null), request.head() ? null : text, null, 0);

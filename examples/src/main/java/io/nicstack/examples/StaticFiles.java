@@ -15,6 +15,10 @@ import java.util.Map;
  * under the real root too (403); missing files are 404. A directory serves its {@code index.html}
  * when named with a trailing slash; without one it is a 301 to the name with the slash, as nginx
  * answers, so that relative links in the page resolve inside the directory.
+ *
+ * <p>A lookup vets a path, not a file: what it found is opened with {@link BodyFile#open}, which refuses a descriptor
+ * that is not the file at the real path found here (a directory on it swapped for a symbolic link out of the root
+ * between the two).
  */
 public final class StaticFiles
 {

@@ -2,6 +2,7 @@ package io.nicstack.examples;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -40,6 +41,38 @@ class BodyFileTest
                 assertEquals(12, body.channel().read(bytes, 0));
                 assertEquals(sendable, body.sendable() != null);
             }
+        }
+    }
+
+    /**
+     * A directory on a looked-up file's path swapped for a symbolic link out of the root between the lookup (which
+     * checked the real path) and the open: the descriptor is not the file looked up, and is refused, for copying and
+     * for SEND_FILE alike. Before, open(2) followed the new link and the body was the file outside the root.
+     */
+    @Test
+    void aLinkSwappedOntoThePathAfterTheLookupIsRefused() throws Exception
+    {
+        final Path root = Files.createDirectory(dir.resolve("root"));
+        final Path outside = Files.createDirectory(dir.resolve("outside"));
+        Files.writeString(outside.resolve("f.txt"), "SECRET");
+        Files.createDirectory(root.resolve("d"));
+        Files.writeString(root.resolve("d").resolve("f.txt"), "public");
+        final StaticFiles.Lookup lookup = new StaticFiles(root).lookup("/d/f.txt");
+        assertEquals(200, lookup.status());
+        // The race, made deterministic: d becomes a link to outside/ after the lookup.
+        Files.move(root.resolve("d"), dir.resolve("d-old"));
+        Files.createSymbolicLink(root.resolve("d"), outside);
+        for (final boolean sendable : new boolean[] {false, true})
+        {
+            assertThrows(AccessDeniedException.class, () -> BodyFile.open(lookup.file(), sendable).close(),
+                "sendable " + sendable);
+        }
+        // Put back, the path names the file looked up again.
+        Files.delete(root.resolve("d"));
+        Files.move(dir.resolve("d-old"), root.resolve("d"));
+        try (BodyFile body = BodyFile.open(lookup.file(), true))
+        {
+            assertEquals(6, body.channel().size());
         }
     }
 }

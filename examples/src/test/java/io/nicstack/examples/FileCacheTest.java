@@ -269,4 +269,29 @@ class FileCacheTest
         assertThrows(IllegalStateException.class, () -> cache.use(a));
         assertThrows(IllegalArgumentException.class, () -> new FileCache(1, 100, 101, REVALIDATE, false));
     }
+
+    /**
+     * A directory on the path of a looked-up file swapped for a symbolic link out of the root before the cache opens
+     * the file: nothing is cached and nothing can be served from it (the caller answers as without the cache). Before,
+     * the entry held the file outside the root, and its bytes were served.
+     */
+    @Test
+    void aLinkSwappedOntoThePathAfterTheLookupCachesNothing() throws Exception
+    {
+        final Path root = Files.createDirectory(dir.resolve("root"));
+        final Path outside = Files.createDirectory(dir.resolve("outside"));
+        Files.writeString(outside.resolve("f.txt"), "SECRET");
+        Files.createDirectory(root.resolve("d"));
+        Files.writeString(root.resolve("d").resolve("f.txt"), "public");
+        final StaticFiles.Lookup lookup = new StaticFiles(root).lookup("/d/f.txt");
+        assertEquals(200, lookup.status());
+        Files.move(root.resolve("d"), dir.resolve("d-old"));
+        Files.createSymbolicLink(root.resolve("d"), outside);
+        for (final boolean sendable : new boolean[] {false, true})
+        {
+            final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, sendable);
+            assertNull(cache.refresh("/d/f.txt", lookup.file(), lookup.contentType(), 0), "sendable " + sendable);
+            assertEquals(0, cache.entries());
+        }
+    }
 }

@@ -66,6 +66,29 @@ class HttpAppTest
         assertEquals(403, HttpApp.unopenedFileStatus(dir), "a directory is no file to serve");
     }
 
+    /**
+     * A file whose open {@link BodyFile} refused as not the file looked up (a directory on its path swapped for a link
+     * out of the root) is a 403, as its lookup would now answer; the file the path leads to is a readable regular
+     * file, which would have made it a 503 (try again).
+     */
+    @Test
+    void aFileOpenedThroughASwappedLinkIs403(@TempDir final Path dir) throws Exception
+    {
+        final Path root = Files.createDirectory(dir.resolve("root"));
+        final Path outside = Files.createDirectory(dir.resolve("outside"));
+        Files.writeString(outside.resolve("f.txt"), "SECRET");
+        Files.createDirectory(root.resolve("d"));
+        Files.writeString(root.resolve("d").resolve("f.txt"), "public");
+        final StaticFiles files = new StaticFiles(root);
+        final StaticFiles.Lookup lookup = files.lookup("/d/f.txt");
+        Files.move(root.resolve("d"), dir.resolve("d-old"));
+        Files.createSymbolicLink(root.resolve("d"), outside);
+        final java.io.IOException refused = assertThrows(java.nio.file.AccessDeniedException.class,
+            () -> BodyFile.open(lookup.file(), false));
+        assertEquals(403, HttpApp.unopenedFileStatus(lookup.file(), refused));
+        assertEquals(403, files.lookup("/d/f.txt").status(), "what the lookup answers now");
+    }
+
     @Test
     void theHeadOfACachedFileIsWhatResponseHeadMakes(@TempDir final Path dir) throws Exception
     {
