@@ -19,7 +19,8 @@ import org.agrona.MutableDirectBuffer;
 import io.nicstack.pipes.client.SendableFile;
 
 /**
- * Open files an {@link HttpApp} serves, keyed by request path (an open-file cache, as web servers keep):
+ * Open files an {@link HttpApp} serves, keyed by request path as {@link StaticFiles#key} makes it, so that a file's
+ * aliases share an entry (an open-file cache, as web servers keep):
  * a response body is read with positional reads straight into claimed TX pipe space, with no
  * {@code open}, {@code fstat} or {@code close} per request, and the precomputed header fields of the file.
  * One thread uses it.

@@ -88,6 +88,12 @@ final class HttpApp
         return new Handler(conn);
     }
 
+    /** Files in the open-file cache now. */
+    int cachedFiles()
+    {
+        return cache.entries();
+    }
+
     /** Bytes of a response head. */
     static byte[] responseHead(final int status, final String reason, final long contentLength, final String contentType,
         final boolean keepAlive, final int minorVersion, final String extraHeaders)
@@ -378,17 +384,22 @@ final class HttpApp
             discardBody = request.contentLength();
             closeAfterResponse = !request.keepAlive();
             final String path = request.path();
-            FileCache.Entry e = cache.get(path, now);
+            // Keyed by what the lookup makes of the path: aliases ("//x", "/./x", "/a/../x") share one entry and file.
+            final String key = StaticFiles.key(path);
+            FileCache.Entry e = key == null ? null : cache.get(key, now);
             if (e == null)
             {
                 final StaticFiles.Lookup lookup = files.lookup(path);
-                if (lookup.status() != 200)
+                if (lookup.status() != 200) // always so when the key is null
                 {
-                    cache.remove(path);
+                    if (key != null)
+                    {
+                        cache.remove(key);
+                    }
                     respondStatus(lookup.status(), request, statusHeaders(lookup, request));
                     return;
                 }
-                e = cache.refresh(path, lookup.file(), lookup.contentType(), now);
+                e = cache.refresh(key, lookup.file(), lookup.contentType(), now);
                 if (e == null)
                 {
                     respondFromChannel(lookup, request);

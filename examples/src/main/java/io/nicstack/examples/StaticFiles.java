@@ -67,11 +67,46 @@ public final class StaticFiles
         return root;
     }
 
-    public Lookup lookup(final String decodedPath)
+    /**
+     * A key for what {@link #lookup} finds for {@code decodedPath}, for a cache of its answers: the same for paths that
+     * differ only in empty, {@code .} and {@code ..} segments ({@code /a}, {@code //a}, {@code /./a}, {@code /b/../a}),
+     * which the lookup treats alike, and different for any two it may answer differently. Null for a path the lookup
+     * refuses without looking at the files (403 or 404).
+     */
+    public static String key(final String decodedPath)
+    {
+        final Deque<String> segments = segments(decodedPath);
+        if (segments == null)
+        {
+            return null;
+        }
+        final StringBuilder key = new StringBuilder(decodedPath.length());
+        for (final String s : segments)
+        {
+            key.append('/').append(s);
+        }
+        // The lookup also tells paths apart by how they end (a trailing slash names a directory, "/." no file). No
+        // segment is empty or ".", so these suffixes cannot be read as segments: the key is unambiguous.
+        if (decodedPath.endsWith("/"))
+        {
+            key.append('/');
+        }
+        else if (decodedPath.endsWith("/."))
+        {
+            key.append("/.");
+        }
+        return key.toString();
+    }
+
+    /**
+     * The segments of {@code decodedPath} with empty and {@code .} ones left out and {@code ..} applied; null if it is
+     * no absolute path or holds a NUL, or if a {@code ..} would climb above the root.
+     */
+    private static Deque<String> segments(final String decodedPath)
     {
         if (decodedPath.indexOf('\0') >= 0 || !decodedPath.startsWith("/"))
         {
-            return new Lookup(404, null, 0, null);
+            return null;
         }
         final Deque<String> segments = new ArrayDeque<>();
         for (final String s : decodedPath.split("/"))
@@ -84,12 +119,26 @@ public final class StaticFiles
             {
                 if (segments.isEmpty())
                 {
-                    return new Lookup(403, null, 0, null); // would climb above the root
+                    return null;
                 }
                 segments.removeLast();
                 continue;
             }
             segments.addLast(s);
+        }
+        return segments;
+    }
+
+    public Lookup lookup(final String decodedPath)
+    {
+        if (decodedPath.indexOf('\0') >= 0 || !decodedPath.startsWith("/"))
+        {
+            return new Lookup(404, null, 0, null);
+        }
+        final Deque<String> segments = segments(decodedPath);
+        if (segments == null)
+        {
+            return new Lookup(403, null, 0, null); // would climb above the root
         }
         Path file = root;
         try
