@@ -97,6 +97,15 @@ final class FileCache
             return contentType;
         }
 
+        /**
+         * The open file, for positional reads and transfers only (its position is shared by every user); for a
+         * server that reads it itself rather than through {@link #copy}.
+         */
+        FileChannel channel()
+        {
+            return body.channel();
+        }
+
         /** The file for {@link io.nicstack.pipes.client.PipeConnection#sendFile}, null unless the cache is sendable. */
         SendableFile sendable()
         {

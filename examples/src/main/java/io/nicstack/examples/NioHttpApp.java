@@ -23,8 +23,9 @@ import org.agrona.concurrent.UnsafeBuffer;
  * instead of the pipes: the baseline for the host-CPU benchmark ({@code scripts/bench-http.sh}).
  *
  * <p>Same behaviour by construction: requests are parsed by the same {@link HttpRequestParser},
- * files are looked up by the same {@link StaticFiles}, response heads come from
- * {@link HttpApp#responseHead}; GET and HEAD, persistent connections (closed after a request with
+ * files are looked up by the same {@link StaticFiles} and kept open in the same {@link FileCache} (same bounds, same
+ * revalidation, same key: no open, stat or close per request for a cached file, as {@link HttpApp}), response heads
+ * come from {@link HttpApp#responseHead}; GET and HEAD, persistent connections (closed after a request with
  * a chunked body, which is not read), Content-Length on every response, 301 to a directory's name
  * with its slash, 404/403/400/413/414/431/501/503/505, request bodies discarded after the response
  * (within the same {@link HttpDeadlines}), a malformed request answered and the connection closed,
@@ -50,6 +51,8 @@ final class NioHttpApp
     private static final long LINGER_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     private final StaticFiles files;
+    private final FileCache cache = new FileCache(HttpApp.CACHE_ENTRIES, HttpApp.CACHE_BYTES, HttpApp.CACHE_FILE_BYTES,
+        HttpApp.CACHE_REVALIDATE_NANOS, false);
     private final boolean copy;
     private final int maxConnections;
     private final Selector selector;
@@ -85,6 +88,12 @@ final class NioHttpApp
             throw e;
         }
         this.server = s;
+    }
+
+    /** Files in the open-file cache now. */
+    int cachedFiles()
+    {
+        return cache.entries();
     }
 
     int port()
@@ -125,6 +134,7 @@ final class NioHttpApp
                     ((Conn)k.attachment()).close();
                 }
             }
+            cache.clear();
             server.close();
             selector.close();
         }
@@ -226,7 +236,8 @@ final class NioHttpApp
         private SelectionKey key;
         private ByteBuffer out; // response bytes not yet written (head, small body; file data in copy mode)
         private ByteBuffer copyBuffer;
-        private FileChannel file;
+        private FileChannel file;      // the body's file: the cache entry's channel, or one opened for this response
+        private FileCache.Entry entry; // the body's cache entry, in use while responding; null if it is not cached
         private long filePos;
         private long fileEnd;
         private boolean responding;
@@ -344,17 +355,55 @@ final class NioHttpApp
         {
             discardBody = request.contentLength();
             closeAfterResponse = !request.keepAlive();
-            final StaticFiles.Lookup lookup = files.lookup(request.path());
-            if (lookup.status() != 200)
+            // As HttpApp: the cache first, the lookup only for a miss or once the entry is due for revalidation.
+            final String key = StaticFiles.key(request.path());
+            FileCache.Entry e = key == null ? null : cache.get(key, now);
+            if (e == null)
             {
-                final byte[] text = (lookup.status() + " " + HttpApp.reason(lookup.status()) + "\n")
-                    .getBytes(StandardCharsets.US_ASCII);
-                start(HttpApp.responseHead(lookup.status(), HttpApp.reason(lookup.status()), text.length,
-                    "text/plain; charset=utf-8", request.keepAlive(), request.minorVersion(),
-                    HttpApp.statusHeaders(lookup, request)),
-                    request.head() ? null : text, null, 0);
-                return;
+                final StaticFiles.Lookup lookup = files.lookup(request.path());
+                if (lookup.status() != 200) // always so when the key is null
+                {
+                    if (key != null)
+                    {
+                        cache.remove(key);
+                    }
+                    respondStatus(lookup, request);
+                    return;
+                }
+                e = cache.refresh(key, lookup.file(), lookup.contentType(), now);
+                if (e == null)
+                {
+                    respondFromChannel(lookup, request);
+                    return;
+                }
             }
+            final byte[] h = HttpApp.responseHead(200, "OK", e.size(), e.contentType(), request.keepAlive(),
+                request.minorVersion(), null);
+            if (request.head())
+            {
+                start(h, null, null, 0);
+            }
+            else
+            {
+                start(h, null, e.channel(), e.size());
+                cache.use(e);
+                entry = e;
+            }
+        }
+
+        private void respondStatus(final StaticFiles.Lookup lookup, final HttpRequestParser.Request request)
+        {
+            final byte[] text = (lookup.status() + " " + HttpApp.reason(lookup.status()) + "\n")
+                .getBytes(StandardCharsets.US_ASCII);
+            start(HttpApp.responseHead(lookup.status(), HttpApp.reason(lookup.status()), text.length,
+                "text/plain; charset=utf-8", request.keepAlive(), request.minorVersion(),
+                HttpApp.statusHeaders(lookup, request)),
+                request.head() ? null : text, null, 0);
+        }
+
+        /** A file the cache does not hold (too large, or not readable): opened for this response alone. */
+        private void respondFromChannel(final StaticFiles.Lookup lookup, final HttpRequestParser.Request request)
+        {
             FileChannel channel = null;
             long size;
             try
@@ -455,6 +504,7 @@ final class NioHttpApp
                     final int n = file.read(b, filePos);
                     if (n <= 0)
                     {
+                        shrank();
                         close(); // the file shrank under us: the promised Content-Length cannot be kept
                         return false;
                     }
@@ -472,6 +522,7 @@ final class NioHttpApp
                     {
                         if (filePos >= file.size())
                         {
+                            shrank();
                             close(); // the file shrank under us
                             return false;
                         }
@@ -484,8 +535,7 @@ final class NioHttpApp
             // Response fully written.
             responding = false;
             deadlines.responseDone();
-            CloseHelper.quietClose(file);
-            file = null;
+            releaseFile();
             out = null;
             lastActivity = now;
             if (discardBody > 0)
@@ -498,6 +548,30 @@ final class NioHttpApp
                 return false;
             }
             return true;
+        }
+
+        /** The body's file ended before its Content-Length: a cache entry of it is dropped (the next request opens it anew). */
+        private void shrank()
+        {
+            if (entry != null)
+            {
+                cache.drop(entry);
+            }
+        }
+
+        /** Done with the body's file: the cache entry released, or the file opened for this response closed. */
+        private void releaseFile()
+        {
+            if (entry != null)
+            {
+                cache.release(entry);
+                entry = null;
+            }
+            else
+            {
+                CloseHelper.quietClose(file);
+            }
+            file = null;
         }
 
         private void shutdownAndLinger() throws IOException
@@ -575,8 +649,7 @@ final class NioHttpApp
             }
             closed = true;
             connections--;
-            CloseHelper.quietClose(file);
-            file = null;
+            releaseFile();
             key.cancel();
             try
             {
