@@ -160,7 +160,7 @@ final class NioHttpApp
         }
         catch (final IOException | RuntimeException e)
         {
-            c.close(); // reset by peer, broken pipe and the like
+            c.abort(); // reset by peer, broken pipe and the like: whatever was under way is cut short
         }
     }
 
@@ -505,7 +505,7 @@ final class NioHttpApp
                     if (n <= 0)
                     {
                         shrank();
-                        close(); // the file shrank under us: the promised Content-Length cannot be kept
+                        abort(); // the file shrank under us: the promised Content-Length cannot be kept
                         return false;
                     }
                     filePos += n;
@@ -523,7 +523,7 @@ final class NioHttpApp
                         if (filePos >= file.size())
                         {
                             shrank();
-                            close(); // the file shrank under us
+                            abort(); // the file shrank under us
                             return false;
                         }
                         interest(SelectionKey.OP_WRITE);
@@ -617,7 +617,7 @@ final class NioHttpApp
             }
             if (deadlines.expired(now) != null)
             {
-                close(); // a request head or body that takes too long, or a peer that reads nothing
+                abort(); // a request head or body that takes too long, or a peer that reads nothing
                 return;
             }
             if (!responding && now - lastActivity > HttpApp.IDLE_TIMEOUT_NANOS)
@@ -641,6 +641,27 @@ final class NioHttpApp
             }
         }
 
+        /**
+         * Close with a reset (SO_LINGER 0: RFC 9293's ABORT, not its CLOSE), as {@link HttpApp} ends a response cut
+         * short: a FIN would pass the stream cut short off as whole.
+         */
+        void abort()
+        {
+            if (!closed)
+            {
+                try
+                {
+                    ch.setOption(StandardSocketOptions.SO_LINGER, 0);
+                }
+                catch (final IOException ignored)
+                {
+                    // Already reset or closed: nothing more to take back.
+                }
+            }
+            close();
+        }
+
+        /** Close: a FIN after what was written (or a reset if {@link #abort} set SO_LINGER 0). */
         void close()
         {
             if (closed)

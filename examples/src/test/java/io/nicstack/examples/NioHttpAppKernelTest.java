@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.RandomAccessFile;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -196,5 +198,59 @@ class NioHttpAppKernelTest
         appThread.join(10_000);
         assertEquals(0, descriptorsOn(file), "closed when the app stops");
         app = null;
+    }
+
+    /**
+     * A response cut short (here: its file truncated while it is sent, both with sendfile and with {@code --copy}) ends
+     * with a reset, as {@link HttpApp} ends it: the client is not told the short stream is whole. Before, the baseline
+     * closed the socket with a FIN, and the client read the bytes it got, then a clean end of stream.
+     */
+    @Test
+    void aResponseCutShortEndsWithAReset() throws Exception
+    {
+        final long size = 32L << 20; // cached (at most 64 MiB), and far more than the socket buffers hold
+        for (final boolean copy : new boolean[] {false, true})
+        {
+            final Path root = Files.createDirectory(work.resolve("cut-" + copy));
+            final Path file = root.resolve("big.bin");
+            try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw"))
+            {
+                raf.setLength(size);
+            }
+            start(root, copy);
+            long got = 0;
+            String end;
+            try (Socket s = connect(64 * 1024))
+            {
+                s.getOutputStream().write("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                final InputStream in = s.getInputStream();
+                final byte[] buf = new byte[64 * 1024];
+                int n = 0;
+                while (got < 1 << 20 && (n = in.read(buf)) > 0)
+                {
+                    got += n;
+                }
+                assertTrue(got >= 1 << 20, "the transfer under way");
+                try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw"))
+                {
+                    raf.setLength(0);
+                }
+                try
+                {
+                    while ((n = in.read(buf)) > 0)
+                    {
+                        got += n;
+                    }
+                    end = "end of stream";
+                }
+                catch (final SocketException e)
+                {
+                    end = e.getMessage();
+                }
+            }
+            assertTrue(got < size, "copy " + copy + ": got " + got);
+            assertEquals("Connection reset", end, "copy " + copy + " after " + got + " bytes");
+            stopApp();
+        }
     }
 }
