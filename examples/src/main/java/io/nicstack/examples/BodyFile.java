@@ -5,6 +5,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 
 import org.agrona.CloseHelper;
 
@@ -13,7 +14,8 @@ import io.nicstack.pipes.client.SendableFile;
 
 /**
  * A file opened for response bodies: a channel to copy from and, when asked for, the same file as a
- * {@link SendableFile} for SEND_FILE. The channel is always opened through a sendable file, so both name the
+ * {@link SendableFile} for SEND_FILE, and the file's modification time (of the file opened, not of whatever its path
+ * names by now). The channel is always opened through a sendable file, so both name the
  * same inode even if the path is replaced meanwhile, and a path swapped for a FIFO after the server's stat is
  * refused at once instead of blocking the server's thread in open(2) until a writer comes.
  *
@@ -25,7 +27,7 @@ import io.nicstack.pipes.client.SendableFile;
  * the path again. (Neither {@link FileChannel} nor {@link SendableFile} exposes its descriptor's number, hence the
  * one open(2) through {@link Libc} here.)
  */
-record BodyFile(FileChannel channel, SendableFile sendable) implements AutoCloseable
+record BodyFile(FileChannel channel, SendableFile sendable, FileTime modified) implements AutoCloseable
 {
     private static final String DELETED = " (deleted)";
 
@@ -65,17 +67,18 @@ record BodyFile(FileChannel channel, SendableFile sendable) implements AutoClose
 
     private static BodyFile openVetted(final Path file, final boolean sendable) throws IOException
     {
+        final FileTime modified = Files.getLastModifiedTime(file); // through the descriptor: the file opened
         final SendableFile s = SendableFile.open(file);
         if (!sendable)
         {
             try (s)
             {
-                return new BodyFile(s.openChannel(), null);
+                return new BodyFile(s.openChannel(), null, modified);
             }
         }
         try
         {
-            return new BodyFile(s.openChannel(), s);
+            return new BodyFile(s.openChannel(), s, modified);
         }
         catch (final IOException | RuntimeException e)
         {

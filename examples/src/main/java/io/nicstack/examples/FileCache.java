@@ -60,6 +60,9 @@ final class FileCache
         private final long size;
         private final String contentType;
         private final byte[] headFields;
+        private final long lastModifiedSeconds;
+        private final byte[] lastModifiedDate;
+        private final String lastModifiedField;
         private final BodyFile body;
         private long checkedAt;
         private int users;
@@ -76,6 +79,9 @@ final class FileCache
             this.contentType = contentType;
             this.headFields = ("Content-Type: " + contentType + "\r\nContent-Length: " + size + "\r\n")
                 .getBytes(StandardCharsets.ISO_8859_1);
+            this.lastModifiedSeconds = body.modified().toInstant().getEpochSecond();
+            this.lastModifiedField = HttpApp.lastModifiedField(lastModifiedSeconds);
+            this.lastModifiedDate = HttpApp.httpDate(lastModifiedSeconds).getBytes(StandardCharsets.ISO_8859_1);
             this.body = body;
             this.checkedAt = nowNanos;
         }
@@ -116,6 +122,24 @@ final class FileCache
         byte[] headFields()
         {
             return headFields;
+        }
+
+        /** The file's modification time (of the file opened), in whole seconds since the epoch. */
+        long lastModifiedSeconds()
+        {
+            return lastModifiedSeconds;
+        }
+
+        /** {@link #lastModifiedSeconds} as an HTTP-date (IMF-fixdate, RFC 9110 §5.6.7), ISO-8859-1. */
+        byte[] lastModifiedDate()
+        {
+            return lastModifiedDate;
+        }
+
+        /** The Last-Modified header field line for {@link #lastModifiedSeconds}, CRLF-terminated. */
+        String lastModifiedField()
+        {
+            return lastModifiedField;
         }
 
         /** Whether the entry is still in the cache (not evicted, replaced or dropped). */

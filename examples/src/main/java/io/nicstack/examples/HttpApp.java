@@ -5,11 +5,15 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.DateTimeException;
 import java.time.Instant;
+import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.agrona.CloseHelper;
 import org.agrona.MutableDirectBuffer;
@@ -21,8 +25,10 @@ import io.nicstack.pipes.client.PipeConnection;
 /**
  * HTTP/1.1 static file server on the pipes: GET and HEAD, persistent connections (the default in
  * 1.1; {@code Connection: close} honoured; 1.0 only with {@code Connection: keep-alive}; closed after
- * a request with a chunked body, which is not read), Content-Length on every response, 301 to a
- * directory's name with its slash, 404/403/400/413/414/431/501/503/505. Requests are parsed by
+ * a request with a chunked body, which is not read), Content-Length on every response but a 304, Last-Modified on
+ * a file's (RFC 9110 §8.8.2) and 304 (Not Modified) to a GET or HEAD whose If-Modified-Since is not earlier
+ * (§13.1.3, unless it has an If-None-Match), 301 to a directory's name with its slash,
+ * 404/403/400/413/414/431/501/503/505. Requests are parsed by
  * {@link HttpRequestParser} from at most 8 KiB of copied head bytes; pipelined requests wait in the
  * RX pipe until the response before them is fully queued.
  *
@@ -68,6 +74,18 @@ final class HttpApp
         ("HTTP/1.1 200 OK\r\nServer: " + SERVER + "\r\nDate: ").getBytes(StandardCharsets.ISO_8859_1);
     private static final byte[] CONNECTION_CLOSE = "Connection: close\r\n".getBytes(StandardCharsets.ISO_8859_1);
     private static final byte[] CONNECTION_KEEP_ALIVE = "Connection: keep-alive\r\n".getBytes(StandardCharsets.ISO_8859_1);
+    private static final byte[] LAST_MODIFIED = "Last-Modified: ".getBytes(StandardCharsets.ISO_8859_1);
+    private static final String MONTHS = "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)";
+    private static final String TIME = "(\\d{2}):(\\d{2}):(\\d{2})";
+    /** RFC 9110 §5.6.7: IMF-fixdate, the obsolete RFC 850 date (two-digit year) and the obsolete asctime date. */
+    private static final Pattern IMF_FIXDATE =
+        Pattern.compile("(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (\\d{2}) " + MONTHS + " (\\d{4}) " + TIME + " GMT");
+    private static final Pattern RFC850_DATE = Pattern.compile(
+        "(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-" + MONTHS + "-(\\d{2}) " + TIME + " GMT");
+    private static final Pattern ASCTIME_DATE =
+        Pattern.compile("(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + MONTHS + " ( \\d|\\d{2}) " + TIME + " (\\d{4})");
+    /** What {@link #parseHttpDate} answers for a value that is no HTTP-date. */
+    static final long NOT_A_DATE = Long.MIN_VALUE;
 
     private final StaticFiles files;
     private final FileCache cache;
@@ -94,7 +112,7 @@ final class HttpApp
         return cache.entries();
     }
 
-    /** Bytes of a response head. */
+    /** Bytes of a response head; no Content-Length if {@code contentLength} is negative (a 304). */
     static byte[] responseHead(final int status, final String reason, final long contentLength, final String contentType,
         final boolean keepAlive, final int minorVersion, final String extraHeaders)
     {
@@ -106,7 +124,10 @@ final class HttpApp
         {
             sb.append("Content-Type: ").append(contentType).append("\r\n");
         }
-        sb.append("Content-Length: ").append(contentLength).append("\r\n");
+        if (contentLength >= 0)
+        {
+            sb.append("Content-Length: ").append(contentLength).append("\r\n");
+        }
         if (!keepAlive)
         {
             sb.append("Connection: close\r\n");
@@ -124,9 +145,9 @@ final class HttpApp
     }
 
     /**
-     * The head of a 200 response for a cached file, byte for byte what {@link #responseHead} makes, into
-     * {@code dst}: returns its length, or minus the length needed if {@code dst} is too small (then nothing
-     * is written). Allocates nothing but the date, once a second.
+     * The head of a 200 response for a cached file, byte for byte what {@link #responseHead} makes with
+     * {@link #lastModifiedField} as its extra header fields, into {@code dst}: returns its length, or minus the length
+     * needed if {@code dst} is too small (then nothing is written). Allocates nothing but the date, once a second.
      */
     int okHead(final FileCache.Entry e, final boolean keepAlive, final int minorVersion, final long nowMillis,
         final byte[] dst)
@@ -134,8 +155,10 @@ final class HttpApp
         final byte[] d = date(nowMillis);
         final byte[] fields = e.headFields();
         final byte[] connection = !keepAlive ? CONNECTION_CLOSE : minorVersion == 0 ? CONNECTION_KEEP_ALIVE : null;
+        // RFC 9110 §8.8.2.1: never later than the Date; a file modified in the future is said to be modified now.
+        final byte[] modified = e.lastModifiedSeconds() > Math.floorDiv(nowMillis, 1000) ? d : e.lastModifiedDate();
         final int length = OK_UP_TO_DATE.length + d.length + 2 + fields.length +
-            (connection == null ? 0 : connection.length) + 2;
+            (connection == null ? 0 : connection.length) + LAST_MODIFIED.length + modified.length + 2 + 2;
         if (dst.length < length)
         {
             return -length;
@@ -149,9 +172,121 @@ final class HttpApp
         {
             i = put(dst, i, connection);
         }
+        i = put(dst, i, LAST_MODIFIED);
+        i = put(dst, i, modified);
+        dst[i++] = '\r';
+        dst[i++] = '\n';
         dst[i++] = '\r';
         dst[i++] = '\n';
         return i;
+    }
+
+    /** {@code seconds} since the epoch as an IMF-fixdate (RFC 9110 §5.6.7). */
+    static String httpDate(final long seconds)
+    {
+        return DATE.format(Instant.ofEpochSecond(seconds));
+    }
+
+    /**
+     * The Last-Modified a response sends for a file modified at {@code modifiedSeconds}: never later than the
+     * response's Date (RFC 9110 §8.8.2.1), so a file modified in the future is said to be modified now.
+     */
+    static long lastModified(final long modifiedSeconds, final long nowMillis)
+    {
+        return Math.min(modifiedSeconds, Math.floorDiv(nowMillis, 1000));
+    }
+
+    /** The Last-Modified header field line (RFC 9110 §8.8.2) for {@code seconds}, CRLF-terminated. */
+    static String lastModifiedField(final long seconds)
+    {
+        return "Last-Modified: " + httpDate(seconds) + "\r\n";
+    }
+
+    /**
+     * Seconds since the epoch of an HTTP-date (RFC 9110 §5.6.7: an IMF-fixdate, or one of the obsolete RFC 850 and
+     * asctime forms, which a recipient must accept too), or {@link #NOT_A_DATE}. A two-digit RFC 850 year more than 50
+     * years ahead of {@code nowMillis} is the latest past year with those digits, as §5.6.7 says.
+     */
+    static long parseHttpDate(final String value, final long nowMillis)
+    {
+        Matcher m = IMF_FIXDATE.matcher(value);
+        final int day;
+        final String month;
+        int year;
+        final int timeGroup;
+        if (m.matches())
+        {
+            day = Integer.parseInt(m.group(1));
+            month = m.group(2);
+            year = Integer.parseInt(m.group(3));
+            timeGroup = 4;
+        }
+        else if ((m = RFC850_DATE.matcher(value)).matches())
+        {
+            day = Integer.parseInt(m.group(1));
+            month = m.group(2);
+            final int thisYear = Instant.ofEpochMilli(nowMillis).atZone(ZoneOffset.UTC).getYear();
+            year = thisYear - Math.floorMod(thisYear, 100) + Integer.parseInt(m.group(3));
+            if (year > thisYear + 50)
+            {
+                year -= 100;
+            }
+            timeGroup = 4;
+        }
+        else if ((m = ASCTIME_DATE.matcher(value)).matches())
+        {
+            month = m.group(1);
+            day = Integer.parseInt(m.group(2).trim());
+            year = Integer.parseInt(m.group(6));
+            timeGroup = 3;
+        }
+        else
+        {
+            return NOT_A_DATE;
+        }
+        final int hour = Integer.parseInt(m.group(timeGroup));
+        final int minute = Integer.parseInt(m.group(timeGroup + 1));
+        final int second = Integer.parseInt(m.group(timeGroup + 2));
+        if (second > 60)
+        {
+            return NOT_A_DATE;
+        }
+        try
+        {
+            // time-of-day allows a leap second (RFC 9110 §5.6.7: second 60); java.time has none, so it is 59.
+            return LocalDateTime.of(year, "JanFebMarAprMayJunJulAugSepOctNovDec".indexOf(month) / 3 + 1, day, hour, minute,
+                Math.min(second, 59)).toEpochSecond(ZoneOffset.UTC);
+        }
+        catch (final DateTimeException e)
+        {
+            return NOT_A_DATE; // no such day (31 Feb) or time (25:00)
+        }
+    }
+
+    /**
+     * Whether a GET or HEAD (the only methods the parser lets through) for a representation last modified at
+     * {@code lastModifiedSeconds} (as its Last-Modified says) is answered 304 (Not Modified) rather than 200: RFC 9110
+     * §13.1.3, it has an If-Modified-Since that is a valid HTTP-date not earlier than that, and (§13.2.2) no
+     * If-None-Match, which would take precedence. An invalid or repeated If-Modified-Since is ignored.
+     */
+    static boolean notModified(final HttpRequestParser.Request request, final long lastModifiedSeconds,
+        final long nowMillis)
+    {
+        if (request.ifNoneMatch() || request.ifModifiedSince() == null)
+        {
+            return false;
+        }
+        final long since = parseHttpDate(request.ifModifiedSince(), nowMillis);
+        return since != NOT_A_DATE && lastModifiedSeconds <= since;
+    }
+
+    /**
+     * The head of a 304 (Not Modified, RFC 9110 §15.4.5): the fields a 200 would have that guide a cache (Date,
+     * Last-Modified), no content and so no Content-Length or Content-Type; the connection kept as the 200's would be.
+     */
+    static byte[] notModifiedHead(final long lastModifiedSeconds, final boolean keepAlive, final int minorVersion)
+    {
+        return responseHead(304, reason(304), -1, null, keepAlive, minorVersion, lastModifiedField(lastModifiedSeconds));
     }
 
     /** The Date value for {@code nowMillis}, formatted once per second. */
@@ -221,6 +356,7 @@ final class HttpApp
         {
             case 200: return "OK";
             case 301: return "Moved Permanently";
+            case 304: return "Not Modified";
             case 400: return "Bad Request";
             case 403: return "Forbidden";
             case 404: return "Not Found";
@@ -407,6 +543,13 @@ final class HttpApp
                 }
             }
             final long nowMillis = System.currentTimeMillis();
+            final long lastModified = lastModified(e.lastModifiedSeconds(), nowMillis);
+            if (notModified(request, lastModified, nowMillis))
+            {
+                final byte[] h = notModifiedHead(lastModified, request.keepAlive(), request.minorVersion());
+                start(h, h.length, null);
+                return;
+            }
             int length = okHead(e, request.keepAlive(), request.minorVersion(), nowMillis, headBuffer);
             if (length < 0)
             {
@@ -439,8 +582,17 @@ final class HttpApp
                 respondStatus(unopenedFileStatus(lookup.file(), e), request, null);
                 return;
             }
+            final long nowMillis = System.currentTimeMillis();
+            final long lastModified = lastModified(body.modified().toInstant().getEpochSecond(), nowMillis);
+            if (notModified(request, lastModified, nowMillis))
+            {
+                body.close();
+                final byte[] h = notModifiedHead(lastModified, request.keepAlive(), request.minorVersion());
+                start(h, h.length, null);
+                return;
+            }
             final byte[] h = responseHead(200, "OK", size, lookup.contentType(), request.keepAlive(),
-                request.minorVersion(), null);
+                request.minorVersion(), lastModifiedField(lastModified));
             start(h, h.length, null);
             if (request.head())
             {

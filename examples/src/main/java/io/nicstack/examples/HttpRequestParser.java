@@ -42,9 +42,13 @@ public final class HttpRequestParser
         NEED_MORE, COMPLETE, ERROR
     }
 
-    /** A parsed request head. {@code path} is percent-decoded, without query or fragment. */
+    /**
+     * A parsed request head. {@code path} is percent-decoded, without query or fragment. {@code ifModifiedSince} is the
+     * If-Modified-Since field value as sent, null if the field is absent or given more than once (RFC 9110 §13.1.3:
+     * then it is ignored); {@code ifNoneMatch} whether an If-None-Match field was sent (RFC 9110 §13.1.2).
+     */
     public record Request(String method, String target, String path, int minorVersion, boolean keepAlive,
-        long contentLength, boolean head)
+        long contentLength, boolean head, String ifModifiedSince, boolean ifNoneMatch)
     {
     }
 
@@ -268,6 +272,9 @@ public final class HttpRequestParser
         int codings = 0;
         int chunked = 0;
         String lastCoding = null;
+        String ifModifiedSince = null;
+        int ifModifiedSinceCount = 0;
+        boolean ifNoneMatch = false;
         while (pos < length)
         {
             lineEnd = lineEnd(pos);
@@ -369,6 +376,13 @@ public final class HttpRequestParser
                         }
                     }
                     break;
+                case "if-modified-since":
+                    ifModifiedSinceCount++;
+                    ifModifiedSince = ascii(vs, ve);
+                    break;
+                case "if-none-match":
+                    ifNoneMatch = true;
+                    break;
                 default:
                     break;
             }
@@ -422,7 +436,7 @@ public final class HttpRequestParser
         final boolean keepAlive = !transferEncoding &&
             (minorVersion >= 1 ? !connectionClose : connectionKeepAlive && !connectionClose);
         request = new Request(method, target, path, minorVersion, keepAlive, Math.max(0, contentLength),
-            method.equals("HEAD"));
+            method.equals("HEAD"), ifModifiedSinceCount == 1 ? ifModifiedSince : null, ifNoneMatch);
         state = State.COMPLETE;
     }
 

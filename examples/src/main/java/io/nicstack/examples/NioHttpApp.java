@@ -26,7 +26,8 @@ import org.agrona.concurrent.UnsafeBuffer;
  * files are looked up by the same {@link StaticFiles} and kept open in the same {@link FileCache} (same bounds, same
  * revalidation, same key: no open, stat or close per request for a cached file, as {@link HttpApp}), response heads
  * come from {@link HttpApp#responseHead}; GET and HEAD, persistent connections (closed after a request with
- * a chunked body, which is not read), Content-Length on every response, 301 to a directory's name
+ * a chunked body, which is not read), Content-Length on every response but a 304, Last-Modified and 304 (Not
+ * Modified) as {@link HttpApp#notModified} says, 301 to a directory's name
  * with its slash, 404/403/400/413/414/431/501/503/505, request bodies discarded after the response
  * (within the same {@link HttpDeadlines}), a malformed request answered and the connection closed,
  * pipelined requests read only after the response before them is fully written, idle keep-alive
@@ -377,8 +378,16 @@ final class NioHttpApp
                     return;
                 }
             }
+            final long nowMillis = System.currentTimeMillis();
+            final long lastModified = HttpApp.lastModified(e.lastModifiedSeconds(), nowMillis);
+            if (HttpApp.notModified(request, lastModified, nowMillis))
+            {
+                start(HttpApp.notModifiedHead(lastModified, request.keepAlive(), request.minorVersion()), null, null, 0);
+                return;
+            }
             final byte[] h = HttpApp.responseHead(200, "OK", e.size(), e.contentType(), request.keepAlive(),
-                request.minorVersion(), null);
+                request.minorVersion(), lastModified == e.lastModifiedSeconds() ? e.lastModifiedField() :
+                HttpApp.lastModifiedField(lastModified));
             if (request.head())
             {
                 start(h, null, null, 0);
@@ -406,9 +415,12 @@ final class NioHttpApp
         {
             FileChannel channel = null;
             long size;
+            final long modified;
             try
             {
-                channel = BodyFile.open(lookup.file(), false).channel();
+                final BodyFile body = BodyFile.open(lookup.file(), false);
+                channel = body.channel();
+                modified = body.modified().toInstant().getEpochSecond();
                 size = channel.size();
             }
             catch (final IOException e)
@@ -420,8 +432,16 @@ final class NioHttpApp
                     request.keepAlive(), request.minorVersion(), null), request.head() ? null : text, null, 0);
                 return;
             }
+            final long nowMillis = System.currentTimeMillis();
+            final long lastModified = HttpApp.lastModified(modified, nowMillis);
+            if (HttpApp.notModified(request, lastModified, nowMillis))
+            {
+                CloseHelper.quietClose(channel);
+                start(HttpApp.notModifiedHead(lastModified, request.keepAlive(), request.minorVersion()), null, null, 0);
+                return;
+            }
             final byte[] h = HttpApp.responseHead(200, "OK", size, lookup.contentType(), request.keepAlive(),
-                request.minorVersion(), null);
+                request.minorVersion(), HttpApp.lastModifiedField(lastModified));
             if (request.head())
             {
                 CloseHelper.quietClose(channel);

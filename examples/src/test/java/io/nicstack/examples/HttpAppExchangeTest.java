@@ -1,9 +1,16 @@
 package io.nicstack.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -102,5 +109,79 @@ class HttpAppExchangeTest
         assertEquals(4, count(r, "HTTP/1.1 200 OK\r\n"), r);
         assertEquals(4, count(r, "\r\n\r\nx\n"), r);
         assertEquals(1, http.cachedFiles(), "one file, one entry");
+    }
+
+    /** The status codes of the responses in {@code received}, in order. */
+    static List<Integer> statuses(final String received)
+    {
+        final List<Integer> codes = new ArrayList<>();
+        final Matcher m = Pattern.compile("HTTP/1\\.1 (\\d{3}) ").matcher(received);
+        while (m.find())
+        {
+            codes.add(Integer.parseInt(m.group(1)));
+        }
+        return codes;
+    }
+
+    /** Requests for /x.txt (modified 2024-03-05T06:07:08Z) with the given header lines, the last closing. */
+    static String conditionalRequests()
+    {
+        final String get = "GET /x.txt HTTP/1.1\r\nHost: h\r\n";
+        return get + "\r\n"
+            + get + "If-Modified-Since: Tue, 05 Mar 2024 06:07:08 GMT\r\n\r\n"          // the same: 304
+            + "HEAD /x.txt HTTP/1.1\r\nHost: h\r\nIf-Modified-Since: Wednesday, 06-Mar-24 00:00:00 GMT\r\n\r\n"
+            + get + "If-Modified-Since: Tue Mar  5 06:07:07 2024\r\n\r\n"              // a second earlier: 200
+            + get + "If-Modified-Since: yesterday\r\n\r\n"                             // no date: ignored
+            + get + "If-Modified-Since: Tue, 05 Mar 2024 06:07:08 GMT\r\nIf-None-Match: \"x\"\r\n\r\n" // §13.2.2
+            + get + "If-Modified-Since: Tue, 05 Mar 2024 06:07:08 GMT\r\n"
+            + "If-Modified-Since: Tue, 05 Mar 2024 06:07:08 GMT\r\nConnection: close\r\n\r\n"; // twice: ignored
+    }
+
+    /** A file whose modification time is 2024-03-05T06:07:08.5Z. */
+    static Path modifiedFile(final Path root) throws Exception
+    {
+        final Path f = Files.writeString(root.resolve("x.txt"), "x\n");
+        Files.setLastModifiedTime(f, FileTime.from(Instant.parse("2024-03-05T06:07:08.500Z")));
+        return f;
+    }
+
+    /**
+     * A file response says when the file was last modified (RFC 9110 §8.8.2, an IMF-fixdate, whole seconds), and a
+     * GET or HEAD whose If-Modified-Since, in any of the three HTTP-date forms, is not earlier than that is answered
+     * 304 without content (§13.1.3); an invalid or repeated date, or one beside an If-None-Match (§13.2.2), is
+     * ignored. Before, responses had no Last-Modified and every request was a 200 with the file.
+     */
+    @Test
+    void lastModifiedAndIfModifiedSince() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        modifiedFile(root);
+        start(root);
+        final String r = exchange(conditionalRequests());
+        assertEquals(List.of(200, 304, 304, 200, 200, 200, 200), statuses(r), r);
+        assertEquals(7, count(r, "\r\nLast-Modified: Tue, 05 Mar 2024 06:07:08 GMT\r\n"), r);
+        assertEquals(5, count(r, "\r\n\r\nx\n"), "the 200s have the file, the 304s nothing: " + r);
+        final String notModified = r.substring(r.indexOf("HTTP/1.1 304"), r.indexOf("HTTP/1.1 304") + 200);
+        assertFalse(notModified.substring(0, notModified.indexOf("\r\n\r\n")).contains("Content-Length"), notModified);
+    }
+
+    /** The same for a file too large for the cache (opened per response): Last-Modified, and a 304 without the file. */
+    @Test
+    void lastModifiedAndIfModifiedSinceForAFileOutsideTheCache() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        final Path big = root.resolve("big.bin");
+        try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(big.toFile(), "rw"))
+        {
+            raf.setLength(HttpApp.CACHE_FILE_BYTES + 1);
+        }
+        Files.setLastModifiedTime(big, FileTime.from(Instant.parse("2024-03-05T06:07:08Z")));
+        start(root);
+        final String r = exchange("HEAD /big.bin HTTP/1.1\r\nHost: h\r\n\r\n"
+            + "GET /big.bin HTTP/1.1\r\nHost: h\r\nIf-Modified-Since: Tue, 05 Mar 2024 06:07:08 GMT\r\n"
+            + "Connection: close\r\n\r\n");
+        assertEquals(List.of(200, 304), statuses(r), r);
+        assertEquals(2, count(r, "\r\nLast-Modified: Tue, 05 Mar 2024 06:07:08 GMT\r\n"), r);
+        assertEquals(0, http.cachedFiles(), "too large for the cache");
     }
 }

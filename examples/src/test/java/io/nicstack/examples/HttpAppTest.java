@@ -105,7 +105,7 @@ class HttpAppTest
                 final long now = System.currentTimeMillis();
                 final int n = app.okHead(e, keepAlive, minor, now, dst);
                 final String expected = new String(HttpApp.responseHead(200, "OK", 13, "text/html; charset=utf-8",
-                    keepAlive, minor, null), StandardCharsets.ISO_8859_1);
+                    keepAlive, minor, HttpApp.lastModifiedField(e.lastModifiedSeconds())), StandardCharsets.ISO_8859_1);
                 assertEquals(withoutDate(expected), withoutDate(text(dst, n)), "keepAlive " + keepAlive + " 1." + minor);
                 assertTrue(text(dst, n).contains("\r\nDate: " + HttpApp.DATE.format(Instant.ofEpochMilli(now)) + "\r\n"));
             }
@@ -114,6 +114,83 @@ class HttpAppTest
         final byte[] small = new byte[needed - 1];
         assertEquals(-needed, app.okHead(e, true, 1, 0, small), "too small: the length needed, nothing written");
         assertArrayEquals(new byte[needed - 1], small);
+    }
+
+    /** RFC 9110 §8.8.2.1: a file modified after the response's Date is said to be modified at the Date. */
+    @Test
+    void aFileModifiedInTheFutureIsLastModifiedNow(@TempDir final Path dir) throws Exception
+    {
+        final Path f = Files.writeString(dir.resolve("future.txt"), "f\n");
+        Files.setLastModifiedTime(f, java.nio.file.attribute.FileTime.from(Instant.parse("2100-01-01T00:00:00Z")));
+        final HttpApp app = new HttpApp(new StaticFiles(dir), false);
+        final FileCache.Entry e = new FileCache(4, 1 << 20, 1 << 20, 1_000_000, false)
+            .refresh("/future.txt", f.toRealPath(), "text/plain", 0);
+        final long now = Instant.parse("2026-11-01T02:03:04.900Z").toEpochMilli();
+        final byte[] dst = new byte[512];
+        final String head = text(dst, app.okHead(e, true, 1, now, dst));
+        assertTrue(head.contains("\r\nDate: Sun, 01 Nov 2026 02:03:04 GMT\r\n"), head);
+        assertTrue(head.contains("\r\nLast-Modified: Sun, 01 Nov 2026 02:03:04 GMT\r\n"), head);
+        assertEquals(Instant.parse("2026-11-01T02:03:04Z").getEpochSecond(), HttpApp.lastModified(e.lastModifiedSeconds(), now));
+    }
+
+    /**
+     * RFC 9110 §5.6.7: the three HTTP-date forms a recipient must accept give one time; anything else (another zone,
+     * another case, no such day or hour) is no date. An RFC 850 year more than 50 years ahead is a past one.
+     */
+    @Test
+    void httpDatesInTheirThreeForms()
+    {
+        final long now = Instant.parse("2026-06-01T00:00:00Z").toEpochMilli();
+        final long expected = Instant.parse("1994-11-06T08:49:37Z").getEpochSecond();
+        assertEquals(expected, HttpApp.parseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT", now));
+        assertEquals(expected, HttpApp.parseHttpDate("Sunday, 06-Nov-94 08:49:37 GMT", now));
+        assertEquals(expected, HttpApp.parseHttpDate("Sun Nov  6 08:49:37 1994", now));
+        assertEquals(Instant.parse("2030-01-02T03:04:05Z").getEpochSecond(),
+            HttpApp.parseHttpDate("Wednesday, 02-Jan-30 03:04:05 GMT", now));
+        assertEquals(Instant.parse("2076-01-02T03:04:05Z").getEpochSecond(),
+            HttpApp.parseHttpDate("Thursday, 02-Jan-76 03:04:05 GMT", now), "50 years ahead: still ahead");
+        assertEquals(Instant.parse("1977-01-02T03:04:05Z").getEpochSecond(),
+            HttpApp.parseHttpDate("Sunday, 02-Jan-77 03:04:05 GMT", now), "51 years ahead: a past year");
+        assertEquals(Instant.parse("2016-12-31T23:59:59Z").getEpochSecond(),
+            HttpApp.parseHttpDate("Sat, 31 Dec 2016 23:59:60 GMT", now), "a leap second");
+        for (final String bad : new String[] {"", "yesterday", "Sun, 06 Nov 1994 08:49:37 UTC",
+            "sun, 06 nov 1994 08:49:37 GMT", "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 31 Feb 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 06 Nov 1994 08:49:61 GMT",
+            "Sun, 06 Nov 1994 08:49:37 GMT ", "Sun Nov 6 08:49:37 1994", "Sunday, 06-Nov-1994 08:49:37 GMT"})
+        {
+            assertEquals(HttpApp.NOT_A_DATE, HttpApp.parseHttpDate(bad, now), bad);
+        }
+    }
+
+    /** RFC 9110 §13.1.3 and §13.2.2: when a GET or HEAD is answered 304. */
+    @Test
+    void notModifiedOnlyForAValidDateNotEarlierAndNoIfNoneMatch()
+    {
+        final long now = Instant.parse("2026-06-01T00:00:00Z").toEpochMilli();
+        final long modified = Instant.parse("2024-03-05T06:07:08Z").getEpochSecond();
+        final String date = "Tue, 05 Mar 2024 06:07:08 GMT";
+        assertTrue(HttpApp.notModified(request("If-Modified-Since: " + date), modified, now));
+        assertTrue(HttpApp.notModified(request("If-Modified-Since: Tue, 05 Mar 2024 06:07:09 GMT"), modified, now));
+        assertFalse(HttpApp.notModified(request("If-Modified-Since: Tue, 05 Mar 2024 06:07:07 GMT"), modified, now));
+        assertFalse(HttpApp.notModified(request(""), modified, now));
+        assertFalse(HttpApp.notModified(request("If-Modified-Since: 0"), modified, now));
+        assertFalse(HttpApp.notModified(request("If-Modified-Since: " + date + "\r\nIf-None-Match: *"), modified, now));
+        assertFalse(HttpApp.notModified(request("If-Modified-Since: " + date + "\r\nIf-Modified-Since: " + date),
+            modified, now), "more than one member");
+        final String head = text(HttpApp.notModifiedHead(modified, true, 1), HttpApp.notModifiedHead(modified, true, 1).length);
+        assertTrue(head.startsWith("HTTP/1.1 304 Not Modified\r\n"), head);
+        assertTrue(head.endsWith("\r\nLast-Modified: " + date + "\r\n\r\n"), head);
+        assertFalse(head.contains("Content-"), head);
+    }
+
+    private static HttpRequestParser.Request request(final String fields)
+    {
+        final HttpRequestParser p = new HttpRequestParser();
+        final byte[] req = ("GET / HTTP/1.1\r\nHost: h\r\n" + (fields.isEmpty() ? "" : fields + "\r\n") + "\r\n")
+            .getBytes(StandardCharsets.ISO_8859_1);
+        p.feed(req, 0, req.length);
+        assertEquals(HttpRequestParser.State.COMPLETE, p.state(), fields);
+        return p.request();
     }
 
     /** The review's case: a HEAD the parser refuses (a coding) got a body, which the client reads as the next response. */

@@ -253,4 +253,22 @@ class NioHttpAppKernelTest
             stopApp();
         }
     }
+
+    /** As {@link HttpAppExchangeTest#lastModifiedAndIfModifiedSince}: the baseline sends Last-Modified and answers 304. */
+    @Test
+    void lastModifiedAndIfModifiedSince() throws Exception
+    {
+        final Path root = Files.createDirectory(work.resolve("conditional"));
+        HttpAppExchangeTest.modifiedFile(root);
+        start(root, false);
+        final String r;
+        try (Socket s = connect(0))
+        {
+            s.getOutputStream().write(HttpAppExchangeTest.conditionalRequests().getBytes(StandardCharsets.US_ASCII));
+            r = new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+        }
+        assertEquals(java.util.List.of(200, 304, 304, 200, 200, 200, 200), HttpAppExchangeTest.statuses(r), r);
+        assertEquals(7, count(r, "\r\nLast-Modified: Tue, 05 Mar 2024 06:07:08 GMT\r\n"), r);
+        assertEquals(5, count(r, "\r\n\r\nx\n"), r);
+    }
 }
