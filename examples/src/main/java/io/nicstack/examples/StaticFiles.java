@@ -75,6 +75,10 @@ public final class StaticFiles
      */
     public static String key(final String decodedPath)
     {
+        if (isCanonical(decodedPath))
+        {
+            return decodedPath; // the usual request: its own key, nothing built (a cache hit allocates nothing)
+        }
         final Deque<String> segments = segments(decodedPath);
         if (segments == null)
         {
@@ -96,6 +100,33 @@ public final class StaticFiles
             key.append("/.");
         }
         return key.toString();
+    }
+
+    /**
+     * Whether {@code path} is its own {@link #key}: absolute, no NUL, and no empty, {@code .} or {@code ..} segment
+     * (a trailing slash aside).
+     */
+    private static boolean isCanonical(final String path)
+    {
+        if (path.isEmpty() || path.charAt(0) != '/' || path.indexOf('\0') >= 0)
+        {
+            return false;
+        }
+        for (int i = 0, n = path.length(); i < n; i++)
+        {
+            if (path.charAt(i) != '/' || i + 1 == n)
+            {
+                continue;
+            }
+            final int end = path.indexOf('/', i + 1);
+            final int length = (end < 0 ? n : end) - (i + 1);
+            if (length == 0 && end >= 0 || length == 1 && path.charAt(i + 1) == '.'
+                || length == 2 && path.charAt(i + 1) == '.' && path.charAt(i + 2) == '.')
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

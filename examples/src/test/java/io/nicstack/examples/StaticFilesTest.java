@@ -3,6 +3,7 @@ package io.nicstack.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,6 +33,10 @@ class StaticFilesTest
         assertEquals("/sub", StaticFiles.key("/sub"));
         assertEquals("/sub/.", StaticFiles.key("/sub/."));
         assertEquals("/", StaticFiles.key("/"));
+        for (final String canonical : new String[] {"/", "/x", "/sub/", "/a/b.c", "/a/.b/...", "/a/..b"})
+        {
+            assertSame(canonical, StaticFiles.key(canonical), "a canonical path is its own key, nothing built");
+        }
         assertEquals("", StaticFiles.key("/sub/.."));
         for (final String refused : new String[] {"/..", "/a/../..", "x", "", "/a\0b"})
         {
