@@ -166,6 +166,7 @@ final class FileCache
     private final long maxBytes;
     private final long maxFileBytes;
     private final long revalidateNanos;
+    private StaticFiles.Lookup missed;
     private final boolean sendable;
     /** Access order: the eldest entry is the least recently used. */
     private final LinkedHashMap<String, Entry> entries = new LinkedHashMap<>(64, 0.75f, true);
@@ -196,6 +197,39 @@ final class FileCache
         this.maxFileBytes = maxFileBytes;
         this.revalidateNanos = revalidateNanos;
         this.sendable = sendable;
+    }
+
+    /**
+     * The entry serving {@code path} through {@code files}: the cached one while fresh ({@link #get}), else the path
+     * looked up again and the file checked or opened ({@link #refresh}), keyed by {@link StaticFiles#key} so that its
+     * aliases share it. Null when there is none to serve from: then {@link #missed()} is the lookup to answer with,
+     * by its status (not 200: 404, 403, 301, ...) or, a 200, by reading its file without the cache.
+     */
+    Entry serve(final StaticFiles files, final String path, final long nowNanos)
+    {
+        final String key = StaticFiles.key(path);
+        final Entry cached = key == null ? null : get(key, nowNanos);
+        if (cached != null)
+        {
+            return cached;
+        }
+        final StaticFiles.Lookup lookup = files.lookup(path);
+        missed = lookup;
+        if (lookup.status() != 200) // always so when the key is null
+        {
+            if (key != null)
+            {
+                remove(key);
+            }
+            return null;
+        }
+        return refresh(key, lookup.file(), lookup.contentType(), nowNanos);
+    }
+
+    /** The lookup of the last {@link #serve} that returned null. */
+    StaticFiles.Lookup missed()
+    {
+        return missed;
     }
 
     /** The entry for {@code key} if it was checked less than the revalidation time ago, else null (look it up). */

@@ -519,28 +519,20 @@ final class HttpApp
             deadlines.responseStarted(now);
             discardBody = request.contentLength();
             closeAfterResponse = !request.keepAlive();
-            final String path = request.path();
             // Keyed by what the lookup makes of the path: aliases ("//x", "/./x", "/a/../x") share one entry and file.
-            final String key = StaticFiles.key(path);
-            FileCache.Entry e = key == null ? null : cache.get(key, now);
+            final FileCache.Entry e = cache.serve(files, request.path(), now);
             if (e == null)
             {
-                final StaticFiles.Lookup lookup = files.lookup(path);
-                if (lookup.status() != 200) // always so when the key is null
+                final StaticFiles.Lookup lookup = cache.missed();
+                if (lookup.status() != 200)
                 {
-                    if (key != null)
-                    {
-                        cache.remove(key);
-                    }
                     respondStatus(lookup.status(), request, statusHeaders(lookup, request));
-                    return;
                 }
-                e = cache.refresh(key, lookup.file(), lookup.contentType(), now);
-                if (e == null)
+                else
                 {
                     respondFromChannel(lookup, request);
-                    return;
                 }
+                return;
             }
             final long nowMillis = System.currentTimeMillis();
             final long lastModified = lastModified(e.lastModifiedSeconds(), nowMillis);

@@ -357,26 +357,19 @@ final class NioHttpApp
             discardBody = request.contentLength();
             closeAfterResponse = !request.keepAlive();
             // As HttpApp: the cache first, the lookup only for a miss or once the entry is due for revalidation.
-            final String key = StaticFiles.key(request.path());
-            FileCache.Entry e = key == null ? null : cache.get(key, now);
+            final FileCache.Entry e = cache.serve(files, request.path(), now);
             if (e == null)
             {
-                final StaticFiles.Lookup lookup = files.lookup(request.path());
-                if (lookup.status() != 200) // always so when the key is null
+                final StaticFiles.Lookup lookup = cache.missed();
+                if (lookup.status() != 200)
                 {
-                    if (key != null)
-                    {
-                        cache.remove(key);
-                    }
                     respondStatus(lookup, request);
-                    return;
                 }
-                e = cache.refresh(key, lookup.file(), lookup.contentType(), now);
-                if (e == null)
+                else
                 {
                     respondFromChannel(lookup, request);
-                    return;
                 }
+                return;
             }
             final long nowMillis = System.currentTimeMillis();
             final long lastModified = HttpApp.lastModified(e.lastModifiedSeconds(), nowMillis);
