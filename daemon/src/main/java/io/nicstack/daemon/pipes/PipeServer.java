@@ -12,6 +12,7 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -69,6 +70,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
     /** Daemon heap the attached apps may come to hold in all ({@link AppSession#heapBytes}); more apps are refused. */
     private long heapBudget = Runtime.getRuntime().maxMemory() / 4;
     private long heapPromised;
+    /** Each attached app's owner (the app file's uid): each user's apps may hold a share of {@link #heapBudget}. */
+    private final Map<AppSession, Integer> ownerUids = new IdentityHashMap<>();
+    /** This process's uid: its apps, and root's, are held to no share of the heap budget. */
+    private final int ownUid = (int)new com.sun.security.auth.module.UnixSystem().getUid();
     private final List<AppSession> sessions = new ArrayList<>();
     private final Map<Path, AppSession> byPath = new HashMap<>();
     /** Made by {@link #start()}. */
@@ -116,6 +121,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
      * Bound the daemon heap that attached apps may come to hold together (default: a quarter of the JVM's maximum
      * heap): an app whose slots and event backlog would pass it is refused with LIMIT_MEMORY, so many or large apps
      * cannot exhaust the heap the stack runs in.
+     *
+     * <p>The apps of one user (the app file's owner uid) may hold at most half of it, so that one user's apps cannot
+     * take it all and keep every other user's out: beyond its half, a user's next app is refused with LIMIT_MEMORY
+     * too. Attached apps are never evicted, so the half holds also while a user is alone: a user who had taken the
+     * whole budget then would keep it when others came. Root and the daemon's own user, who can stop the daemon
+     * anyway, are held to no share. (A user who controls many uids, subordinate uids say, gets a half for each.)
      */
     public PipeServer heapBudget(final long bytes)
     {
@@ -153,7 +164,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
             // Checked below.
         }
         final Map<String, Object> apps = Files.readAttributes(appsDirectory, "unix:uid,mode,isDirectory", LinkOption.NOFOLLOW_LINKS);
-        final int ownUid = (int)new com.sun.security.auth.module.UnixSystem().getUid();
         final int mode = (Integer)apps.get("mode") & 07777;
         if (!(Boolean)apps.get("isDirectory") || (Integer)apps.get("uid") != ownUid || ((mode & 0022) != 0 && mode != 01777))
         {
@@ -402,6 +412,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         sessions.remove(s);
         byPath.remove(s.path, s);
         heapPromised -= AppSession.heapBytes(s.maxConnections, s.ringCapacity);
+        ownerUids.remove(s);
         int reset = 0;
         try
         {
@@ -587,7 +598,11 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     final UnsafeBuffer header = new UnsafeBuffer(headerMap);
                     final Geometry geometry = Geometry.of(header);
                     reason = geometry.appPid == appPid ? validate(header, geometry, size) : Reason.BAD_ARGUMENT;
-                    if (reason == Reason.NONE)
+                    if (reason == Reason.NONE && (why = overUsersShare(owner.uid(), geometry)) != null)
+                    {
+                        reason = Reason.LIMIT_MEMORY;
+                    }
+                    else if (reason == Reason.NONE)
                     {
                         attached = attach(path, fileKey, files, owner.uid(), inode, channel, geometry);
                         reason = Reason.BAD_ARGUMENT;
@@ -676,6 +691,30 @@ public final class PipeServer implements LoopTask, AutoCloseable
     }
 
     /**
+     * Why an app of {@code uid} with these sizes would take its user's apps past their share of the heap budget (half
+     * of it, {@link #heapBudget}), or null if it would not.
+     */
+    private String overUsersShare(final int uid, final Geometry g)
+    {
+        if (uid == 0 || uid == ownUid)
+        {
+            return null;
+        }
+        long held = 0;
+        for (final Map.Entry<AppSession, Integer> e : ownerUids.entrySet())
+        {
+            if (e.getValue() == uid)
+            {
+                held += AppSession.heapBytes(e.getKey().maxConnections, e.getKey().ringCapacity);
+            }
+        }
+        final long wanted = AppSession.heapBytes(g.maxConnections, g.ringCapacity);
+        final long share = heapBudget / 2;
+        return held + wanted > share ? "over its user's share: uid " + uid + "'s apps may hold " + held + " bytes of heap "
+            + "and this one " + wanted + " more, past half the daemon's budget for apps (" + share + ")" : null;
+    }
+
+    /**
      * Answer REJECTED with {@code reason} in the app file (open as {@code fd}; the app copies it into its memory): the
      * reason and the daemon's pid and version first, the state last. {@code why} goes to the log if not null.
      */
@@ -733,6 +772,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         sessions.add(s);
         byPath.put(path, s);
         heapPromised += AppSession.heapBytes(g.maxConnections, g.ringCapacity);
+        ownerUids.put(s, ownerUid);
         counters.increment(PipeCounter.APPS_ATTACHED);
         log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + g.appPid + ", " + g.maxConnections
             + " connections of " + g.pipeCapacity + "-byte pipes)");
