@@ -124,7 +124,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
      *
      * <p>The apps of one user (the app file's owner uid) may hold at most half of it, so that one user's apps cannot
      * take it all and keep every other user's out: beyond its half, a user's next app is refused with LIMIT_MEMORY
-     * too. Attached apps are never evicted, so the half holds also while a user is alone: a user who had taken the
+     * too (its first app, however large, is held to the whole budget only). Attached apps are never evicted, so the half holds also while a user is alone: a user who had taken the
      * whole budget then would keep it when others came. Root and the daemon's own user, who can stop the daemon
      * anyway, are held to no share. (A user who controls many uids, subordinate uids say, gets a half for each.)
      */
@@ -692,7 +692,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
 
     /**
      * Why an app of {@code uid} with these sizes would take its user's apps past their share of the heap budget (half
-     * of it, {@link #heapBudget}), or null if it would not.
+     * of it, {@link #heapBudget}), or null if it would not; a user's first app never does (the largest an app may be,
+     * 65,536 connections with 16 MiB rings, takes more than half under the launcher's heap).
      */
     private String overUsersShare(final int uid, final Geometry g)
     {
@@ -710,7 +711,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
         final long wanted = AppSession.heapBytes(g.maxConnections, g.ringCapacity);
         final long share = heapBudget / 2;
-        return held + wanted > share ? "over its user's share: uid " + uid + "'s apps may hold " + held + " bytes of heap "
+        // A user's first app is held to the whole budget only: however large, it can be run, and it leaves the rest.
+        return held > 0 && held + wanted > share ? "over its user's share: uid " + uid + "'s apps may hold " + held + " bytes of heap "
             + "and this one " + wanted + " more, past half the daemon's budget for apps (" + share + ")" : null;
     }
 

@@ -1,6 +1,7 @@
 package io.nicstack.daemon.pipes;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -100,6 +101,26 @@ class PipeServerHeapShareTest
         runUntil(() -> server.attached() == 1, 1_000_000_000L, "the first app gone");
         final TestApp third = app("third", 65534);
         assertEquals(AppFileDescriptor.STATE_ATTACHED, answered(third.attach()), "the user's half freed");
+    }
+
+    /**
+     * A user's first app is held to the whole budget only: one larger than the user's half still attaches (the largest
+     * app an ordinary user may run, 65,536 connections with 16 MiB rings, takes more than half under the launcher's
+     * heap); the user's next one does not. Before, the first was refused for the share.
+     */
+    @Test
+    void aUsersFirstAppMayTakeMoreThanHalf() throws IOException
+    {
+        assumeTrue("root".equals(System.getProperty("user.name")), "running processes as other users needs root");
+        Files.setPosixFilePermissions(shm, PosixFilePermissions.fromString("rwxr-xr-x"));
+        server.heapBudget(ONE_APP * 3 / 2); // a half of 0.75 apps
+
+        final TestApp first = app("big", 65534);
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, answered(first.attach()), "more than half, but its first");
+        assertFalse(logged.toString().contains("over its user's share"), logged.toString());
+        final TestApp second = app("more", 65534);
+        assertEquals(AppFileDescriptor.STATE_REJECTED, answered(second.attach()), "past the budget");
+        assertEquals(Reason.LIMIT_MEMORY, second.reason());
     }
 
     /** The daemon's own user (and root), who could stop it anyway, may fill the whole budget. */
