@@ -28,10 +28,11 @@ import static io.nicstack.pipes.PipeDescriptor.TAIL_OFFSET;
  *
  * <p>The other side lives in another process and is not trusted: {@link #peek()} and {@link #claim(int)} clamp
  * to the data region whatever the shared positions say, so no span they return lies outside the pipe. A consumer that
- * reads a tail below one it read before (positions only grow) or below its head finds the pipe corrupt
- * ({@link #isCorrupt}): it reads nothing more from it, so a producer that takes bytes back cannot pass off a short
- * stream as a whole one. A flyweight kept over a pipe that is {@link #reset} through another must be wrapped again.
- * One flyweight is used by one thread; nothing allocates after {@link #wrap}.
+ * reads a tail below one it read before (positions only grow), below its head, or more than {@code capacity} past its
+ * head finds the pipe corrupt ({@link #isCorrupt}): it reads nothing more from it, so a producer that takes bytes back
+ * cannot pass off a short stream as a whole one, nor one that runs ahead stale ring contents as new bytes. A flyweight
+ * kept over a pipe that is {@link #reset} through another must be wrapped again. One flyweight is used by one thread;
+ * nothing allocates after {@link #wrap}.
  */
 public final class Pipe
 {
@@ -42,7 +43,10 @@ public final class Pipe
     private long headCache;
     /** Consumer: the highest producer's tail read (a lower bound: it only grows). */
     private long tailCache;
-    /** Consumer: the producer broke the pipe (a tail read went back, or below the head); sticky until a wrap. */
+    /**
+     * Consumer: the producer broke the pipe (a tail read went back, below the head or past head + capacity); sticky
+     * until a wrap or reset.
+     */
     private boolean corrupt;
     private int offset;
 
@@ -222,13 +226,18 @@ public final class Pipe
         return buffer.getLong(offset + HEAD_OFFSET);
     }
 
-    /** Consumer: the producer's published tail (an acquire load); one below a tail read before makes it corrupt. */
+    /**
+     * Consumer: the producer's published tail (an acquire load); one below a tail read before, or more than
+     * {@code capacity} past the head, makes it corrupt (and is not kept as the tail last read).
+     */
     public long tailVolatile()
     {
         final long tail = buffer.getLongVolatile(offset + TAIL_OFFSET);
-        if (tail < tailCache)
+        // Published bytes are never taken back, and the producer writes only below head + capacity: past that the
+        // ring holds older bytes, not the ones at these positions. Either way the producer's side went bad.
+        if (tail < tailCache || tail - head() > capacity)
         {
-            corrupt = true; // published bytes are never taken back: the producer's side went bad
+            corrupt = true;
         }
         else
         {
@@ -239,7 +248,7 @@ public final class Pipe
 
     /**
      * Consumer: bytes published and not yet consumed, at most {@code capacity}; 0 once the pipe is {@link #isCorrupt
-     * corrupt}, rather than a stream that ends short.
+     * corrupt}, rather than a stream that ends short or one padded with bytes the producer never wrote there.
      */
     public int readable()
     {
@@ -249,13 +258,13 @@ public final class Pipe
             corrupt |= available < 0; // the head is never past a tail read: the producer moved one of them
             return 0;
         }
-        return available >= capacity ? capacity : (int)available;
+        return (int)available; // at most capacity: a tail further on made the pipe corrupt
     }
 
     /**
-     * Consumer: whether the producer broke the pipe: a tail read below one read before it or below the head, or, after
-     * the last read, still below {@code publishedTail}, a tail the producer said elsewhere (a notification read before
-     * that read) it had published. Reads no shared memory.
+     * Consumer: whether the producer broke the pipe: a tail read below one read before it, below the head or more than
+     * {@code capacity} past it, or, after the last read, still below {@code publishedTail}, a tail the producer said
+     * elsewhere (a notification read before that read) it had published. Reads no shared memory.
      */
     public boolean isCorrupt(final long publishedTail)
     {

@@ -54,6 +54,33 @@ class PipeCorruptionTest
     }
 
     @Test
+    void aTailMoreThanACapacityPastTheHeadIsCorruptNotAFullPipe()
+    {
+        producer.write(new byte[1000], 0, 1000);
+        consumer.read(new byte[1000], 0, 1000);
+        producer.write(new byte[CAPACITY], 0, CAPACITY);
+        assertEquals(CAPACITY, consumer.readable(), "a full pipe is honest");
+        assertFalse(consumer.isCorrupt(1000 + CAPACITY));
+
+        producer.publishTail(1000 + CAPACITY + 1); // the producer may write only below head + capacity
+
+        assertEquals(0, consumer.readable(), "stale ring bytes read as the stream");
+        assertEquals(0, consumer.peek());
+        assertTrue(consumer.isCorrupt(0));
+        producer.publishTail(1000 + CAPACITY);
+        assertEquals(0, consumer.readable(), "a corrupt pipe stays corrupt");
+    }
+
+    @Test
+    void aTailFarPastTheHeadIsCorrupt()
+    {
+        producer.publishTail(Long.MAX_VALUE / 2);
+
+        assertEquals(0, consumer.peek());
+        assertTrue(consumer.isCorrupt(0));
+    }
+
+    @Test
     void aTailBelowOneThePublisherNamedIsCorrupt()
     {
         producer.write(new byte[1000], 0, 1000);

@@ -99,7 +99,8 @@ public final class PipeConnection implements AutoCloseable
      * @throws ConnectionResetException    if the connection was reset.
      * @throws ConnectionTimedOutException if it timed out.
      * @throws DaemonGoneException         if the daemon is gone, or its side of the RX pipe is corrupt (reason
-     *                                     BAD_MESSAGE: its tail went back): the session is lost, as for a corrupt ring.
+     *                                     BAD_MESSAGE: its tail went back, or ran more than the pipe's capacity past
+     *                                     the head): the session is lost, as for a corrupt ring.
      * @throws NicstackException           if this connection was closed by the app.
      */
     public int peek() throws NicstackException
@@ -113,8 +114,9 @@ public final class PipeConnection implements AutoCloseable
         // The daemon published the tail before the NOTIFY that named it, so a tail read after it is not below it.
         if (rx.isCorrupt(notifiedTail))
         {
-            throw client.onCorruptPipe("the RX pipe of connection " + describe() + " is corrupt: its tail went back (" +
-                rx + ", tail last notified " + notifiedTail + ")");
+            throw client.onCorruptPipe("the RX pipe of connection " + describe() +
+                " is corrupt: its tail went back, or ran more than the pipe's capacity past the head (" + rx +
+                ", tail last notified " + notifiedTail + ")");
         }
         if (closeReason != Protocol.Reason.NONE)
         {

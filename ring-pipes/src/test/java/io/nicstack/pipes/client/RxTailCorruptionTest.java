@@ -19,8 +19,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * A daemon whose RX tail goes back, below what the client saw (its own read of the tail, or a NOTIFY): the session is
- * lost, as for a corrupt ring, and the stream never ends cleanly short of what the daemon had published.
+ * A daemon whose RX tail goes back, below what the client saw (its own read of the tail, or a NOTIFY), or runs more
+ * than the pipe past the app's head: the session is lost, as for a corrupt ring, and the stream never ends cleanly
+ * short of what the daemon had published, nor goes on with stale ring contents.
  */
 class RxTailCorruptionTest
 {
@@ -100,6 +101,21 @@ class RxTailCorruptionTest
 
         final DaemonGoneException ex = assertThrows(DaemonGoneException.class, connection::peek);
         assertEquals(Protocol.Reason.BAD_MESSAGE, ex.reason(), ex.getMessage());
+        assertTrue(client.isGone());
+        assertThrows(DaemonGoneException.class, client::poll);
+    }
+
+    @Test
+    void aTailMoreThanAPipePastTheHeadFailsTheSessionInsteadOfGivingStaleBytes() throws Exception
+    {
+        assertEquals(1000, connection.peek());
+        connection.release(1000);
+        // The daemon writes only below head + capacity: past it the ring holds older bytes, not these positions.
+        moveRxTail(1000 + 64 * 1024 + 1);
+
+        final DaemonGoneException ex = assertThrows(DaemonGoneException.class, connection::peek);
+        assertEquals(Protocol.Reason.BAD_MESSAGE, ex.reason(), ex.getMessage());
+        assertTrue(ex.getMessage().contains("RX pipe"), ex.getMessage());
         assertTrue(client.isGone());
         assertThrows(DaemonGoneException.class, client::poll);
     }
