@@ -17,7 +17,9 @@ import static io.nicstack.pipes.PipeDescriptor.TAIL_OFFSET;
  *     <li>{@code tail} — written by the <b>producer</b> only ({@code putLongRelease}), read by the consumer with
  *     {@code getLongVolatile}: everything before it is published data.</li>
  *     <li>{@code head} — written by the <b>consumer</b> only ({@code putLongRelease}), read by the producer with
- *     {@code getLongVolatile}: everything before it may be overwritten.</li>
+ *     {@code getLongVolatile}: everything before it may be overwritten. The consumer keeps its own head in a field,
+ *     the source of truth, and reads the shared word only at {@link #wrap}: a producer that writes it cannot make
+ *     the consumer read bytes twice or skip them.</li>
  *     <li>data — written by the producer in {@code [tail, head + capacity)}, read by the consumer in
  *     {@code [head, tail)}.</li>
  * </ul>
@@ -41,6 +43,11 @@ public final class Pipe
     private int mask;
     /** Producer: the consumer's head as last read (a lower bound: it only grows). */
     private long headCache;
+    /**
+     * Consumer: its own position, the source of truth; stored to the shared head for the producer, never read back
+     * from it (the producer could write it) but at {@link #wrap}.
+     */
+    private long head;
     /** Consumer: the highest producer's tail read (a lower bound: it only grows). */
     private long tailCache;
     /**
@@ -73,7 +80,8 @@ public final class Pipe
         this.offset = offset;
         this.capacity = capacity;
         this.mask = capacity - 1;
-        this.headCache = buffer.getLongVolatile(offset + HEAD_OFFSET);
+        this.head = buffer.getLongVolatile(offset + HEAD_OFFSET);
+        this.headCache = head;
         this.tailCache = buffer.getLongVolatile(offset + TAIL_OFFSET);
         this.corrupt = false;
         return this;
@@ -213,6 +221,7 @@ public final class Pipe
     {
         buffer.putLongRelease(offset + HEAD_OFFSET, 0);
         buffer.putLongRelease(offset + TAIL_OFFSET, 0);
+        head = 0;
         headCache = 0;
         tailCache = 0;
         corrupt = false;
@@ -220,10 +229,10 @@ public final class Pipe
 
     // ---- consumer ---------------------------------------------------------------------------
 
-    /** Consumer: the consumed position (its own field; a plain read is enough for the only writer). */
+    /** Consumer: the consumed position, as this consumer keeps it (no shared-memory read). */
     public long head()
     {
-        return buffer.getLong(offset + HEAD_OFFSET);
+        return head;
     }
 
     /**
@@ -235,7 +244,7 @@ public final class Pipe
         final long tail = buffer.getLongVolatile(offset + TAIL_OFFSET);
         // Published bytes are never taken back, and the producer writes only below head + capacity: past that the
         // ring holds older bytes, not the ones at these positions. Either way the producer's side went bad.
-        if (tail < tailCache || tail - head() > capacity)
+        if (tail < tailCache || tail - head > capacity)
         {
             corrupt = true;
         }
@@ -252,7 +261,7 @@ public final class Pipe
      */
     public int readable()
     {
-        final long available = tailVolatile() - head();
+        final long available = tailVolatile() - head;
         if (available <= 0 || corrupt)
         {
             corrupt |= available < 0; // the head is never past a tail read: the producer moved one of them
@@ -274,45 +283,45 @@ public final class Pipe
     /** Consumer: contiguous readable bytes at {@link #peekIndex()}, never past the end of the data region. */
     public int peek()
     {
-        final long head = head();
         return Math.min(readable(), capacity - ((int)head & mask));
     }
 
     /** Consumer: index in {@link #buffer()} where the peeked span starts. */
     public int peekIndex()
     {
-        return index(head());
+        return index(head);
     }
 
     /** Consumer: consume {@code length} bytes (a release store of the head: the producer may reuse them). */
     public void release(final int length)
     {
         // The tail only grows: bytes below the tail last read are readable without reading it again.
-        if (length < 0 || length > tailCache - head() && length > readable())
+        if (length < 0 || length > tailCache - head && length > readable())
         {
             throw new IllegalArgumentException("release of " + length + " bytes with " + readable() + " readable");
         }
-        buffer.putLongRelease(offset + HEAD_OFFSET, head() + length);
+        head += length;
+        buffer.putLongRelease(offset + HEAD_OFFSET, head);
     }
 
     /** Consumer (daemon, TX): consume everything before {@code position} (acknowledged bytes). */
     public void releaseTo(final long position)
     {
-        final long head = head();
         if (position < head || position > tailVolatile())
         {
             throw new IllegalArgumentException("releaseTo " + position + " outside [" + head + ", tail]");
         }
+        head = position;
         buffer.putLongRelease(offset + HEAD_OFFSET, position);
     }
 
     /** Consumer: copy up to {@code length} readable bytes into {@code dst}, consume them, return the count. */
     public int read(final byte[] dst, final int index, final int length)
     {
-        final long head = head();
         final int count = Math.min(length, readable());
         getAt(head, dst, index, count);
-        buffer.putLongRelease(offset + HEAD_OFFSET, head + count);
+        head += count;
+        buffer.putLongRelease(offset + HEAD_OFFSET, head);
         return count;
     }
 

@@ -6,11 +6,15 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The consumer of a pipe whose producer (another process, not trusted) moves the positions the wrong way. */
+/**
+ * The consumer of a pipe whose producer (another process, not trusted) moves the positions the wrong way, or writes
+ * the consumer's head.
+ */
 class PipeCorruptionTest
 {
     private static final int CAPACITY = 4096;
@@ -44,13 +48,44 @@ class PipeCorruptionTest
     }
 
     @Test
-    void aHeadPastTheTailIsCorrupt()
+    void aHeadPastTheTailAtTheWrapIsCorrupt()
     {
         producer.write(new byte[1000], 0, 1000);
         region.putLongRelease(AT + PipeDescriptor.HEAD_OFFSET, 2000); // the producer wrote the consumer's field
+        consumer.wrap(region, AT, CAPACITY); // the one time the consumer reads its head from the pipe
 
         assertEquals(0, consumer.peek());
         assertTrue(consumer.isCorrupt(0));
+    }
+
+    @Test
+    void theProducerWritingTheHeadChangesNothingTheConsumerReads()
+    {
+        final byte[] stream = new byte[3000];
+        for (int i = 0; i < stream.length; i++)
+        {
+            stream[i] = (byte)(i * 7 + i / 256);
+        }
+        producer.write(stream, 0, stream.length);
+        final byte[] out = new byte[stream.length];
+        assertEquals(1000, consumer.read(out, 0, 1000));
+
+        region.putLongRelease(AT + PipeDescriptor.HEAD_OFFSET, 0); // back: the consumer would read bytes again
+        assertEquals(2000, consumer.peek());
+        assertEquals(1000, consumer.read(out, 1000, 1000));
+        region.putLongRelease(AT + PipeDescriptor.HEAD_OFFSET, 2900); // forward: it would skip bytes
+        assertEquals(1000, consumer.readable());
+        assertEquals(AT + PipeDescriptor.DATA_OFFSET + 2000, consumer.peekIndex());
+        consumer.buffer().getBytes(consumer.peekIndex(), out, 2000, 500);
+        consumer.release(500);
+        region.putLongRelease(AT + PipeDescriptor.HEAD_OFFSET, 9000); // past the tail
+        assertEquals(500, consumer.read(out, 2500, 1000));
+
+        assertArrayEquals(stream, out);
+        assertEquals(3000, consumer.head());
+        assertEquals(3000, region.getLongVolatile(AT + PipeDescriptor.HEAD_OFFSET), "the consumer's head, published");
+        assertEquals(0, consumer.peek());
+        assertFalse(consumer.isCorrupt(3000));
     }
 
     @Test

@@ -116,7 +116,7 @@ public final class PipeConnection implements AutoCloseable
         {
             throw client.onCorruptPipe("the RX pipe of connection " + describe() +
                 " is corrupt: its tail went back, or ran more than the pipe's capacity past the head (" + rx +
-                ", tail last notified " + notifiedTail + ")");
+                ", the app's head " + rx.head() + ", tail last notified " + notifiedTail + ")");
         }
         if (closeReason != Protocol.Reason.NONE)
         {

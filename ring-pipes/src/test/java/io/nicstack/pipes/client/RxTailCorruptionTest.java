@@ -1,7 +1,5 @@
 package io.nicstack.pipes.client;
 
-import io.nicstack.pipes.Pipe;
-import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.pipes.Protocol;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -118,24 +116,6 @@ class RxTailCorruptionTest
         assertTrue(ex.getMessage().contains("RX pipe"), ex.getMessage());
         assertTrue(client.isGone());
         assertThrows(DaemonGoneException.class, client::poll);
-    }
-
-    @Test
-    void aHeadMovedPastTheTailFailsTheSessionInsteadOfEndingTheStream() throws Exception
-    {
-        daemon.call(d ->
-        {
-            // The daemon writes the app's field: the head past everything it published.
-            final Pipe rx = d.file().rx(Protocol.slotOf(id));
-            rx.buffer().putLongRelease(rx.index(0) - PipeDescriptor.DATA_OFFSET + PipeDescriptor.HEAD_OFFSET, 2000);
-            return null;
-        });
-        daemon.call(d -> d.event(Protocol.PEER_CLOSED, id, 0));
-        pollUntil(connection::isPeerClosed);
-
-        final DaemonGoneException ex = assertThrows(DaemonGoneException.class, connection::peek);
-        assertEquals(Protocol.Reason.BAD_MESSAGE, ex.reason(), ex.getMessage());
-        assertTrue(client.isGone());
     }
 
     /** The daemon's side of the RX pipe goes bad: its tail word is written lower (on the daemon's thread). */
