@@ -3,6 +3,7 @@ package io.nicstack.pipes.client;
 import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.CheckedRingReader;
+import io.nicstack.pipes.Pipe;
 import io.nicstack.pipes.Protocol;
 import org.agrona.ExpandableArrayBuffer;
 import org.agrona.MutableDirectBuffer;
@@ -1127,8 +1128,17 @@ public final class NicstackClient implements AutoCloseable
         {
             return null; // The daemon reuses a slot only after our CLOSE; anything else is a stale or bad id.
         }
+        final Pipe rx = file.rx(slot);
+        if (rx.head() != 0)
+        {
+            // Every connection's stream starts at position 0 (the daemon resets both words when it opens the slot):
+            // a head elsewhere would have the app skip bytes of it, or read bytes that are not of it.
+            declareGone(Protocol.Reason.BAD_MESSAGE, "connection #" + Long.toHexString(connectionId) + " was announced "
+                + "with its RX pipe's head at " + rx.head() + ", not 0: the session is lost");
+            return null;
+        }
         final PipeConnection connection = new PipeConnection(
-            this, connectionId, localPort, remoteAddress, remotePort, file.rx(slot), file.tx(slot));
+            this, connectionId, localPort, remoteAddress, remotePort, rx, file.tx(slot));
         connections[slot] = connection;
         return connection;
     }

@@ -4,6 +4,7 @@ import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.NotificationPacer;
 import io.nicstack.pipes.Pipe;
+import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.pipes.Protocol;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -125,6 +126,27 @@ final class FakeDaemon implements AutoCloseable
     long accept(final int localPort, final int remoteAddress, final int remotePort)
     {
         final long id = openConnection(localPort, remoteAddress, remotePort);
+        message.setMemory(0, 32, (byte)0);
+        message.putLong(0, id);
+        message.putInt(8, localPort);
+        message.putInt(12, remoteAddress);
+        message.putInt(16, remotePort);
+        event(Protocol.ACCEPTED);
+        return id;
+    }
+
+    /**
+     * As {@link #accept}, but the RX pipe announced with its head at {@code rxHead} and its tail at {@code rxTail} (as a
+     * broken daemon might leave them; an honest one starts every connection at 0).
+     */
+    long acceptWithRxPositions(final int localPort, final int remoteAddress, final int remotePort, final long rxHead,
+        final long rxTail)
+    {
+        final long id = openConnection(localPort, remoteAddress, remotePort);
+        final Pipe pipe = rx[Protocol.slotOf(id)];
+        final int positions = pipe.index(0) - PipeDescriptor.DATA_OFFSET;
+        pipe.buffer().putLongRelease(positions + PipeDescriptor.TAIL_OFFSET, rxTail);
+        pipe.buffer().putLongRelease(positions + PipeDescriptor.HEAD_OFFSET, rxHead);
         message.setMemory(0, 32, (byte)0);
         message.putLong(0, id);
         message.putInt(8, localPort);

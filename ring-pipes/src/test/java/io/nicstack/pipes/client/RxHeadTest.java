@@ -19,6 +19,7 @@ import java.util.function.BooleanSupplier;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -119,6 +120,30 @@ class RxHeadTest
             got += count;
         }
         return out;
+    }
+
+    /**
+     * Every connection's stream starts at position 0 in its pipes (the daemon resets both words when it opens a slot),
+     * so a connection announced with its RX head anywhere else fails the session (BAD_MESSAGE), as a corrupt ring does.
+     * Before, the app took the head it found as its own and silently skipped the first 100 bytes of the stream.
+     */
+    @Test
+    void aConnectionAnnouncedWithItsRxHeadPastZeroFailsTheSession()
+    {
+        final PipeListener second;
+        try
+        {
+            second = client.listen(8081, 4);
+        }
+        catch (final NicstackException e)
+        {
+            throw new AssertionError(e);
+        }
+        daemon.call(d -> d.acceptWithRxPositions(8081, PEER, 50001, 100, 1000));
+        final DaemonGoneException gone = assertThrows(DaemonGoneException.class, () -> pollUntil(() -> false));
+        assertEquals(Protocol.Reason.BAD_MESSAGE, gone.reason());
+        assertTrue(gone.getMessage().contains("head"), gone.getMessage());
+        assertThrows(NicstackException.class, second::accept, "no connection to accept from a lost session");
     }
 
     /** The daemon writes the app's head word of the RX pipe (on the daemon's thread). */
