@@ -2775,6 +2775,14 @@ public final class TcpConnection
                 sndMax = sndNxt + 1;
                 probeByteOutstanding = true;
             }
+            else
+            {
+                // The byte went before (an earlier probe's, or old data after a shrunken window): a peer that took it
+                // answers this copy with the TS.Recent of the first, and that echo would time the persist interval.
+                // Not a retransmission to count, but timed as one (echoTimesAck).
+                retransmitTsVal = tsNow(now);
+                retransmitUnechoed = true;
+            }
         }
         else
         {

@@ -483,6 +483,60 @@ class Rfc9293DataTest
         assertEquals(TcpState.CLOSED, t.conn.state());
     }
 
+    /**
+     * RFC 6298 §3 (Karn) with RFC 7323 §4.3: the peer takes a zero-window probe's byte but its ACK is lost; the persist
+     * timer sends the same byte again much later, and the peer answers the duplicate echoing the first copy's TSval
+     * (a duplicate does not update TS.Recent; this stack's receiver does the same). That echo times the persist
+     * interval, not the path: like a retransmission's, it gives no RTT sample. Before, it did: one such ACK took SRTT
+     * from 0 to 6.4 s and the RTO to 58 s, and in the send review's two-stack runs with a slow reader and 15% loss a
+     * later real loss then waited for a 120 s RTO.
+     */
+    @Test
+    void rfc6298_aStaleEchoOfAnEarlierCopyOfAZeroWindowProbeGivesNoRttSample()
+    {
+        final TcpTestHarness t = new TcpTestHarness().peerOffersAll();
+        t.passiveOpen();
+        t.write(bytes(1000, 8));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(1000));
+        t.send(t.in().ack(t.iss + 1001).window(0));
+        t.write(bytes(3000, 9));
+        t.recvNothing();
+        Seg probe = null;
+        for (int i = 0; i < 8; i++) // probes until the backoff is long; the peer answers each with a zero window
+        {
+            t.advance(t.conn.rtoNanos() << Math.min(i, 10));
+            final List<Seg> out = t.recv();
+            if (!out.isEmpty())
+            {
+                probe = out.get(0);
+                assertEquals(1, probe.r.payloadLength, t.describe(probe));
+                if (i < 7)
+                {
+                    t.send(t.in().ack(t.iss + 1001).window(0).tsEcr(probe.r.tsVal));
+                }
+            }
+        }
+        assertNotNull(probe);
+        final int firstTsVal = probe.r.tsVal;
+        // The last probe's byte was taken, its ACK lost: the next probe sends the same byte again, much later.
+        Seg again = null;
+        for (int i = 0; i < 200 && again == null; i++)
+        {
+            t.advanceMs(500);
+            final List<Seg> out = t.recv();
+            if (!out.isEmpty())
+            {
+                again = out.get(0);
+            }
+        }
+        assertNotNull(again, "the probe goes again");
+        assertEquals(probe.r.seq, again.r.seq, "the same byte");
+        final long gap = (again.r.tsVal - firstTsVal) * MS;
+        t.send(t.in().ack(t.iss + 1002).window(65535).tsEcr(firstTsVal));
+        assertTrue(t.conn.srttNanos() < gap / 8, "SRTT " + t.conn.srttNanos() / MS + " ms after a stale echo " + gap / MS
+            + " ms old; RTO now " + t.conn.rtoNanos() / MS + " ms");
+    }
+
     @Test
     void rfc9293_must36_aPeerThatStopsAnsweringZeroWindowProbesIsGivenUpAfterR2Probes()
     {
