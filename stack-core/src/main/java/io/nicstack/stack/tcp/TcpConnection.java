@@ -94,6 +94,9 @@ public final class TcpConnection
      * {@link #sndMaxOfData}.
      */
     private boolean probeByteOutstanding;
+    /** The end of the last new segment sent shorter than a full one, if one was ({@link #smallSegmentUnacknowledged}). */
+    private int smallSentEnd;
+    private boolean smallSent;
     long sndWnd;
     long maxSndWnd;
     int sndWl1;
@@ -2412,9 +2415,11 @@ public final class TcpConnection
                     }
                     break;
                 }
-                if (allQueued && !settings.noDelay && sndNxt != sndUna && !finRequested)
+                if (allQueued && !settings.noDelay && smallSegmentUnacknowledged() && !finRequested)
                 {
-                    // Nagle (RFC 9293 §3.7.4): one small segment outstanding at a time.
+                    // Nagle (RFC 9293 §3.7.4) as Minshall refined it (Linux's tcp_minshall_check): one small segment
+                    // outstanding at a time. Full ones do not hold a small tail back: the tail of a write that
+                    // ends an odd number of full segments would wait for the peer's delayed ACK (up to 500 ms).
                     break;
                 }
             }
@@ -2429,6 +2434,11 @@ public final class TcpConnection
                 limitedTransmitBytes += Math.min(len, Math.max(0, inFlight + len - cc.cwnd()));
             }
             transmitAtSndNxt(nextOffset, len, len > 0 && len == unsent, fin, now);
+            if (len > 0 && len < segmentLimit())
+            {
+                smallSentEnd = sndNxt;
+                smallSent = true;
+            }
             sent = true;
             swsOverrideDeadline = NONE;
             if (fin)
@@ -2442,6 +2452,12 @@ public final class TcpConnection
             schedulePto(now);
         }
         return sent;
+    }
+
+    /** Whether the last segment sent shorter than a full one is still unacknowledged (and not behind a go-back). */
+    private boolean smallSegmentUnacknowledged()
+    {
+        return smallSent && Seq.gt(smallSentEnd, sndUna) && Seq.le(smallSentEnd, sndNxt);
     }
 
     /**

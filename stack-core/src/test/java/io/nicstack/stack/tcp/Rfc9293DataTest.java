@@ -44,6 +44,25 @@ class Rfc9293DataTest
         t.recv(t.out().seq(t.iss + 11).flags(ACK | PSH).payload(bytes(10, 2)));
     }
 
+    /**
+     * Nagle as Minshall refined it (Linux's tcp_minshall_check): what it holds back is a second small segment, not a
+     * small tail behind full ones. The tail of a 1560-byte write goes with its full segment; before, it waited for the
+     * ACK of the lone full segment, which a peer delays (40 ms on Linux, 200 ms on Windows, up to 500 ms).
+     */
+    @Test
+    void nagleMinshall_aSmallTailAfterFullSegmentsIsNotHeldForTheirAck()
+    {
+        t.passiveOpen();
+        t.write(bytes(1560, 5));
+        t.recv(t.out().payloadLength(1460), t.out().seq(t.iss + 1461).flags(ACK | PSH).payloadLength(100));
+        t.write(bytes(10, 6));
+        t.recvNothing(); // the 100 is a small segment unacknowledged
+        t.send(t.in().ack(t.iss + 1461));
+        t.recvNothing(); // still
+        t.send(t.in().ack(t.iss + 1561));
+        t.recv(t.out().seq(t.iss + 1561).flags(ACK | PSH).payloadLength(10));
+    }
+
     @Test
     void rfc9293_must17_applicationCanDisableNagle()
     {
@@ -59,12 +78,15 @@ class Rfc9293DataTest
     void rfc9293_must60_must61_pshOnLastSegmentAndNoIndefiniteBuffering()
     {
         // The API has no PUSH flag, so every write is treated as pushed: PSH on the segment that
-        // empties the buffer, and the held tail goes as soon as Nagle allows.
+        // empties the buffer, and a held tail goes as soon as Nagle allows.
         t.passiveOpen();
         t.write(bytes(3000, 3));
-        t.recv(t.out().payloadLength(1460), t.out().seq(t.iss + 1461).payloadLength(1460));
-        t.send(t.in().ack(t.iss + 2921));
-        t.recv(t.out().seq(t.iss + 2921).flags(ACK | PSH).payloadLength(80));
+        t.recv(t.out().payloadLength(1460), t.out().seq(t.iss + 1461).payloadLength(1460),
+            t.out().seq(t.iss + 2921).flags(ACK | PSH).payloadLength(80));
+        t.write(bytes(10, 4)); // a small segment (the 80) is unacknowledged: this one waits
+        t.recvNothing();
+        t.send(t.in().ack(t.iss + 3001));
+        t.recv(t.out().seq(t.iss + 3001).flags(ACK | PSH).payloadLength(10));
     }
 
     // ------------------------------------------------------------------------------------------
@@ -431,6 +453,7 @@ class Rfc9293DataTest
     void rfc9293_must35_must36_must37_zeroWindowProbedIndefinitely()
     {
         t.passiveOpen();
+        t.send(t.in().window(1460)); // room for one segment: the other 540 bytes wait for the window
         t.write(bytes(2000, 8));
         t.recv(t.out().payloadLength(1460));
         // All acknowledged, window closed, 540 bytes waiting.
@@ -463,6 +486,7 @@ class Rfc9293DataTest
     private void sendAZeroWindowProbe()
     {
         t.passiveOpen();
+        t.send(t.in().window(1460)); // room for one segment: the other 540 bytes wait for the window
         t.write(bytes(2000, 8));
         t.recv(t.out().payloadLength(1460));
         t.send(t.in().ack(t.iss + 1461).window(0));
@@ -543,6 +567,7 @@ class Rfc9293DataTest
         // §3.8.6.1: the connection must stay open only "as long as the receiving TCP peer continues to send
         // acknowledgments in response to the probe segments". A peer gone behind a zero window would hold it for ever.
         t.passiveOpen();
+        t.send(t.in().window(1460)); // room for one segment: the other 540 bytes wait for the window
         t.write(bytes(2000, 8));
         t.recv(t.out().payloadLength(1460));
         t.send(t.in().ack(t.iss + 1461).window(0));

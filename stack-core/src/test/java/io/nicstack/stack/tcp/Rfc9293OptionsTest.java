@@ -45,9 +45,12 @@ class Rfc9293OptionsTest
         t.peerOffersAll();
         t.passiveOpen();
         t.write(bytes(3001, 2));
-        t.recv(t.out().payloadLength(1448), t.out().seq(t.iss + 1 + 1448).payloadLength(1448));
+        t.recv(t.out().payloadLength(1448), t.out().seq(t.iss + 1 + 1448).payloadLength(1448),
+            t.out().seq(t.iss + 1 + 2896).flags(ACK | PSH).payloadLength(105));
         t.send(t.in().ack(t.iss + 1 + 2896).payload(bytes(777, 3)));
-        t.recv(t.out().seq(t.iss + 1 + 2896).ack(t.irs + 1 + 777).flags(ACK | PSH).payloadLength(105));
+        t.write(bytes(10, 4)); // held by Nagle (the 105 is unacknowledged) until the ACK of the 105
+        t.send(t.in().seq(t.irs + 1 + 777).ack(t.iss + 1 + 3001));
+        t.recv(t.out().seq(t.iss + 1 + 3001).ack(t.irs + 1 + 777).flags(ACK | PSH).payloadLength(10));
     }
 
     @Test
@@ -146,10 +149,9 @@ class Rfc9293OptionsTest
         t.peerMss = 500;
         t.passiveOpen(); // expectedSynAck() checks our MSS option: 1500 - 40
         t.write(bytes(1200, 10));
-        // Nagle holds the 200-byte tail while 1000 bytes are unacknowledged.
-        t.recv(segments(0, 500, 500, 500));
-        t.send(t.in().ack(t.iss + 1 + 1000));
-        t.recv(t.out().seq(t.iss + 1001).flags(ACK | PSH).payload(java.util.Arrays.copyOfRange(bytes(1200, 10), 1000, 1200)));
+        // Segments of at most the peer's 500 bytes; the 200-byte tail goes with them (no small segment is out).
+        t.recv(t.out().payloadLength(500), t.out().seq(t.iss + 501).payloadLength(500),
+            t.out().seq(t.iss + 1001).flags(ACK | PSH).payload(java.util.Arrays.copyOfRange(bytes(1200, 10), 1000, 1200)));
     }
 
     @Test
@@ -208,9 +210,11 @@ class Rfc9293OptionsTest
         t.peerOffersAll();
         t.activeOpen();
         t.write(bytes(3000, 14));
-        t.recv(t.out().payloadLength(1448), t.out().seq(t.iss + 1449).payloadLength(1448));
-        t.send(t.in().ack(t.iss + 1 + 2896).flags(ACK | PSH).payload(bytes(50, 15)));
-        t.recv(t.out().seq(t.iss + 1 + 2896).ack(t.irs + 51).flags(ACK | PSH).payloadLength(104));
+        t.recv(t.out().payloadLength(1448), t.out().seq(t.iss + 1449).payloadLength(1448),
+            t.out().seq(t.iss + 1 + 2896).flags(ACK | PSH).payloadLength(104));
+        t.send(t.in().ack(t.iss + 1 + 3000).flags(ACK | PSH).payload(bytes(50, 15)));
+        t.advanceMs(200); // our delayed ACK of the 50
+        t.recv(t.out().seq(t.iss + 3001).ack(t.irs + 51));
         assertArrayEquals(bytes(50, 15), t.read());
         t.conn.close();
         t.poll();

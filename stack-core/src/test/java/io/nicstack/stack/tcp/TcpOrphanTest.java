@@ -94,6 +94,7 @@ class TcpOrphanTest
     {
         // sockstress: the peer takes a little, closes its window and answers every probe. The application has closed.
         t.passiveOpen();
+        t.send(t.in().window(1460)); // room for one segment: the other 540 bytes wait for the window
         t.write(bytes(2000, 8));
         t.recv(t.out().payloadLength(1460));
         t.send(t.in().ack(t.iss + 1461).window(0));
@@ -181,6 +182,7 @@ class TcpOrphanTest
     {
         // The same peer, but the application has only half-closed: it may write no more, yet still reads.
         t.passiveOpen();
+        t.send(t.in().window(1460)); // room for one segment: the other 540 bytes wait for the window
         t.write(bytes(2000, 8));
         t.recv(t.out().payloadLength(1460));
         t.send(t.in().ack(t.iss + 1461).window(0));
