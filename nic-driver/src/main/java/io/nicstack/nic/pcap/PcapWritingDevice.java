@@ -3,6 +3,7 @@ package io.nicstack.nic.pcap;
 import io.nicstack.nic.FrameHandler;
 import io.nicstack.nic.NetDevice;
 import io.nicstack.nic.NetDeviceDecorator;
+import io.nicstack.nic.linux.Linux;
 import org.agrona.BufferUtil;
 import org.agrona.CloseHelper;
 import org.agrona.DirectBuffer;
@@ -15,8 +16,11 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+
+import static io.nicstack.nic.linux.Linux.LIBC;
 
 /**
  * Decorator that records every received and transmitted frame in a classic libpcap file (smoltcp phy/pcap_writer.rs).
@@ -60,6 +64,16 @@ import java.nio.file.StandardOpenOption;
  * ({@link #framesNotCaptured()} how many were left out). The file is cut back to the last whole record it holds, so
  * readers take it.
  *
+ * <p>A live capture, to a named pipe ({@code tcpdump -r -}, {@code wireshark -k -i}) or another file that is not a
+ * regular one, waits for its reader when the device is made and writes the file header, then never waits again: it
+ * writes with O_NONBLOCK, the buffer keeps what the pipe does not take yet, and a frame that finds the buffer full
+ * because the reader is behind is left out and counted in {@link #framesNotCaptured()}; the capture goes on once the
+ * reader reads. Left out rather than stopped: a pipe holds 64 KiB, which fills in half a millisecond at 1 Gb/s while a
+ * reader pauses. Records go into the pipe only whole (pipe(7): a write of up to PIPE_BUF bytes is taken whole or not at
+ * all, and an empty pipe takes up to its capacity), so the stream holds whole records wherever the reader stops, even
+ * at close; only a record longer than the pipe's capacity (a pipe shrunk below 64 KiB) goes in parts. A write that
+ * fails otherwise (EPIPE: the reader went away) stops the capture, as a full disk does.
+ *
  * <p>Checksums: receive flags pass through unchanged, and frames are recorded as the inner device delivers them. On a
  * tap with checksum offload, frames the local kernel sent carry only the pseudo-header sum in their TCP/UDP checksum
  * field ({@code NEEDS_CSUM}), so a reader that verifies checksums reports them as bad, just as tcpdump does on a host
@@ -79,11 +93,24 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     public static final int RECORD_HEADER_LENGTH = 16;
 
     private static final int BUFFER_LENGTH = 1 << 20;
+    /** pipe(7): a write of at most this many bytes to a pipe is atomic (taken whole or, with O_NONBLOCK, EAGAIN). */
+    private static final int PIPE_BUF = 4096;
+    // fcntl(2) and ioctl(2) numbers, the same on x86_64 and aarch64 (asm-generic).
+    private static final int F_SETFL = 4;
+    private static final int F_GETPIPE_SZ = 1032;
+    private static final long FIONREAD = 0x541B;
     private static final ByteOrder ORDER = ByteOrder.LITTLE_ENDIAN;
 
     private final Path file;
     private final EpochNanoClock clock;
+    /** The regular file written to, or null for a live capture ({@link #fd}). */
     private final FileChannel channel;
+    /** The live capture's non-blocking descriptor, or -1. */
+    private final int fd;
+    /** The pipe's capacity (F_GETPIPE_SZ), or -1 for a live capture to something that is not a pipe (a terminal). */
+    private final int pipeCapacity;
+    /** FIONREAD's answer (an int), for a live capture. */
+    private final UnsafeBuffer queuedBytes;
     private final ByteBuffer byteBuffer;
     private final UnsafeBuffer buffer;
     private int position;
@@ -93,6 +120,10 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     private long fileBytes;
     /** How much of the buffer the last write got into the file. */
     private int bytesWritten;
+    /** Live capture: the first byte of the buffer not yet in the pipe; the records before it are. */
+    private int head;
+    /** Live capture: the end of the record that {@link #head} is inside, or 0 when head is at a record's start. */
+    private int tornEnd;
     /** The write that stopped the capture; null while capturing. */
     private IOException failure;
     private long framesNotCaptured;
@@ -119,16 +150,22 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     /** Wrap {@code inner}, creating or truncating {@code file} and writing the pcap file header to it. */
     public PcapWritingDevice(final NetDevice inner, final Path file, final EpochNanoClock clock)
     {
-        this(inner, file, open(file), clock);
+        this(inner, file, Target.open(file), clock);
     }
 
     /** As the public constructor, writing through {@code channel} (open on {@code file}, empty). */
     PcapWritingDevice(final NetDevice inner, final Path file, final FileChannel channel, final EpochNanoClock clock)
     {
+        this(inner, file, new Target(channel, -1), clock);
+    }
+
+    private PcapWritingDevice(final NetDevice inner, final Path file, final Target target, final EpochNanoClock clock)
+    {
         super(inner);
         this.file = file;
         this.clock = clock;
-        this.channel = channel;
+        this.channel = target.channel;
+        this.fd = target.fd;
         this.byteBuffer = BufferUtil.allocateDirectAligned(BUFFER_LENGTH, 64);
         this.buffer = new UnsafeBuffer(byteBuffer);
 
@@ -144,25 +181,93 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         // capture readers accept, if without the records still buffered, instead of an empty file they refuse.
         try
         {
-            writeBuffer();
+            if (fd < 0)
+            {
+                writeBuffer();
+                pipeCapacity = -1;
+                queuedBytes = null;
+            }
+            else
+            {
+                // The header while the descriptor still blocks: the reader gets it even if something fills the pipe.
+                writeHeaderToLiveCapture();
+                if (LIBC.fcntl(fd, F_SETFL, LIBC.fcntl(fd, Linux.F_GETFL, 0) | Linux.O_NONBLOCK) < 0)
+                {
+                    throw new IOException("fcntl(F_SETFL, O_NONBLOCK): " + Linux.describe(Linux.errno()));
+                }
+                pipeCapacity = LIBC.fcntl(fd, F_GETPIPE_SZ, 0);
+                queuedBytes = new UnsafeBuffer(BufferUtil.allocateDirectAligned(8, 8));
+            }
         }
         catch (final IOException ex)
         {
             CloseHelper.quietClose(channel);
+            if (fd >= 0)
+            {
+                Linux.closeQuietly(fd);
+            }
             throw new UncheckedIOException("cannot write pcap file " + file + ": " + ex.getMessage(), ex);
         }
     }
 
-    private static FileChannel open(final Path file)
+    /** Where the records go: a regular file's channel, or a live capture's descriptor. */
+    private record Target(FileChannel channel, int fd)
     {
-        try
+        static Target open(final Path file)
         {
-            return FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE);
+            if (Files.exists(file) && !Files.isRegularFile(file))
+            {
+                return new Target(null, openLiveCapture(file));
+            }
+            try
+            {
+                return new Target(FileChannel.open(
+                    file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE), -1);
+            }
+            catch (final IOException ex)
+            {
+                throw new UncheckedIOException("cannot open pcap file " + file + ": " + ex.getMessage(), ex);
+            }
         }
-        catch (final IOException ex)
+
+        /** Open a named pipe for writing, waiting for its reader as the capture always has (fifo(7)). */
+        private static int openLiveCapture(final Path file)
         {
-            throw new UncheckedIOException("cannot open pcap file " + file + ": " + ex.getMessage(), ex);
+            while (true)
+            {
+                final int fd = LIBC.open(file.toString(), Linux.O_WRONLY | Linux.O_CLOEXEC);
+                if (fd >= 0)
+                {
+                    return fd;
+                }
+                final int errno = Linux.errno();
+                if (errno != Linux.EINTR)
+                {
+                    final String reason = Linux.describe(errno);
+                    throw new UncheckedIOException("cannot open pcap file " + file + ": " + reason, new IOException(reason));
+                }
+            }
         }
+    }
+
+    private void writeHeaderToLiveCapture() throws IOException
+    {
+        int written = 0;
+        while (written < position)
+        {
+            final long n = LIBC.write(fd, buffer.addressOffset() + written, position - written);
+            if (n < 0)
+            {
+                final int errno = Linux.errno();
+                if (errno != Linux.EINTR)
+                {
+                    throw new IOException(Linux.describe(errno));
+                }
+                continue;
+            }
+            written += (int)n;
+        }
+        position = 0;
     }
 
     /** The capture file. */
@@ -176,6 +281,22 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     {
         if (failure != null)
         {
+            return;
+        }
+        if (fd >= 0)
+        {
+            try
+            {
+                writeToLiveCapture();
+            }
+            catch (final IOException ex)
+            {
+                failure = ex;
+                framesNotCaptured += recordsNotInThePipe();
+                head = 0;
+                tornEnd = 0;
+                position = 0;
+            }
             return;
         }
         try
@@ -219,10 +340,120 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         return failure == null ? null : "cannot write pcap file " + file + ": " + failure.getMessage();
     }
 
-    /** Frames left out of the capture since it stopped, those lost from its buffer included. */
+    /**
+     * Frames left out of the capture: since it stopped, those lost from its buffer included, and those a live capture's
+     * reader was too far behind to take.
+     */
     public long framesNotCaptured()
     {
         return framesNotCaptured;
+    }
+
+    /**
+     * Write to the live capture what it takes now, whole records at a time, never waiting: a record longer than
+     * PIPE_BUF goes only into an empty pipe, which takes it whole. Resets the buffer once all of it is written.
+     */
+    private void writeToLiveCapture() throws IOException
+    {
+        while (head < position)
+        {
+            final int end = tornEnd != 0 ? tornEnd : wholeRecordsEnd();
+            if (end == head)
+            {
+                return; // a long record waits for an empty pipe
+            }
+            final long n = LIBC.write(fd, buffer.addressOffset() + head, end - head);
+            if (n < 0)
+            {
+                final int errno = Linux.errno();
+                if (errno == Linux.EINTR)
+                {
+                    continue;
+                }
+                if (errno == Linux.EAGAIN)
+                {
+                    return; // the reader is behind
+                }
+                throw new IOException(Linux.describe(errno));
+            }
+            if (n == 0)
+            {
+                return;
+            }
+            final int written = head + (int)n;
+            if (written < end && tornEnd == 0)
+            {
+                // Taken in part (a record longer than the pipe, or not a pipe): the rest of it goes first next time.
+                int start = head;
+                while (start + recordLength(start) <= written)
+                {
+                    start += recordLength(start);
+                }
+                tornEnd = start == written ? 0 : start + recordLength(start);
+            }
+            else if (written == tornEnd)
+            {
+                tornEnd = 0;
+            }
+            head = written;
+        }
+        head = 0;
+        position = 0;
+    }
+
+    /** The end of the whole records from {@link #head} that the pipe takes whole now, all of them if not a pipe. */
+    private int wholeRecordsEnd()
+    {
+        if (pipeCapacity < 0)
+        {
+            return position;
+        }
+        final boolean empty = LIBC.ioctl(fd, FIONREAD, queuedBytes.addressOffset()) == 0 && queuedBytes.getInt(0) == 0;
+        final int limit = empty ? Math.max(pipeCapacity, PIPE_BUF) : PIPE_BUF;
+        int end = head;
+        while (end < position && end + recordLength(end) - head <= limit)
+        {
+            end += recordLength(end);
+        }
+        // A record longer than an empty pipe holds (a pipe shrunk by pipe-user-pages-soft) goes in parts, or never.
+        return empty && end == head ? head + recordLength(head) : end;
+    }
+
+    private int recordLength(final int offset)
+    {
+        return RECORD_HEADER_LENGTH + buffer.getInt(offset + 8, ORDER);
+    }
+
+    /** Records of the live capture's buffer not wholly in the pipe, the one it holds a part of included. */
+    private int recordsNotInThePipe()
+    {
+        int records = 0;
+        int at = head;
+        if (tornEnd != 0)
+        {
+            records++;
+            at = tornEnd;
+        }
+        while (at < position)
+        {
+            at += recordLength(at);
+            records++;
+        }
+        return records;
+    }
+
+    /** After a live capture's write left part of a full buffer, move that part to its start once it is half empty. */
+    private void compactLiveCapture()
+    {
+        if (head >= BUFFER_LENGTH / 2)
+        {
+            byteBuffer.limit(position).position(head);
+            byteBuffer.compact();
+            byteBuffer.clear();
+            position -= head;
+            tornEnd = tornEnd == 0 ? 0 : tornEnd - head;
+            head = 0;
+        }
     }
 
     private void writeBuffer() throws IOException
@@ -306,9 +537,21 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         try
         {
             flushCapture();
+            if (fd >= 0 && failure == null)
+            {
+                // What the reader did not make room for stays out: close never waits on it.
+                framesNotCaptured += recordsNotInThePipe();
+                head = 0;
+                tornEnd = 0;
+                position = 0;
+            }
         }
         finally
         {
+            if (fd >= 0)
+            {
+                Linux.closeQuietly(fd);
+            }
             CloseHelper.closeAll(channel, inner);
         }
     }
@@ -325,8 +568,12 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         if (failure == null && position + RECORD_HEADER_LENGTH + captured > BUFFER_LENGTH)
         {
             flushCapture();
+            if (fd >= 0 && failure == null)
+            {
+                compactLiveCapture();
+            }
         }
-        if (failure != null)
+        if (failure != null || position + RECORD_HEADER_LENGTH + captured > BUFFER_LENGTH)
         {
             framesNotCaptured++;
             return;
