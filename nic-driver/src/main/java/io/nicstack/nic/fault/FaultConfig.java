@@ -9,7 +9,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * Faults to inject in one direction of a {@link FaultInjectingDevice}; immutable.
  *
  * <p>Written as {@code loss=0.01,reorder=0.02,dup=0.01,corrupt=0.001,delay=1ms,rate=100mbps,seed=7}: probabilities
- * per frame in [0, 1], delay in ns/us/ms/s, rate of Ethernet frame bytes in bps/kbps/mbps/gbps (0 = unlimited).
+ * per frame in [0, 1], delay in ns/us/ms/s, rate of Ethernet frame bytes in bps/kbps/mbps/gbps (0 = unlimited);
+ * delay and rate are rounded to the nearest ns and bps, and a positive one that would round to 0 (no delay, no limit) is
+ * refused.
  * {@link #toString()} prints every setting in the same form, seed included, so a failing run can be replayed with
  * {@link #parse(String)}.
  *
@@ -194,7 +196,7 @@ public record FaultConfig(
         if (unit >= 0)
         {
             final String number = lower.substring(0, lower.length() - units[unit].length()).trim();
-            return scale(key, value, number, scales[unit], units);
+            return scale(key, value, number, scales[unit], units, "delay".equals(key) ? "no delay" : "unlimited");
         }
         if (lower.equals("0"))
         {
@@ -205,7 +207,12 @@ public record FaultConfig(
     }
 
     private static long scale(
-        final String key, final String value, final String number, final long scale, final String[] units)
+        final String key,
+        final String value,
+        final String number,
+        final long scale,
+        final String[] units,
+        final String zeroMeans)
     {
         try
         {
@@ -214,7 +221,14 @@ public record FaultConfig(
             {
                 throw new IllegalArgumentException("fault " + key + " must not be negative: '" + value + "'");
             }
-            return scaled.setScale(0, RoundingMode.HALF_UP).longValueExact();
+            final long rounded = scaled.setScale(0, RoundingMode.HALF_UP).longValueExact();
+            if (rounded == 0 && scaled.signum() > 0)
+            {
+                // 0 is the absence of the fault: a tiny delay or rate must not turn into none or unlimited.
+                throw new IllegalArgumentException("fault " + key + " '" + value + "' would round to 0, which is "
+                    + zeroMeans + ": the smallest " + key + " is 1" + units[0]);
+            }
+            return rounded;
         }
         catch (final ArithmeticException | NumberFormatException ex)
         {

@@ -64,6 +64,24 @@ class FaultConfigTest
         assertMessage("fault setting 'loss' is not key=value", "loss");
     }
 
+    /**
+     * A positive delay or rate that would round to 0 is refused, naming the smallest value taken: 0 means no delay and
+     * an unlimited rate, the opposite of what was asked. Before, rate=0.4bps parsed as rate=0 (unlimited) and
+     * delay=0.4ns as no fault at all. Values that round to 1 or more still round to the nearest.
+     */
+    @Test
+    void aPositiveValueThatRoundsToZeroIsRefused()
+    {
+        assertMessage("fault rate '0.4bps' would round to 0, which is unlimited: the smallest rate is 1bps",
+            "rate=0.4bps");
+        assertMessage("fault delay '0.4ns' would round to 0, which is no delay: the smallest delay is 1ns",
+            "delay=0.4ns");
+        assertMessage("fault delay '0.0000000001ms' would round to 0", "delay=0.0000000001ms");
+        assertEquals(1, FaultConfig.parse("delay=0.5ns").delayNanos());
+        assertEquals(1, FaultConfig.parse("rate=1.4bps").rateBitsPerSecond());
+        assertEquals(0, FaultConfig.parse("delay=0.0ms,rate=0gbps").delayNanos(), "0 in any unit is still none");
+    }
+
     private static void assertMessage(final String expectedStart, final String spec)
     {
         final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, () -> FaultConfig.parse(spec));
