@@ -221,7 +221,18 @@ public record FaultConfig(
             {
                 throw new IllegalArgumentException("fault " + key + " must not be negative: '" + value + "'");
             }
-            final long rounded = scaled.setScale(0, RoundingMode.HALF_UP).longValueExact();
+            if (scaled.signum() == 0)
+            {
+                return 0;
+            }
+            // Digits before the point, read from the exponent: setScale would first compute 10^|exponent| as a
+            // BigInteger, hours of CPU for 1e300000000s. A long has 19; below 0.1 (none) it rounds to 0.
+            final long integerDigits = (long)scaled.precision() - scaled.scale();
+            if (integerDigits > 19)
+            {
+                throw new ArithmeticException("more than 19 digits");
+            }
+            final long rounded = integerDigits < 0 ? 0 : scaled.setScale(0, RoundingMode.HALF_UP).longValueExact();
             if (rounded == 0 && scaled.signum() > 0)
             {
                 // 0 is the absence of the fault: a tiny delay or rate must not turn into none or unlimited.

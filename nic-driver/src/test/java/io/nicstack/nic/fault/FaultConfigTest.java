@@ -82,6 +82,25 @@ class FaultConfigTest
         assertEquals(0, FaultConfig.parse("delay=0.0ms,rate=0gbps").delayNanos(), "0 in any unit is still none");
     }
 
+    /**
+     * A value with an absurd exponent is refused at once, with the usual message: its size is read from the exponent,
+     * never computed. Before, setScale computed 10^exponent first (a BigInteger of as many digits): delay=1e5000000s
+     * took seconds of CPU to refuse, and the values here, just small enough for a BigInteger, would take hours. No time
+     * is measured: the test finishing at all is the proof (surefire's fork timeout bounds it).
+     */
+    @Test
+    void anAbsurdExponentIsRefusedAtOnce()
+    {
+        assertMessage("fault delay '1e300000000s' is not a number with a unit (ns, us, ms, s)", "delay=1e300000000s");
+        assertMessage("fault rate '1E300000000gbps' is not a number with a unit", "rate=1E300000000gbps");
+        assertMessage("fault delay '1e-300000000s' would round to 0", "delay=1e-300000000s");
+        assertEquals(0, FaultConfig.parse("delay=0e300000000s").delayNanos());
+        assertEquals(Long.MAX_VALUE, FaultConfig.parse("delay=9223372036854775807ns").delayNanos());
+        assertEquals(Long.MAX_VALUE, FaultConfig.parse("delay=9223372036.854775807s").delayNanos());
+        assertMessage("fault delay '9223372036854775808ns' is not a number", "delay=9223372036854775808ns");
+        assertMessage("fault rate '99999999999999999999bps' is not a number", "rate=99999999999999999999bps");
+    }
+
     private static void assertMessage(final String expectedStart, final String spec)
     {
         final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, () -> FaultConfig.parse(spec));
