@@ -48,20 +48,35 @@ public final class NetNamespace
         }
 
         final int[] original = ORIGINAL_FD.get();
-        if (original[0] < 0)
+        final boolean first = original[0] < 0;
+        if (first)
         {
             // The thread's own namespace, not the process's: /proc/self is the thread group leader.
             original[0] = open("/proc/thread-self/ns/net");
         }
 
-        final int fd = open(path.toString());
         try
         {
-            setns(fd, "network namespace " + nsName);
+            final int fd = open(path.toString());
+            try
+            {
+                setns(fd, "network namespace " + nsName);
+            }
+            finally
+            {
+                LIBC.close(fd);
+            }
         }
-        finally
+        catch (final RuntimeException | Error ex)
         {
-            LIBC.close(fd);
+            // The thread has not moved, and restore() is not called after an enter that threw: a descriptor opened
+            // here would stay open for the thread's life. One an earlier enter opened is still needed to go back.
+            if (first)
+            {
+                LIBC.close(original[0]);
+                original[0] = -1;
+            }
+            throw ex;
         }
     }
 

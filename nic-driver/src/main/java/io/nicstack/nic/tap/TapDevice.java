@@ -262,8 +262,10 @@ public final class TapDevice implements NetDevice
 
             return new TapDevice(ifName, fd, ifreq.getInt(IFREQ_UNION_OFFSET), !existed, checksumOffload);
         }
-        catch (final RuntimeException ex)
+        catch (final RuntimeException | Error ex)
         {
+            // An Error too: the device's direct buffers may not fit (OutOfMemoryError), and a tap we created lives
+            // as long as its fd.
             Linux.closeQuietly(fd);
             throw ex;
         }
