@@ -125,7 +125,11 @@ final class FakeDaemon implements AutoCloseable
     /** Take a free slot for a new connection on {@code localPort} and send ACCEPTED; returns the connection id. */
     long accept(final int localPort, final int remoteAddress, final int remotePort)
     {
-        final long id = openConnection(localPort, remoteAddress, remotePort);
+        return announceAccepted(openConnection(localPort, remoteAddress, remotePort), localPort, remoteAddress, remotePort);
+    }
+
+    private long announceAccepted(final long id, final int localPort, final int remoteAddress, final int remotePort)
+    {
         message.setMemory(0, 32, (byte)0);
         message.putLong(0, id);
         message.putInt(8, localPort);
@@ -147,13 +151,7 @@ final class FakeDaemon implements AutoCloseable
         final int positions = pipe.index(0) - PipeDescriptor.DATA_OFFSET;
         pipe.buffer().putLongRelease(positions + PipeDescriptor.TAIL_OFFSET, rxTail);
         pipe.buffer().putLongRelease(positions + PipeDescriptor.HEAD_OFFSET, rxHead);
-        message.setMemory(0, 32, (byte)0);
-        message.putLong(0, id);
-        message.putInt(8, localPort);
-        message.putInt(12, remoteAddress);
-        message.putInt(16, remotePort);
-        event(Protocol.ACCEPTED);
-        return id;
+        return announceAccepted(id, localPort, remoteAddress, remotePort);
     }
 
     /** Open a slot and answer CONNECTED for {@code requestId} (without reading any CONNECT). */
