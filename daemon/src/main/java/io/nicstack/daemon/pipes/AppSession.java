@@ -100,6 +100,8 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     private int freeCount;
     private final PipeSlot[] active;
     private int activeCount;
+    /** Where the next round's scan of {@link #active} starts: after the slot that spent the last of the fill budget. */
+    private int scanStart;
     private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
     private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[Protocol.EVENT_LENGTH]);
     /** Events that found the event ring full, in order; drained before any new event is written. */
@@ -222,9 +224,25 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 }
             }
         }
-        for (int i = 0; i < activeCount; i++)
+        // From where the last round's fill budget ran out: when the budget cannot serve every file, the connections
+        // it passed over go first next round. Always from the first, the first four files took it every round at
+        // 2 GB/s and the rest waited; the HTTP benchmark's 1 MiB responses timed out after 2 s.
+        final int n = activeCount;
+        final int start = scanStart < n ? scanStart : 0;
+        boolean budgetSpent = false;
+        scanStart = 0;
+        for (int k = 0; k < n; k++)
         {
-            work += pollSlot(active[i]);
+            final int i = start + k < n ? start + k : start + k - n;
+            if (i < activeCount) // a slot deactivated meanwhile moved the last one into its place
+            {
+                work += pollSlot(active[i]);
+                if (!budgetSpent && fillBudget == 0)
+                {
+                    budgetSpent = true;
+                    scanStart = i + 1;
+                }
+            }
         }
         return work;
     }

@@ -697,6 +697,50 @@ class PipeServerTest
      * peer resets mid-file (FILE_SENT RESET, then RESET); SEND_FILE on a connection already gone; ABORT resets. (A
      * SHUTDOWN mid-file takes effect after the file: aCloseOrShutdownBehindAFileInProgressEndsTheStreamAfterTheWholeFile.)
      */
+    /**
+     * The per-round fill budget (1 MiB per app) is shared out in turn: with eight files in flight, each with room in its
+     * pipe, every one has bytes read within three rounds (8 x 256 KiB bursts over 1 MiB a round). Before, each round's
+     * scan began at the first connection, so the first four took the whole budget for as long as they had room (here
+     * 4 MiB pipes, about twelve rounds) and the others waited; under the HTTP benchmark's load, with TCP emptying the
+     * first four's pipes all the time, 1 MiB responses on the later connections took over 2 s.
+     */
+    @Test
+    void theFillBudgetIsSharedOutInTurnNotAlwaysFromTheFirstConnection() throws IOException
+    {
+        final int connections = 8;
+        final TestApp app = attach("turns", self, connections, 4 << 20);
+        listen(app, PORT);
+        final Path body = Files.write(shm.resolve("body.bin"), randomBytes(16, 8 << 20));
+        final int fd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            final long[] ids = new long[connections];
+            for (int i = 0; i < connections; i++)
+            {
+                ids[i] = accept(app, new Peer(), new TcpConnection[1]); // peers that read nothing
+            }
+            final AppSession session = server.session(app.path);
+            for (final long id : ids)
+            {
+                app.sendFile(id, fd, 0, 8 << 20);
+            }
+            for (int round = 0; round < 3; round++)
+            {
+                server.doWork();
+            }
+            for (int i = 0; i < connections; i++)
+            {
+                assertTrue(session.slot(Protocol.slotOf(ids[i])).fileAppended > 0,
+                    "connection " + i + " had nothing read in three rounds");
+            }
+        }
+        finally
+        {
+            Linux.LIBC.close(fd);
+        }
+        app.close();
+    }
+
     @Test
     void sendFileEndsWithOneAnswerAndNeverAShortStreamWithAFin() throws IOException
     {
