@@ -26,6 +26,9 @@ public final class Linux
 
     // fcntl(2)
     public static final int F_GETFL = 3;
+    public static final int F_SETFL = 4;
+    /** A pipe's capacity in bytes (Linux 2.6.35). */
+    public static final int F_GETPIPE_SZ = 1032;
     public static final int F_DUPFD_CLOEXEC = 1030;
     /**
      * Open-file-description record locks (fcntl(2), Linux 3.15): owned by the open file, not the process, so closing
@@ -73,6 +76,8 @@ public final class Linux
     public static final int IFREQ_UNION_OFFSET = IFNAMSIZ;
     public static final long SIOCGIFMTU = 0x8921;
     public static final long SIOCGIFINDEX = 0x8933;
+    /** asm-generic/ioctls.h: bytes queued for reading (on a pipe, those its reader has not taken yet). */
+    public static final long FIONREAD = 0x541BL;
 
     // linux/if_tun.h
     public static final long TUNSETIFF = 0x400454caL;       // _IOW('T', 202, int)
@@ -105,6 +110,7 @@ public final class Linux
     public static final int EINVAL = 22;
     public static final int EMFILE = 24;
     public static final int ENOTTY = 25;
+    public static final int EPIPE = 32;
     public static final int ESRCH = 3;
     public static final int ENOSYS = 38;
     public static final int ENOBUFS = 105;
@@ -140,6 +146,7 @@ public final class Linux
             case EINVAL -> "EINVAL";
             case EMFILE -> "EMFILE";
             case ENOTTY -> "ENOTTY";
+            case EPIPE -> "EPIPE";
             case ENOSYS -> "ENOSYS";
             case ESRCH -> "ESRCH";
             case EBADFD -> "EBADFD";

@@ -95,10 +95,6 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     private static final int BUFFER_LENGTH = 1 << 20;
     /** pipe(7): a write of at most this many bytes to a pipe is atomic (taken whole or, with O_NONBLOCK, EAGAIN). */
     private static final int PIPE_BUF = 4096;
-    // fcntl(2) and ioctl(2) numbers, the same on x86_64 and aarch64 (asm-generic).
-    private static final int F_SETFL = 4;
-    private static final int F_GETPIPE_SZ = 1032;
-    private static final long FIONREAD = 0x541B;
     private static final ByteOrder ORDER = ByteOrder.LITTLE_ENDIAN;
 
     private final Path file;
@@ -191,11 +187,11 @@ public final class PcapWritingDevice extends NetDeviceDecorator
             {
                 // The header while the descriptor still blocks: the reader gets it even if something fills the pipe.
                 writeHeaderToLiveCapture();
-                if (LIBC.fcntl(fd, F_SETFL, LIBC.fcntl(fd, Linux.F_GETFL, 0) | Linux.O_NONBLOCK) < 0)
+                if (LIBC.fcntl(fd, Linux.F_SETFL, LIBC.fcntl(fd, Linux.F_GETFL, 0) | Linux.O_NONBLOCK) < 0)
                 {
                     throw new IOException("fcntl(F_SETFL, O_NONBLOCK): " + Linux.describe(Linux.errno()));
                 }
-                pipeCapacity = LIBC.fcntl(fd, F_GETPIPE_SZ, 0);
+                pipeCapacity = LIBC.fcntl(fd, Linux.F_GETPIPE_SZ, 0);
                 queuedBytes = new UnsafeBuffer(BufferUtil.allocateDirectAligned(8, 8));
             }
         }
@@ -408,7 +404,7 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         {
             return position;
         }
-        final boolean empty = LIBC.ioctl(fd, FIONREAD, queuedBytes.addressOffset()) == 0 && queuedBytes.getInt(0) == 0;
+        final boolean empty = LIBC.ioctl(fd, Linux.FIONREAD, queuedBytes.addressOffset()) == 0 && queuedBytes.getInt(0) == 0;
         final int limit = empty ? Math.max(pipeCapacity, PIPE_BUF) : PIPE_BUF;
         int end = head;
         while (end < position && end + recordLength(end) - head <= limit)

@@ -218,7 +218,7 @@ class PcapLiveCaptureTest
         final Live live = open(1500);
         live.reader.close();
         withinBound(live, "commit()", () -> commit(live.device, 0, 1_000, 1514));
-        assertTrue(live.device.captureFailure().contains("Broken pipe"), live.device.captureFailure());
+        assertTrue(live.device.captureFailure().contains("EPIPE (Broken pipe)"), live.device.captureFailure());
         assertEquals(1_000, live.inner.committed.size(), "every frame reached the device");
         assertEquals(1_000, live.device.framesNotCaptured());
         live.device.close();
