@@ -598,7 +598,11 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     final UnsafeBuffer header = new UnsafeBuffer(headerMap);
                     final Geometry geometry = Geometry.of(header);
                     reason = geometry.appPid == appPid ? validate(header, geometry, size) : Reason.BAD_ARGUMENT;
-                    if (reason == Reason.NONE && (why = overUsersShare(owner.uid(), geometry)) != null)
+                    if (reason == Reason.LIMIT_MEMORY)
+                    {
+                        why = overMemory(geometry);
+                    }
+                    else if (reason == Reason.NONE && (why = overUsersShare(owner.uid(), geometry)) != null)
                     {
                         reason = Reason.LIMIT_MEMORY;
                     }
@@ -688,6 +692,17 @@ public final class PipeServer implements LoopTask, AutoCloseable
             return Reason.LIMIT_MEMORY;
         }
         return size == length ? Reason.NONE : Reason.BAD_ARGUMENT;
+    }
+
+    /** Which memory limit an app with these sizes passes ({@link #validate} said LIMIT_MEMORY), for the log. */
+    private String overMemory(final Geometry g)
+    {
+        final long length = g.fileLength();
+        final long wanted = AppSession.heapBytes(g.maxConnections, g.ringCapacity);
+        return length > maxFileBytes || length > Integer.MAX_VALUE
+            ? "its shared memory (" + length + " bytes) is over the daemon's limit per app (" + maxFileBytes + ")"
+            : "the daemon's heap budget for apps is taken: " + heapPromised + " of " + heapBudget + " bytes promised, and "
+                + "this one would need " + wanted + " more";
     }
 
     /**

@@ -2129,7 +2129,8 @@ class PipeServerTest
     /**
      * Apps cannot exhaust the daemon's heap: each is admitted against a budget for the heap its slots and event
      * backlog may come to hold (a review attached 41 sparse files of 65536 slots, 172 KB on disk, and the daemon died
-     * of OutOfMemoryError). Beyond it an app is refused with LIMIT_MEMORY; the budget frees when an app goes.
+     * of OutOfMemoryError). Beyond it an app is refused with LIMIT_MEMORY, and the log says which limit it passed
+     * (before, it gave no reason); the budget frees when an app goes.
      */
     @Test
     void appsBeyondTheDaemonsHeapBudgetAreRefused() throws IOException
@@ -2140,6 +2141,7 @@ class PipeServerTest
         final TestApp second = new TestApp(server.appsDirectory(), "second", self, RING, PIPE, 16).attach();
         awaitRejected(second);
         assertEquals(Reason.LIMIT_MEMORY, second.reason());
+        assertTrue(logged.toString().contains("the daemon's heap budget for apps is taken"), logged.toString());
         second.close();
 
         first.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
