@@ -78,11 +78,8 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     final int pipeCapacity;
     final int ringCapacity;
     private final AppFiles appFiles;
-    /**
-     * The app file's owner is root. An app of any other user holds no capability (AppFiles refuses one that does), so
-     * it lacks the CAP_NET_BIND_SERVICE that Linux asks of bind(2) below {@link #UNPRIVILEGED_PORT_START}.
-     */
-    private final boolean privileged;
+    /** The app file's owner: its user's apps share the heap budget ({@link PipeServer}) and, unless root, low ports. */
+    final int ownerUid;
     private boolean refusalLogged;
     /** What is left of {@link #FILL_BUDGET} this round. */
     private long fillBudget;
@@ -137,7 +134,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         this.pipeCapacity = pipeCapacity;
         this.ringCapacity = ringCapacity;
         this.appFiles = appFiles;
-        this.privileged = ownerUid == 0;
+        this.ownerUid = ownerUid;
         this.memoryInode = memoryInode;
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new CheckedRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
@@ -409,8 +406,10 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             error(requestId, Reason.BAD_ARGUMENT);
             return;
         }
-        if (port != 0 && port < UNPRIVILEGED_PORT_START && !privileged)
+        if (port != 0 && port < UNPRIVILEGED_PORT_START && ownerUid != 0)
         {
+            // An app of any user but root holds no capability (AppFiles refuses one that does), so it lacks the
+            // CAP_NET_BIND_SERVICE that Linux asks of bind(2) below UNPRIVILEGED_PORT_START.
             // As bind(2) without CAP_NET_BIND_SERVICE (EACCES): no user's app takes 22, 80 or 443 on the stack's
             // address ahead of the service meant to have it.
             error(requestId, Reason.PERMISSION_DENIED);

@@ -12,7 +12,6 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -70,8 +69,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
     /** Daemon heap the attached apps may come to hold in all ({@link AppSession#heapBytes}); more apps are refused. */
     private long heapBudget = Runtime.getRuntime().maxMemory() / 4;
     private long heapPromised;
-    /** Each attached app's owner (the app file's uid): each user's apps may hold a share of {@link #heapBudget}. */
-    private final Map<AppSession, Integer> ownerUids = new IdentityHashMap<>();
     /** This process's uid: its apps, and root's, are held to no share of the heap budget. */
     private final int ownUid = (int)new com.sun.security.auth.module.UnixSystem().getUid();
     private final List<AppSession> sessions = new ArrayList<>();
@@ -412,7 +409,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
         sessions.remove(s);
         byPath.remove(s.path, s);
         heapPromised -= AppSession.heapBytes(s.maxConnections, s.ringCapacity);
-        ownerUids.remove(s);
         int reset = 0;
         try
         {
@@ -717,11 +713,11 @@ public final class PipeServer implements LoopTask, AutoCloseable
             return null;
         }
         long held = 0;
-        for (final Map.Entry<AppSession, Integer> e : ownerUids.entrySet())
+        for (final AppSession s : sessions)
         {
-            if (e.getValue() == uid)
+            if (s.ownerUid == uid)
             {
-                held += AppSession.heapBytes(e.getKey().maxConnections, e.getKey().ringCapacity);
+                held += AppSession.heapBytes(s.maxConnections, s.ringCapacity);
             }
         }
         final long wanted = AppSession.heapBytes(g.maxConnections, g.ringCapacity);
@@ -789,7 +785,6 @@ public final class PipeServer implements LoopTask, AutoCloseable
         sessions.add(s);
         byPath.put(path, s);
         heapPromised += AppSession.heapBytes(g.maxConnections, g.ringCapacity);
-        ownerUids.put(s, ownerUid);
         counters.increment(PipeCounter.APPS_ATTACHED);
         log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + g.appPid + ", " + g.maxConnections
             + " connections of " + g.pipeCapacity + "-byte pipes)");
