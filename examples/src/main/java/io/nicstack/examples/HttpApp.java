@@ -155,8 +155,9 @@ final class HttpApp
         final byte[] d = date(nowMillis);
         final byte[] fields = e.headFields();
         final byte[] connection = !keepAlive ? CONNECTION_CLOSE : minorVersion == 0 ? CONNECTION_KEEP_ALIVE : null;
-        // RFC 9110 §8.8.2.1: never later than the Date; a file modified in the future is said to be modified now.
-        final byte[] modified = e.lastModifiedSeconds() > Math.floorDiv(nowMillis, 1000) ? d : e.lastModifiedDate();
+        // RFC 9110 §8.8.2.1 (lastModified): never later than the Date, so a file modified in the future says the Date.
+        final byte[] modified = lastModified(e.lastModifiedSeconds(), nowMillis) == e.lastModifiedSeconds()
+            ? e.lastModifiedDate() : d;
         final int length = OK_UP_TO_DATE.length + d.length + 2 + fields.length +
             (connection == null ? 0 : connection.length) + LAST_MODIFIED.length + modified.length + 2 + 2;
         if (dst.length < length)

@@ -363,7 +363,7 @@ final class NioHttpApp
                 final StaticFiles.Lookup lookup = cache.missed();
                 if (lookup.status() != 200)
                 {
-                    respondStatus(lookup, request);
+                    respondStatus(lookup.status(), request, HttpApp.statusHeaders(lookup, request));
                 }
                 else
                 {
@@ -393,14 +393,12 @@ final class NioHttpApp
             }
         }
 
-        private void respondStatus(final StaticFiles.Lookup lookup, final HttpRequestParser.Request request)
+        /** A status response with a one-line text body ("404 Not Found"), carrying {@code extraHeaders} (null: none). */
+        private void respondStatus(final int status, final HttpRequestParser.Request request, final String extraHeaders)
         {
-            final byte[] text = (lookup.status() + " " + HttpApp.reason(lookup.status()) + "\n")
-                .getBytes(StandardCharsets.US_ASCII);
-            start(HttpApp.responseHead(lookup.status(), HttpApp.reason(lookup.status()), text.length,
-                "text/plain; charset=utf-8", request.keepAlive(), request.minorVersion(),
-                HttpApp.statusHeaders(lookup, request)),
-                request.head() ? null : text, null, 0);
+            final byte[] text = (status + " " + HttpApp.reason(status) + "\n").getBytes(StandardCharsets.US_ASCII);
+            start(HttpApp.responseHead(status, HttpApp.reason(status), text.length, "text/plain; charset=utf-8",
+                request.keepAlive(), request.minorVersion(), extraHeaders), request.head() ? null : text, null, 0);
         }
 
         /** A file the cache does not hold (too large, or not readable): opened for this response alone. */
@@ -419,10 +417,7 @@ final class NioHttpApp
             catch (final IOException e)
             {
                 CloseHelper.quietClose(channel);
-                final int status = HttpApp.unopenedFileStatus(lookup.file(), e);
-                final byte[] text = (status + " " + HttpApp.reason(status) + "\n").getBytes(StandardCharsets.US_ASCII);
-                start(HttpApp.responseHead(status, HttpApp.reason(status), text.length, "text/plain; charset=utf-8",
-                    request.keepAlive(), request.minorVersion(), null), request.head() ? null : text, null, 0);
+                respondStatus(HttpApp.unopenedFileStatus(lookup.file(), e), request, null);
                 return;
             }
             final long nowMillis = System.currentTimeMillis();
