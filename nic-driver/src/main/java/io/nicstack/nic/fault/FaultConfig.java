@@ -233,7 +233,7 @@ public record FaultConfig(
                 throw new ArithmeticException("more than 19 digits");
             }
             final long rounded = integerDigits < 0 ? 0 : scaled.setScale(0, RoundingMode.HALF_UP).longValueExact();
-            if (rounded == 0 && scaled.signum() > 0)
+            if (rounded == 0) // positive: a negative value was refused and 0 returned above
             {
                 // 0 is the absence of the fault: a tiny delay or rate must not turn into none or unlimited.
                 throw new IllegalArgumentException("fault " + key + " '" + value + "' would round to 0, which is "
