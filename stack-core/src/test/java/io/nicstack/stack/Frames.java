@@ -8,6 +8,7 @@ import io.nicstack.stack.wire.ArpPacket;
 import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.TcpHeader;
 import io.nicstack.stack.wire.UdpHeader;
 
 /** Builders of test frames (fresh arrays; tests may allocate). */
@@ -63,6 +64,16 @@ public final class Frames
         b.putBytes(8, data);
         new UdpHeader().wrap(b, 0, b.capacity()).sourcePort(srcPort).destinationPort(dstPort).datagramLength(b.capacity())
             .checksum(0).updateChecksum(src, dst);
+        return b.byteArray();
+    }
+
+    /** A bare TCP SYN (sequence 1000, window 65535, no options), checksummed for {@code src} to {@code dst}. */
+    public static byte[] tcpSyn(final int src, final int dst, final int srcPort, final int dstPort)
+    {
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[TcpHeader.HEADER_LENGTH]);
+        new TcpHeader().wrap(b, 0, TcpHeader.HEADER_LENGTH).sourcePort(srcPort).destinationPort(dstPort)
+            .sequenceNumber(1000).acknowledgmentNumber(0).dataOffset(TcpHeader.HEADER_LENGTH).flags(TcpHeader.SYN)
+            .window(65535).urgentPointer(0).updateChecksum(src, dst);
         return b.byteArray();
     }
 

@@ -19,6 +19,7 @@ import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
 import io.nicstack.stack.wire.MacAddress;
 import io.nicstack.stack.tcp.TcpHandler;
+import io.nicstack.stack.tcp.TcpListener;
 import io.nicstack.stack.time.Timers;
 import io.nicstack.stack.udp.Udp;
 import io.nicstack.stack.wire.UdpHeader;
@@ -586,6 +587,35 @@ class NetStackTest
         exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4,
             ipv4(PEER_IP, 0xFFFF_FFFF, Ipv4Header.PROTOCOL_UDP, 3, false, 0, udp(PEER_IP, 0xFFFF_FFFF, 4000, 5000, new byte[8]))));
         assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) -> { }, 10, now), "a broadcast datagram");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * RFC 1122 3.3.6: a host SHOULD accept the old broadcast form {subnet, 0} as the destination of an incoming
+     * datagram, and treats it as the broadcast it is: a bound socket gets it, nothing answers it (no echo reply, no
+     * port unreachable, 3.2.2) and a SYN to it is not a connection. Before, it was dropped as not for us.
+     */
+    @Test
+    void theSubnetsNetworkAddressIsAcceptedAsABroadcast()
+    {
+        learnPeer();
+        final int network = 0xC612_0000;
+        final var socket = stack.udp().bind(5000, 1 << 16);
+        final TcpListener listener = stack.tcp().listen(80, 8, l -> { });
+        final byte[][] unanswered = {
+            ipv4(PEER_IP, network, Ipv4Header.PROTOCOL_ICMP, 1, false, 0, icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, 1, new byte[8])),
+            ipv4(PEER_IP, network, Ipv4Header.PROTOCOL_UDP, 2, false, 0, udp(PEER_IP, network, 4000, 9999, new byte[8])),
+            ipv4(PEER_IP, network, Ipv4Header.PROTOCOL_TCP, 3, false, 0, tcpSyn(PEER_IP, network, 40000, 80)),
+        };
+        for (final byte[] d : unanswered)
+        {
+            assertTrue(exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4, d)).isEmpty());
+        }
+        assertEquals(0, listener.synReceived(), "a SYN to a broadcast address is no connection");
+        exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4,
+            ipv4(PEER_IP, network, Ipv4Header.PROTOCOL_UDP, 4, false, 0, udp(PEER_IP, network, 4000, 5000, new byte[8]))));
+        assertEquals(1, socket.receive((s, src, srcPort, buffer, offset, length, t) -> { }, 10, now), "a broadcast datagram");
+        assertEquals(0, counters.get(StackCounter.IPV4_DROP_NOT_FOR_US));
         assertEquals(0, counters.unaccountedFrames());
     }
 

@@ -231,7 +231,9 @@ public final class Ipv4
             return;
         }
         final int destination = h.destination;
-        final boolean broadcast = isBroadcast(destination);
+        // RFC 1122 3.3.6: the old form {subnet, 0} SHOULD be accepted as a broadcast destination (only on input: we
+        // send the standard form).
+        final boolean broadcast = isBroadcast(destination) || destination == subnetNetwork;
         if (destination != config.address() && !broadcast)
         {
             counters.increment(StackCounter.IPV4_DROP_NOT_FOR_US);

@@ -8,6 +8,7 @@ import static io.nicstack.stack.Frames.ethernet;
 import static io.nicstack.stack.Frames.fromPeer;
 import static io.nicstack.stack.Frames.icmpEcho;
 import static io.nicstack.stack.Frames.ipv4;
+import static io.nicstack.stack.Frames.tcpSyn;
 import static io.nicstack.stack.Frames.udp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -31,7 +32,6 @@ import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Address;
 import io.nicstack.stack.wire.Ipv4Header;
 import io.nicstack.stack.wire.MacAddress;
-import io.nicstack.stack.wire.TcpHeader;
 
 /**
  * IPv4 input: source address validation (RFC 1122 3.2.1.3). The stack has a gateway, the peer, whose MAC it knows, so
@@ -91,11 +91,7 @@ class Ipv4InputTest
 
     private static byte[] syn(final int source, final int port)
     {
-        final UnsafeBuffer tcp = new UnsafeBuffer(new byte[TcpHeader.HEADER_LENGTH]);
-        new TcpHeader().wrap(tcp, 0, TcpHeader.HEADER_LENGTH).sourcePort(40000).destinationPort(port).sequenceNumber(1000)
-            .acknowledgmentNumber(0).dataOffset(TcpHeader.HEADER_LENGTH).flags(TcpHeader.SYN).window(65535)
-            .urgentPointer(0).updateChecksum(source, STACK_IP);
-        return ipv4(source, STACK_IP, Ipv4Header.PROTOCOL_TCP, 1, false, 0, tcp.byteArray());
+        return ipv4(source, STACK_IP, Ipv4Header.PROTOCOL_TCP, 1, false, 0, tcpSyn(source, STACK_IP, 40000, port));
     }
 
     /**
