@@ -236,15 +236,15 @@ public final class Pipe
     }
 
     /**
-     * Consumer: the producer's published tail (an acquire load); one below a tail read before, or more than
-     * {@code capacity} past the head, makes it corrupt (and is not kept as the tail last read).
+     * Consumer: the producer's published tail (an acquire load); one below a tail read before or the head, or more
+     * than {@code capacity} past the head, makes the pipe corrupt and is not returned: the last good tail is.
      */
     public long tailVolatile()
     {
         final long tail = buffer.getLongVolatile(offset + TAIL_OFFSET);
         // Published bytes are never taken back, and the producer writes only below head + capacity: past that the
         // ring holds older bytes, not the ones at these positions. Either way the producer's side went bad.
-        if (tail < tailCache || tail - head > capacity)
+        if (tail < tailCache || tail < head || tail - head > capacity)
         {
             corrupt = true;
         }
@@ -252,7 +252,7 @@ public final class Pipe
         {
             tailCache = tail;
         }
-        return tail;
+        return tailCache;
     }
 
     /**
@@ -261,13 +261,9 @@ public final class Pipe
      */
     public int readable()
     {
+        // In [0, capacity] unless the pipe is corrupt: a tail off that range is what makes it so.
         final long available = tailVolatile() - head;
-        if (available <= 0 || corrupt)
-        {
-            corrupt |= available < 0; // the head is never past a tail read: the producer moved one of them
-            return 0;
-        }
-        return (int)available; // at most capacity: a tail further on made the pipe corrupt
+        return corrupt ? 0 : (int)available;
     }
 
     /**

@@ -137,6 +137,22 @@ class PipeTest
         assertEquals(CAPACITY, producer.free());
     }
 
+    /**
+     * A tail the consumer found corrupt is not handed out: tailVolatile gives the last good one, so releaseTo cannot
+     * move the head to a position the producer never wrote. Before, the raw tail came back and the head went to it.
+     */
+    @Test
+    void aCorruptTailIsNotHandedOut()
+    {
+        producer.write(new byte[1000], 0, 1000);
+        assertEquals(1000, consumer.tailVolatile());
+        region.putLongRelease(64 + PipeDescriptor.TAIL_OFFSET, 1000 + 2L * CAPACITY);
+        assertEquals(1000, consumer.tailVolatile(), "the last good tail");
+        assertThrows(IllegalArgumentException.class, () -> consumer.releaseTo(1000 + CAPACITY + 1));
+        assertEquals(0, consumer.head());
+        assertEquals(0, consumer.readable(), "still corrupt");
+    }
+
     @Test
     void wrapRejectsBadGeometry()
     {
