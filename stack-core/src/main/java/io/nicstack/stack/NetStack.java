@@ -79,7 +79,7 @@ public final class NetStack implements FrameHandler
         this.ipv4 = new Ipv4(config, link, arp, counters, timers, identifications, this::onReassemblyTimeout);
         this.icmp = new Icmp(ipv4, counters);
         this.udp = new Udp(ipv4, icmp, counters);
-        this.tcp = new Tcp(ipv4, counters, timers, new TcpSettings(), isn, cookies);
+        this.tcp = new Tcp(ipv4, counters, timers, new TcpSettings(), isn, cookies, this::onHandlerError);
         tcp.now(nowNanos); // a connect before the first poll is timed from here, not from 0
         ipv4.register(Ipv4Header.PROTOCOL_ICMP, icmp);
         ipv4.register(Ipv4Header.PROTOCOL_UDP, udp);
@@ -184,6 +184,12 @@ public final class NetStack implements FrameHandler
     private void onTimerError(final Throwable e)
     {
         internalError("in a timer handler (that timer dropped)", e);
+    }
+
+    /** A TCP event handler threw: the call is lost, not the stack (the other connections' events and ACKs go on). */
+    private void onHandlerError(final Throwable e)
+    {
+        internalError("in a TCP event handler (that event dropped)", e);
     }
 
     /** Count a bug caught where it costs one frame or one timer, and log the first few. */

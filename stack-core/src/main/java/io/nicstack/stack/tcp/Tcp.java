@@ -5,6 +5,7 @@ import java.util.ArrayDeque;
 import java.util.function.Consumer;
 
 import org.agrona.DirectBuffer;
+import org.agrona.ErrorHandler;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.collections.Long2ObjectHashMap;
@@ -54,6 +55,8 @@ public final class Tcp implements IpProtocolHandler
     private final TcpSettings defaults;
     private final IsnGenerator isn;
     private final SynCookies cookies;
+    /** Told of an exception from an application's handler ({@link #afterBurst}). */
+    private final ErrorHandler handlerErrors;
     private final Long2ObjectHashMap<TcpConnection> connections = new Long2ObjectHashMap<>();
     /**
      * The connection the last segment went to: a bulk stream's next segment skips the hash lookup. Always a connection
@@ -104,7 +107,7 @@ public final class Tcp implements IpProtocolHandler
     private final ChallengeAckBudget challengeAcks = ChallengeAckBudget.withRandomKey(1000);
 
     public Tcp(final Ipv4 ip, final StackCounters counters, final Timers timers, final TcpSettings defaults,
-        final IsnGenerator isn, final SynCookies cookies)
+        final IsnGenerator isn, final SynCookies cookies, final ErrorHandler handlerErrors)
     {
         this.ip = ip;
         this.counters = counters;
@@ -112,6 +115,7 @@ public final class Tcp implements IpProtocolHandler
         this.defaults = defaults;
         this.isn = isn;
         this.cookies = cookies;
+        this.handlerErrors = handlerErrors;
         this.mss = ip.mtu() - Ipv4Header.MIN_HEADER_LENGTH - TcpHeader.HEADER_LENGTH;
         this.localAddress = ip.config().address();
         // An address that is also a broadcast address (the subnet's all-ones one, e.g. 10.0.0.255/24) makes IPv4 hand
@@ -1126,11 +1130,19 @@ public final class Tcp implements IpProtocolHandler
         now = nowNanos;
         int n = 0;
         // Handlers may dirty more connections; the loop picks them up.
+        // A handler that throws costs that call only (handlerErrors is told): the others in the lists still run.
         for (int i = 0; i < dirtyCount; i++)
         {
             final TcpConnection c = dirty[i];
             dirty[i] = null;
-            c.afterBurst(nowNanos);
+            try
+            {
+                c.afterBurst(nowNanos);
+            }
+            catch (final RuntimeException e)
+            {
+                handlerErrors.onError(e);
+            }
             n++;
         }
         dirtyCount = 0;
@@ -1139,7 +1151,14 @@ public final class Tcp implements IpProtocolHandler
         {
             final TcpListener l = readyListeners[i];
             readyListeners[i] = null;
-            l.dispatch();
+            try
+            {
+                l.dispatch();
+            }
+            catch (final RuntimeException e)
+            {
+                handlerErrors.onError(e);
+            }
         }
         readyListenerCount = 0;
         return n;

@@ -3218,38 +3218,52 @@ public final class TcpConnection
     void afterBurst(final long now)
     {
         dirty = false;
-        final TcpHandler h = handler;
-        if (h != null)
+        try
         {
-            if (eventConnected)
+            deliverEvents();
+        }
+        finally
+        {
+            // A handler that threw (Tcp reports it) costs its events, not the ACK or data this burst owes.
+            if (state != TcpState.CLOSED)
             {
-                eventConnected = false;
-                h.onConnected(this);
-            }
-            if (eventReadable && state != TcpState.CLOSED)
-            {
-                eventReadable = false;
-                h.onReadable(this);
-            }
-            if (eventPeerClosed && state != TcpState.CLOSED)
-            {
-                eventPeerClosed = false;
-                h.onPeerClosed(this);
-            }
-            if (eventWritable && state != TcpState.CLOSED && sendBuffer.free() > 0)
-            {
-                eventWritable = false;
-                h.onWritable(this);
-            }
-            if (eventDeliveryProblem && state != TcpState.CLOSED)
-            {
-                eventDeliveryProblem = false;
-                h.onDeliveryProblem(this);
+                output(now);
             }
         }
-        if (state != TcpState.CLOSED)
+    }
+
+    /** The events of the burst, each once; none once the connection closed in the burst (onClosed said so). */
+    private void deliverEvents()
+    {
+        final TcpHandler h = handler;
+        if (h == null)
         {
-            output(now);
+            return;
+        }
+        if (eventConnected && state != TcpState.CLOSED)
+        {
+            eventConnected = false;
+            h.onConnected(this);
+        }
+        if (eventReadable && state != TcpState.CLOSED)
+        {
+            eventReadable = false;
+            h.onReadable(this);
+        }
+        if (eventPeerClosed && state != TcpState.CLOSED)
+        {
+            eventPeerClosed = false;
+            h.onPeerClosed(this);
+        }
+        if (eventWritable && state != TcpState.CLOSED && sendBuffer.free() > 0)
+        {
+            eventWritable = false;
+            h.onWritable(this);
+        }
+        if (eventDeliveryProblem && state != TcpState.CLOSED)
+        {
+            eventDeliveryProblem = false;
+            h.onDeliveryProblem(this);
         }
     }
 
