@@ -393,12 +393,7 @@ public final class TcpConnection
         {
             return peerFinReceived || state == TcpState.CLOSED ? -1 : 0;
         }
-        // The window opened: tell the peer when the opening is worth it (receiver SWS avoidance).
-        if (state.isSynchronized() && windowUpdateWorthSending())
-        {
-            ackNow = true;
-            output(tcp.now());
-        }
+        windowOpened();
         return n;
     }
 
@@ -446,7 +441,17 @@ public final class TcpConnection
      */
     public void receiveBufferConsumed()
     {
-        if (state.isSynchronized() && windowUpdateWorthSending())
+        windowOpened();
+    }
+
+    /**
+     * The application consumed received bytes: tell the peer of the window when the opening is worth it (receiver SWS
+     * avoidance). Not once its FIN is in: it sends nothing more, and a peer done closing answers with a RST (Linux's
+     * tcp_cleanup_rbuf stops at RCV_SHUTDOWN too).
+     */
+    private void windowOpened()
+    {
+        if (state.isSynchronized() && !peerFinReceived && windowUpdateWorthSending())
         {
             ackNow = true;
             output(tcp.now());

@@ -656,6 +656,36 @@ class Rfc9293ConnectionTest
     }
 
     /**
+     * Once the peer's FIN is in, reading opens no window the peer could use: no window update goes out (Linux's
+     * tcp_cleanup_rbuf stops at RCV_SHUTDOWN too). Before, a late read in TIME-WAIT sent one; a peer done closing
+     * answers it with a RST, and a transfer that ended cleanly was reported to the application as reset.
+     */
+    @Test
+    void rfc9293_noWindowUpdateOnceThePeersFinIsIn()
+    {
+        t.peerWindowScale = 7;
+        t.passiveOpen();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        // Most of the receive buffer, so that reading it would be worth a window update before the FIN.
+        final byte[] data = bytes(t.settings().receiveBufferBytes * 3 / 4, 22);
+        for (int at = 0; at < data.length; at += 1460)
+        {
+            final int end = Math.min(at + 1460, data.length);
+            final int flags = end == data.length ? ACK | PSH | FIN : ACK;
+            t.send(t.in().seq(t.irs + 1 + at).ack(t.iss + 2).flags(flags).payload(slice(data, at, end)));
+        }
+        t.recv();
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        assertArrayEquals(data, t.read());
+        t.poll();
+        t.recvNothing();
+        t.advance(t.settings().timeWaitNanos);
+        assertEquals(TcpConnection.CLOSE_NORMAL, t.events.closedReason);
+    }
+
+    /**
      * §3.10.7.4 "eighth": the FIN ends the stream, so no octet after it is data. A FIN that arrives out of order fixes
      * where the stream ends; text the peer sends past it is not taken, so when the hole fills RCV.NXT stops at the
      * FIN and takes it there (before, it ran past, the FIN was never taken and its retransmission was old).
