@@ -650,6 +650,7 @@ public final class TcpConnection
         sndWl1 = ack.seq;
         sndWl2 = ack.ack;
         rcvAdvertisedEdge = rcvNxt + Math.min(65535, receiveBuffer.window());
+        lastAckSent = rcvNxt; // the cookie SYN,ACK acknowledged the peer's SYN (RFC 7323 §4.3 compares with it)
         state = TcpState.ESTABLISHED;
         cc.init(sndMss, now);
     }

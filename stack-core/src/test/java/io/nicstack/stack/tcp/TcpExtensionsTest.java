@@ -2133,6 +2133,36 @@ class TcpExtensionsTest
     }
 
     /**
+     * RFC 7323 §4.3: TS.Recent takes the TSval of a segment at or below Last.ACK.sent. A cookie connection's SYN,ACK
+     * acknowledged RCV.NXT, so Last.ACK.sent starts there, as on a stateful open. Before, it was 0 until the first ACK
+     * went out: with RCV.NXT in (0, 2^31) no segment updated TS.Recent, and the delayed ACK of the first data echoed
+     * the handshake ACK's TSval, a second old here (the client's RTT sample a second too long).
+     */
+    @Test
+    void rfc7323_aCookieConnectionEchoesTheTsValOfItsFirstData()
+    {
+        t.irs = 0x1000_0000;
+        t.peerOffersAll();
+        t.listen(1);
+        t.send(t.peerSyn());
+        t.recv(t.expectedSynAck());
+        t.peerPort = PEER_PORT + 1;
+        t.send(t.peerSyn());
+        final Seg cookie = t.recvOne(t.expectedSynAck());
+        t.iss = cookie.r.seq;
+        t.tsOn = true;
+        t.send(t.in());
+        t.conn = t.listener.accept();
+        assertNotNull(t.conn, "the cookie ACK established the connection");
+        t.advanceMs(1000);
+        t.recv(); // the first half-open connection's SYN,ACK again
+        t.peerTsVal += 1000;
+        t.send(t.in().flags(ACK | PSH).payload(bytes(10, 1)));
+        t.advanceMs(t.settings().delayedAckNanos / MS);
+        t.recv(t.out().ack(t.irs + 11).tsEcr(t.peerTsVal));
+    }
+
+    /**
      * A cookie connection never sends segments larger than the peer's MSS (RFC 9293 §3.7.1), also one below 536, and
      * its SYN,ACK offers our own MSS, as any SYN,ACK does. Before, the cookie's table started at 536 (a peer's 300 was
      * exceeded by 236 bytes) and the SYN,ACK offered the table's entry for the smaller of both MSS as ours: a peer
