@@ -226,7 +226,11 @@ public final class Tcp implements IpProtocolHandler
         fullDestinationKnown = false; // its port may be free now
     }
 
-    /** Active open to {@code remoteIp:remotePort} from an ephemeral port; events go to {@code handler}. */
+    /**
+     * Active open to {@code remoteIp:remotePort} from an ephemeral port; events go to {@code handler}. The connection
+     * gets a copy of {@code settings} (null: the stack's defaults), so the caller may reuse it; change the connection's
+     * own with {@link TcpConnection#settings()}.
+     */
     public TcpConnection connect(final int remoteIp, final int remotePort, final TcpHandler handler, final TcpSettings settings)
     {
         return connect(remoteIp, remotePort, handler, settings, null);
@@ -248,7 +252,7 @@ public final class Tcp implements IpProtocolHandler
             throw new IllegalArgumentException("tcp cannot connect to " + io.nicstack.stack.wire.Ipv4Address.format(remoteIp));
         }
         final int localPort = freeEphemeralPort(remoteIp, remotePort);
-        final TcpConnection c = newConnection(localPort, remoteIp, remotePort, settings != null ? settings : defaults.copy(), provider);
+        final TcpConnection c = newConnection(localPort, remoteIp, remotePort, (settings != null ? settings : defaults).copy(), provider);
         if (c == null)
         {
             throw new IllegalStateException(provider != null ? "no buffers free for a new connection" :

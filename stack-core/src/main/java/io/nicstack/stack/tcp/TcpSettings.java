@@ -2,7 +2,7 @@ package io.nicstack.stack.tcp;
 
 import io.nicstack.stack.tcp.cc.CongestionControls;
 
-/** Per-connection options (copied from the stack's defaults at open; change before connect/listen). */
+/** Per-connection options, copied into each connection at open (from the stack's defaults, the caller's or the listener's). */
 public final class TcpSettings
 {
     /** Disable Nagle's algorithm (RFC 9293 §3.7.4, MUST-17: an application can turn it off). */

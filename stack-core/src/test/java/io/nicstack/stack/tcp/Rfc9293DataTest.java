@@ -327,6 +327,25 @@ class Rfc9293DataTest
     }
 
     /**
+     * The settings an active open is given are copied, as the stack's defaults are: one connection's keep-alive is its
+     * own, and the caller's object may be reused for the next connect. Before, the connection kept the caller's
+     * object, so keepAlive(true) on one turned it on for every connection opened with the same settings.
+     */
+    @Test
+    void rfc9293_must24_keepAliveOfOneConnectionIsNotAnotherOnesWithTheSameSettings()
+    {
+        final TcpSettings shared = t.settings().copy();
+        final TcpConnection first = t.stack.tcp().connect(PEER_IP, PEER_PORT, new TcpHandler() { }, shared);
+        final TcpConnection second = t.stack.tcp().connect(PEER_IP, PEER_PORT + 1, new TcpHandler() { }, shared);
+        first.keepAlive(true);
+        assertTrue(first.settings().keepAlive);
+        assertFalse(second.settings().keepAlive, "the other connection's keep-alive");
+        assertFalse(shared.keepAlive, "the caller's settings");
+        shared.noDelay = !shared.noDelay;
+        assertNotEquals(shared.noDelay, second.settings().noDelay, "a change after connect is not the connection's");
+    }
+
+    /**
      * Keep-alive checks an idle connection (RFC 9293 §3.8.4, RFC 1122 §4.2.3.6): with data unacknowledged the
      * retransmission timer and R2 decide when to give up (§3.8.3), and keep-alive sends no probe (as Linux's
      * tcp_keepalive_timer, which only reschedules while packets are out or queued). Before, a short keep-alive (10 s
