@@ -144,6 +144,8 @@ public final class Tcp implements IpProtocolHandler
     /**
      * Listen on {@code port} (0: an unused port of the dynamic range, as bind(2) to port 0; {@link TcpListener#port()}
      * says which); at most {@code backlog} connections (at least 1) wait in SYN-RECEIVED or for accept.
+     * {@code onAcceptable} is called after a burst that queued connections (edge-triggered): it should accept until
+     * {@link TcpListener#accept()} returns null, as it is not called again for those left queued until another one is.
      *
      * @throws IllegalStateException when the port is taken (or, for 0, every port of the dynamic range).
      */

@@ -464,7 +464,13 @@ public final class TcpConnection
         return state.sendsData() && !finRequested ? sendBuffer.free() : 0;
     }
 
-    /** Queue up to {@code length} bytes for sending; returns how many fit (0 when the buffer is full). */
+    /**
+     * Queue up to {@code length} bytes for sending; returns how many fit (0 when the buffer is full). Bytes written
+     * while the connection opens (SYN-SENT, SYN-RECEIVED) go once it is established (RFC 9293 §3.10.2).
+     *
+     * @throws IllegalStateException after {@link #shutdownOutput()} or {@link #close()}, or once the connection no
+     *                               longer sends (the peer reset it, or it closed).
+     */
     public int write(final DirectBuffer source, final int index, final int length)
     {
         if (finRequested || !(state.sendsData() || state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED))

@@ -1,8 +1,10 @@
 package io.nicstack.stack.tcp;
 
 /**
- * Events of one connection, delivered on the event loop thread after each receive burst (never in
- * the middle of segment processing, so handlers may read, write and close freely).
+ * Events of one connection, on the event loop thread. All but {@link #onClosed} come after each receive burst (never
+ * in the middle of segment processing, so handlers may read, write and close freely), each at most once per burst, and
+ * none once the connection closed. A handler that throws loses that call only: the stack counts it as an internal
+ * error and goes on (the connection's ACKs and the other connections' events too).
  */
 public interface TcpHandler
 {
@@ -34,7 +36,11 @@ public interface TcpHandler
     {
     }
 
-    /** The connection is gone; {@code reason} is one of {@link TcpConnection}'s CLOSE_ constants. */
+    /**
+     * The connection is gone; {@code reason} is one of {@link TcpConnection}'s CLOSE_ constants. Called when it
+     * leaves the stack's table: while a segment (a RST) or a timer is processed, or inside the application's own
+     * close or abort call. Bytes received before a reset can still be read here; the next read after them returns -1.
+     */
     default void onClosed(final TcpConnection connection, final int reason)
     {
     }
