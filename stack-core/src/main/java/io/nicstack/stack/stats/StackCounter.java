@@ -99,7 +99,7 @@ public enum StackCounter
     TCP_PASSIVE_OPENS("tcp passive opens", Kind.INFO),
     TCP_ESTABLISHED("tcp connections established", Kind.INFO),
     TCP_ATTEMPT_FAILS("tcp failed connection attempts", Kind.INFO),
-    TCP_ESTABLISHED_RESETS("tcp resets of established connections", Kind.INFO),
+    TCP_ESTABLISHED_RESETS("tcp established connections reset (RFC 4022 tcpEstabResets)", Kind.INFO),
     TCP_RESETS_SENT("tcp resets sent", Kind.INFO),
     TCP_RESETS_RECEIVED("tcp resets received (accepted)", Kind.INFO),
     TCP_NO_CONNECTION("tcp segments for no connection (answered by reset)", Kind.INFO),

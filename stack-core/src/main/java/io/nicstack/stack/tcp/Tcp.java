@@ -1091,8 +1091,9 @@ public final class Tcp implements IpProtocolHandler
         {
             c.listener.forget(c, was);
         }
-        if (reason == TcpConnection.CLOSE_RESET && was.isSynchronized())
+        if (was == TcpState.ESTABLISHED || was == TcpState.CLOSE_WAIT)
         {
+            // RFC 4022 tcpEstabResets (Linux's EstabResets): straight to CLOSED from either, whoever reset it.
             counters.increment(StackCounter.TCP_ESTABLISHED_RESETS);
         }
         if (reason == TcpConnection.CLOSE_TIMED_OUT)

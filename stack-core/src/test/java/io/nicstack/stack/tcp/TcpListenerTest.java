@@ -8,7 +8,9 @@ import io.nicstack.stack.storage.BufferProvider;
 
 import static io.nicstack.stack.tcp.TcpTestHarness.*;
 import static io.nicstack.stack.wire.TcpHeader.ACK;
+import static io.nicstack.stack.wire.TcpHeader.FIN;
 import static io.nicstack.stack.wire.TcpHeader.PSH;
+import static io.nicstack.stack.wire.TcpHeader.RST;
 import static org.junit.jupiter.api.Assertions.*;
 
 /** Listeners, their callbacks and the connections they queue. */
@@ -43,6 +45,39 @@ class TcpListenerTest
         }
         assertEquals(0, listener.synReceived());
         assertEquals(1, passive.counter(StackCounter.TCP_ATTEMPT_FAILS), "the passive open");
+    }
+
+    /**
+     * RFC 4022's tcpEstabResets (Linux's EstabResets) counts every direct transition from ESTABLISHED or CLOSE-WAIT to
+     * CLOSED, whoever sent the reset: our abort counts, a peer's reset in CLOSE-WAIT counts, one in FIN-WAIT-2 does
+     * not. Before, only a reset received counted, in any synchronized state.
+     */
+    @Test
+    void establishedResetsCountEveryEndFromEstablishedOrCloseWait()
+    {
+        final TcpTestHarness aborted = new TcpTestHarness();
+        aborted.passiveOpen();
+        aborted.conn.abort();
+        assertEquals(1, aborted.counter(StackCounter.TCP_ESTABLISHED_RESETS), "our abort in ESTABLISHED");
+
+        final TcpTestHarness closeWait = new TcpTestHarness();
+        closeWait.passiveOpen();
+        closeWait.send(closeWait.in().flags(ACK | FIN));
+        assertEquals(TcpState.CLOSE_WAIT, closeWait.conn.state());
+        closeWait.send(closeWait.in().seq(closeWait.irs + 2).flags(RST));
+        assertEquals(TcpState.CLOSED, closeWait.conn.state());
+        assertEquals(1, closeWait.counter(StackCounter.TCP_ESTABLISHED_RESETS), "a reset in CLOSE-WAIT");
+
+        final TcpTestHarness finWait = new TcpTestHarness();
+        finWait.passiveOpen();
+        finWait.conn.shutdownOutput();
+        finWait.poll();
+        finWait.recv(finWait.out().flags(ACK | FIN));
+        finWait.send(finWait.in().ack(finWait.iss + 2));
+        assertEquals(TcpState.FIN_WAIT_2, finWait.conn.state());
+        finWait.send(finWait.in().ack(finWait.iss + 2).flags(RST));
+        assertEquals(TcpState.CLOSED, finWait.conn.state());
+        assertEquals(0, finWait.counter(StackCounter.TCP_ESTABLISHED_RESETS), "a reset in FIN-WAIT-2");
     }
 
     /**
