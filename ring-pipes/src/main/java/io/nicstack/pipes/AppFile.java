@@ -78,6 +78,11 @@ public final class AppFile implements AutoCloseable
     private final FileChannel appFile;
     /** App side: the memfd it names in the app file, open until {@link #close()}; -1 on the daemon side. */
     private final int memoryFd;
+    /**
+     * App files this process created and has not closed: their path is the app's name and our pid, so a second app of
+     * one name here would take the first one's file (and the daemon, attached to that path, would skip it).
+     */
+    private static final Set<Path> OPEN_HERE = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final MappedByteBuffer mapped;
     private final UnsafeBuffer buffer;
     private final int ringCapacity;
@@ -126,8 +131,9 @@ public final class AppFile implements AutoCloseable
      * this process's pid (and {@code <dir>/apps} if missing), mode 0600, a copy of that header naming the memfd, built
      * under a hidden temporary name and renamed atomically to the final one.
      *
-     * @throws java.nio.file.NoSuchFileException if {@code dir} itself does not exist.
-     * @throws IllegalArgumentException          for a bad name or sizes.
+     * @throws java.nio.file.NoSuchFileException        if {@code dir} itself does not exist.
+     * @throws java.nio.file.FileAlreadyExistsException while an app of this name created here is still open.
+     * @throws IllegalArgumentException                 for a bad name or sizes.
      */
     public static AppFile create(
         final Path dir,
@@ -165,6 +171,12 @@ public final class AppFile implements AutoCloseable
         {
             throw new IOException("memfd_create for the app's memory: " + Libc.lastError());
         }
+        if (!OPEN_HERE.add(file.toAbsolutePath().normalize()))
+        {
+            libc.close(fd);
+            throw new java.nio.file.FileAlreadyExistsException(file.toString(), null,
+                "an app named " + name + " is already open in this process");
+        }
         MappedByteBuffer mapped = null;
         FileChannel appFile = null;
         try
@@ -193,7 +205,7 @@ public final class AppFile implements AutoCloseable
             header.putLongRelease(APP_HEARTBEAT_OFFSET, nowMillis);
             header.putIntRelease(STATE_OFFSET, STATE_ATTACHING);
 
-            // Same name and pid: leftovers of a dead process that had our pid.
+            // Same name and pid, not open here (OPEN_HERE): leftovers of a dead process that had our pid.
             Files.deleteIfExists(file);
             Files.deleteIfExists(building);
             Files.createFile(building, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
@@ -216,6 +228,7 @@ public final class AppFile implements AutoCloseable
             }
             Files.deleteIfExists(building);
             libc.close(fd);
+            OPEN_HERE.remove(file.toAbsolutePath().normalize());
             throw ex;
         }
     }
@@ -765,6 +778,7 @@ public final class AppFile implements AutoCloseable
             if (memoryFd >= 0)
             {
                 Libc.calls().close(memoryFd);
+                OPEN_HERE.remove(path.toAbsolutePath().normalize());
             }
         }
     }

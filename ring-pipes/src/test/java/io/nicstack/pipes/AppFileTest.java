@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -96,6 +97,28 @@ class AppFileTest
             assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(app.path())));
             app.delete();
             assertFalse(Files.exists(app.path()));
+        }
+    }
+
+    /**
+     * The app file's name is the app's name and pid, so a second app of one name in this process would take the first
+     * one's file: it is refused while the first is open, and taken once it closed. Before, create deleted the live
+     * file as the leftover of a dead process; the daemon, still attached to that path, skipped the new one, and both
+     * clients broke (the second with "no daemon attached").
+     */
+    @Test
+    void aSecondAppOfOneNameInThisProcessIsRefusedWhileTheFirstIsOpen() throws IOException
+    {
+        final AppFile first = AppFile.create(dir, "twice", RING, PIPE, SLOTS, 0);
+        final FileAlreadyExistsException e = assertThrows(FileAlreadyExistsException.class,
+            () -> AppFile.create(dir, "twice", RING, PIPE, SLOTS, 0));
+        assertTrue(e.getMessage().contains("twice"), e.getMessage());
+        assertTrue(Files.exists(first.path()), "the first app's file is left alone");
+        first.delete();
+        first.close();
+        try (AppFile again = AppFile.create(dir, "twice", RING, PIPE, SLOTS, 0))
+        {
+            assertTrue(Files.exists(again.path()));
         }
     }
 
