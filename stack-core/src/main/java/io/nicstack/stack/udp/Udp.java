@@ -32,6 +32,10 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
     private final StackCounters counters;
     private final Int2ObjectHashMap<UdpSocket> sockets = new Int2ObjectHashMap<>();
     private final UdpHeader in = new UdpHeader();
+    /** RFC 6335 dynamic ports, for a bind to port 0. */
+    private static final int EPHEMERAL_FIRST = 49152;
+    private static final int EPHEMERAL_COUNT = 65536 - EPHEMERAL_FIRST;
+
     private final UdpHeader quoted = new UdpHeader();
     private final UdpHeader out = new UdpHeader();
     private final UnsafeBuffer scratch = new UnsafeBuffer(ByteBuffer.allocateDirect(65536));
@@ -43,7 +47,7 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         this.counters = counters;
     }
 
-    /** Bind {@code port} with an inline handler. */
+    /** Bind {@code port} with an inline handler (port 0: see {@link #bind(int, int)}). */
     public UdpSocket bind(final int port, final UdpHandler handler)
     {
         return bind(port, handler, 0);
@@ -51,15 +55,19 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
 
     /**
      * Bind {@code port} with a receive queue of about {@code queueBytes} (at least 512 KiB, so that it takes datagrams of
-     * any size UDP allows, at most {@link UdpSocket#MAX_QUEUE_BYTES}), drained by {@link UdpSocket#receive}.
+     * any size UDP allows, at most {@link UdpSocket#MAX_QUEUE_BYTES}), drained by {@link UdpSocket#receive}. Port 0
+     * takes an unused port of the dynamic range (RFC 6335), as bind(2) does; {@link UdpSocket#port()} says which.
+     *
+     * @throws IllegalStateException when the port is taken (or, for 0, every port of the dynamic range).
      */
     public UdpSocket bind(final int port, final int queueBytes)
     {
         return bind(port, null, queueBytes);
     }
 
-    private UdpSocket bind(final int port, final UdpHandler handler, final int queueBytes)
+    private UdpSocket bind(final int requested, final UdpHandler handler, final int queueBytes)
     {
+        final int port = requested == 0 ? unusedPort() : requested;
         if (port < 1 || port > 65535)
         {
             throw new IllegalArgumentException("udp port out of range: " + port);
@@ -76,6 +84,21 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         final UdpSocket socket = new UdpSocket(this, port, handler, queueBytes);
         sockets.put(port, socket);
         return socket;
+    }
+
+    /** RFC 6056 §3.3.1 (Algorithm 1): a random port of the dynamic range, the next unused one from there. */
+    private int unusedPort()
+    {
+        final int start = java.util.concurrent.ThreadLocalRandom.current().nextInt(EPHEMERAL_COUNT);
+        for (int i = 0; i < EPHEMERAL_COUNT; i++)
+        {
+            final int candidate = EPHEMERAL_FIRST + (start + i) % EPHEMERAL_COUNT;
+            if (!sockets.containsKey(candidate))
+            {
+                return candidate;
+            }
+        }
+        throw new IllegalStateException("udp: every port of the dynamic range is in use");
     }
 
     void unbind(final int port)

@@ -96,6 +96,25 @@ class UdpSendTest
     }
 
     /**
+     * Binding port 0 takes an unused port of the dynamic range (RFC 6335), as bind(2) and Tcp.listen(0) do, for a
+     * client that only needs a source port; its datagrams leave from it. Before, port 0 was refused.
+     */
+    @Test
+    void bindingPortZeroTakesAnUnusedPortOfTheDynamicRange()
+    {
+        final java.util.Set<Integer> ports = new java.util.HashSet<>();
+        for (int i = 0; i < 50; i++)
+        {
+            final UdpSocket client = stack.udp().bind(0, 1 << 16);
+            assertTrue(client.port() >= 49152 && client.port() <= 65535, "port " + client.port());
+            assertTrue(ports.add(client.port()), "a port already bound: " + client.port());
+        }
+        final UdpSocket client = stack.udp().bind(0, (s, src, srcPort, buffer, offset, length, t) -> { });
+        assertTrue(client.send(PEER_IP, 9, payload, 0, payload.capacity(), now));
+        assertEquals(client.port(), sentDatagram().sourcePort());
+    }
+
+    /**
      * A payload range outside the caller's buffer is refused with IndexOutOfBoundsException before anything is claimed
      * or counted, whichever way the datagram would leave (straight into a device frame, through ARP's queue, in
      * fragments), and the next datagram goes out. Before, a datagram that fit a frame to a known peer was counted in
