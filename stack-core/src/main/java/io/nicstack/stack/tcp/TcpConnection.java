@@ -3051,6 +3051,58 @@ public final class TcpConnection
     {
         timerId = Timers.NO_TIMER;
         timerDeadline = NONE;
+        boolean completed = false;
+        try
+        {
+            expire(now);
+            completed = true;
+        }
+        finally
+        {
+            // The wheel timer is gone, and only the end of an expiry (output) arms the next one: an expiry that threw
+            // part way (Timers reports it) would otherwise leave every deadline set with no timer behind it, and no
+            // retransmission, R2, keep-alive, TIME-WAIT or FIN-WAIT-2 expiry would come, ever.
+            if (state != TcpState.CLOSED)
+            {
+                if (completed)
+                {
+                    rearm();
+                }
+                else
+                {
+                    rearmAfterFailedExpiry(now);
+                }
+            }
+        }
+    }
+
+    /**
+     * After an expiry that threw: the deadline it was handling may have been cleared with nothing in its place (a SYN
+     * whose retransmission failed before its next deadline was set), so whatever is unacknowledged or unsent gets the
+     * retransmission timer, whose expiries lead to R2. The wheel timer goes no sooner than an RTO from now: deadlines
+     * left due would otherwise fire again at once, and a failure that repeats would spin the event loop.
+     */
+    private void rearmAfterFailedExpiry(final long now)
+    {
+        final boolean unfinished = sndMax != sndUna || sendBuffer.end() > offsetOfSend(sndNxt)
+            || (finRequested && !Seq.gt(sndMax, finSeq()));
+        if (rtoDeadline == NONE && state != TcpState.TIME_WAIT && unfinished)
+        {
+            rtoDeadline = now + rtt.rto();
+        }
+        rearm();
+        final long retry = now + rtt.rto();
+        if (timerId != Timers.NO_TIMER && timerDeadline - retry < 0)
+        {
+            tcp.timers().cancel(timerId);
+            timerDeadline = retry;
+            timerId = tcp.timers().schedule(retry, timerHandler);
+        }
+    }
+
+    /** The timer work due at {@code now}; the caller arms the wheel timer again. */
+    private void expire(final long now)
+    {
         if (timeWaitDeadline != NONE && now - timeWaitDeadline >= 0)
         {
             tcp.remove(this, CLOSE_NORMAL);

@@ -208,6 +208,69 @@ class Rfc9293DataTest
         return polls;
     }
 
+    /**
+     * A retransmission timeout whose handling throws part way (a bug anywhere under it: Timers catches the exception
+     * and the stack counts an internal error) costs that expiry only. The connection's timers stay armed: its data goes
+     * again and R2 still ends it (MUST-20). Before, the expiry had cleared the wheel timer, which only the end of the
+     * expiry armed again: the deadlines stayed set with no timer behind them, and nothing was retransmitted or timed
+     * out ever again (the connection, its table entry and its buffers held for ever).
+     */
+    @Test
+    void rfc9293_must20_r2StillEndsAConnectionWhoseRetransmissionTimeoutFailedOnce()
+    {
+        t.passiveOpen();
+        t.conn.settings().r2Retransmits = 3;
+        t.write(bytes(100, 7));
+        t.recv(t.out().flags(ACK | PSH).payloadLength(100));
+        expireWhileTransmissionsFail(t.conn.rtoNanos());
+        assertEquals(1, t.counter(StackCounter.INTERNAL_ERRORS), "the expiry threw");
+        final int retransmissions = segmentsUntilClosed(600);
+        assertTrue(retransmissions > 0, "the data goes again after the failed expiry");
+        assertEquals(TcpState.CLOSED, t.conn.state(), "R2 ends the connection: " + t.conn.describe());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    /**
+     * As above, for a SYN whose retransmission throws before the timer's next deadline is set (MUST-20, MUST-23): the
+     * SYN still goes again, and the attempt still ends. Before, SYN-SENT had no deadline left at all.
+     */
+    @Test
+    void rfc9293_must20_must23_aSynWhoseRetransmissionFailedOnceIsSentAgainAndStillTimesOut()
+    {
+        t.connect();
+        expireWhileTransmissionsFail(t.conn.rtoNanos());
+        assertEquals(1, t.counter(StackCounter.INTERNAL_ERRORS), "the expiry threw");
+        assertEquals(TcpState.SYN_SENT, t.conn.state());
+        final int syns = segmentsUntilClosed(1000);
+        assertTrue(syns > 0, "the SYN goes again after the failed expiry");
+        assertEquals(TcpState.CLOSED, t.conn.state(), "the attempt ends: " + t.conn.describe());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    /** Move the clock {@code nanos} on while every transmission throws (a claim left open on the test device). */
+    private void expireWhileTransmissionsFail(final long nanos)
+    {
+        t.device.claim();
+        t.now += nanos;
+        t.stack.poll(t.now); // without advance()'s ARP refresh: its reply would be the one to throw
+        t.device.abort();
+        t.recvNothing();
+    }
+
+    /** Advance a second at a time, for at most {@code seconds}, until the connection closes; the segments it sent. */
+    private int segmentsUntilClosed(final int seconds)
+    {
+        int sent = 0;
+        for (int i = 0; i < seconds && t.conn.state() != TcpState.CLOSED; i++)
+        {
+            t.advance(SECOND);
+            sent += t.recv().size();
+        }
+        return sent;
+    }
+
     @Test
     void rfc9293_must22_must23_synRetransmittedForAtLeastThreeMinutes()
     {
