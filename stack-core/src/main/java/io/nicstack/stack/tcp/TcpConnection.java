@@ -3180,11 +3180,12 @@ public final class TcpConnection
                 // Turned off through the settings rather than keepAlive(false).
                 keepAliveDeadline = NONE;
             }
-            else if (sndMax != sndUna || sendBuffer.end() != offsetOfSend(sndUna))
+            else if (sndMax != sndUna || sendBuffer.end() > offsetOfSend(sndUna))
             {
                 // Not idle: data (or a FIN) waits for an ACK, or for the window. The retransmission or persist timer
                 // and R2 judge the peer (RFC 9293 §3.8.3); keep-alive looks again an idle interval later (Linux's
-                // tcp_keepalive_timer reschedules the same way).
+                // tcp_keepalive_timer reschedules the same way). Once our FIN is acknowledged (FIN-WAIT-2), SND.UNA
+                // lies one past the end of the data: idle, and probed, as Linux probes in FIN_WAIT2.
                 keepAliveProbesSent = 0;
                 keepAliveDeadline = now + settings.keepAliveIdleNanos;
             }

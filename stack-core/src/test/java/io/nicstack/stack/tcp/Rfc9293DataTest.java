@@ -444,6 +444,44 @@ class Rfc9293DataTest
         t.recv(t.out().seq(t.iss + 100));
     }
 
+    /**
+     * Keep-alive probes a half-closed connection whose FIN is acknowledged (FIN-WAIT-2, the application still reading,
+     * so no FIN-WAIT-2 timeout): nothing is in flight or waiting, the connection is idle, and a peer that vanished is
+     * found out as in ESTABLISHED (Linux's tcp_keepalive_timer probes in FIN_WAIT2 too). The probe is
+     * SEG.SEQ = SND.NXT - 1 (SHLD-12), here the FIN's sequence number. Before, the idle test took SND.UNA, one past
+     * the end of the data once the FIN is acknowledged, for data waiting: no probe ever went, and the connection was
+     * held for ever.
+     */
+    @Test
+    void rfc9293_must24_keepAliveProbesAHalfClosedConnectionInFinWait2()
+    {
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = 2 * SECOND;
+        t.settings().keepAliveProbes = 2;
+        t.passiveOpen();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        t.send(t.in().ack(t.iss + 2));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss + 1));
+        // An answer shows the peer alive: the count starts again.
+        t.send(t.in().ack(t.iss + 2));
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss + 1));
+        t.advance(2 * SECOND);
+        t.recv(t.out().seq(t.iss + 1));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        // Only keepAliveProbes unanswered probes in a row end it.
+        t.advance(2 * SECOND);
+        t.recvNothing();
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
     @Test
     void rfc9293_must29_keepAliveToleratesLostAcks()
     {
