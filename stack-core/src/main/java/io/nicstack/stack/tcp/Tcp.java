@@ -441,9 +441,10 @@ public final class Tcp implements IpProtocolHandler
     }
 
     /**
-     * ABORT every connection (RFC 9293 §3.10.5): each synchronized peer gets a reset, the application its close
-     * event. For a stack going away (the daemon stopping), so that no peer is left waiting on a connection nobody
-     * will serve. Listeners stay; returns how many connections there were.
+     * ABORT every connection (RFC 9293 §3.10.5): the peer of each connection in SYN-RECEIVED, ESTABLISHED, FIN-WAIT-1,
+     * FIN-WAIT-2 or CLOSE-WAIT gets a reset (not in CLOSING, LAST-ACK or TIME-WAIT, where both ends have closed, nor in
+     * SYN-SENT), the application its close event. For a stack going away (the daemon stopping), so that no peer is
+     * left waiting on a connection nobody will serve. Listeners stay; returns how many connections there were.
      */
     public int abortAll()
     {

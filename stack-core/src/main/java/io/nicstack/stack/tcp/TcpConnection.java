@@ -525,7 +525,8 @@ public final class TcpConnection
         closedByApplication = true;
         if (receiveBuffer.readable() > 0 && state.isSynchronizedBeforeTimeWait())
         {
-            abort();
+            // Not ABORT: the peer learns its data was lost in CLOSING and LAST-ACK too, as Linux's tcp_close does.
+            resetAndRemove(tcp.now());
             return;
         }
         if (state == TcpState.TIME_WAIT)
@@ -544,19 +545,33 @@ public final class TcpConnection
     }
 
     /**
-     * Send RST and drop the connection (RFC 9293 §3.10.5 ABORT). In TIME-WAIT the peer has everything and has
-     * acknowledged our FIN, so the connection is dropped without a reset (as the RFC says, and Linux).
+     * Drop the connection (RFC 9293 §3.10.5 ABORT), with a RST to the peer in SYN-RECEIVED, ESTABLISHED, FIN-WAIT-1,
+     * FIN-WAIT-2 and CLOSE-WAIT. In CLOSING, LAST-ACK and TIME-WAIT both ends have closed: the connection is dropped
+     * without a reset, as the RFC says ("respond with 'ok' and delete the TCB") and Linux's tcp_need_reset has it; a
+     * reset there could end the peer's TIME-WAIT early (RFC 1337). In SYN-SENT no reset either (the peer has nothing).
      */
     public void abort()
     {
-        if (state == TcpState.CLOSED)
+        switch (state)
         {
-            return;
+            case CLOSED:
+                return;
+            case SYN_RECEIVED:
+            case ESTABLISHED:
+            case FIN_WAIT_1:
+            case FIN_WAIT_2:
+            case CLOSE_WAIT:
+                resetAndRemove(tcp.now());
+                return;
+            default:
+                tcp.remove(this, CLOSE_ABORTED);
         }
-        if (state == TcpState.SYN_RECEIVED || state.isSynchronizedBeforeTimeWait())
-        {
-            tcp.sendReset(localIp, localPort, remoteIp, remotePort, seqWithoutText(), 0, false, tcp.now());
-        }
+    }
+
+    /** {@code <SEQ=SND.NXT><CTL=RST>} (RFC 9293 §3.10.5), and the connection is dropped as aborted. */
+    private void resetAndRemove(final long now)
+    {
+        tcp.sendReset(localIp, localPort, remoteIp, remotePort, seqWithoutText(), 0, false, now);
         tcp.remove(this, CLOSE_ABORTED);
     }
 

@@ -768,11 +768,79 @@ class Rfc9293ConnectionTest
         assertEquals(0, t.stack.tcp().connectionCount());
     }
 
+    /**
+     * §3.10.5 ABORT, "CLOSING STATE, LAST-ACK STATE, TIME-WAIT STATE: Respond with "ok" and delete the TCB": no reset,
+     * as Linux's tcp_need_reset leaves these states out. Both ends have closed; the peer may already be in TIME-WAIT,
+     * which a reset would end early (RFC 1337). Before, ABORT reset the peer in CLOSING and LAST-ACK.
+     */
+    @Test
+    void rfc9293_abortInLastAckDeletesTheConnectionWithoutReset()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | FIN));
+        t.recv(t.out().ack(t.irs + 2));
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().ack(t.irs + 2).flags(ACK | FIN));
+        assertEquals(TcpState.LAST_ACK, t.conn.state());
+        t.conn.abort();
+        t.poll();
+        t.recvNothing();
+        assertAbortedAndGone();
+    }
+
+    @Test
+    void rfc9293_abortInClosingDeletesTheConnectionWithoutReset()
+    {
+        t.passiveOpen();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().flags(ACK | FIN));
+        // The peer's FIN crosses ours: CLOSING.
+        t.send(t.in().flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 2));
+        assertEquals(TcpState.CLOSING, t.conn.state());
+        t.conn.abort();
+        t.poll();
+        t.recvNothing();
+        assertAbortedAndGone();
+    }
+
+    private void assertAbortedAndGone()
+    {
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_ABORTED, t.events.closedReason);
+        assertEquals(0, t.stack.tcp().connectionCount());
+        t.advance(3600 * SECOND);
+        t.recvNothing();
+    }
+
+    /**
+     * close() with unread data is no ABORT: the data the peer sent was lost, and it is told so with a reset in
+     * LAST-ACK too (RFC 1122 4.2.2.13, RFC 2525 §2.17), as Linux's tcp_close resets whatever the state.
+     */
+    @Test
+    void rfc9293_shld3_closeWithUnreadDataInLastAckSendsReset()
+    {
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH | FIN).payload(bytes(10, 1)));
+        t.recv(t.out().ack(t.irs + 12));
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recv(t.out().ack(t.irs + 12).flags(ACK | FIN));
+        assertEquals(TcpState.LAST_ACK, t.conn.state());
+        t.conn.close();
+        t.poll();
+        t.recv(t.out().seq(t.iss + 2).ack(0).flags(RST));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_ABORTED, t.events.closedReason);
+    }
+
     @Test
     void rfc9293_abortAllResetsEverySynchronizedConnection()
     {
-        // A stack going away (the daemon stopped) ABORTs every connection (§3.10.5): each synchronized peer gets a
-        // reset rather than waiting on a connection nobody serves; one in TIME-WAIT goes without one.
+        // A stack going away (the daemon stopped) ABORTs every connection (§3.10.5): an established peer gets a reset
+        // rather than waiting on a connection nobody serves; one in TIME-WAIT goes without one.
         t.passiveOpen();
         final TcpConnection established = t.conn;
         final int establishedPeerPort = t.peerPort;
