@@ -485,7 +485,12 @@ public final class TcpConnection
         return n;
     }
 
-    /** Half-close: send FIN after the queued bytes (RFC 9293 CLOSE in ESTABLISHED/CLOSE-WAIT). */
+    /**
+     * Half-close: send FIN after the queued bytes (RFC 9293 CLOSE in ESTABLISHED/CLOSE-WAIT); the connection goes on
+     * receiving until the peer's FIN. While the connection opens (SYN-SENT, SYN-RECEIVED) the FIN is queued behind the
+     * bytes written so far and goes with them once the handshake completes (§3.10.4: "Queue this until all preceding
+     * SENDs have been segmentized"), the connection then entering FIN-WAIT-1 at once.
+     */
     public void shutdownOutput()
     {
         if (finRequested)
@@ -495,8 +500,6 @@ public final class TcpConnection
         switch (state)
         {
             case SYN_SENT:
-                tcp.remove(this, CLOSE_NORMAL);
-                return;
             case SYN_RECEIVED:
             case ESTABLISHED:
                 finRequested = true;
@@ -519,10 +522,20 @@ public final class TcpConnection
      * Close: like {@link #shutdownOutput()}, and the application reads no more. Unread or later new data makes it a
      * reset (RFC 1122 4.2.2.13, as Linux does, so a peer learns its data was not consumed), except in TIME-WAIT, where
      * both ends are done and the connection keeps its 2*MSL (MUST-13; RFC 9293 §3.10.4: "connection closing").
+     *
+     * <p>In SYN-SENT with nothing written, the connection is deleted at once ({@link #CLOSE_NORMAL}, nothing sent; a
+     * SYN,ACK that comes after is answered with a reset), as §3.10.4 has it. With bytes written, they are not lost:
+     * the connection stays, and sends them and its FIN once established, as {@link #shutdownOutput()} does.
      */
     public void close()
     {
         closedByApplication = true;
+        if (state == TcpState.SYN_SENT && sendBuffer.end() == sendBuffer.start())
+        {
+            // §3.10.4 CLOSE in SYN-SENT: "Delete the TCB"; nothing was queued, so nothing is lost.
+            tcp.remove(this, CLOSE_NORMAL);
+            return;
+        }
         if (receiveBuffer.readable() > 0 && state.isSynchronizedBeforeTimeWait())
         {
             // Not ABORT: the peer learns its data was lost in CLOSING and LAST-ACK too, as Linux's tcp_close does.
@@ -1282,7 +1295,8 @@ public final class TcpConnection
             startDataPhase(now);
             retransmits = 0;
             rtoDeadline = NONE;
-            state = TcpState.ESTABLISHED;
+            // A FIN queued in SYN-SENT (close or shutdownOutput) goes after the data queued with it (§3.10.4).
+            state = finRequested ? TcpState.FIN_WAIT_1 : TcpState.ESTABLISHED;
             armKeepAlive(now);
             tcp.count(StackCounter.TCP_ESTABLISHED);
             eventConnected = true;

@@ -533,6 +533,72 @@ class Rfc9293ConnectionTest
         assertEquals(TcpState.TIME_WAIT, t.conn.state());
     }
 
+    /**
+     * §3.10.2 queues a SEND in SYN-SENT "for transmission after entering ESTABLISHED state", and CLOSE then queues
+     * the FIN after it (§3.10.4, "ESTABLISHED STATE: Queue this until all preceding SENDs have been segmentized"): the
+     * connection stays, and the data and the FIN go once the peer's SYN,ACK comes. Before, close() deleted the
+     * connection, reported a normal close, dropped the bytes write() had accepted, and the SYN,ACK drew a reset.
+     */
+    @Test
+    void rfc9293_closeInSynSentSendsTheDataQueuedThenTheFinOnceEstablished()
+    {
+        t.connect();
+        final byte[] data = bytes(100, 21);
+        assertEquals(100, t.conn.write(new org.agrona.concurrent.UnsafeBuffer(data), 0, 100));
+        t.conn.close();
+        t.poll();
+        t.recvNothing();
+        assertEquals(TcpState.SYN_SENT, t.conn.state());
+        assertEquals(-1, t.events.closedReason, "no close reported yet");
+        t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 1));
+        t.recv(t.out().flags(ACK | PSH | FIN).payload(data));
+        assertEquals(TcpState.FIN_WAIT_1, t.conn.state());
+        t.send(t.in().ack(t.iss + 102));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        t.send(t.in().ack(t.iss + 102).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 102).ack(t.irs + 2));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+    }
+
+    /** §3.10.4 CLOSE in SYN-SENT with nothing queued: "Delete the TCB"; nothing is sent, the SYN,ACK is reset. */
+    @Test
+    void rfc9293_closeInSynSentWithNothingQueuedDeletesTheConnection()
+    {
+        t.connect();
+        t.conn.close();
+        t.poll();
+        t.recvNothing();
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_NORMAL, t.events.closedReason);
+        assertEquals(0, t.stack.tcp().connectionCount());
+    }
+
+    /**
+     * MAY-1 half-close in SYN-SENT: only our direction closes. The FIN goes once the handshake completes, and the
+     * connection goes on receiving until the peer's FIN. Before, shutdownOutput() deleted the connection, the
+     * receive side with it.
+     */
+    @Test
+    void rfc9293_may1_halfCloseInSynSentSendsTheFinOnceEstablishedThenKeepsReceiving()
+    {
+        t.connect();
+        t.conn.shutdownOutput();
+        t.poll();
+        t.recvNothing();
+        assertEquals(TcpState.SYN_SENT, t.conn.state());
+        t.send(t.peerSyn().flags(SYN | ACK).ack(t.iss + 1));
+        t.recv(t.out().flags(ACK | FIN));
+        assertTrue(t.events.connected);
+        assertEquals(TcpState.FIN_WAIT_1, t.conn.state());
+        t.send(t.in().ack(t.iss + 2).flags(ACK | PSH).payload(bytes(100, 22)));
+        assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
+        assertArrayEquals(bytes(100, 22), t.read());
+        t.send(t.in().seq(t.irs + 101).ack(t.iss + 2).flags(ACK | FIN));
+        t.recv(t.out().seq(t.iss + 2).ack(t.irs + 102));
+        assertEquals(TcpState.TIME_WAIT, t.conn.state());
+        assertTrue(t.events.peerClosed);
+    }
+
     @Test
     void rfc9293_may1_halfClosePeerFinThenStackKeepsSending()
     {
