@@ -805,10 +805,15 @@ public final class TcpConnection
         }
 
         // First: sequence number acceptability (four cases). With our window at zero no segment is acceptable, "but
-        // special allowance should be made to accept valid ACKs, URGs, and RSTs": one that starts at RCV.NXT (the
-        // peer's zero-window probe) has its ACK field taken before its text is dropped, as Linux does. Without that,
-        // a peer whose only segments are probes could never tell us what it received.
-        final boolean probe = seg.payloadLength > 0 && seg.seq == rcvNxt && rcvAdvertisedEdge - rcvNxt <= 0;
+        // special allowance should be made to accept valid ACKs, URGs, and RSTs": one with text that covers RCV.NXT
+        // (the peer's zero-window probe, starting there, or a segment straddling it, old text and new) has its ACK
+        // field taken before its text is dropped, as Linux's tcp_sequence accepts it (SEG.SEQ =< RCV.NXT + 0).
+        // Without that, a peer whose only segments are probes, or whose retransmission carries the only ACK of our
+        // data, could never tell us what it received. Only at RCV.NXT may such a segment carry SYN or RST (a RST
+        // there is exact); below it, one with either is unacceptable as before.
+        final boolean probe = seg.payloadLength > 0 && rcvAdvertisedEdge - rcvNxt <= 0
+            && (seg.seq == rcvNxt || ((seg.flags & (TcpHeader.SYN | TcpHeader.RST)) == 0
+                && Seq.lt(seg.seq, rcvNxt) && Seq.gt(seg.seq + segLen, rcvNxt)));
         // A FIN without data at RCV.NXT takes no room: it is taken with the window at zero, as Linux does since some
         // stacks send it again and again, never backing off, while each is refused (tcp_data_queue). The peer learns
         // of the close only later otherwise, when the application reads. (With the window open it is acceptable.)
@@ -929,6 +934,14 @@ public final class TcpConnection
         if (probe)
         {
             // Its text, and a FIN after it, lie beyond the window: dropped and answered, as an unacceptable segment.
+            // Text below RCV.NXT is a duplicate, reported in a D-SACK block (RFC 2883 §4; Linux's tcp_data_queue
+            // notes it before it drops the tail for the closed window).
+            if (sackEnabled && Seq.lt(seg.seq, rcvNxt))
+            {
+                dsackPending = true;
+                dsackStart = seg.seq;
+                dsackEnd = rcvNxt;
+            }
             tcp.count(StackCounter.TCP_OUT_OF_WINDOW);
             ackNow = true;
             markDirty();

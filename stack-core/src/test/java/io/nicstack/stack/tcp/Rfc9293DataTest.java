@@ -1117,6 +1117,42 @@ class Rfc9293DataTest
     }
 
     /**
+     * §3.10.7.4 "special allowance should be made to accept valid ACKs" with RCV.WND = 0, for a segment that straddles
+     * RCV.NXT as well as for a probe at it: here the peer sends its last 200 octets again with 100 new ones, and
+     * acknowledges our 100 bytes on them. Its ACK field is taken, as Linux's tcp_sequence accepts it (SEG.SEQ =<
+     * RCV.NXT + 0); none of its text is, the new octets lying beyond the window, and the answer says so. Before, the
+     * segment failed the acceptability test with its ACK unread: if no other segment carried that ACK, our data went
+     * again at the RTO, spuriously.
+     */
+    @Test
+    void rfc9293_zeroWindowSegmentStraddlingRcvNxtHasItsAckTakenAndItsTextDropped()
+    {
+        t.settings().receiveBufferBytes = 4096;
+        t.passiveOpen();
+        fillTheReceiveWindowWhileSending100Bytes();
+        t.send(t.in().seq(t.irs + 4097 - 200).ack(t.iss + 101).flags(ACK | PSH).payload(bytes(300, 9)));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0));
+        assertEquals(t.conn.settings().sendBufferBytes, t.conn.writable(), "the segment acknowledged the 100 bytes");
+        t.advanceMs(2000);
+        t.recvNothing();
+        assertEquals(0, t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS));
+        assertEquals(4096, t.read().length, "none of its octets was taken");
+    }
+
+    /** As above with SACK: the octets below RCV.NXT are a duplicate, reported in a D-SACK block (RFC 2883 §4). */
+    @Test
+    void rfc2883_zeroWindowSegmentStraddlingRcvNxtIsAnsweredWithADsackOfItsOldPart()
+    {
+        t.settings().receiveBufferBytes = 4096;
+        t.peerSackPermitted = true;
+        t.passiveOpen();
+        fillTheReceiveWindowWhileSending100Bytes();
+        t.send(t.in().seq(t.irs + 4097 - 200).ack(t.iss + 101).flags(ACK | PSH).payload(bytes(300, 9)));
+        t.recv(t.out().seq(t.iss + 101).ack(t.irs + 4097).window(0).sack(t.irs + 4097 - 200, t.irs + 4097));
+        assertEquals(t.conn.settings().sendBufferBytes, t.conn.writable(), "the segment acknowledged the 100 bytes");
+    }
+
+    /**
      * A wholly old segment (the peer's retransmission of text we hold) that ends at or after Last.ACK.sent has its ACK
      * field taken before its text is dropped and answered, as Linux's tcp_sequence (end_seq >= rcv_wup) and BSD's
      * tcp_input ("keep on processing for RST or ACK") do. A peer's retransmission timeout or loss probe cancels its own
