@@ -8,7 +8,7 @@ package io.nicstack.stack.tcp;
  */
 public interface TcpHandler
 {
-    /** Active open completed (SYN-SENT → ESTABLISHED). */
+    /** Active open completed: SYN-SENT → ESTABLISHED, or FIN-WAIT-1 when the application half-closed meanwhile. */
     default void onConnected(final TcpConnection connection)
     {
     }
