@@ -66,7 +66,17 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     static final int UNPRIVILEGED_PORT_START = 1024;
 
     final Path path;
+    /**
+     * The app file's (device, inode): its name may name another file by now (the app deleted it and made another, or
+     * the drain deleted it), and only this one is the session's to delete.
+     */
     final Object fileKey;
+    /**
+     * The app file, open from the attach until the reap ({@link #closeAppFile}): while it is open its inode is not
+     * freed, so no other file, such as the app's next one after a restart, can get the same {@link #fileKey} (ext4
+     * hands a freed inode out again at once) and be taken for this one.
+     */
+    private int appFileFd;
     /** The inode of the app's memory (its memfd): one memory is attached once. */
     final long memoryInode;
     private final PipeServer server;
@@ -119,7 +129,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     /** What the server counts the app as once it is drained: detached, or reaped dead. */
     PipeCounter goneAs = PipeCounter.APPS_DETACHED;
 
-    AppSession(final PipeServer server, final Path path, final Object fileKey, final AppFiles appFiles,
+    AppSession(final PipeServer server, final Path path, final Object fileKey, final int appFileFd, final AppFiles appFiles,
         final int ownerUid, final long memoryInode, final MappedByteBuffer mapped, final int ringCapacity,
         final int pipeCapacity, final int maxConnections)
     {
@@ -128,6 +138,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         this.counters = server.counters();
         this.path = path;
         this.fileKey = fileKey;
+        this.appFileFd = appFileFd;
         this.mapped = mapped;
         this.file = new UnsafeBuffer(mapped);
         this.maxConnections = maxConnections;
@@ -1240,6 +1251,13 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         }
         IoUtil.unmap(mapped);
         return reset;
+    }
+
+    /** Let the app file go (the session is reaped, its file deleted if it was still the one under its name). */
+    void closeAppFile()
+    {
+        Linux.closeQuietly(appFileFd);
+        appFileFd = -1;
     }
 
     /** Whether the app's process has exited, by the pidfd its memory was taken through (not by a pid, reusable). */

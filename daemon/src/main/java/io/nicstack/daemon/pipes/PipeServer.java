@@ -424,13 +424,15 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
         counters.increment(why);
         deleteFile(s);
+        s.closeAppFile(); // only now may its inode, and with it its file key, go to another file
         log.println("nicstack pipes: app " + s.path.getFileName() + " " + why.label().substring("pipes: apps ".length())
             + ", " + reset + " connections reset");
     }
 
     /**
      * Delete the app's file, if its name still holds that file: an app that detached deletes it itself, and may have
-     * attached again under the same name since.
+     * attached again under the same name since. The session holds its file open until the reap, so a file with its key
+     * is that file, not one that got its inode again.
      */
     private void deleteFile(final AppSession s)
     {
@@ -470,7 +472,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
                 return;
             }
             // Opened without waiting for a lease (it fails while one is held) and kept open, so that no lease can be
-            // taken now; every read and write of the app file goes through it.
+            // taken now; every read and write of the app file goes through it. An app attached keeps a duplicate.
             final int fd = AppDirectoryScanner.openWithoutWaiting(path);
             if (fd < 0)
             {
@@ -604,7 +606,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
                     }
                     else if (reason == Reason.NONE)
                     {
-                        attached = attach(path, fileKey, files, owner.uid(), inode, channel, geometry);
+                        attached = attach(path, fileKey, fd, files, owner.uid(), inode, channel, geometry);
                         reason = Reason.BAD_ARGUMENT;
                         why = attached ? null : "its memory no longer says ATTACHING (the app gave up)";
                     }
@@ -756,20 +758,28 @@ public final class PipeServer implements LoopTask, AutoCloseable
      * Map the memory with the checked sizes and attach it: ATTACHED replaces ATTACHING in the memory by a compare and
      * set, so an app that gave up meanwhile (it wrote DETACHED) is not attached. Returns whether it was.
      */
-    private boolean attach(final Path path, final Object fileKey, final AppFiles files, final int ownerUid,
+    private boolean attach(final Path path, final Object fileKey, final int fd, final AppFiles files, final int ownerUid,
         final long memoryInode, final FileChannel channel, final Geometry g) throws IOException
     {
         // The length the checked sizes give, not the memory's size now.
         final MappedByteBuffer mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, g.fileLength());
+        // The session's own descriptor of the app file, held until the reap (AppSession.fileKey).
+        final int held = Linux.LIBC.fcntl(fd, Linux.F_DUPFD_CLOEXEC, 0);
+        if (held < 0)
+        {
+            org.agrona.IoUtil.unmap(mapped);
+            throw new IOException("the app file cannot be kept open: " + Linux.describe(Linux.errno()));
+        }
         final AppSession s;
         try
         {
-            s = new AppSession(this, path, fileKey, files, ownerUid, memoryInode, mapped, g.ringCapacity,
+            s = new AppSession(this, path, fileKey, held, files, ownerUid, memoryInode, mapped, g.ringCapacity,
                 g.pipeCapacity, g.maxConnections);
         }
         catch (final RuntimeException | Error e)
         {
             org.agrona.IoUtil.unmap(mapped); // an OutOfMemoryError too: the mapping is not the heap's to reclaim
+            Linux.closeQuietly(held);
             throw e;
         }
         s.file.putLong(AppFileDescriptor.DAEMON_PID_OFFSET, pid);
@@ -780,6 +790,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
             AppFileDescriptor.STATE_ATTACHED))
         {
             s.teardown(0, 0); // nothing of it is in use yet: unmaps
+            s.closeAppFile();
             return false;
         }
         sessions.add(s);

@@ -2752,6 +2752,85 @@ class PipeServerTest
         app.close();
     }
 
+    /**
+     * An app whose process died while a connection it closed still drains is restarted at once, and attached. The drain
+     * deletes the old file; on ext4 (any filesystem but tmpfs) the restarted app's file got the freed inode, so the
+     * same file key as the draining session's, was taken for that session's file and went unanswered (counted as
+     * rejected) until the drain ended, a minute and more: the client saw DaemonNotRunningException. Three restarts,
+     * each while the one before drains, so that a reused inode is all but certain to come up.
+     */
+    @Test
+    void anAppRestartedWhileItsOldInstanceDrainsIsAttachedAtOnce() throws Exception
+    {
+        final int pipe = 1 << 20; // more than B's receive buffer: the closed connection stalls, B never reads
+        final List<TestApp.Holder> holders = new ArrayList<>();
+        final List<TestApp> apps = new ArrayList<>();
+        try
+        {
+            for (int instance = 0; instance < 4; instance++)
+            {
+                final TestApp.Holder holder = new TestApp.Holder(RING, pipe, 1);
+                holders.add(holder);
+                final TestApp app = new TestApp(server.appsDirectory(), "restarted", holder, RING, pipe, 1).attach();
+                apps.add(app);
+                final long appeared = now;
+                runUntil(() -> app.state() != AppFileDescriptor.STATE_ATTACHING, 5_000_000_000L, "attach");
+                assertEquals(AppFileDescriptor.STATE_ATTACHED, app.state());
+                assertTrue(now - appeared < 1_000_000_000L, "instance " + instance + " attached "
+                    + (now - appeared) / 1_000_000 + " ms after it appeared, while " + instance + " drain\n" + logged);
+                assertEquals(instance + 1, server.attached(), "the instances before it still drain");
+                listen(app, PORT);
+                final long id = accept(app, new Peer(), new TcpConnection[1]);
+                assertEquals(pipe, app.write(Protocol.slotOf(id), new byte[pipe], 0, pipe));
+                app.send(Protocol.CLOSE, id, 0, 0);
+                step();
+                holder.close(); // it crashes right after its close(2)
+                runUntil(() -> server.session(app.path) == null, 1_000_000_000L, "found dead, draining");
+                assertFalse(Files.exists(app.path), "its file deleted as the drain begins");
+            }
+            assertEquals(0, counters.get(PipeCounter.APPS_REJECTED));
+        }
+        finally
+        {
+            for (final TestApp.Holder h : holders)
+            {
+                h.close();
+            }
+            for (final TestApp app : apps)
+            {
+                app.close();
+            }
+        }
+    }
+
+    /**
+     * The client library's close() deletes the app file, and an app may attach again under the same name at once, before
+     * the daemon has seen the first detach. On ext4 the new file may get the old one's inode: the daemon took it for the
+     * detached app's file and deleted it at the drain, and the new app was never answered.
+     */
+    @Test
+    void anAppAttachingAgainUnderItsNameBeforeTheDetachIsSeenKeepsItsFile() throws IOException
+    {
+        for (int round = 0; round < 4; round++)
+        {
+            final TestApp app = attach("same-name", self, 1);
+            app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+            app.close();
+            Files.delete(app.path);
+            final TestApp again = new TestApp(server.appsDirectory(), "same-name", self, RING, PIPE, 1).attach();
+            final int r = round;
+            runUntil(() -> again.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L,
+                () -> "attach again in round " + r + "\n" + logged);
+            assertEquals(AppFileDescriptor.STATE_ATTACHED, again.state());
+            assertTrue(Files.exists(again.path), "its file is its own");
+            again.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+            again.close();
+            Files.delete(again.path);
+            runUntil(() -> server.attached() == 0, 1_000_000_000L, "detached");
+        }
+        assertEquals(0, counters.get(PipeCounter.APPS_REJECTED));
+    }
+
     /** A peer's RST while a CLOSE waits behind a file frees the slot and closes the file (reviewed with ea8808f). */
     @Test
     void aPeerResetWhileACloseWaitsBehindAFileFreesTheSlotAndClosesTheFile() throws IOException
