@@ -112,7 +112,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
     private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[Protocol.EVENT_LENGTH]);
     /** Events that found the event ring full, in order; drained before any new event is written. */
-    private final ExpandableArrayBuffer backlog = new ExpandableArrayBuffer(0);
+    private ExpandableArrayBuffer backlog = new ExpandableArrayBuffer(0);
     private final int backlogLimit;
     private int backlogHead;
     private int backlogTail;
@@ -173,6 +173,16 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     static long heapBytes(final int maxConnections, final int ringCapacity)
     {
         return maxConnections * (long)SLOT_HEAP_BYTES + backlogLimit(maxConnections, ringCapacity);
+    }
+
+    /**
+     * The daemon heap this app may still come to hold: {@link #heapBytes(int, int)} until it is gone; while its closed
+     * connections drain, its slots' share only, since nothing is posted to it any more and its backlog was let go
+     * ({@link #beginDrain}).
+     */
+    long heapBytes()
+    {
+        return draining ? maxConnections * (long)SLOT_HEAP_BYTES : heapBytes(maxConnections, ringCapacity);
     }
 
     int freeSlots()
@@ -1146,6 +1156,11 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         }
         closing = true;
         draining = true;
+        // Nothing is posted to a gone app (closing), and what waits for it is never read: the backlog's heap goes back,
+        // and so does its share of the budget (heapBytes()), for the app's next instance say, not after the drain.
+        backlog = new ExpandableArrayBuffer(0);
+        backlogHead = 0;
+        backlogTail = 0;
         for (final TcpListener l : listeners.values())
         {
             l.close();

@@ -228,6 +228,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return counters;
     }
 
+    /** Daemon heap the attached apps may come to hold in all, as promised them (for tests). */
+    long heapPromised()
+    {
+        return heapPromised;
+    }
+
     /** Attached apps. */
     public int attached()
     {
@@ -379,6 +385,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
      */
     private boolean drain(final AppSession s, final long nowNanos, final PipeCounter why)
     {
+        final long promised = s.heapBytes();
         int reset = 0;
         try
         {
@@ -390,6 +397,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
             log.println("nicstack pipes: app " + s.path.getFileName() + " failed: " + e);
             s.markBroken();
         }
+        // What the gone app can no longer use (its event backlog) goes back to the budget now; the rest at the reap.
+        heapPromised -= promised - s.heapBytes();
         counters.add(PipeCounter.CONNECTIONS_RESET_APP_GONE, reset);
         s.goneAs = why;
         // The name is free for the app to attach again while the connections drain.
@@ -408,7 +417,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
     {
         sessions.remove(s);
         byPath.remove(s.path, s);
-        heapPromised -= AppSession.heapBytes(s.maxConnections, s.ringCapacity);
+        heapPromised -= s.heapBytes();
         int reset = 0;
         try
         {
@@ -719,7 +728,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         {
             if (s.ownerUid == uid)
             {
-                held += AppSession.heapBytes(s.maxConnections, s.ringCapacity);
+                held += s.heapBytes();
             }
         }
         final long wanted = AppSession.heapBytes(g.maxConnections, g.ringCapacity);
@@ -795,7 +804,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
         sessions.add(s);
         byPath.put(path, s);
-        heapPromised += AppSession.heapBytes(g.maxConnections, g.ringCapacity);
+        heapPromised += s.heapBytes();
         counters.increment(PipeCounter.APPS_ATTACHED);
         log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + g.appPid + ", " + g.maxConnections
             + " connections of " + g.pipeCapacity + "-byte pipes)");

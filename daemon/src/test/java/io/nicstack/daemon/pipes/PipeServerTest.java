@@ -2151,6 +2151,52 @@ class PipeServerTest
         third.close();
     }
 
+    /**
+     * An app that is gone (it detached, or its process died) no longer holds the event backlog's share of the heap budget
+     * while its closed connections drain: nothing is posted to it any more, so that share could never be used. Before,
+     * it was held until the drain ended (60 s and more with a stalled peer), and an app restarted meanwhile was refused
+     * with LIMIT_MEMORY; the backlog is 95% of the share of an app of 16 connections with 64 KiB rings. The budget is
+     * exact: all of it comes back once the apps are gone.
+     */
+    @Test
+    void aDrainingAppGivesBackItsEventBacklogsShareOfTheHeapBudget() throws IOException
+    {
+        final long oneApp = AppSession.heapBytes(16, RING);
+        server.heapBudget(oneApp + oneApp / 2);
+        final int pipe = 1 << 20; // more than B's receive buffer
+        final TestApp first = attach("first", self, 16, pipe);
+        listen(first, PORT);
+        final Peer peer = new Peer();
+        final TcpConnection[] remote = new TcpConnection[1];
+        final long id = accept(first, peer, remote);
+        assertEquals(pipe, first.write(Protocol.slotOf(id), new byte[pipe], 0, pipe));
+        first.send(Protocol.CLOSE, id, 0, 0);
+        first.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        first.close();
+        Files.delete(first.path);
+        runUntil(() -> server.session(first.path) == null, 1_000_000_000L, "detached, draining");
+        assertEquals(1, server.attached(), "its closed connection drains: B does not read");
+
+        final TestApp second = new TestApp(server.appsDirectory(), "second", self, RING, PIPE, 16).attach();
+        runUntil(() -> second.state() != AppFileDescriptor.STATE_ATTACHING, 1_000_000_000L, "answer");
+        assertEquals(AppFileDescriptor.STATE_ATTACHED, second.state(), "room for it while the first drains\n" + logged);
+        final long draining = server.heapPromised() - oneApp;
+        assertTrue(draining > 0 && draining < oneApp / 10, "the draining app holds its slots' share only: " + draining);
+
+        runUntil(() ->
+        {
+            peer.drain(remote[0]);
+            return peer.peerClosed;
+        }, 60_000_000_000L, "the rest and the FIN");
+        remote[0].close();
+        runUntil(() -> server.attached() == 1, 1_000_000_000L, "the first drained and gone");
+        assertEquals(oneApp, server.heapPromised());
+        second.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "the second gone");
+        assertEquals(0, server.heapPromised(), "all of the budget back");
+        second.close();
+    }
+
     @Test
     void badFilesAreRejectedWithAReason() throws IOException
     {
