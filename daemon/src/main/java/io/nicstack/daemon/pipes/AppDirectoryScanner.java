@@ -56,10 +56,12 @@ final class AppDirectoryScanner implements AutoCloseable
     /** However large the directory, a new app is found within a scan and this. */
     static final long MAX_REST_NANOS = 1_000_000_000L;
     /**
-     * Files found and not yet taken by the loop (16 each 50 ms): four rounds' worth, so that whatever one user has
-     * ready never queues far ahead of another's app; more wait for a later scan.
+     * Files found and not yet taken by the loop: what it attaches in about a scan's time in a storm of apps (at 0.3 ms
+     * an attach and half the loop, PipeServer.ATTACH_REST_FACTOR), so that the scanner, which hands files over once a
+     * scan, keeps up with it; and little enough that whatever one user has ready never queues far ahead of another's
+     * app (some 150 ms of attaching). More wait for a later scan. (64, as before, let 2,000 apps in at 64 a scan.)
      */
-    static final int QUEUE_CAPACITY = 64;
+    static final int QUEUE_CAPACITY = 256;
     /** How long an owner whose file the loop rejected takes its turns after every other owner. */
     static final long PENALTY_NANOS = 60_000_000_000L;
 
