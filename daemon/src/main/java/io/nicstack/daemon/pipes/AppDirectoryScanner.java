@@ -40,7 +40,8 @@ import io.nicstack.pipes.AppFileDescriptor;
  * not a mapping: a file truncated under the scanner cannot fault it. Files are handed over a user (owner) at a time,
  * in turns, into a short queue, the users served least lately first and those whose files the loop rejected lately
  * last; what does not fit waits for the next scan without backing off. So no user's flood of ready files queues
- * ahead of another user's app. (A user who controls many uids, subordinate uids say, gets a turn for each.)
+ * ahead of another user's app. (A user who controls many uids, subordinate uids say, gets a turn for each.) A file
+ * answered REJECTED whose app's process is gone is deleted ({@link #deleteIfAbandoned}).
  *
  * <p>Run by a thread of its own ({@link #startThread}) that scans when the loop asks ({@link #request}, every ~100 ms)
  * and then rests nine times as long as the scan took, up to 1 s, so a large directory costs it about a tenth of a
@@ -62,15 +63,24 @@ final class AppDirectoryScanner implements AutoCloseable
      * app (some 150 ms of attaching). More wait for a later scan. (64, as before, let 2,000 apps in at 64 a scan.)
      */
     static final int QUEUE_CAPACITY = 256;
+    /** The app file's fields the scanner reads, from its state to its pid, and where the pid is among them. */
+    private static final int FIELDS_LENGTH = AppFileDescriptor.APP_PID_OFFSET + Long.BYTES - AppFileDescriptor.STATE_OFFSET;
+    private static final int PID_FIELD = AppFileDescriptor.APP_PID_OFFSET - AppFileDescriptor.STATE_OFFSET;
     /** How long an owner whose file the loop rejected takes its turns after every other owner. */
     static final long PENALTY_NANOS = 60_000_000_000L;
+    /**
+     * A file answered REJECTED whose app's process is gone is deleted at its first look this long after the answer was
+     * seen (an app reads its answer at once; the client library then deletes its file itself).
+     */
+    static final long ABANDONED_AFTER_NANOS = 10_000_000_000L;
 
     private final Path directory;
     private final String suffix;
     private final NanoClock clock;
     private final PrintStream log;
     private final OneToOneConcurrentArrayQueue<Path> found = new OneToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
-    private final UnsafeBuffer state = new UnsafeBuffer(ByteBuffer.allocateDirect(Integer.BYTES));
+    /** An app file's fields from its state to its pid, as {@link #state} read them last. */
+    private final UnsafeBuffer fields = new UnsafeBuffer(ByteBuffer.allocateDirect(FIELDS_LENGTH));
     /** Scanning thread only. */
     private final Map<Path, Look> looks = new HashMap<>();
     private final Set<Path> listed = new HashSet<>();
@@ -83,6 +93,8 @@ final class AppDirectoryScanner implements AutoCloseable
     /** Hand-overs so far: an owner's last one orders the turns. */
     private long served;
     private volatile long examinations;
+    /** Files of apps gone before their attach deleted so far (the loop counts them: counters have one writer). */
+    private volatile long abandonedDeleted;
     private volatile boolean requested;
     private volatile boolean closed;
     private Thread thread;
@@ -113,6 +125,9 @@ final class AppDirectoryScanner implements AutoCloseable
         Integer owner;
         /** Handed over while it said ATTACHING, and not seen answered since. */
         boolean handedOver;
+        /** Whether a look found it REJECTED, and when the first did. */
+        boolean rejected;
+        long rejectedSince;
 
         Look(final BasicFileAttributes attributes)
         {
@@ -172,6 +187,12 @@ final class AppDirectoryScanner implements AutoCloseable
             queued.remove(path);
         }
         return path;
+    }
+
+    /** Files deleted so far whose app was gone before its attach ({@link #deleteIfAbandoned}). */
+    long abandonedDeleted()
+    {
+        return abandonedDeleted;
     }
 
     /** Files opened to read their state so far (for tests). */
@@ -359,13 +380,72 @@ final class AppDirectoryScanner implements AutoCloseable
             }
             look.handedOver = true;
         }
-        else if (state == AppFileDescriptor.STATE_REJECTED && look.handedOver)
+        else if (state == AppFileDescriptor.STATE_REJECTED)
         {
-            o.penalizedUntil = now + PENALTY_NANOS; // the loop rejected what it was handed
-            look.handedOver = false;
+            if (look.handedOver)
+            {
+                o.penalizedUntil = now + PENALTY_NANOS; // the loop rejected what it was handed
+                look.handedOver = false;
+            }
+            if (!look.rejected)
+            {
+                look.rejected = true;
+                look.rejectedSince = now;
+            }
+            else if (now - look.rejectedSince >= ABANDONED_AFTER_NANOS && deleteIfAbandoned(path, fields.getLong(PID_FIELD)))
+            {
+                looks.remove(path);
+                return true;
+            }
         }
         look.later(now);
         return true;
+    }
+
+    /**
+     * Delete a file answered REJECTED whose app's process is gone: an app that died before it was attached (or
+     * exited without reading its answer) leaves it behind, and its user may not be able to delete it (the directory is
+     * sticky, the app may have run as another user), so the daemon does. Gone means that the pid it names is no
+     * process of this PID namespace, looked at now, long after the answer; a live app of this namespace therefore
+     * keeps its file, and so does a dead one whose pid was reused (until that process exits too). An app of another
+     * PID namespace cannot be attached at all (its pid names no process here, or another) and has read its answer
+     * long since: the client library keeps its app file open and reads the answer through it, then deletes the file.
+     * The file deleted is the one read, still REJECTED with that pid, and still under its name. Returns whether it was
+     * deleted.
+     */
+    private boolean deleteIfAbandoned(final Path path, final long pid)
+    {
+        if (pid <= 0 || pid > Integer.MAX_VALUE || ProcessHandle.of(pid).isPresent())
+        {
+            return false;
+        }
+        final int fd = openWithoutWaiting(path);
+        if (fd < 0)
+        {
+            return false;
+        }
+        try
+        {
+            if (readFields(fd) != AppFileDescriptor.STATE_REJECTED || fields.getLong(PID_FIELD) != pid
+                || !Objects.equals(Files.readAttributes(Path.of("/proc/self/fd/" + fd), BasicFileAttributes.class).fileKey(),
+                    Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey()))
+            {
+                return false;
+            }
+            Files.delete(path);
+            abandonedDeleted++; // this thread only
+            log.println("nicstack pipes: deleted " + path.getFileName() + ": answered REJECTED, and its app (pid " + pid
+                + ") is gone");
+            return true;
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return false; // gone already, or replaced: looked at again later if it is still there
+        }
+        finally
+        {
+            Linux.closeQuietly(fd);
+        }
     }
 
     private boolean handOver(final Owner o, final Path path, final long now)
@@ -381,8 +461,8 @@ final class AppDirectoryScanner implements AutoCloseable
     }
 
     /**
-     * The file's state, or -1 if it cannot be read. Opened without waiting ({@link #openWithoutWaiting}): neither a FIFO
-     * put in its place nor a lease its owner holds can block the scanner.
+     * The file's state, or -1 if it cannot be read; its pid in {@link #fields}. Opened without waiting
+     * ({@link #openWithoutWaiting}): neither a FIFO put in its place nor a lease its owner holds can block the scanner.
      */
     private int state(final Path path)
     {
@@ -394,13 +474,19 @@ final class AppDirectoryScanner implements AutoCloseable
         }
         try
         {
-            return Linux.LIBC.pread(fd, state.addressOffset(), Integer.BYTES, AppFileDescriptor.STATE_OFFSET) == Integer.BYTES
-                ? state.getIntVolatile(0) : -1;
+            return readFields(fd);
         }
         finally
         {
             Linux.closeQuietly(fd);
         }
+    }
+
+    /** One pread of the fields from the state to the pid into {@link #fields}; the state, or -1. */
+    private int readFields(final int fd)
+    {
+        return Linux.LIBC.pread(fd, fields.addressOffset(), FIELDS_LENGTH, AppFileDescriptor.STATE_OFFSET) == FIELDS_LENGTH
+            ? fields.getIntVolatile(0) : -1;
     }
 
     /**

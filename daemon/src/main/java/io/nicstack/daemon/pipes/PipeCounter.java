@@ -8,6 +8,8 @@ public enum PipeCounter
     APPS_DETACHED("pipes: apps detached"),
     APPS_REAPED_DEAD("pipes: apps reaped (dead)"),
     APPS_REAPED_BROKEN("pipes: apps reaped (protocol violation)"),
+    /** Files the daemon answered REJECTED whose app's process is gone (it died before it was attached). */
+    APP_FILES_ABANDONED("pipes: files of apps gone before their attach deleted"),
     CONTROL_MESSAGES("pipes: control messages"),
     BAD_CONTROL_MESSAGES("pipes: bad control messages"),
     UNKNOWN_CONNECTION_IDS("pipes: unknown connection ids"),

@@ -91,6 +91,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
     /** Made by {@link #start()}. */
     private AppDirectoryScanner scanner;
     private boolean scanInline;
+    /** The scanner's {@link AppDirectoryScanner#abandonedDeleted} as last counted. */
+    private long abandonedCounted;
     private final long pid = ProcessHandle.current().pid();
     /** An app file's header as the loop read it (pread), and the fields it writes back (pwrite). */
     private final UnsafeBuffer appFileHeader = new UnsafeBuffer(
@@ -391,6 +393,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
         {
             scanner.request();
         }
+        final long abandoned = scanner.abandonedDeleted();
+        counters.add(PipeCounter.APP_FILES_ABANDONED, abandoned - abandonedCounted);
+        abandonedCounted = abandoned;
     }
 
     /**

@@ -2593,6 +2593,36 @@ class PipeServerTest
         }
     }
 
+    /**
+     * The file of an app whose process died before it was attached (the daemon answers it REJECTED: the pid names no
+     * process) is deleted once the answer is old and the pid still names no process, and counted; before, it stayed
+     * for ever, read again every 30 s. Not at once: an app reads its answer first. An app that lives keeps its file,
+     * however long ago it was rejected.
+     */
+    @Test
+    void theFileOfAnAppThatDiedBeforeItsAttachIsDeletedInTime() throws IOException
+    {
+        final TestApp.Holder holder = new TestApp.Holder(RING, PIPE, 1);
+        final TestApp dead = new TestApp(server.appsDirectory(), "died-early", holder, RING, PIPE, 1);
+        holder.close(); // its process exits before the daemon looks
+        final TestApp alive = new TestApp(server.appsDirectory(), "lives-rejected", self, RING, PIPE, 1);
+        alive.file.putInt(AppFileDescriptor.VERSION_OFFSET, AppFileDescriptor.VERSION + 1);
+        dead.attach();
+        alive.attach();
+        awaitRejected(dead);
+        awaitRejected(alive);
+        assertEquals(Reason.BAD_ARGUMENT, dead.reason());
+        idle(AppDirectoryScanner.ABANDONED_AFTER_NANOS / 2);
+        assertTrue(Files.exists(dead.path), "kept while the app may still read its answer");
+        idle(60_000_000_000L);
+        assertFalse(Files.exists(dead.path), "deleted once old, its app gone\n" + logged);
+        assertTrue(Files.exists(alive.path), "a live app's file is kept");
+        assertEquals(1, counters.get(PipeCounter.APP_FILES_ABANDONED));
+        assertTrue(logged.toString().contains("deleted " + dead.path.getFileName()), logged.toString());
+        dead.close();
+        alive.close();
+    }
+
     /** A file that was refused does not bar its name: the app may create a good file under it at once. */
     @Test
     void aNameRefusedOnceAttachesItsNextFile() throws IOException
