@@ -1,6 +1,7 @@
 package io.nicstack.nic.linux;
 
 import io.nicstack.nic.NicException;
+import io.nicstack.nic.tap.KernelSupport;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -51,8 +52,8 @@ class NetNamespaceKernelTest
     @Test
     void aFailedEnterAfterOneThatWorkedStillRestores() throws Exception
     {
-        final String ns = "nst-" + ProcessHandle.current().pid() + "-linux-1";
-        run("ip", "netns", "add", ns);
+        // Named nst-<pid>-<n> like every test namespace, so a later run deletes it if this JVM dies before the finally.
+        final String ns = KernelSupport.addNamespace();
         try
         {
             withFileThatIsNotANamespace(() -> onOwnThread(() ->

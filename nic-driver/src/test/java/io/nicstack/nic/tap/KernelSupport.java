@@ -24,9 +24,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * {@code nst-<pid>-<n>}, opens its taps in it, uses 198.18.0.0/15 only and deletes the namespace in a {@code finally}.
  * Namespaces are created with IPv6 off (no DAD, router solicitations or MLD reports from the taps), after deleting
  * those a test JVM that no longer runs left behind. (The daemon module's {@code Netns} does the same; this module
- * cannot use it.)
+ * cannot use it.) Public for this module's kernel tests in other packages.
  */
-final class KernelSupport
+public final class KernelSupport
 {
     /** Debian's python3 (TESTING.md: it may not be the first python3 on the PATH). */
     static final String PYTHON = "/usr/bin/python3";
@@ -39,7 +39,7 @@ final class KernelSupport
     }
 
     /** Create a namespace with a name no other test of this JVM uses. */
-    static String addNamespace() throws IOException, InterruptedException
+    public static String addNamespace() throws IOException, InterruptedException
     {
         reapStale();
         final String ns = "nst-" + ProcessHandle.current().pid() + "-" + NAMESPACES.incrementAndGet();
