@@ -73,8 +73,11 @@ public final class Netns implements AutoCloseable
 
     public Netns() throws IOException
     {
-        reapStale();
-        name = "nst-" + ProcessHandle.current().pid() + "-" + COUNTER.incrementAndGet();
+        synchronized (Netns.class)
+        {
+            reapStale();
+            name = "nst-" + ProcessHandle.current().pid() + "-" + COUNTER.incrementAndGet();
+        }
         run(10, "ip", "netns", "add", name).assertOk("ip netns add " + name);
         OPEN.add(name);
         try
@@ -108,22 +111,34 @@ public final class Netns implements AutoCloseable
 
     /**
      * Delete namespaces {@code nst-<pid>-<n>} whose test JVM {@code pid} no longer runs: a test JVM killed with
-     * SIGKILL (or by surefire's fork timeout) could not delete its own. Their processes get SIGKILL first.
+     * SIGKILL (or by surefire's fork timeout) could not delete its own. Their processes get SIGKILL first. Until this
+     * JVM has named a namespace, those with its own pid are stale too: an earlier test JVM that had this pid and was
+     * killed left them, and {@code ip netns add} of the same name would fail with "File exists" (as scripts/lib.sh's
+     * reap_stale). Synchronized with the naming in the constructor, so no namespace this JVM names is taken for one.
      */
-    public static void reapStale() throws IOException
+    public static synchronized void reapStale() throws IOException
     {
         final Result list = run(10, "ip", "netns", "list");
         if (list.exitCode() != 0)
         {
             return;
         }
+        final long self = ProcessHandle.current().pid();
+        final boolean noneOfOurOwnYet = COUNTER.get() == 0;
         for (final String line : list.output().split("\n"))
         {
             final String[] fields = line.trim().split("\\s+");
             final Matcher m = OWN_NAME.matcher(fields[0]);
-            if (m.matches() && !ProcessHandle.of(Long.parseLong(m.group(1))).map(ProcessHandle::isAlive).orElse(false))
+            if (!m.matches())
             {
-                System.err.println("[netns] deleting " + fields[0] + ", left by test JVM " + m.group(1) + " which is gone");
+                continue;
+            }
+            final long pid = Long.parseLong(m.group(1));
+            final boolean ours = pid == self;
+            if (ours ? noneOfOurOwnYet : !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
+            {
+                System.err.println("[netns] deleting " + fields[0] + ", left by " + (ours
+                    ? "an earlier test JVM with this JVM's pid " + pid : "test JVM " + pid + " which is gone"));
                 delete(fields[0]);
             }
         }

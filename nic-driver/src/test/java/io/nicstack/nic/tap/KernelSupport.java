@@ -41,8 +41,12 @@ public final class KernelSupport
     /** Create a namespace with a name no other test of this JVM uses. */
     public static String addNamespace() throws IOException, InterruptedException
     {
-        reapStale();
-        final String ns = "nst-" + ProcessHandle.current().pid() + "-" + NAMESPACES.incrementAndGet();
+        final String ns;
+        synchronized (KernelSupport.class)
+        {
+            reapStale();
+            ns = "nst-" + ProcessHandle.current().pid() + "-" + NAMESPACES.incrementAndGet();
+        }
         run("ip", "netns", "add", ns);
         try
         {
@@ -59,17 +63,29 @@ public final class KernelSupport
 
     /**
      * Delete namespaces {@code nst-<pid>-<n>} whose test JVM {@code pid} no longer runs (killed with SIGKILL, say),
-     * their processes (SIGKILL) first.
+     * their processes (SIGKILL) first. Until this JVM has named a namespace, those with its own pid are stale too: an
+     * earlier test JVM that had this pid and was killed left them, and {@code ip netns add} of the same name would fail
+     * with "File exists" (as scripts/lib.sh's reap_stale). Called with the class's lock held, so no namespace this JVM
+     * names can be taken for one of those.
      */
     private static void reapStale() throws IOException, InterruptedException
     {
+        final long self = ProcessHandle.current().pid();
+        final boolean noneOfOurOwnYet = NAMESPACES.get() == 0;
         for (final String line : output(10, "ip", "netns", "list").split("\n"))
         {
             final String name = line.trim().split("\\s+")[0];
             final Matcher m = OWN_NAME.matcher(name);
-            if (m.matches() && !ProcessHandle.of(Long.parseLong(m.group(1))).map(ProcessHandle::isAlive).orElse(false))
+            if (!m.matches())
             {
-                System.err.println("[netns] deleting " + name + ", left by test JVM " + m.group(1) + " which is gone");
+                continue;
+            }
+            final long owner = Long.parseLong(m.group(1));
+            final boolean ours = owner == self;
+            if (ours ? noneOfOurOwnYet : !ProcessHandle.of(owner).map(ProcessHandle::isAlive).orElse(false))
+            {
+                System.err.println("[netns] deleting " + name + ", left by " + (ours
+                    ? "an earlier test JVM with this JVM's pid " + owner : "test JVM " + owner + " which is gone"));
                 for (final String pid : output(10, "ip", "netns", "pids", name).trim().split("\\s+"))
                 {
                     if (pid.matches("\\d+"))
