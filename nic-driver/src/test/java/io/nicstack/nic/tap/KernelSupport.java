@@ -8,7 +8,9 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -23,8 +25,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * Namespaces and commands for the tap's kernel tests (TESTING.md): every test makes its own namespace
  * {@code nst-<pid>-<n>}, opens its taps in it, uses 198.18.0.0/15 only and deletes the namespace in a {@code finally}.
  * Namespaces are created with IPv6 off (no DAD, router solicitations or MLD reports from the taps), after deleting
- * those a test JVM that no longer runs left behind. (The daemon module's {@code Netns} does the same; this module
- * cannot use it.) Public for this module's kernel tests in other packages.
+ * those a test JVM that no longer runs left behind; a shutdown hook deletes those of this JVM still there when it
+ * exits (SIGTERM included). (The daemon module's {@code Netns} does the same; this module cannot use it.) Public for
+ * this module's kernel tests in other packages.
  */
 public final class KernelSupport
 {
@@ -33,6 +36,32 @@ public final class KernelSupport
 
     private static final AtomicInteger NAMESPACES = new AtomicInteger();
     private static final Pattern OWN_NAME = Pattern.compile("nst-(\\d+)-\\d+");
+    /** Namespaces this JVM made; tests delete them themselves, the shutdown hook those still there at exit. */
+    private static final Set<String> MADE = ConcurrentHashMap.newKeySet();
+
+    static
+    {
+        // After SIGTERM (surefire's fork timeout, a cancelled build) no finally runs: delete what is left at exit,
+        // as the daemon module's Netns does. SIGKILL leaves them to the next run's reapStale.
+        Runtime.getRuntime().addShutdownHook(new Thread(() ->
+        {
+            for (final String ns : MADE)
+            {
+                if (Files.exists(Path.of("/run/netns", ns)))
+                {
+                    try
+                    {
+                        System.err.println("[netns] deleting " + ns + " at exit");
+                        delete(ns);
+                    }
+                    catch (final IOException | InterruptedException ignored)
+                    {
+                        // Best effort at exit; the next run reaps what is left.
+                    }
+                }
+            }
+        }, "netns-cleanup"));
+    }
 
     private KernelSupport()
     {
@@ -47,6 +76,7 @@ public final class KernelSupport
             reapStale();
             ns = "nst-" + ProcessHandle.current().pid() + "-" + NAMESPACES.incrementAndGet();
         }
+        MADE.add(ns);
         run("ip", "netns", "add", ns);
         try
         {
@@ -86,18 +116,24 @@ public final class KernelSupport
             {
                 System.err.println("[netns] deleting " + name + ", left by " + (ours
                     ? "an earlier test JVM with this JVM's pid " + owner : "test JVM " + owner + " which is gone"));
-                for (final String pid : output(10, "ip", "netns", "pids", name).trim().split("\\s+"))
-                {
-                    if (pid.matches("\\d+"))
-                    {
-                        ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
-                    }
-                }
-                if (!runQuietly("ip", "netns", "del", name) && Files.exists(Path.of("/run/netns", name)))
-                {
-                    System.err.println("[netns] could not delete " + name);
-                }
+                delete(name);
             }
+        }
+    }
+
+    /** SIGKILL the processes in namespace {@code name}, then delete it; says so on stderr when it is still there. */
+    private static void delete(final String name) throws IOException, InterruptedException
+    {
+        for (final String pid : output(10, "ip", "netns", "pids", name).trim().split("\\s+"))
+        {
+            if (pid.matches("\\d+"))
+            {
+                ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
+            }
+        }
+        if (!runQuietly("ip", "netns", "del", name) && Files.exists(Path.of("/run/netns", name)))
+        {
+            System.err.println("[netns] could not delete " + name);
         }
     }
 
