@@ -33,7 +33,8 @@ import io.nicstack.pipes.client.VersionMismatchException;
  * until SIGINT/SIGTERM, close the client, exit 0. Bad options: one line on stderr, exit 2. Failures
  * (no daemon, daemon gone, port in use, version mismatch, limits): one line on stderr, exit 1.
  * {@code http --copy} copies file bodies into the TX pipe instead of handing large ones to the daemon
- * (SEND_FILE).
+ * (SEND_FILE). The system property {@code nicstack.app.attachTimeoutMillis} (default 5000) bounds the wait for the
+ * daemon to attach the app ({@link ClientOptions#attachTimeoutMillis}).
  *
  * <p>{@code app nio-http --port N --root DIR [--bind ADDR] [--copy]} is the same HTTP server on the
  * JDK's NIO sockets over the kernel ({@link NioHttpApp}), the baseline of {@code scripts/bench-http.sh};
@@ -455,6 +456,7 @@ public final class Main
     private static ClientOptions clientOptions(final int maxConnections, final int pipeKb)
     {
         final ClientOptions options = new ClientOptions();
+        options.attachTimeoutMillis = Long.getLong("nicstack.app.attachTimeoutMillis", options.attachTimeoutMillis);
         if (maxConnections > 0)
         {
             options.maxConnections = maxConnections;

@@ -79,8 +79,19 @@ class MainTest
     void noDaemonIsAClearError(@TempDir final Path dir) throws Exception
     {
         final Path shm = Files.createDirectory(dir.resolve("shm"));
-        final String[] r = run(1, "app", "echo", "--shm", shm.toString(), "--port", "7");
+        // The wait for a daemon to attach, 5 s by default, is all this test would spend.
+        System.setProperty("nicstack.app.attachTimeoutMillis", "200");
+        final String[] r;
+        try
+        {
+            r = run(1, "app", "echo", "--shm", shm.toString(), "--port", "7");
+        }
+        finally
+        {
+            System.clearProperty("nicstack.app.attachTimeoutMillis");
+        }
         assertTrue(r[1].startsWith("nicstack app: "), r[1]);
+        assertTrue(r[1].contains("within 200 ms"), r[1]);
         assertEquals(1, r[1].strip().lines().count(), r[1]);
         assertFalse(r[0].contains("ready"));
     }
