@@ -180,7 +180,7 @@ final class AppFiles implements AutoCloseable
         {
             hook.run();
         }
-        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
+        final int fd = (int)Linux.syscall(Linux.SYS_PIDFD_GETFD, pidfd, appFd, 0, 0, 0);
         if (fd < 0)
         {
             return refuse("pidfd_getfd of descriptor " + appFd + " of pid " + pid + ": " + Linux.describe(Linux.errno()));
@@ -222,7 +222,7 @@ final class AppFiles implements AutoCloseable
         {
             return -1;
         }
-        final long same = LIBC.syscall(Linux.SYS_KCMP, (int)pid, selfPid, Linux.KCMP_FILE, appFd, kept);
+        final long same = Linux.syscall(Linux.SYS_KCMP, (int)pid, selfPid, Linux.KCMP_FILE, appFd, kept);
         if (same == 0)
         {
             final int dup = LIBC.fcntl(kept, Linux.F_DUPFD_CLOEXEC, 0);
@@ -331,7 +331,7 @@ final class AppFiles implements AutoCloseable
         {
             return "pid " + pid + " holds capabilities its user's processes do not (" + capabilities.replace('\t', ' ') + ")";
         }
-        if (LIBC.syscall(Linux.SYS_PIDFD_SEND_SIGNAL, pidfd, 0, 0, 0, 0) != 0) // signal 0: is it alive?
+        if (Linux.syscall(Linux.SYS_PIDFD_SEND_SIGNAL, pidfd, 0, 0, 0, 0) != 0) // signal 0: is it alive?
         {
             return "pid " + pid + " is gone";
         }
@@ -418,7 +418,7 @@ final class AppFiles implements AutoCloseable
      */
     private void openProcess()
     {
-        final int fd = (int)LIBC.syscall(Linux.SYS_PIDFD_OPEN, (int)pid, 0, 0, 0, 0);
+        final int fd = (int)Linux.syscall(Linux.SYS_PIDFD_OPEN, (int)pid, 0, 0, 0, 0);
         if (fd < 0)
         {
             unusable = "pidfd_open of pid " + pid + ": " + Linux.describe(Linux.errno());

@@ -1,6 +1,5 @@
 package io.nicstack.nic.linux;
 
-import jnr.ffi.annotations.Variadic;
 import jnr.ffi.types.intptr_t;
 import jnr.ffi.types.size_t;
 import jnr.ffi.types.ssize_t;
@@ -11,6 +10,23 @@ import jnr.ffi.types.u_int64_t;
  *
  * <p>Buffers are passed as raw native addresses ({@code long}) so a call on the fast path boxes nothing
  * and allocates nothing; callers own the memory (direct buffers kept reachable for the call).
+ *
+ * <p>The variadic functions, {@link #fcntl fcntl} and {@link #ioctl ioctl}, are bound with a fixed arity, without
+ * jnr-ffi's {@code @Variadic}: jnr-ffi calls a variadic binding through its generic invoker, which allocates an
+ * argument array, boxes every argument and takes an invocation session and a heap buffer on every call (about 110 to
+ * 220 bytes), where a fixed-arity binding of primitives goes through its generated direct call and allocates nothing.
+ * SEND_FILE takes F_DUPFD_CLOEXEC per request, a live capture FIONREAD per pipe write. This is ABI-correct on the two
+ * platforms the project runs on, Linux x86-64 and Linux aarch64: the System V AMD64 psABI and AAPCS64 pass the
+ * variadic arguments of integer or pointer class in the same registers (and, past those, the same 8-byte stack slots)
+ * as named ones, so the callee's {@code va_arg} reads what a fixed call put there. (x86-64 also has the caller put an
+ * upper bound of the vector registers used in {@code %al}, which a fixed call leaves as it is; a callee looks at it
+ * only to decide whether to save those registers for {@code va_arg}, and glibc's fcntl, ioctl and syscall, which take
+ * no floating-point arguments, do not look at it at all.) It would not be on Apple's arm64, which puts every variadic
+ * argument on the stack, nor for floating-point arguments: do not bind a variadic function either way. Every variadic
+ * argument is bound as a 64-bit {@code long}, the width the callee reads it with ({@code va_arg} of a pointer or a
+ * long), whatever the command makes of it: C leaves the upper half of a register that holds an {@code int}
+ * unspecified. syscall(2) is {@link Linux#syscall}, not here: it needs six integer arguments, one more than jnr-ffi's
+ * x86-64 stubs pass right.
  */
 public interface LibC
 {
@@ -40,27 +56,17 @@ public interface LibC
      */
     @ssize_t long writev(int fd, @intptr_t long iov, int iovcnt);
 
-    /** ioctl(2) with a pointer argument (the request's struct in native memory). */
-    @Variadic(fixedCount = 2)
+    /** ioctl(2) with a pointer argument (the request's struct in native memory) or a value; variadic, bound fixed. */
     int ioctl(int fd, @u_int64_t long request, @intptr_t long arg);
 
     /** fstatfs(2) into a {@code struct statfs} at {@code buf} (120 bytes on x86_64 and aarch64; f_type first, a long). */
     int fstatfs(int fd, @intptr_t long buf);
 
-    /** fcntl(2) with an int argument (or none: pass 0). */
-    @Variadic(fixedCount = 2)
-    int fcntl(int fd, int cmd, int arg);
-
-    /** fcntl(2) with a pointer argument: the {@code struct flock} of the lock commands ({@link Linux#F_OFD_SETLK}). */
-    @Variadic(fixedCount = 2)
-    int fcntl(int fd, int cmd, @intptr_t long arg);
-
     /**
-     * syscall(2) with up to five int arguments (pass 0 for those a call does not take), for calls glibc may not wrap:
-     * pidfd_open, pidfd_getfd, pidfd_send_signal, kcmp.
+     * fcntl(2) with an int argument (or none: pass 0), or a pointer: the {@code struct flock} of the lock commands
+     * ({@link Linux#F_OFD_SETLK}). Variadic, bound fixed: glibc reads the argument as a pointer whatever the command.
      */
-    @Variadic(fixedCount = 1)
-    long syscall(long number, int arg1, int arg2, int arg3, int arg4, int arg5);
+    int fcntl(int fd, int cmd, @intptr_t long arg);
 
     /** poll(2) over {@code nfds} {@code struct pollfd} at {@code fds}. */
     int poll(@intptr_t long fds, @u_int64_t long nfds, int timeoutMillis);

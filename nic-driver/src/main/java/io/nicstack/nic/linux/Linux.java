@@ -1,5 +1,11 @@
 package io.nicstack.nic.linux;
 
+import com.kenai.jffi.CallContext;
+import com.kenai.jffi.CallingConvention;
+import com.kenai.jffi.Invoker;
+import com.kenai.jffi.Library;
+import com.kenai.jffi.Type;
+
 import io.nicstack.nic.NicException;
 import jnr.ffi.LastError;
 import jnr.ffi.LibraryLoader;
@@ -12,6 +18,12 @@ public final class Linux
     public static final LibC LIBC = LibraryLoader.create(LibC.class).load("c");
 
     private static final Runtime RUNTIME = Runtime.getRuntime(LIBC);
+
+    private static final Invoker INVOKER = Invoker.getInstance();
+    private static final long SYSCALL = Library.getDefault().getSymbolAddress("syscall");
+    private static final CallContext SIX_LONGS_TO_LONG = CallContext.getCallContext(Type.SINT64,
+        new Type[] {Type.SINT64, Type.SINT64, Type.SINT64, Type.SINT64, Type.SINT64, Type.SINT64},
+        CallingConvention.DEFAULT, true);
 
     // open(2), asm-generic/fcntl.h
     public static final int O_RDONLY = 0;
@@ -125,6 +137,24 @@ public final class Linux
     public static int errno()
     {
         return LastError.getLastError(RUNTIME);
+    }
+
+    /**
+     * syscall(2) with up to five arguments (pass 0 for those a call does not take), for calls glibc may not wrap:
+     * pidfd_open, pidfd_getfd, pidfd_send_signal, kcmp; -1 with {@link #errno()} set on failure. Allocates nothing.
+     *
+     * <p>Not a {@link LibC} method: kcmp needs the number and five arguments, six integers, and jnr-ffi's x86-64 stub
+     * compiler reads a sixth integer argument from the wrong stack slot (the return address; jnr-ffi 2.3.4, its issue
+     * 181): a fixed-arity LibC binding passed kcmp garbage for its second descriptor (EBADF). This calls syscall
+     * through jffi, jnr-ffi's own backend, with a call context of six longs, which on x86-64 is a plain C call and
+     * allocates nothing either. Fixed arity for a variadic function, as LibC's fcntl and ioctl: see {@link LibC} for
+     * why that is ABI-correct here (glibc's syscall reads every argument as a long and hands the kernel six whatever
+     * the call takes). errno is saved where {@link #errno()} reads it.
+     */
+    public static long syscall(
+        final long number, final long arg1, final long arg2, final long arg3, final long arg4, final long arg5)
+    {
+        return INVOKER.invokeN6(SIX_LONGS_TO_LONG, SYSCALL, number, arg1, arg2, arg3, arg4, arg5);
     }
 
     /** Symbolic name of an errno value, e.g. {@code EBUSY}, or {@code errno 123} for the rare ones. */
