@@ -11,8 +11,10 @@ import org.agrona.LangUtil;
 /**
  * One-shot timers on Agrona's {@link DeadlineTimerWheel}, driven by the injected clock.
  *
- * <p>Scheduling and expiry allocate nothing in steady state (handlers sit in a table beside the wheel's slots, which
- * grows only with them). Handlers run on the event loop thread inside {@link #poll(long)}.
+ * <p>Scheduling and expiry allocate nothing in steady state: handlers sit in a table beside the wheel's slots, laid out
+ * as the wheel lays out its deadlines (a block of slots per spoke) and made with it, so a timer landing in a spoke for
+ * the first time allocates nothing either; the table grows only when the wheel does, when a spoke holds more timers
+ * than it has slots. Handlers run on the event loop thread inside {@link #poll(long)}.
  *
  * <p>A timer id is the wheel's (spoke {@code << 32 |} slot) with the slot's generation above: the wheel gives a freed
  * slot to the next timer in its spoke, and without the generation a stale id (expired or cancelled) would name that
@@ -40,15 +42,22 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     private static final int GENERATION_SHIFT = 42;
     private static final int GENERATION_MASK = (1 << 21) - 1;
     private static final long WHEEL_ID_MASK = (1L << GENERATION_SHIFT) - 1;
+    /** The wheel's slots per spoke to start with (Agrona's default), a power of two: they double when one is short. */
     private static final int INITIAL_SLOTS_PER_SPOKE = 16;
     /** The wheel's {@code NULL_DEADLINE} (Long.MAX_VALUE) marks a free slot: a timer's deadline stays below it. */
     private static final long LATEST_DEADLINE = DeadlineTimerWheel.NULL_DEADLINE - 1;
 
     private final DeadlineTimerWheel wheel;
     private final ErrorHandler errorHandler;
-    /** Per spoke, per slot of the wheel: the handler of the timer in it (null when free), and the slot's generation. */
-    private final Handler[][] slotHandlers = new Handler[TICKS_PER_WHEEL][];
-    private final int[][] slotGenerations = new int[TICKS_PER_WHEEL][];
+    /**
+     * Per slot of the wheel, at {@code spoke << slotShift | slot}: the handler of the timer in it (null when free), and
+     * the slot's generation. At 16 slots for each of the 1024 spokes they take 128 KiB together, as the wheel's
+     * deadlines do.
+     */
+    private Handler[] slotHandlers;
+    private int[] slotGenerations;
+    /** log2 of the slots per spoke of the tables above; the wheel has at least as many, and grows them first. */
+    private int slotShift;
     /**
      * Per spoke of the wheel: a lower bound of the deadlines in it (Long.MAX_VALUE when it holds none) and how
      * many timers it holds. They let {@link #poll} skip the wheel's scan of the current spoke while nothing in
@@ -76,7 +85,11 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     public Timers(final long startNanos, final ErrorHandler errorHandler)
     {
         this.errorHandler = errorHandler;
-        wheel = new DeadlineTimerWheel(TimeUnit.NANOSECONDS, startNanos, TICK_NANOS, TICKS_PER_WHEEL);
+        wheel = new DeadlineTimerWheel(TimeUnit.NANOSECONDS, startNanos, TICK_NANOS, TICKS_PER_WHEEL,
+            INITIAL_SLOTS_PER_SPOKE);
+        slotShift = Integer.numberOfTrailingZeros(INITIAL_SLOTS_PER_SPOKE);
+        slotHandlers = new Handler[TICKS_PER_WHEEL << slotShift];
+        slotGenerations = new int[TICKS_PER_WHEEL << slotShift];
         this.startNanos = startNanos;
         Arrays.fill(spokeMinDeadline, Long.MAX_VALUE);
     }
@@ -104,13 +117,14 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
         final long wheelId = wheel.scheduleTimer(deadline);
         final int spoke = spokeOf(wheelId);
         final int slot = (int)wheelId;
-        if (slotHandlers[spoke] == null || slot >= slotHandlers[spoke].length)
+        if (slot >> slotShift != 0)
         {
-            growSpoke(spoke, slot);
+            grow(slot);
         }
-        slotHandlers[spoke][slot] = handler;
-        final int generation = (slotGenerations[spoke][slot] + 1) & GENERATION_MASK;
-        slotGenerations[spoke][slot] = generation;
+        final int index = spoke << slotShift | slot;
+        slotHandlers[index] = handler;
+        final int generation = (slotGenerations[index] + 1) & GENERATION_MASK;
+        slotGenerations[index] = generation;
         spokeTimers[spoke]++;
         if (deadline < spokeMinDeadline[spoke])
         {
@@ -119,14 +133,24 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
         return (long)generation << GENERATION_SHIFT | wheelId;
     }
 
-    /** Make room for {@code slot} in the tables of {@code spoke}, as the wheel has in its own. */
-    private void growSpoke(final int spoke, final int slot)
+    /**
+     * Make room for {@code slot} in every spoke's block of the tables, as the wheel has in its own (it doubles the
+     * slots of all its spokes when one is full), keeping each spoke's handlers and generations at their slots.
+     */
+    private void grow(final int slot)
     {
-        final int length = Math.max(INITIAL_SLOTS_PER_SPOKE, Integer.highestOneBit(slot) << 1);
-        final Handler[] handlers = slotHandlers[spoke];
-        slotHandlers[spoke] = handlers == null ? new Handler[length] : Arrays.copyOf(handlers, length);
-        final int[] generations = slotGenerations[spoke];
-        slotGenerations[spoke] = generations == null ? new int[length] : Arrays.copyOf(generations, length);
+        final int shift = 32 - Integer.numberOfLeadingZeros(slot);
+        final int oldSlots = 1 << slotShift;
+        final Handler[] handlers = new Handler[TICKS_PER_WHEEL << shift];
+        final int[] generations = new int[TICKS_PER_WHEEL << shift];
+        for (int spoke = 0; spoke < TICKS_PER_WHEEL; spoke++)
+        {
+            System.arraycopy(slotHandlers, spoke << slotShift, handlers, spoke << shift, oldSlots);
+            System.arraycopy(slotGenerations, spoke << slotShift, generations, spoke << shift, oldSlots);
+        }
+        slotHandlers = handlers;
+        slotGenerations = generations;
+        slotShift = shift;
     }
 
     /**
@@ -141,13 +165,16 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
         }
         final int spoke = spokeOf(timerId);
         final int slot = (int)timerId;
-        final Handler[] handlers = slotHandlers[spoke];
-        if (handlers == null || slot < 0 || slot >= handlers.length || handlers[slot] == null ||
-            slotGenerations[spoke][slot] != timerId >>> GENERATION_SHIFT)
+        if (slot >>> slotShift != 0)
+        {
+            return false; // negative, or past any slot a timer was given
+        }
+        final int index = spoke << slotShift | slot;
+        if (slotHandlers[index] == null || slotGenerations[index] != timerId >>> GENERATION_SHIFT)
         {
             return false;
         }
-        handlers[slot] = null;
+        slotHandlers[index] = null;
         wheel.cancelTimer(timerId & WHEEL_ID_MASK);
         removedFromSpoke(spoke);
         return true;
@@ -245,13 +272,13 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
     public boolean onTimerExpiry(final TimeUnit timeUnit, final long nowIgnored, final long wheelId)
     {
         final int spoke = spokeOf(wheelId);
-        final int slot = (int)wheelId;
-        final Handler handler = slotHandlers[spoke][slot];
-        slotHandlers[spoke][slot] = null;
+        final int index = spoke << slotShift | (int)wheelId;
+        final Handler handler = slotHandlers[index];
+        slotHandlers[index] = null;
         removedFromSpoke(spoke);
         try
         {
-            handler.onTimer(now, (long)slotGenerations[spoke][slot] << GENERATION_SHIFT | wheelId);
+            handler.onTimer(now, (long)slotGenerations[index] << GENERATION_SHIFT | wheelId);
         }
         catch (final RuntimeException e)
         {
