@@ -43,10 +43,13 @@ import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.wire.Ipv4Address;
 import io.nicstack.stack.wire.MacAddress;
 
+import static io.nicstack.nic.linux.Linux.LIBC;
+
 /**
  * {@code nicstack daemon}: opens the device, wires device, stack and services, publishes counters in
  * shared memory, prints one ready line, and runs the event loop on the main thread until SIGINT or
- * SIGTERM; then flushes the pcap, closes the device (a tap it created goes away) and exits 0.
+ * SIGTERM; then flushes the pcap, closes the device (a tap it created goes away) and exits 0, as it does for a signal
+ * at any step of its start (the capture waiting for its named pipe's reader, say).
  */
 final class DaemonCommand
 {
@@ -74,6 +77,10 @@ final class DaemonCommand
     /** How often the connection table is published for {@code nicstack conns}. */
     private static final long SNAPSHOT_INTERVAL_NANOS = 500_000_000L;
 
+    /** st_mode's file type bits, and a named pipe's (inode(7)). */
+    private static final int S_IFMT = 0170000;
+    private static final int S_IFIFO = 0010000;
+
     private final String deviceSpec;
     private final StackConfig config;
     /** {@code --host-ip} as A.B.C.D/N with the daemon's prefix, or null. */
@@ -89,8 +96,14 @@ final class DaemonCommand
     private final boolean sendFile;
     private final List<String> services = new ArrayList<>();
     private final CountDownLatch cleanedUp = new CountDownLatch(1);
-    /** The status the shutdown hook halts with: a failure's until the loop has stopped as asked. */
+    /** The status the shutdown hook halts with: {@link #run}'s, once it has cleaned up. */
     private volatile int exitStatus = 70;
+    /** Set by the shutdown hook (SIGINT, SIGTERM): stop at whatever step of the start the daemon is. */
+    private volatile boolean stopRequested;
+    /** The event loop once it is made, for the shutdown hook to stop. */
+    private volatile EventLoop loop;
+    /** While the capture is opened on a named pipe: an open(2) that may wait for the pipe's reader (fifo(7)). */
+    private volatile boolean openingNamedPipe;
 
     /** The link the daemon runs on, opened and configured. */
     interface Link
@@ -435,7 +448,74 @@ final class DaemonCommand
         }
     }
 
+    /**
+     * Run the daemon until SIGINT or SIGTERM; returns its exit status. The shutdown hook is there from the start: a
+     * signal at any step (the capture waiting for its named pipe's reader, say) stops the daemon there, undoes what was
+     * done (the tap removed) and ends the JVM with the status returned here, 0 for a stop as asked, not 130 or 143.
+     */
     int run(final PrintStream out, final PrintStream err)
+    {
+        final Thread hook = new Thread(this::shutDown, "nicstack-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        int status = 70;
+        try
+        {
+            status = start(out, err);
+            return status;
+        }
+        finally
+        {
+            exitStatus = status;
+            try
+            {
+                // Returned, not stopped by a signal: the caller exits with the status (a test JVM goes on).
+                Runtime.getRuntime().removeShutdownHook(hook);
+            }
+            catch (final IllegalStateException shuttingDown)
+            {
+                // The hook runs: it halts with exitStatus once cleanedUp is counted down.
+            }
+            cleanedUp.countDown();
+        }
+    }
+
+    /**
+     * The shutdown hook (SIGINT, SIGTERM): stop the loop, or the start wherever it is; let the thread of {@link #run}
+     * clean up, then end with its status (a signal would otherwise give 130/143).
+     */
+    private void shutDown()
+    {
+        stopRequested = true;
+        final EventLoop running = loop;
+        if (running != null)
+        {
+            running.stop();
+        }
+        // The capture's open(2) of its named pipe waits for a reader: be one (read and write, which never waits, and
+        // never reads), so that the open returns and the start sees it is to stop. Checked after stopRequested is set,
+        // as openCapture checks stopRequested after setting openingNamedPipe: one of the two sees the other.
+        final int reader = openingNamedPipe ? LIBC.open(pcap.toString(), Linux.O_RDWR | Linux.O_NONBLOCK | Linux.O_CLOEXEC) : -1;
+        try
+        {
+            if (cleanedUp.await(10, TimeUnit.SECONDS))
+            {
+                Runtime.getRuntime().halt(exitStatus);
+            }
+        }
+        catch (final InterruptedException ignored)
+        {
+            Thread.currentThread().interrupt();
+        }
+        finally
+        {
+            if (reader >= 0)
+            {
+                LIBC.close(reader);
+            }
+        }
+    }
+
+    private int start(final PrintStream out, final PrintStream err)
     {
         // Before the tap exists: a pcap file we cannot write, a directory we may not use (or another daemon's) end
         // here, with nothing to undo.
@@ -455,7 +535,54 @@ final class DaemonCommand
         }
         try (shmDirectory)
         {
-            return serve(shmDirectory.path(), out, err);
+            return stopRequested ? 0 : serve(shmDirectory.path(), out, err);
+        }
+    }
+
+    /**
+     * The {@code --pcap} capture on {@code device}, or null when a signal came before it was made. A named pipe's open
+     * waits for its reader (fifo(7)), which is said on stderr, and which a signal ends ({@link #shutDown}).
+     */
+    private PcapWritingDevice openCapture(final NetDevice device, final PrintStream err)
+    {
+        int writer = -1;
+        if (isNamedPipe(pcap))
+        {
+            // Without a reader, a non-blocking open for writing fails with ENXIO instead of waiting. One that succeeds
+            // is kept open until the capture's own: a reader that saw its last writer close would read end of file.
+            writer = LIBC.open(pcap.toString(), Linux.O_WRONLY | Linux.O_NONBLOCK | Linux.O_CLOEXEC);
+            if (writer < 0 && Linux.errno() == Linux.ENXIO)
+            {
+                err.println("nicstack pcap: waiting for a reader of the named pipe " + pcap + " (tcpdump -r " + pcap
+                    + ", say) before the daemon starts");
+                err.flush();
+            }
+            openingNamedPipe = true;
+        }
+        try
+        {
+            return stopRequested ? null : new PcapWritingDevice(device, pcap, new SystemEpochNanoClock());
+        }
+        finally
+        {
+            openingNamedPipe = false;
+            if (writer >= 0)
+            {
+                LIBC.close(writer);
+            }
+        }
+    }
+
+    /** Whether {@code file} is a named pipe (not following a symbolic link: open(2) would, but then finds a pipe too). */
+    private static boolean isNamedPipe(final Path file)
+    {
+        try
+        {
+            return ((Integer)Files.getAttribute(file, "unix:mode") & S_IFMT) == S_IFIFO;
+        }
+        catch (final IOException | UnsupportedOperationException e)
+        {
+            return false; // missing (a regular file is made) or unreadable: the capture's open says what is wrong
         }
     }
 
@@ -485,7 +612,11 @@ final class DaemonCommand
                 err.println("nicstack faults: " + faults);
                 device = injector;
             }
-            final PcapWritingDevice capture = pcap == null ? null : new PcapWritingDevice(device, pcap, new SystemEpochNanoClock());
+            final PcapWritingDevice capture = pcap == null ? null : openCapture(device, err);
+            if (pcap != null && capture == null)
+            {
+                return 0; // stopped (SIGINT, SIGTERM) while the capture waited for its reader: cleaned up below
+            }
             if (capture != null)
             {
                 device = capture;
@@ -533,62 +664,44 @@ final class DaemonCommand
                 }
                 return 0;
             });
-            // SIGINT/SIGTERM start the JVM's shutdown: stop the loop, let this thread flush and
-            // close everything below, then end with status 0 (a signal would otherwise give 130/143).
-            Runtime.getRuntime().addShutdownHook(new Thread(() ->
+            // SIGINT/SIGTERM: the shutdown hook stops the loop (set first, then stopRequested read: see shutDown).
+            this.loop = loop;
+            if (!stopRequested)
             {
-                loop.stop();
-                try
-                {
-                    if (cleanedUp.await(10, TimeUnit.SECONDS))
-                    {
-                        Runtime.getRuntime().halt(exitStatus);
-                    }
-                }
-                catch (final InterruptedException ignored)
-                {
-                    Thread.currentThread().interrupt();
-                }
-            }, "nicstack-shutdown"));
-
-            out.println("nicstack ready " + Ipv4Address.format(config.address()) + " " + MacAddress.format(config.mac()) + " " + deviceSpec);
-            out.flush();
-            loop.run();
+                out.println("nicstack ready " + Ipv4Address.format(config.address()) + " " + MacAddress.format(config.mac()) + " " + deviceSpec);
+                out.flush();
+                loop.run();
+            }
             // Stopped (SIGINT, SIGTERM): the stack goes away with the daemon, so every peer gets a reset now rather
             // than waiting on a connection nobody serves (an idle one for ever, a sending one until R2).
             stack.tcp().abortAll();
             stack.flush();
             deviceCounters.update();
-            exitStatus = 0;
             return 0;
         }
         catch (final IOException e)
         {
             err.println("daemon: " + describe(e));
-            exitStatus = 1;
             return 1;
         }
         catch (final NicException e)
         {
             err.println("daemon: " + e.getMessage());
-            exitStatus = 1;
             return 1;
         }
         catch (final UncheckedIOException e)
         {
             // The pcap file (a full disk, say): the environment, not a bug.
             err.println("daemon: " + e.getMessage());
-            exitStatus = 1;
             return 1;
         }
         catch (final RuntimeException | Error e)
         {
             // A bug (or a StackOverflowError, an OutOfMemoryError), not bad input: say so with the whole trace, and
-            // still clean up below. An Error must end in 70 too: past this method only the shutdown hook's halt sets
-            // the status, and a supervisor must not take a crash for a clean stop.
+            // still clean up below. An Error must end in 70 too: when a signal started the JVM's shutdown, only the
+            // hook's halt sets the status, and a supervisor must not take a crash for a clean stop.
             err.println("daemon: internal error, shutting down");
             e.printStackTrace(err);
-            exitStatus = 70;
             return 70;
         }
         finally
@@ -602,7 +715,6 @@ final class DaemonCommand
             device.close();
             link.remove();
             err.flush();
-            cleanedUp.countDown();
         }
     }
 

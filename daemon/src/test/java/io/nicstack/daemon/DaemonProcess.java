@@ -74,6 +74,30 @@ public final class DaemonProcess implements AutoCloseable
         return readyLine;
     }
 
+    /** Wait (bounded) for a line of the daemon's output (stdout or stderr) that contains {@code fragment}. */
+    public void awaitLine(final String fragment) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline && process.isAlive())
+        {
+            synchronized (output)
+            {
+                if (output.stream().anyMatch(line -> line.contains(fragment)))
+                {
+                    return;
+                }
+            }
+            Thread.sleep(20);
+        }
+        synchronized (output)
+        {
+            if (output.stream().noneMatch(line -> line.contains(fragment)))
+            {
+                throw new AssertionError("no line with '" + fragment + "'; output:\n" + String.join("\n", output));
+            }
+        }
+    }
+
     /**
      * A kernel test class's teardown: stop {@code daemon} and check that it exited 0 (its output is the message), then,
      * whatever happened, close it and the namespace and delete the work directory. Any of them may be null (set-up

@@ -31,6 +31,9 @@ import io.nicstack.stack.tcp.TcpState;
  * <li>{@code faults SHM}: the daemon runs with {@code --faults loss=1} and a {@code --pcap} beside SHM; the peer side
  * of the wire sends {@link #FAULTS_FRAMES} frames, and once the daemon's device has taken them all (each lost), the
  * JVM exits as on SIGTERM.</li>
+ * <li>{@code fifo SHM}: the daemon runs with a {@code --pcap} that is the named pipe {@code live.pcap} beside SHM, which
+ * the test made and nobody reads: it waits for a reader until the test sends SIGTERM. Removing the link prints
+ * {@code link removed}.</li>
  * </ul>
  */
 public final class DaemonStopMain
@@ -88,6 +91,7 @@ public final class DaemonStopMain
             });
         final String[] options = mode.equals("faults")
             ? new String[] {"--faults", "loss=1,seed=7", "--pcap", Path.of(args[1]).resolveSibling("run.pcap").toString()}
+            : mode.equals("fifo") ? new String[] {"--pcap", Path.of(args[1]).resolveSibling("live.pcap").toString()}
             : new String[0];
         final String[] daemonArgs = java.util.stream.Stream.concat(java.util.stream.Stream.of("daemon", "--device",
             "tap:nsstop0", "--ip", "198.18.0.2/24", "--shm", args[1], "--services", "echo"), java.util.Arrays.stream(options))
@@ -103,6 +107,8 @@ public final class DaemonStopMain
                 @Override
                 public void remove()
                 {
+                    System.out.println("link removed");
+                    System.out.flush();
                 }
             });
         if (!mode.equals("peer") && !mode.equals("faults"))

@@ -47,6 +47,59 @@ class DaemonStopTest
         assertTrue(output.toString().contains("peer state CLOSED reason " + TcpConnection.CLOSE_RESET), output.toString());
     }
 
+    /**
+     * SIGTERM while the daemon waits for the reader of its {@code --pcap} named pipe (open(2) for writing waits for
+     * one, fifo(7)) ends it as always: the link removed, exit 0. It said before that it waits. Before, it said nothing,
+     * and the signal found no shutdown hook yet (it was added once the devices were made): exit 143, and the tap stayed.
+     */
+    @Test
+    void sigtermWhileTheCaptureWaitsForItsReaderExits0AndRemovesTheLink() throws Exception
+    {
+        assertEquals(0, new ProcessBuilder("mkfifo", dir.resolve("live.pcap").toString()).start().waitFor());
+        final Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "-Xmx256m",
+            "-cp", System.getProperty("java.class.path"), DaemonStopMain.class.getName(), "fifo", dir.resolve("shm").toString())
+            .redirectErrorStream(true).start();
+        try
+        {
+            final java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+            final Thread reader = new Thread(() ->
+            {
+                try (java.io.BufferedReader r = p.inputReader(StandardCharsets.UTF_8))
+                {
+                    for (String line; (line = r.readLine()) != null; )
+                    {
+                        lines.add(line);
+                    }
+                }
+                catch (final java.io.IOException ignored)
+                {
+                    // The process is gone.
+                }
+                lines.add("(end)");
+            }, "daemon-output");
+            reader.setDaemon(true);
+            reader.start();
+            for (String line = ""; !line.contains("waiting for a reader"); )
+            {
+                line = lines.poll(30, TimeUnit.SECONDS);
+                output.append(line).append('\n');
+                assertTrue(line != null && !line.equals("(end)"), "no line saying the capture waits:\n" + output);
+            }
+            p.toHandle().destroy(); // SIGTERM (Process.destroy would also close the output this test still reads)
+            assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the daemon did not end on SIGTERM:\n" + output);
+            reader.join(10_000);
+            lines.forEach(line -> output.append(line).append('\n'));
+            assertEquals(0, p.exitValue(), output.toString());
+            assertTrue(output.toString().contains("link removed"), output.toString());
+            assertTrue(!output.toString().contains("nicstack ready"), output.toString());
+        }
+        finally
+        {
+            p.destroyForcibly();
+        }
+    }
+
     /** An Error on the event loop (a stack overflow, out of memory) is a crash: status 70, as for a RuntimeException. */
     @Test
     void anErrorOnTheEventLoopExits70() throws Exception
