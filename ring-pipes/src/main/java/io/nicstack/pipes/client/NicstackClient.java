@@ -147,7 +147,7 @@ public final class NicstackClient implements AutoCloseable
     /**
      * Create the app file in {@code <dir>/apps}, and wait until the daemon attaches it.
      *
-     * @throws DaemonNotRunningException if {@code dir} is missing or no daemon answered within
+     * @throws DaemonNotRunningException if {@code dir} is missing or not a directory, or no daemon answered within
      *                                   {@link ClientOptions#attachTimeoutMillis}.
      * @throws VersionMismatchException  if the daemon runs another layout version.
      * @throws NicstackException         if the daemon rejected the app for another reason or the file cannot be made.
@@ -167,7 +167,8 @@ public final class NicstackClient implements AutoCloseable
         }
         if (!Files.isDirectory(dir))
         {
-            throw new DaemonNotRunningException("nicstack directory " + dir + " does not exist: is the daemon running?");
+            throw new DaemonNotRunningException("nicstack directory " + dir
+                + (Files.exists(dir) ? " is not a directory" : " does not exist: is the daemon running?"));
         }
 
         final AppFile file;
