@@ -141,8 +141,8 @@ public final class Main
         }
         catch (final DaemonNotRunningException e)
         {
-            err.println("nicstack app: no daemon is serving " + o.shm() + " (start one with nicstack daemon ... --shm "
-                + o.shm() + "): " + e.getMessage());
+            // The client says which: no directory, no daemon running in it, or no answer from the one that runs.
+            err.println("nicstack app: " + e.getMessage());
         }
         catch (final DaemonGoneException e)
         {

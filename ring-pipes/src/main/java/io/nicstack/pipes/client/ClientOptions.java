@@ -28,7 +28,10 @@ public final class ClientOptions
      * poll watched, as when the app and the daemon were frozen together, is a stall at the next poll, not a loss.
      */
     public long daemonLossMillis = 10_000;
-    /** How long {@link NicstackClient#attach} waits for the daemon to answer. */
+    /**
+     * How long {@link NicstackClient#attach} waits for a running daemon to answer; where none runs (none holds the
+     * directory's {@code daemon.lock}) it does not wait.
+     */
     public long attachTimeoutMillis = 5000;
     /**
      * The monotonic clock the daemon's heartbeat, {@link NicstackClient#attach} and

@@ -2,7 +2,10 @@ package io.nicstack.pipes.client;
 
 import io.nicstack.pipes.Protocol;
 
-/** No daemon attached the app file within the attach timeout, or the shared-memory directory is missing. */
+/**
+ * The shared-memory directory is missing or not a directory, no daemon runs there (none holds its lock), or the daemon
+ * did not attach the app file within the attach timeout.
+ */
 public final class DaemonNotRunningException extends NicstackException
 {
     private static final long serialVersionUID = 1L;

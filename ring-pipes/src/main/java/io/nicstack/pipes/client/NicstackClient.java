@@ -14,9 +14,15 @@ import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
@@ -44,6 +50,8 @@ public final class NicstackClient implements AutoCloseable
     private static final long REQUEST_ID_FLAG = Long.MIN_VALUE;
     /** One deferred control message: its type, then its {@link Protocol#CONTROL_LENGTH} bytes. */
     private static final int DEFERRED_RECORD = 4 + Protocol.CONTROL_LENGTH;
+    /** The lock file a running daemon holds in its directory (the daemon's {@code DaemonLock}). */
+    private static final String DAEMON_LOCK = "daemon.lock";
     /** The daemon's limit of listeners per app: at most one UNLISTEN each can be owed. */
     private static final int MAX_LISTENERS = 64;
 
@@ -145,10 +153,12 @@ public final class NicstackClient implements AutoCloseable
     }
 
     /**
-     * Create the app file in {@code <dir>/apps}, and wait until the daemon attaches it.
+     * Create the app file in {@code <dir>/apps}, and wait until the daemon attaches it. Where no daemon runs (none
+     * holds {@code <dir>/daemon.lock}: there is none, or the daemon that held it stopped) it fails at once and makes
+     * nothing; it does not wait for a daemon that starts later.
      *
-     * @throws DaemonNotRunningException if {@code dir} is missing or not a directory, or no daemon answered within
-     *                                   {@link ClientOptions#attachTimeoutMillis}.
+     * @throws DaemonNotRunningException if {@code dir} is missing or not a directory, no daemon runs there, or the
+     *                                   daemon did not answer within {@link ClientOptions#attachTimeoutMillis}.
      * @throws VersionMismatchException  if the daemon runs another layout version.
      * @throws NicstackException         if the daemon rejected the app for another reason or the file cannot be made.
      */
@@ -169,6 +179,11 @@ public final class NicstackClient implements AutoCloseable
         {
             throw new DaemonNotRunningException("nicstack directory " + dir
                 + (Files.exists(dir) ? " is not a directory" : " does not exist: is the daemon running?"));
+        }
+        final String noDaemon = noDaemon(dir);
+        if (noDaemon != null)
+        {
+            throw new DaemonNotRunningException(noDaemon);
         }
 
         final AppFile file;
@@ -198,6 +213,61 @@ public final class NicstackClient implements AutoCloseable
             throw ex;
         }
         return client;
+    }
+
+    /**
+     * Why no daemon can be serving {@code dir}, or null when one may be (attach then waits for its answer). A daemon
+     * holds an exclusive lock on {@code dir/daemon.lock} for its whole life (an open-file-description lock, fcntl
+     * F_OFD_SETLK, which the kernel drops when it exits however it exits), taken before it makes anything else there.
+     * So no lock file, or one nobody holds, means no daemon; except that a directory with an {@code apps} directory and
+     * no lock file is taken for a pipe server that runs without one (in the app's own process, a benchmark's) and
+     * waited for as before.
+     *
+     * <p>The lock is tested by taking a shared lock on it for a moment (a classic POSIX lock: Java has no F_OFD_GETLK),
+     * which conflicts with the daemon's, even in the daemon's own process. A daemon that starts in that moment is
+     * refused as if another held the directory. Whatever cannot be told (an unreadable file) is left to the wait.
+     */
+    private static String noDaemon(final Path dir)
+    {
+        final Path lock = dir.resolve(DAEMON_LOCK);
+        final BasicFileAttributes attributes;
+        try
+        {
+            attributes = Files.readAttributes(lock, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        }
+        catch (final NoSuchFileException e)
+        {
+            return Files.isDirectory(dir.resolve(AppFile.APPS_DIRECTORY), LinkOption.NOFOLLOW_LINKS) ? null
+                : "no nicstack daemon runs in " + dir + " (no daemon has used it: it has no " + DAEMON_LOCK + ")";
+        }
+        catch (final IOException e)
+        {
+            return null;
+        }
+        if (!attributes.isRegularFile())
+        {
+            // No daemon takes such a file; and a named pipe's open would wait for a writer.
+            return "no nicstack daemon runs in " + dir + " (its " + DAEMON_LOCK + " is not a regular file)";
+        }
+        try (FileChannel channel = FileChannel.open(lock, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS))
+        {
+            final FileLock probe = channel.tryLock(0, Long.MAX_VALUE, true);
+            if (probe == null)
+            {
+                return null; // held: a daemon runs
+            }
+            probe.release();
+            return "no nicstack daemon runs in " + dir + " (nobody holds its " + DAEMON_LOCK
+                + ": the daemon that used it has stopped)";
+        }
+        catch (final OverlappingFileLockException e)
+        {
+            return null; // held by a FileLock of this JVM
+        }
+        catch (final IOException e)
+        {
+            return null;
+        }
     }
 
     private void awaitAttached(final long timeoutMillis) throws NicstackException

@@ -73,6 +73,15 @@ final class FakeDaemon implements AutoCloseable
     {
         this.dir = dir;
         this.mode = mode;
+        try
+        {
+            // As the daemon's pipe server makes it at start: a client makes nothing where no daemon is.
+            Files.createDirectories(dir.resolve(AppFile.APPS_DIRECTORY));
+        }
+        catch (final IOException e)
+        {
+            throw new java.io.UncheckedIOException(e);
+        }
         thread = new Thread(this::run, "fake-daemon");
         thread.setDaemon(true);
         thread.start();
