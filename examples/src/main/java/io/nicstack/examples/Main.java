@@ -2,7 +2,9 @@ package io.nicstack.examples;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
@@ -36,7 +38,7 @@ import io.nicstack.pipes.client.VersionMismatchException;
  * (SEND_FILE). The system property {@code nicstack.app.attachTimeoutMillis} (default 5000) bounds the wait for the
  * daemon to attach the app ({@link ClientOptions#attachTimeoutMillis}).
  *
- * <p>{@code app nio-http --port N --root DIR [--bind ADDR] [--copy]} is the same HTTP server on the
+ * <p>{@code app nio-http --port N --root DIR [--bind A.B.C.D] [--copy]} is the same HTTP server on the
  * JDK's NIO sockets over the kernel ({@link NioHttpApp}), the baseline of {@code scripts/bench-http.sh};
  * it needs no daemon, prints {@code nicstack app ready nio-http <port>} and exits the same way (a port
  * it cannot bind is exit 1).
@@ -46,7 +48,7 @@ public final class Main
     static final String USAGE = "usage: nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink]"
         + " [--rate BYTES_PER_S] [--pause-ms N] [--digest] [--max-connections N] [--pipe-kb N] [--backlog N]"
         + " [--copy (http: copy file bodies, no SEND_FILE)]"
-        + " | nicstack app nio-http --port N --root DIR [--bind ADDR] [--copy] [--max-connections N] [--backlog N]"
+        + " | nicstack app nio-http --port N --root DIR [--bind A.B.C.D] [--copy] [--max-connections N] [--backlog N]"
         + " (the same HTTP server on JDK NIO over the kernel, for comparison); a value also as --port=N";
 
     /** The options that take a value; every other name but the flags is unknown. */
@@ -67,7 +69,7 @@ public final class Main
 
     /** Parsed command line. */
     record Options(String app, Path shm, int port, Path root, String mode, long rate, long pauseMillis, boolean digest,
-        int maxConnections, int pipeKb, int backlog, String bind, boolean copy)
+        int maxConnections, int pipeKb, int backlog, InetAddress bind, boolean copy)
     {
     }
 
@@ -196,7 +198,8 @@ public final class Main
         }
         catch (final IOException | RuntimeException e)
         {
-            err.println("nicstack app: cannot listen on " + o.bind() + ":" + o.port() + ": " + e);
+            err.println("nicstack app: cannot listen on " + o.bind().getHostAddress() + ":" + o.port() + ": "
+                + (e.getMessage() != null ? e.getMessage() : e));
             return 1;
         }
         try
@@ -310,7 +313,7 @@ public final class Main
         int maxConnections = httpLike ? 1024 : 0;
         int pipeKb = 0;
         int backlog = httpLike ? 1024 : 128;
-        String bind = null;
+        InetAddress bind = null;
         boolean copy = false;
         boolean shmGiven = false;
         final Set<String> seen = new HashSet<>();
@@ -372,7 +375,7 @@ public final class Main
                     {
                         throw new UsageException("--bind only applies to nio-http");
                     }
-                    bind = value;
+                    bind = ipv4(value);
                     break;
                 case "--port":
                     port = integer(opt, value, 1, 65535);
@@ -449,7 +452,7 @@ public final class Main
             throw new UsageException("--mode, --rate, --pause-ms and --digest only apply to the bulk app");
         }
         return new Options(app, shm, port, root, mode, rate, pauseMillis, digest, maxConnections, pipeKb, backlog,
-            bind == null ? "0.0.0.0" : bind, copy);
+            bind == null ? ipv4("0.0.0.0") : bind, copy);
     }
 
     /** The client's layout: its defaults, with the options given (0: not given). */
@@ -483,6 +486,35 @@ public final class Main
             throw new UsageException("--pipe-kb " + o.pipeCapacity / 1024 + " with --max-connections " + o.maxConnections
                 + (problem != null ? ": " + problem : " needs " + (bytes >> 20) + " MiB of shared memory, more than the "
                 + (DAEMON_APP_MEMORY_LIMIT >> 20) + " MiB a daemon allows an app") + " (use smaller pipes or fewer connections)");
+        }
+    }
+
+    /**
+     * {@code --bind}: an IPv4 address in dotted decimal, four numbers 0..255 without leading zeros (which some parsers
+     * read as octal). Never a host name: no DNS lookup, and a name that does not resolve is a bad option like any other.
+     */
+    private static InetAddress ipv4(final String value) throws UsageException
+    {
+        final String[] parts = value.split("\\.", -1);
+        final byte[] address = new byte[4];
+        boolean ok = parts.length == 4;
+        for (int i = 0; ok && i < 4; i++)
+        {
+            final String p = parts[i];
+            ok = p.matches("0|[1-9][0-9]{0,2}") && Integer.parseInt(p) <= 255;
+            address[i] = ok ? (byte)Integer.parseInt(p) : 0;
+        }
+        if (!ok)
+        {
+            throw new UsageException("--bind must be an IPv4 address A.B.C.D (digits, no host name), not '" + value + "'");
+        }
+        try
+        {
+            return InetAddress.getByAddress(address);
+        }
+        catch (final UnknownHostException e)
+        {
+            throw new IllegalStateException(e); // four bytes are always an address
         }
     }
 

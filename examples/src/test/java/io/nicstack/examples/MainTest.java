@@ -93,6 +93,27 @@ class MainTest
         }
     }
 
+    /**
+     * --bind takes an IPv4 address as digits only: no DNS lookup, and anything else is a bad option (exit 2, one line).
+     * Before, 999.1.1.1 and host names went to the socket as they were: "cannot listen on ...:
+     * java.nio.channels.UnresolvedAddressException", exit 1.
+     */
+    @Test
+    void bindTakesALiteralIpv4AddressOnly(@TempDir final Path dir) throws Exception
+    {
+        for (final String bind : new String[] {"999.1.1.1", "not-a-host.invalid", "localhost", "1.2.3", "1.2.3.4.5",
+            "01.2.3.4", "1.2.3.-4", "::1", " 1.2.3.4"})
+        {
+            final String[] r = run(2, "app", "nio-http", "--port", "8080", "--root", dir.toString(), "--bind", bind);
+            assertEquals("nicstack app: --bind must be an IPv4 address A.B.C.D (digits, no host name), not '" + bind + "'\n",
+                r[1]);
+        }
+        assertEquals(java.net.InetAddress.getByAddress(new byte[] {(byte)198, 18, 1, 2}),
+            Main.parse(new String[] {"nio-http", "--port", "80", "--root", dir.toString(), "--bind", "198.18.1.2"}).bind());
+        assertEquals(java.net.InetAddress.getByAddress(new byte[] {0, 0, 0, 0}),
+            Main.parse(new String[] {"nio-http", "--port", "80", "--root", dir.toString()}).bind());
+    }
+
     @Test
     void copyIsAnOptionOfBothHttpServers(@TempDir final Path dir) throws Exception
     {
