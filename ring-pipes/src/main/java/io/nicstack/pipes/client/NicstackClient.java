@@ -17,6 +17,8 @@ import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -196,9 +198,26 @@ public final class NicstackClient implements AutoCloseable
         {
             throw new DaemonNotRunningException("nicstack directory " + dir + " does not exist: is the daemon running?");
         }
+        catch (final AccessDeniedException ex)
+        {
+            final Path apps = dir.resolve(AppFile.APPS_DIRECTORY);
+            throw new NicstackException(Protocol.Reason.NONE, "permission denied creating "
+                + (apps.toString().equals(ex.getFile()) ? apps : "the app file in " + apps), ex);
+        }
+        catch (final FileAlreadyExistsException ex)
+        {
+            // AppFile.create refuses a second app of one name and pid, which would share its file.
+            throw new NicstackException(Protocol.Reason.NONE,
+                AppFile.appFilePath(dir, appName, ProcessHandle.current().pid()).toString().equals(ex.getFile())
+                    ? "an app named " + appName + " is already running in this process"
+                    : "cannot create the app file in " + dir.resolve(AppFile.APPS_DIRECTORY) + ": " + ex.getFile()
+                    + " already exists", ex);
+        }
         catch (final IOException ex)
         {
-            throw new NicstackException(Protocol.Reason.NONE, "cannot create the app file in " + dir + ": " + ex, ex);
+            // A FileSystemException's message names the file and says why; others say what failed.
+            throw new NicstackException(Protocol.Reason.NONE,
+                "cannot create the app file in " + dir.resolve(AppFile.APPS_DIRECTORY) + ": " + ex.getMessage(), ex);
         }
 
         final NicstackClient client = new NicstackClient(file, appName, options);
