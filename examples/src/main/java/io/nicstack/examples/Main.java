@@ -62,6 +62,7 @@ public final class Main
     /** A daemon's per-app shared memory limit (its MAX_APP_FILE_BYTES): a bigger layout is refused at attach. */
     static final long DAEMON_APP_MEMORY_LIMIT = 1L << 30;
     private static final CountDownLatch CLEANED_UP = new CountDownLatch(1);
+    private static final long MIB = 1L << 20;
 
     private Main()
     {
@@ -483,9 +484,10 @@ public final class Main
         final long bytes = AppFileDescriptor.fileLength(o.ringCapacity, o.pipeCapacity, o.maxConnections);
         if (problem != null || bytes > DAEMON_APP_MEMORY_LIMIT)
         {
+            // The need in MiB rounded up: one just over the limit must not read as the limit itself.
             throw new UsageException("--pipe-kb " + o.pipeCapacity / 1024 + " with --max-connections " + o.maxConnections
-                + (problem != null ? ": " + problem : " needs " + (bytes >> 20) + " MiB of shared memory, more than the "
-                + (DAEMON_APP_MEMORY_LIMIT >> 20) + " MiB a daemon allows an app") + " (use smaller pipes or fewer connections)");
+                + (problem != null ? ": " + problem : " needs " + ((bytes + MIB - 1) / MIB) + " MiB of shared memory, more than the "
+                + DAEMON_APP_MEMORY_LIMIT / MIB + " MiB a daemon allows an app") + " (use smaller pipes or fewer connections)");
         }
     }
 

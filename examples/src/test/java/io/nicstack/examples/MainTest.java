@@ -59,6 +59,18 @@ class MainTest
         }
     }
 
+    /**
+     * Shared memory just over the daemon's limit reads as more than it: the need is rounded up. Before, --pipe-kb 8192
+     * (64 connections) said "needs 1024 MiB of shared memory, more than the 1024 MiB a daemon allows an app".
+     */
+    @Test
+    void aLayoutJustOverTheLimitSaysSo(@TempDir final Path dir)
+    {
+        final String[] r = run(2, "app", "echo", "--shm", dir.toString(), "--port", "7", "--pipe-kb", "8192");
+        assertEquals("nicstack app: --pipe-kb 8192 with --max-connections 64 needs 1025 MiB of shared memory, more than"
+            + " the 1024 MiB a daemon allows an app (use smaller pipes or fewer connections)\n", r[1]);
+    }
+
     /** An unknown flag last on the line is called unknown; it was taken for a known option missing its value. */
     @Test
     void aTrailingUnknownFlagIsCalledUnknown(@TempDir final Path dir)
