@@ -333,6 +333,10 @@ public final class Main
             {
                 throw new UsageException("unknown option '" + arg + "' (" + USAGE + ")");
             }
+            if ((opt.equals("--digest") || opt.equals("--copy")) && !seen.add(opt))
+            {
+                throw new UsageException("option " + opt + " given twice");
+            }
             if (opt.equals("--digest"))
             {
                 digest = true;

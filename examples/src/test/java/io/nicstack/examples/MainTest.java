@@ -91,6 +91,18 @@ class MainTest
      * A directory no daemon serves is said to be one at once, and nothing is made in it. Before, the app made apps/
      * and its app file there and waited its whole attach timeout (5 s) for an answer that could not come.
      */
+    /** A flag given twice is refused as a valued option given twice is; it was taken silently. */
+    @Test
+    void aFlagGivenTwiceIsExit2(@TempDir final Path dir)
+    {
+        assertEquals("nicstack app: option --digest given twice\n",
+            run(2, "app", "bulk", "--shm", dir.toString(), "--port", "9", "--mode", "sink", "--digest", "--digest")[1]);
+        assertEquals("nicstack app: option --copy given twice\n",
+            run(2, "app", "http", "--shm", dir.toString(), "--port", "80", "--root", dir.toString(), "--copy", "--copy")[1]);
+        assertEquals("nicstack app: option --copy given twice\n",
+            run(2, "app", "nio-http", "--port", "80", "--root", dir.toString(), "--copy", "--copy")[1]);
+    }
+
     @Test
     void noDaemonIsAClearError(@TempDir final Path dir) throws Exception
     {
