@@ -21,10 +21,15 @@ public final class Main
     /** Run one command as the {@code nicstack} script does; returns the exit code (also for tests in other modules). */
     public static int run(final String[] args, final PrintStream out, final PrintStream err)
     {
-        if (args.length == 0 || "--help".equals(args[0]) || "-h".equals(args[0]) || "help".equals(args[0]))
+        if (args.length == 0)
+        {
+            err.println(USAGE); // no command: an error, like any bad command line
+            return 2;
+        }
+        if ("--help".equals(args[0]) || "-h".equals(args[0]) || "help".equals(args[0]))
         {
             out.println(USAGE);
-            return args.length == 0 ? 2 : 0;
+            return 0;
         }
         try
         {
