@@ -10,8 +10,8 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>Written as {@code loss=0.01,reorder=0.02,dup=0.01,corrupt=0.001,delay=1ms,rate=100mbps,seed=7}: probabilities
  * per frame in [0, 1], delay in ns/us/ms/s, rate of Ethernet frame bytes in bps/kbps/mbps/gbps (0 = unlimited);
- * delay and rate are rounded to the nearest ns and bps, and a positive one that would round to 0 (no delay, no limit) is
- * refused.
+ * delay and rate must come to whole ns and bps ({@code 1.5us} does, {@code 0.5ns} is refused): they are never
+ * rounded.
  * {@link #toString()} prints every setting in the same form, seed included, so a failing run can be replayed with
  * {@link #parse(String)}.
  *
@@ -196,14 +196,39 @@ public record FaultConfig(
         if (unit >= 0)
         {
             final String number = lower.substring(0, lower.length() - units[unit].length()).trim();
-            return scale(key, value, number, scales[unit], units, "delay".equals(key) ? "no delay" : "unlimited");
+            return scale(key, value, number, scales[unit], units[0], "delay".equals(key) ? "nanoseconds" : "bits per second");
         }
         if (lower.equals("0"))
         {
             return 0;
         }
+        // A number followed by letters that are no unit: name them (1h is not a value without a unit).
+        int letters = lower.length();
+        while (letters > 0 && Character.isLetter(lower.charAt(letters - 1)))
+        {
+            letters--;
+        }
+        if (letters < lower.length() && isNumber(lower.substring(0, letters).trim()))
+        {
+            throw new IllegalArgumentException("fault " + key + " '" + value + "': unknown unit " + lower.substring(letters)
+                + "; use " + String.join(", ", java.util.Arrays.copyOf(units, units.length - 1)) + " or "
+                + units[units.length - 1]);
+        }
         throw new IllegalArgumentException(
             "fault " + key + " '" + value + "' needs a unit (" + String.join(", ", units) + ")");
+    }
+
+    private static boolean isNumber(final String text)
+    {
+        try
+        {
+            new BigDecimal(text);
+            return true;
+        }
+        catch (final NumberFormatException ex)
+        {
+            return false;
+        }
     }
 
     private static long scale(
@@ -211,8 +236,8 @@ public record FaultConfig(
         final String value,
         final String number,
         final long scale,
-        final String[] units,
-        final String zeroMeans)
+        final String smallestUnit,
+        final String keptIn)
     {
         try
         {
@@ -226,26 +251,31 @@ public record FaultConfig(
                 return 0;
             }
             // Digits before the point, read from the exponent: setScale would first compute 10^|exponent| as a
-            // BigInteger, hours of CPU for 1e300000000s. A long has 19; below 0.1 (none) it rounds to 0.
+            // BigInteger, hours of CPU for 1e300000000s. A long has 19.
             final long integerDigits = (long)scaled.precision() - scaled.scale();
             if (integerDigits > 19)
             {
                 throw new ArithmeticException("more than 19 digits");
             }
-            final long rounded = integerDigits < 0 ? 0 : scaled.setScale(0, RoundingMode.HALF_UP).longValueExact();
-            if (rounded == 0) // positive: a negative value was refused and 0 returned above
+            // Whole units only, never rounded: 0.5bps would quietly be 1bps (or, below one half, 0: unlimited). The
+            // trailing zeros go first (1.000bps is whole); stripping reads only the digits given.
+            if (scaled.stripTrailingZeros().scale() > 0)
             {
-                // 0 is the absence of the fault: a tiny delay or rate must not turn into none or unlimited.
-                throw new IllegalArgumentException("fault " + key + " '" + value + "' would round to 0, which is "
-                    + zeroMeans + ": the smallest " + key + " is 1" + units[0]);
+                throw new IllegalArgumentException("fault " + key + " '" + value + "' is not a whole number of "
+                    + smallestUnit + " (the " + key + " is kept in " + keptIn + ")");
             }
-            return rounded;
+            return scaled.longValueExact();
         }
         catch (final ArithmeticException | NumberFormatException ex)
         {
             throw new IllegalArgumentException(
-                "fault " + key + " '" + value + "' is not a number with a unit (" + String.join(", ", units) + ")");
+                "fault " + key + " '" + value + "' is not a number with a unit (" + String.join(", ", unitsOf(key)) + ")");
         }
+    }
+
+    private static String[] unitsOf(final String key)
+    {
+        return "delay".equals(key) ? DELAY_UNITS : RATE_UNITS;
     }
 
     private static String probability(final double p)

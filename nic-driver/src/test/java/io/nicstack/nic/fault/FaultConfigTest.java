@@ -65,21 +65,35 @@ class FaultConfigTest
     }
 
     /**
-     * A positive delay or rate that would round to 0 is refused, naming the smallest value taken: 0 means no delay and
-     * an unlimited rate, the opposite of what was asked. Before, rate=0.4bps parsed as rate=0 (unlimited) and
-     * delay=0.4ns as no fault at all. Values that round to 1 or more still round to the nearest.
+     * A delay or rate that is not a whole number of ns or bps is refused, not rounded: rate=0.5bps became 1bps without a
+     * word (and rate=0.4bps, before that, 0: unlimited). Fractions of a larger unit that come to whole ns or bps are
+     * taken.
      */
     @Test
-    void aPositiveValueThatRoundsToZeroIsRefused()
+    void aValueThatIsNotAWholeNumberOfTheSmallestUnitIsRefused()
     {
-        assertMessage("fault rate '0.4bps' would round to 0, which is unlimited: the smallest rate is 1bps",
-            "rate=0.4bps");
-        assertMessage("fault delay '0.4ns' would round to 0, which is no delay: the smallest delay is 1ns",
-            "delay=0.4ns");
-        assertMessage("fault delay '0.0000000001ms' would round to 0", "delay=0.0000000001ms");
-        assertEquals(1, FaultConfig.parse("delay=0.5ns").delayNanos());
-        assertEquals(1, FaultConfig.parse("rate=1.4bps").rateBitsPerSecond());
+        assertMessage("fault rate '0.5bps' is not a whole number of bps (the rate is kept in bits per second)",
+            "rate=0.5bps");
+        assertMessage("fault rate '1.4bps' is not a whole number of bps", "rate=1.4bps");
+        assertMessage("fault rate '0.4bps' is not a whole number of bps", "rate=0.4bps");
+        assertMessage("fault rate '1.0000005mbps' is not a whole number of bps", "rate=1.0000005mbps");
+        assertMessage("fault delay '0.5ns' is not a whole number of ns (the delay is kept in nanoseconds)", "delay=0.5ns");
+        assertMessage("fault delay '0.0000000001ms' is not a whole number of ns", "delay=0.0000000001ms");
+        assertEquals(1, FaultConfig.parse("delay=1ns").delayNanos());
+        assertEquals(1, FaultConfig.parse("rate=1.000bps").rateBitsPerSecond());
+        assertEquals(500, FaultConfig.parse("rate=0.5kbps").rateBitsPerSecond());
+        assertEquals(1_500, FaultConfig.parse("delay=0.0015ms").delayNanos());
         assertEquals(0, FaultConfig.parse("delay=0.0ms,rate=0gbps").delayNanos(), "0 in any unit is still none");
+    }
+
+    /** A value with a unit that is not one is said to have an unknown unit; it was said to need a unit. */
+    @Test
+    void anUnknownUnitIsNamed()
+    {
+        assertMessage("fault delay '1h': unknown unit h; use ns, us, ms or s", "delay=1h");
+        assertMessage("fault delay '2.5min': unknown unit min; use ns, us, ms or s", "delay=2.5min");
+        assertMessage("fault rate '5mb': unknown unit mb; use bps, kbps, mbps or gbps", "rate=5mb");
+        assertMessage("fault delay '5' needs a unit (ns, us, ms, s)", "delay=5");
     }
 
     /**
@@ -93,7 +107,7 @@ class FaultConfigTest
     {
         assertMessage("fault delay '1e300000000s' is not a number with a unit (ns, us, ms, s)", "delay=1e300000000s");
         assertMessage("fault rate '1E300000000gbps' is not a number with a unit", "rate=1E300000000gbps");
-        assertMessage("fault delay '1e-300000000s' would round to 0", "delay=1e-300000000s");
+        assertMessage("fault delay '1e-300000000s' is not a whole number of ns", "delay=1e-300000000s");
         assertEquals(0, FaultConfig.parse("delay=0e300000000s").delayNanos());
         assertEquals(Long.MAX_VALUE, FaultConfig.parse("delay=9223372036854775807ns").delayNanos());
         assertEquals(Long.MAX_VALUE, FaultConfig.parse("delay=9223372036.854775807s").delayNanos());
