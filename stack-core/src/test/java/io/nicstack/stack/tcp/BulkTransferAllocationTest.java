@@ -54,7 +54,7 @@ class BulkTransferAllocationTest
         }
     }
 
-    /** Reads and drops everything at once. */
+    /** Reads and drops everything at once (TimerPathsAllocationTest reads with it too). */
     static final class Sink implements TcpHandler
     {
         final UnsafeBuffer chunk = new UnsafeBuffer(ByteBuffer.allocateDirect(64 * 1024));

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.management.ManagementFactory;
-import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 import org.agrona.concurrent.UnsafeBuffer;
@@ -32,22 +31,6 @@ class TimerPathsAllocationTest
     private static final long ALLOWED_BYTES_PER_ROUND = 1024;
     private static final com.sun.management.ThreadMXBean THREADS =
         (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
-
-    static final class Reader implements TcpHandler
-    {
-        final UnsafeBuffer chunk = new UnsafeBuffer(ByteBuffer.allocateDirect(64 * 1024));
-        long received;
-
-        @Override
-        public void onReadable(final TcpConnection c)
-        {
-            int n;
-            while ((n = c.read(chunk, 0, chunk.capacity())) > 0)
-            {
-                received += n;
-            }
-        }
-    }
 
     static final class Holder implements TcpHandler
     {
@@ -80,7 +63,7 @@ class TimerPathsAllocationTest
         THREADS.setThreadAllocatedMemoryEnabled(true);
         final FaultConfig faults = "none".equals(spec) ? null : FaultConfig.parse(spec);
         final TwoStacks net = new TwoStacks(faults, new long[] {5, 6, 7, 8}, d -> d);
-        final Reader reader = new Reader();
+        final BulkTransferAllocationTest.Sink reader = new BulkTransferAllocationTest.Sink();
         final TcpHandler ignore = new TcpHandler()
         {
         };
