@@ -196,7 +196,7 @@ public record FaultConfig(
         if (unit >= 0)
         {
             final String number = lower.substring(0, lower.length() - units[unit].length()).trim();
-            return scale(key, value, number, scales[unit], units[0], "delay".equals(key) ? "nanoseconds" : "bits per second");
+            return scale(key, value, number, scales[unit], units, "delay".equals(key) ? "nanoseconds" : "bits per second");
         }
         if (lower.equals("0"))
         {
@@ -236,7 +236,7 @@ public record FaultConfig(
         final String value,
         final String number,
         final long scale,
-        final String smallestUnit,
+        final String[] units,
         final String keptIn)
     {
         try
@@ -262,20 +262,15 @@ public record FaultConfig(
             if (scaled.stripTrailingZeros().scale() > 0)
             {
                 throw new IllegalArgumentException("fault " + key + " '" + value + "' is not a whole number of "
-                    + smallestUnit + " (the " + key + " is kept in " + keptIn + ")");
+                    + units[0] + " (the " + key + " is kept in " + keptIn + ")");
             }
             return scaled.longValueExact();
         }
         catch (final ArithmeticException | NumberFormatException ex)
         {
             throw new IllegalArgumentException(
-                "fault " + key + " '" + value + "' is not a number with a unit (" + String.join(", ", unitsOf(key)) + ")");
+                "fault " + key + " '" + value + "' is not a number with a unit (" + String.join(", ", units) + ")");
         }
-    }
-
-    private static String[] unitsOf(final String key)
-    {
-        return "delay".equals(key) ? DELAY_UNITS : RATE_UNITS;
     }
 
     private static String probability(final double p)
