@@ -77,10 +77,6 @@ final class DaemonCommand
     /** How often the connection table is published for {@code nicstack conns}. */
     private static final long SNAPSHOT_INTERVAL_NANOS = 500_000_000L;
 
-    /** st_mode's file type bits, and a named pipe's (inode(7)). */
-    private static final int S_IFMT = 0170000;
-    private static final int S_IFIFO = 0010000;
-
     private final String deviceSpec;
     private final StackConfig config;
     /** {@code --host-ip} as A.B.C.D/N with the daemon's prefix, or null. */
@@ -578,7 +574,7 @@ final class DaemonCommand
     {
         try
         {
-            return ((Integer)Files.getAttribute(file, "unix:mode") & S_IFMT) == S_IFIFO;
+            return ((Integer)Files.getAttribute(file, "unix:mode") & Linux.S_IFMT) == Linux.S_IFIFO;
         }
         catch (final IOException | UnsupportedOperationException e)
         {

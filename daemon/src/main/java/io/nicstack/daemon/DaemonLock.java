@@ -18,6 +18,14 @@ import org.agrona.BufferUtil;
 import io.nicstack.nic.linux.Linux;
 
 import static io.nicstack.nic.linux.Linux.LIBC;
+import static io.nicstack.nic.linux.Linux.S_IFBLK;
+import static io.nicstack.nic.linux.Linux.S_IFCHR;
+import static io.nicstack.nic.linux.Linux.S_IFDIR;
+import static io.nicstack.nic.linux.Linux.S_IFIFO;
+import static io.nicstack.nic.linux.Linux.S_IFLNK;
+import static io.nicstack.nic.linux.Linux.S_IFMT;
+import static io.nicstack.nic.linux.Linux.S_IFREG;
+import static io.nicstack.nic.linux.Linux.S_IFSOCK;
 
 /**
  * {@code daemon.lock} in the shared-memory directory: held by the running daemon for its whole life, and naming it.
@@ -39,15 +47,6 @@ final class DaemonLock implements AutoCloseable
     static final String FILE_NAME = "daemon.lock";
     /** The identity is short ASCII; a longer file is not ours. */
     private static final int MAX_LENGTH = 64;
-    /** st_mode's file types (inode(7)). */
-    private static final int S_IFMT = 0170000;
-    private static final int S_IFSOCK = 0140000;
-    private static final int S_IFLNK = 0120000;
-    private static final int S_IFREG = 0100000;
-    private static final int S_IFBLK = 0060000;
-    private static final int S_IFDIR = 0040000;
-    private static final int S_IFCHR = 0020000;
-    private static final int S_IFIFO = 0010000;
 
     private final Path path;
     private int fd;

@@ -36,6 +36,16 @@ public final class Linux
     /** The one open(2) flag here where the two differ: aarch64 (arch/arm64) moved it, x86_64 keeps asm-generic's. */
     public static final int O_NOFOLLOW = "aarch64".equals(System.getProperty("os.arch")) ? 0x8000 : 0x20000;
 
+    // st_mode's file types (inode(7))
+    public static final int S_IFMT = 0170000;
+    public static final int S_IFSOCK = 0140000;
+    public static final int S_IFLNK = 0120000;
+    public static final int S_IFREG = 0100000;
+    public static final int S_IFBLK = 0060000;
+    public static final int S_IFDIR = 0040000;
+    public static final int S_IFCHR = 0020000;
+    public static final int S_IFIFO = 0010000;
+
     // fcntl(2)
     public static final int F_GETFL = 3;
     public static final int F_SETFL = 4;
