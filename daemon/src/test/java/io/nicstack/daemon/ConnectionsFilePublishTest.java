@@ -36,22 +36,32 @@ class ConnectionsFilePublishTest
     @BeforeEach
     void connect()
     {
+        a = servingConnections(StackCounters.inMemory(), CONNECTIONS);
+    }
+
+    /**
+     * A stack at 198.18.0.2 (counting into {@code counters}) serving echo and discard, with {@code connections}
+     * established from a peer stack over a memory wire, half to each service; the peer is polled no more.
+     */
+    static NetStack servingConnections(final StackCounters counters, final int connections)
+    {
         final MemoryWire wire = MemoryWire.pair(1500, 4096);
         long now = 1_000_000_000L;
-        a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), StackCounters.inMemory(), now);
+        final NetStack served = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), counters, now);
         final NetStack b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
-        new TcpServices().start(a.tcp(), true, true, false);
-        for (int i = 0; i < CONNECTIONS; i++)
+        new TcpServices().start(served.tcp(), true, true, false);
+        for (int i = 0; i < connections; i++)
         {
             b.tcp().connect(0xC612_0002, i % 2 == 0 ? 7 : 9, new TcpHandler() { }, null);
         }
         for (int i = 0; i < 300; i++)
         {
-            a.poll(now);
+            served.poll(now);
             b.poll(now);
             now += 1_234_567L; // odd RTTs, for srtt's three decimals
         }
-        assertEquals(CONNECTIONS, a.tcp().connectionCount());
+        assertEquals(connections, served.tcp().connectionCount());
+        return served;
     }
 
     /**

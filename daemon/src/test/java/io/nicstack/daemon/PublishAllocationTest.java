@@ -13,12 +13,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 import io.nicstack.daemon.pipes.PipeCounter;
 import io.nicstack.daemon.pipes.PipeCounters;
-import io.nicstack.nic.mem.MemoryWire;
 import io.nicstack.stack.NetStack;
-import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
-import io.nicstack.stack.tcp.TcpHandler;
 
 /**
  * What the daemon publishes on the event loop, the connection table (twice a second) and the shared-memory counters
@@ -41,26 +38,11 @@ class PublishAllocationTest
         try (DaemonLock lock = DaemonLock.acquire(shm); CountersFile counters = CountersFile.create(shm);
             ConnectionsFile file = ConnectionsFile.create(shm))
         {
-            final MemoryWire wire = MemoryWire.pair(1500, 4096);
-            long now = 1_000_000_000L;
             // One manager for both, as DaemonCommand has: each manager() allocates counter ids from the first.
             final CountersManager manager = counters.manager();
             final StackCounters stackCounters = new StackCounters(manager);
             final PipeCounters pipeCounters = new PipeCounters(manager);
-            final NetStack a = new NetStack(wire.a(), StackConfig.of("198.18.0.2/24"), stackCounters, now);
-            final NetStack b = new NetStack(wire.b(), StackConfig.of("198.18.0.3/24"), StackCounters.inMemory(), now);
-            new TcpServices().start(a.tcp(), true, true, false);
-            for (int i = 0; i < CONNECTIONS; i++)
-            {
-                b.tcp().connect(0xC612_0002, i % 2 == 0 ? 7 : 9, new TcpHandler() { }, null);
-            }
-            for (int i = 0; i < 300; i++)
-            {
-                a.poll(now);
-                b.poll(now);
-                now += 1_234_567L;
-            }
-            assertEquals(CONNECTIONS, a.tcp().connectionCount());
+            final NetStack a = ConnectionsFilePublishTest.servingConnections(stackCounters, CONNECTIONS);
             final long framesIn = stackCounters.get(StackCounter.FRAMES_IN);
             for (int i = 0; i < 2000; i++)
             {
