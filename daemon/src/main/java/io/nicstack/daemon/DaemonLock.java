@@ -16,6 +16,7 @@ import java.util.Map;
 import org.agrona.BufferUtil;
 
 import io.nicstack.nic.linux.Linux;
+import io.nicstack.pipes.AppFile;
 
 import static io.nicstack.nic.linux.Linux.LIBC;
 import static io.nicstack.nic.linux.Linux.S_IFBLK;
@@ -44,7 +45,7 @@ import static io.nicstack.nic.linux.Linux.S_IFSOCK;
  */
 final class DaemonLock implements AutoCloseable
 {
-    static final String FILE_NAME = "daemon.lock";
+    static final String FILE_NAME = AppFile.DAEMON_LOCK;
     /** The identity is short ASCII; a longer file is not ours. */
     private static final int MAX_LENGTH = 64;
 

@@ -66,6 +66,8 @@ public final class AppFile implements AutoCloseable
 {
     /** Subdirectory of the shared-memory directory that holds the app files. */
     public static final String APPS_DIRECTORY = "apps";
+    /** The file a running daemon holds locked in the shared-memory directory, for its whole life. */
+    public static final String DAEMON_LOCK = "daemon.lock";
     public static final String SUFFIX = ".app";
     public static final int MIN_RING_CAPACITY = 1024;
     public static final int MIN_PIPE_CAPACITY = 4096;

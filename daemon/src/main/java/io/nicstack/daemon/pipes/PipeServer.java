@@ -22,6 +22,7 @@ import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.nic.linux.Linux;
+import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Protocol.Reason;
 import io.nicstack.stack.NetStack;
@@ -45,8 +46,8 @@ import io.nicstack.stack.tcp.Tcp;
 public final class PipeServer implements LoopTask, AutoCloseable
 {
     /** Subdirectory of the shm directory holding the app files. */
-    public static final String APPS_DIRECTORY = "apps";
-    public static final String SUFFIX = ".app";
+    public static final String APPS_DIRECTORY = AppFile.APPS_DIRECTORY;
+    public static final String SUFFIX = AppFile.SUFFIX;
     static final int MIN_RING_CAPACITY = 1024;
     static final int MAX_RING_CAPACITY = 1 << 24;
     static final int MIN_PIPE_CAPACITY = 4096;

@@ -52,8 +52,6 @@ public final class NicstackClient implements AutoCloseable
     private static final long REQUEST_ID_FLAG = Long.MIN_VALUE;
     /** One deferred control message: its type, then its {@link Protocol#CONTROL_LENGTH} bytes. */
     private static final int DEFERRED_RECORD = 4 + Protocol.CONTROL_LENGTH;
-    /** The lock file a running daemon holds in its directory (the daemon's {@code DaemonLock}). */
-    private static final String DAEMON_LOCK = "daemon.lock";
     /** The daemon's limit of listeners per app: at most one UNLISTEN each can be owed. */
     private static final int MAX_LISTENERS = 64;
 
@@ -248,7 +246,7 @@ public final class NicstackClient implements AutoCloseable
      */
     private static String noDaemon(final Path dir)
     {
-        final Path lock = dir.resolve(DAEMON_LOCK);
+        final Path lock = dir.resolve(AppFile.DAEMON_LOCK);
         final BasicFileAttributes attributes;
         try
         {
@@ -257,7 +255,7 @@ public final class NicstackClient implements AutoCloseable
         catch (final NoSuchFileException e)
         {
             return Files.isDirectory(dir.resolve(AppFile.APPS_DIRECTORY), LinkOption.NOFOLLOW_LINKS) ? null
-                : "no nicstack daemon runs in " + dir + " (no daemon has used it: it has no " + DAEMON_LOCK + ")";
+                : "no nicstack daemon runs in " + dir + " (no daemon has used it: it has no " + AppFile.DAEMON_LOCK + ")";
         }
         catch (final IOException e)
         {
@@ -266,7 +264,7 @@ public final class NicstackClient implements AutoCloseable
         if (!attributes.isRegularFile())
         {
             // No daemon takes such a file; and a named pipe's open would wait for a writer.
-            return "no nicstack daemon runs in " + dir + " (its " + DAEMON_LOCK + " is not a regular file)";
+            return "no nicstack daemon runs in " + dir + " (its " + AppFile.DAEMON_LOCK + " is not a regular file)";
         }
         try (FileChannel channel = FileChannel.open(lock, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS))
         {
@@ -276,7 +274,7 @@ public final class NicstackClient implements AutoCloseable
                 return null; // held: a daemon runs
             }
             probe.release();
-            return "no nicstack daemon runs in " + dir + " (nobody holds its " + DAEMON_LOCK
+            return "no nicstack daemon runs in " + dir + " (nobody holds its " + AppFile.DAEMON_LOCK
                 + ": the daemon that used it has stopped)";
         }
         catch (final OverlappingFileLockException e)
