@@ -259,7 +259,7 @@ public final class NetStack implements FrameHandler
         {
             quoted.wrap(buffer, offset, length);
             // Not about a broadcast, nor about an ICMP error (RFC 1122 3.2.2), as for every other error.
-            if (!ipv4.isBroadcast(quoted.destination()) && !Icmp.isIcmpError(quoted))
+            if (!ipv4.isBroadcastDestination(quoted.destination()) && !Icmp.isIcmpError(quoted))
             {
                 icmp.sendError(IcmpHeader.TYPE_TIME_EXCEEDED, 1, quoted.source(), buffer, offset, length, nowNanos);
             }

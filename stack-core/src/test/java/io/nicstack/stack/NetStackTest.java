@@ -751,6 +751,28 @@ class NetStackTest
     }
 
     /**
+     * Fragments to a broadcast that never complete get no time exceeded (RFC 1122 3.2.2), for each form of broadcast
+     * Ipv4 accepts on input: the limited one, the directed one and the old form {subnet, 0} (3.3.6), which the timeout
+     * once took for a unicast address.
+     */
+    @Test
+    void reassemblyTimeoutIsNotReportedAboutABroadcast()
+    {
+        learnPeer();
+        int id = 20;
+        for (final int destination : new int[] {0xFFFF_FFFF, 0xC612_00FF, 0xC612_0000})
+        {
+            final byte[] udp = Arrays.copyOf(udp(PEER_IP, destination, 4000, 9999, new byte[100]), 48);
+            exchange(fromPeer(mac, ipv4(PEER_IP, destination, Ipv4Header.PROTOCOL_UDP, id++, true, 0, udp)));
+            assertEquals(1, stack.ipv4().reassembler().active(), "first fragment to " + Integer.toHexString(destination));
+            now += 31 * SECOND;
+            assertTrue(exchange().isEmpty(), "nothing about a datagram to " + Integer.toHexString(destination));
+        }
+        assertEquals(3, counters.get(StackCounter.IPV4_REASSEMBLY_TIMEOUTS));
+        assertEquals(0, counters.get(StackCounter.ICMP_OUT_TIME_EXCEEDED));
+    }
+
+    /**
      * Each fragment fits in 65,535 bytes with its own header, but the whole does not with the first one's: a first
      * fragment with 40 bytes of options, the rest without, the data ending at 65,515. It is dropped; before, a
      * 65,575-byte datagram was delivered with a total length field of 39 (65,575 modulo 65,536), and echoed.

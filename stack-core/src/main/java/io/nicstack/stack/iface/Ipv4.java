@@ -231,9 +231,7 @@ public final class Ipv4
             return;
         }
         final int destination = h.destination;
-        // RFC 1122 3.3.6: the old form {subnet, 0} SHOULD be accepted as a broadcast destination (only on input: we
-        // send the standard form).
-        final boolean broadcast = isBroadcast(destination) || destination == subnetNetwork;
+        final boolean broadcast = isBroadcastDestination(destination);
         if (destination != config.address() && !broadcast)
         {
             counters.increment(StackCounter.IPV4_DROP_NOT_FOR_US);
@@ -367,6 +365,16 @@ public final class Ipv4
     public boolean isBroadcast(final int address)
     {
         return config.isBroadcast(address);
+    }
+
+    /**
+     * True when a received datagram's destination {@code address} is a broadcast: {@link #isBroadcast} or the old form
+     * {subnet, 0}, which RFC 1122 3.3.6 says SHOULD be accepted as one on input (we send only the standard form). No
+     * ICMP error may be sent about a datagram to any of them (3.2.2).
+     */
+    public boolean isBroadcastDestination(final int address)
+    {
+        return isBroadcast(address) || address == subnetNetwork;
     }
 
     /**
