@@ -55,20 +55,22 @@ public final class Icmp implements IpProtocolHandler
     /**
      * The quoted datagram must be well formed, ours (source is this host: errors about datagrams we did not send are
      * forged or misdirected), unfragmented at offset 0 and quote at least 8 octets of its upper-layer header
-     * (RFC 792); anything else stays counted as {@code ICMP_IN_OTHER} only.
+     * (RFC 792); anything else is not delivered, and the caller counts it as ignored.
+     *
+     * @return whether the error reached the handler of the quoted protocol.
      */
-    private void deliverError(final DirectBuffer buffer, final int quoteOffset, final int quoteLength, final long now)
+    private boolean deliverError(final DirectBuffer buffer, final int quoteOffset, final int quoteLength, final long now)
     {
         if (!quotedIp.wrapChecked(buffer, quoteOffset, quoteLength))
         {
-            return;
+            return false;
         }
         final int headerLength = quotedIp.headerLength();
         final IcmpErrorHandler handler = errorHandlers[quotedIp.protocol()];
         if (handler == null || quotedIp.version() != 4 || quoteLength - headerLength < 8
             || quotedIp.source() != ip.config().address() || quotedIp.fragmentOffset() != 0)
         {
-            return;
+            return false;
         }
         int restOfHeader = icmp.restOfHeader();
         if (icmp.type() == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && icmp.code() == IcmpHeader.CODE_FRAGMENTATION_NEEDED
@@ -78,6 +80,7 @@ public final class Icmp implements IpProtocolHandler
         }
         handler.onIcmpError(icmp.type(), icmp.code(), restOfHeader, quotedIp.destination(), buffer,
             quoteOffset + headerLength, quoteLength - headerLength, now);
+        return true;
     }
 
     /** RFC 1191 §7 table 7-1: the plateaus of the MTUs in use, descending. */
@@ -155,9 +158,14 @@ public final class Icmp implements IpProtocolHandler
         if (icmp.type() != IcmpHeader.TYPE_ECHO_REQUEST)
         {
             counters.increment(StackCounter.ICMP_IN_OTHER);
-            if (isError(icmp.type()) && !broadcast)
+            if (isError(icmp.type()))
             {
-                deliverError(buffer, offset + IcmpHeader.HEADER_LENGTH, length - IcmpHeader.HEADER_LENGTH, now);
+                // RFC 5927: a forged error quotes no datagram of ours; counted apart from those TCP and UDP weigh.
+                if (broadcast
+                    || !deliverError(buffer, offset + IcmpHeader.HEADER_LENGTH, length - IcmpHeader.HEADER_LENGTH, now))
+                {
+                    counters.increment(StackCounter.ICMP_IN_ERRORS_IGNORED);
+                }
             }
             else if (icmp.type() == IcmpHeader.TYPE_REDIRECT)
             {

@@ -70,6 +70,7 @@ public enum StackCounter
     ICMP_DROP_TRUNCATED("icmp drop: truncated", Kind.DROP),
     ICMP_DROP_BAD_CHECKSUM("icmp drop: bad checksum", Kind.DROP),
     ICMP_DROP_BROADCAST_ECHO("icmp drop: echo to broadcast", Kind.DROP),
+    ICMP_IN_ERRORS_IGNORED("icmp errors ignored (to a broadcast, or quoting no datagram of ours: another source, a later fragment, under 8 octets, a protocol we do not run)", Kind.INFO),
     ICMP_IN_REDIRECTS_APPLIED("icmp redirects applied (a host route to a better first hop)", Kind.INFO),
     ICMP_IN_REDIRECTS_IGNORED("icmp redirects ignored (not from the first hop, not to a host on our subnet, not about our datagram)", Kind.INFO),
     ICMP_OUT_ECHO_REPLIES("icmp echo replies out", Kind.INFO),

@@ -112,6 +112,7 @@ class IcmpToUdpTest
         assertEquals(1, counters.get(StackCounter.UDP_ICMP_ERRORS));
         assertEquals(0, counters.get(StackCounter.UDP_ICMP_IGNORED));
         assertEquals(1, counters.get(StackCounter.ICMP_IN_OTHER), "still the frame's terminal counter");
+        assertEquals(0, counters.get(StackCounter.ICMP_IN_ERRORS_IGNORED));
         assertEquals(0, counters.unaccountedFrames());
     }
 
@@ -196,6 +197,7 @@ class IcmpToUdpTest
         assertEquals(List.of(), errors);
         assertEquals(0, counters.get(StackCounter.UDP_ICMP_ERRORS));
         assertEquals(0, counters.get(StackCounter.UDP_ICMP_IGNORED), "never reached UDP");
+        assertEquals(1, counters.get(StackCounter.ICMP_IN_ERRORS_IGNORED), "refused by Icmp, and counted there (RFC 5927)");
         assertEquals(1, counters.get(StackCounter.ICMP_IN_OTHER));
         assertEquals(0, counters.unaccountedFrames());
     }
