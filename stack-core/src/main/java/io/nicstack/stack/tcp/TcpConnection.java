@@ -3233,6 +3233,11 @@ public final class TcpConnection
             }
             else if (keepAliveProbesSent >= settings.keepAliveProbes)
             {
+                // Unanswered probes need not mean a dead peer: only the probes or their answers may have been lost, or
+                // the path may have healed since. The reset (<SEQ=SND.NXT><CTL=RST>, an active reset as ABORT's) tells
+                // a peer that is alive after all that the connection is gone, as Linux's tcp_keepalive_timer sends
+                // tcp_send_active_reset before tcp_write_err. R2 sends none (tcp_write_timeout's tcp_write_err neither).
+                tcp.sendReset(localIp, localPort, remoteIp, remotePort, seqWithoutText(), 0, false, now);
                 tcp.remove(this, CLOSE_TIMED_OUT);
                 return;
             }

@@ -474,9 +474,9 @@ class Rfc9293DataTest
         t.advance(2 * SECOND);
         t.recv(t.out().seq(t.iss + 1));
         assertEquals(TcpState.FIN_WAIT_2, t.conn.state());
-        // Only keepAliveProbes unanswered probes in a row end it.
+        // Only keepAliveProbes unanswered probes in a row end it, with a reset at SND.NXT (past our FIN).
         t.advance(2 * SECOND);
-        t.recvNothing();
+        t.recv(t.out().seq(t.iss + 2).ack(0).flags(RST));
         assertEquals(TcpState.CLOSED, t.conn.state());
         assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
         assertEquals(0, t.stack.tcp().connectionCount());
@@ -510,6 +510,46 @@ class Rfc9293DataTest
         t.advance(SECOND);
         assertEquals(TcpState.CLOSED, t.conn.state());
         assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+    }
+
+    /**
+     * Keep-alive gives up with a reset, {@code <SEQ=SND.NXT><CTL=RST>}, as Linux's tcp_keepalive_timer does
+     * (tcp_send_active_reset before tcp_write_err): unanswered probes need not mean a dead peer (the probes or their
+     * answers may have been lost, the path may have healed), and a peer alive after all learns that the connection is
+     * gone instead of holding it, or writing into it, until it finds out by itself. The reset counts as sent, the
+     * connection as reset from ESTABLISHED (RFC 4022 tcpEstabResets) and as timed out, and the application hears of a
+     * timeout as before. Before, the connection ended without a segment.
+     */
+    @Test
+    void rfc9293_must24_keepAliveGivesUpWithAReset()
+    {
+        t.settings().keepAlive = true;
+        t.settings().keepAliveIdleNanos = 10 * SECOND;
+        t.settings().keepAliveIntervalNanos = SECOND;
+        t.settings().keepAliveProbes = 2;
+        t.passiveOpen();
+        t.send(t.in().flags(ACK | PSH).payload(bytes(5, 1)));
+        t.advanceMs(40);
+        t.recv(t.out().ack(t.irs + 6));
+        t.write(bytes(7, 2));
+        t.recv(t.out().flags(ACK | PSH).ack(t.irs + 6).payload(bytes(7, 2)));
+        t.send(t.in().seq(t.irs + 6).ack(t.iss + 8));
+        final long resetsBefore = t.counter(StackCounter.TCP_RESETS_SENT);
+        t.advance(10 * SECOND);
+        t.recv(t.out().seq(t.iss + 7).ack(t.irs + 6)); // SHLD-12: SEG.SEQ = SND.NXT - 1
+        t.advance(SECOND);
+        t.recv(t.out().seq(t.iss + 7).ack(t.irs + 6));
+        assertEquals(TcpState.ESTABLISHED, t.conn.state());
+        t.advance(SECOND);
+        t.recv(t.out().seq(t.iss + 8).ack(0).flags(RST));
+        assertEquals(TcpState.CLOSED, t.conn.state());
+        assertEquals(TcpConnection.CLOSE_TIMED_OUT, t.events.closedReason);
+        assertEquals(resetsBefore + 1, t.counter(StackCounter.TCP_RESETS_SENT));
+        assertEquals(1, t.counter(StackCounter.TCP_ESTABLISHED_RESETS));
+        assertEquals(1, t.counter(StackCounter.TCP_TIMEOUTS));
+        assertEquals(0, t.stack.tcp().connectionCount());
+        t.advance(3600 * SECOND);
+        t.recvNothing();
     }
 
     @Test
