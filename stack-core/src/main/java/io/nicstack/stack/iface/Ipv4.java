@@ -529,8 +529,9 @@ public final class Ipv4
     /**
      * Zero-copy output: the device's frame buffer for a datagram of {@code l4Length} bytes with the
      * Ethernet and IPv4 headers already written; the caller writes the upper layer at
-     * {@link #L4_OFFSET} and calls {@link #commitDatagram()}. Returns null (nothing claimed) when the
-     * datagram would need fragmenting or the next hop is not resolved yet: use {@link #send} then.
+     * {@link #L4_OFFSET} and calls {@link #commitDatagram()}, or {@link #abortDatagram()} when writing it failed.
+     * Returns null (nothing claimed) when the datagram would need fragmenting or the next hop is not resolved yet:
+     * use {@link #send} then.
      *
      * @param dontFragment the DF flag: set only by a sender that acts on "fragmentation needed" (TCP's path MTU
      *                     discovery); without it a router on a smaller link fragments the datagram.
@@ -566,7 +567,6 @@ public final class Ipv4
         {
             return null;
         }
-        counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
         final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
         writeHeader(frame, totalLength, destination, protocol, identifications.next(identificationKey),
@@ -649,8 +649,24 @@ public final class Ipv4
             claimedFrame.setMemory(frameLength, 60 - frameLength, (byte)0);
             frameLength = 60;
         }
-        claimedFrame = null;
         link.commit(frameLength, deviceFlags);
+        // Only once the device took it (a device that refuses a commit keeps the frame claimed, for abortDatagram).
+        claimedFrame = null;
+        counters.increment(StackCounter.IPV4_OUT_DATAGRAMS);
+    }
+
+    /**
+     * Give back the frame claimed by {@link #claimDatagram}, unsent: writing the datagram into it failed (a send buffer
+     * or payload that threw part way). Without it the device's claim stays open, and its next claim finds it so (the
+     * frame is valid only until commit or abort, NetDevice). Does nothing when no frame is claimed.
+     */
+    public void abortDatagram()
+    {
+        if (claimedFrame != null)
+        {
+            claimedFrame = null;
+            link.abort();
+        }
     }
 
     /**

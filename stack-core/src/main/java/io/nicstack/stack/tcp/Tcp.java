@@ -931,8 +931,23 @@ public final class Tcp implements IpProtocolHandler
         if (frame != null)
         {
             final boolean offload = ip.transmitChecksumOffload();
-            build(c, r, dataOffset, length, frame, Ipv4.L4_OFFSET, headerLength, offload);
-            ip.commitDatagram(offload ? NetDevice.TX_L4_CHECKSUM_PARTIAL : 0);
+            boolean committed = false;
+            try
+            {
+                build(c, r, dataOffset, length, frame, Ipv4.L4_OFFSET, headerLength, offload);
+                ip.commitDatagram(offload ? NetDevice.TX_L4_CHECKSUM_PARTIAL : 0);
+                committed = true;
+            }
+            finally
+            {
+                if (!committed)
+                {
+                    // The send buffer's copy threw (a provided buffer, an app's pipe in shared memory, is not ours;
+                    // a read outside [start, end) throws too): the frame goes back, or the device's claim stays open
+                    // for every later send on it.
+                    ip.abortDatagram();
+                }
+            }
         }
         else
         {

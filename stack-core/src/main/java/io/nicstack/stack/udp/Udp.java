@@ -224,8 +224,22 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         if (frame != null)
         {
             final boolean offload = ip.transmitChecksumOffload();
-            build(frame, Ipv4.L4_OFFSET, sourcePort, address, port, buffer, offset, length, offload);
-            ip.commitDatagram(offload ? NetDevice.TX_L4_CHECKSUM_PARTIAL : 0);
+            boolean committed = false;
+            try
+            {
+                build(frame, Ipv4.L4_OFFSET, sourcePort, address, port, buffer, offset, length, offload);
+                ip.commitDatagram(offload ? NetDevice.TX_L4_CHECKSUM_PARTIAL : 0);
+                committed = true;
+            }
+            finally
+            {
+                if (!committed)
+                {
+                    // The range was checked above, but the caller's memory can still fail the copy (a mapped file that
+                    // shrank faults): the frame goes back rather than stay claimed for the next send.
+                    ip.abortDatagram();
+                }
+            }
             sent = true;
         }
         else

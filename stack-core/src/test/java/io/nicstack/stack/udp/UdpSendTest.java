@@ -13,6 +13,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import io.nicstack.nic.NetDevice;
+import io.nicstack.nic.NetDeviceDecorator;
 import io.nicstack.stack.Frames;
 import io.nicstack.stack.NetStack;
 import io.nicstack.stack.TestDevice;
@@ -142,5 +144,73 @@ class UdpSendTest
         assertEquals(9, sentDatagram().destinationPort());
         assertEquals(1, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
         assertEquals(1, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
+    }
+
+    /**
+     * A payload whose copy fails inside its bounds (memory the caller maps from a file that shrank faults, and Unsafe
+     * reports it as an InternalError) leaves no frame claimed: the error reaches the caller, nothing is sent or
+     * counted, and the next datagram goes out. Before, the frame claimed for it stayed open and the next send failed
+     * with "claim without commit"; the range check before the claim (above) cannot see such a failure.
+     */
+    @Test
+    void aPayloadWhoseCopyFailsLeavesNoFrameClaimed()
+    {
+        final UnsafeBuffer faulting = new UnsafeBuffer(new byte[4])
+        {
+            @Override
+            public byte[] byteArray()
+            {
+                throw new InternalError("test: a fault occurred in an unsafe memory access");
+            }
+        };
+        assertThrows(InternalError.class, () -> socket.send(PEER_IP, 9, faulting, 0, faulting.capacity(), now));
+        assertNothingSent();
+
+        assertTrue(socket.send(PEER_IP, 9, payload, 0, payload.capacity(), now));
+        assertEquals(9, sentDatagram().destinationPort());
+        assertEquals(1, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
+        assertEquals(1, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
+    }
+
+    /**
+     * A device that refuses a commit keeps the frame claimed (NetDevice's claim is valid until commit or abort; the
+     * tap device says so), so IP still holds it when the sender aborts: the frame goes back and the next datagram
+     * leaves. Before, IP forgot its claim before handing the frame to the device, and an abort after a refused commit
+     * did nothing.
+     */
+    @Test
+    void aCommitTheDeviceRefusesLeavesNoFrameClaimed()
+    {
+        final TestDevice inner = new TestDevice(1500);
+        final boolean[] refuse = {false};
+        final NetDevice refusing = new NetDeviceDecorator(inner)
+        {
+            @Override
+            public void commit(final int length)
+            {
+                if (refuse[0])
+                {
+                    throw new IllegalStateException("test: commit refused");
+                }
+                inner.commit(length);
+            }
+        };
+        final StackCounters counters = StackCounters.inMemory();
+        final NetStack stack = new NetStack(refusing, StackConfig.of("198.18.0.2/24"), counters, now);
+        inner.inject(Frames.ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            Frames.arp(ArpPacket.OP_REQUEST, PEER_MAC, PEER_IP, 0, STACK_IP)));
+        stack.poll(now);
+        inner.takeSent();
+        final UdpSocket socket = stack.udp().bind(LOCAL_PORT, (s, src, srcPort, buffer, offset, length, t) -> { });
+
+        refuse[0] = true;
+        assertThrows(IllegalStateException.class, () -> socket.send(PEER_IP, 9, payload, 0, payload.capacity(), now));
+        assertEquals(0, inner.takeSent().size());
+        assertEquals(0, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
+
+        refuse[0] = false;
+        assertTrue(socket.send(PEER_IP, 9, payload, 0, payload.capacity(), now));
+        assertEquals(1, inner.takeSent().size());
+        assertEquals(1, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
     }
 }
