@@ -58,6 +58,9 @@ public record FaultConfig(
         }
     }
 
+    /** The longest value parse reads; a real one (0.000001, 1.5ms, a seed of 19 digits) is far shorter. */
+    static final int MAX_VALUE_LENGTH = 64;
+
     /** Parse {@code key=value,...}; a missing key means no such fault, a missing seed means a random one. */
     public static FaultConfig parse(final String spec)
     {
@@ -86,6 +89,12 @@ public record FaultConfig(
             }
             final String key = setting.substring(0, equals).trim().toLowerCase(Locale.ROOT);
             final String value = setting.substring(equals + 1).trim();
+            if (value.length() > MAX_VALUE_LENGTH)
+            {
+                // Read no further: BigDecimal's stripTrailingZeros is quadratic in the digits (1.000...0s).
+                throw new IllegalArgumentException("fault " + key + " value is " + value.length()
+                    + " characters long (at most " + MAX_VALUE_LENGTH + "): '" + value.substring(0, 16) + "...'");
+            }
 
             final int bit = switch (key)
             {

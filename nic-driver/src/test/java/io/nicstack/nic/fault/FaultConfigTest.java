@@ -115,6 +115,24 @@ class FaultConfigTest
         assertMessage("fault rate '99999999999999999999bps' is not a number", "rate=99999999999999999999bps");
     }
 
+    /**
+     * A value longer than any real one is refused before it is read as a number. Stripping the trailing zeros of
+     * delay=1.000...0s (whole, so accepted before) takes time quadratic in their count: 17 s of CPU for 130,000, which
+     * a daemon argument could hold. No time is measured: the refusal is the proof; the message quotes only the start.
+     */
+    @Test
+    void aValueLongerThanAnyRealOneIsRefusedUnread()
+    {
+        final String zeros = "0".repeat(200_000);
+        assertMessage("fault delay value is 200003 characters long (at most 64): '1.0000", "delay=1." + zeros + "s");
+        assertMessage("fault loss value is 200002 characters long (at most 64)", "loss=0." + zeros);
+        assertMessage("fault seed value is 200000 characters long (at most 64)", "seed=" + zeros);
+        final String longest = "1." + "0".repeat(61) + "s";
+        assertEquals(64, longest.length());
+        assertEquals(1_000_000_000L, FaultConfig.parse("delay=" + longest).delayNanos());
+        assertMessage("fault delay value is 65 characters long (at most 64)", "delay=0" + longest);
+    }
+
     private static void assertMessage(final String expectedStart, final String spec)
     {
         final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, () -> FaultConfig.parse(spec));
