@@ -32,16 +32,20 @@ import io.nicstack.pipes.AppFileDescriptor;
  * directory or opens a file that is not ready. Anyone may create files there; before, every scan re-opened and mapped
  * each file that was not attached, on the loop thread (110-730 ms per scan at 5,000-20,000 junk files).
  *
- * <p>A file is looked at when it appears (a new inode or modification time under its name), then again after 100 ms,
- * and after twice as long each time, up to 30 s: an app that writes its file in place is seen once it is ready, a
- * file that never becomes ready costs less and less. It is handed to the loop ({@link #poll}) when its state is
- * ATTACHING (the loop checks everything again, and skips a name it has attached), or, once, when it is not a regular
- * file or has more than one name (the loop refuses it and counts that). The state is read with one {@code pread},
- * not a mapping: a file truncated under the scanner cannot fault it. Files are handed over a user (owner) at a time,
- * in turns, into a short queue, the users served least lately first and those whose files the loop rejected lately
- * last; what does not fit waits for the next scan without backing off. So no user's flood of ready files queues
- * ahead of another user's app. (A user who controls many uids, subordinate uids say, gets a turn for each.) A file
- * answered REJECTED whose app's process is gone is deleted ({@link #deleteIfAbandoned}).
+ * <p>A file is looked at when it appears or changes (a new inode or modification time under its name), then again after
+ * 100 ms, and after twice as long each time, up to 30 s: an app that writes its file in place is seen once it is ready,
+ * a file that never becomes ready costs less and less. A file changed in its inode is still the file it was, with what
+ * the scanner knows of it (that it was handed over, that it said REJECTED), while what its app wrote in it when it made
+ * it, its {@link Stamp}, stays the same: the loop's answer (REJECTED, ATTACHED) is such a change, and does not make the
+ * file a new one whose owner the loop never rejected. Another app's file in that inode, as a restarted app's file may
+ * get the inode of its last one's, is a new file. It is handed to the loop ({@link #poll}) when its state is ATTACHING
+ * (the loop checks everything again, and skips a name it has attached), or, once, when it is not a regular file or has
+ * more than one name (the loop refuses it and counts that). The state is read with one {@code pread}, not a mapping: a
+ * file truncated under the scanner cannot fault it. Files are handed over a user (owner) at a time, in turns, into a
+ * short queue, the users served least lately first and those whose files the loop rejected lately last; what does not
+ * fit waits for the next scan without backing off. So no user's flood of ready files queues ahead of another user's
+ * app. (A user who controls many uids, subordinate uids say, gets a turn for each.) A file answered REJECTED whose
+ * app's process is gone is deleted ({@link #deleteIfAbandoned}).
  *
  * <p>Run by a thread of its own ({@link #startThread}) that scans when the loop asks ({@link #request}, every ~100 ms)
  * and then rests nine times as long as the scan took, up to 1 s, so a large directory costs it about a tenth of a
@@ -63,9 +67,16 @@ final class AppDirectoryScanner implements AutoCloseable
      * app (some 150 ms of attaching). More wait for a later scan. (64, as before, let 2,000 apps in at 64 a scan.)
      */
     static final int QUEUE_CAPACITY = 256;
-    /** The app file's fields the scanner reads, from its state to its pid, and where the pid is among them. */
-    private static final int FIELDS_LENGTH = AppFileDescriptor.APP_PID_OFFSET + Long.BYTES - AppFileDescriptor.STATE_OFFSET;
+    /**
+     * The app file's fields the scanner reads, from its state to the app heartbeat (which the app file keeps as the app
+     * wrote it when it made the file), and where the {@link Stamp}'s are among them.
+     */
+    private static final int FIELDS_LENGTH =
+        AppFileDescriptor.APP_HEARTBEAT_OFFSET + Long.BYTES - AppFileDescriptor.STATE_OFFSET;
     private static final int PID_FIELD = AppFileDescriptor.APP_PID_OFFSET - AppFileDescriptor.STATE_OFFSET;
+    private static final int MEMORY_FD_FIELD = AppFileDescriptor.MEMORY_FD_OFFSET - AppFileDescriptor.STATE_OFFSET;
+    private static final int MEMORY_INODE_FIELD = AppFileDescriptor.MEMORY_INODE_OFFSET - AppFileDescriptor.STATE_OFFSET;
+    private static final int MADE_FIELD = AppFileDescriptor.APP_HEARTBEAT_OFFSET - AppFileDescriptor.STATE_OFFSET;
     /** How long an owner whose file the loop rejected takes its turns after every other owner. */
     static final long PENALTY_NANOS = 60_000_000_000L;
     /**
@@ -79,7 +90,7 @@ final class AppDirectoryScanner implements AutoCloseable
     private final NanoClock clock;
     private final PrintStream log;
     private final OneToOneConcurrentArrayQueue<Path> found = new OneToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
-    /** An app file's fields from its state to its pid, as {@link #state} read them last. */
+    /** An app file's fields from its state to its app heartbeat, as {@link #state} read them last. */
     private final UnsafeBuffer fields = new UnsafeBuffer(ByteBuffer.allocateDirect(FIELDS_LENGTH));
     /** Scanning thread only. */
     private final Map<Path, Look> looks = new HashMap<>();
@@ -93,6 +104,8 @@ final class AppDirectoryScanner implements AutoCloseable
     /** Hand-overs so far: an owner's last one orders the turns. */
     private long served;
     private volatile long examinations;
+    /** Files taken for new under their names so far. */
+    private volatile long newFiles;
     /** Files of apps gone before their attach deleted so far (the loop counts them: counters have one writer). */
     private volatile long abandonedDeleted;
     private volatile boolean requested;
@@ -110,11 +123,28 @@ final class AppDirectoryScanner implements AutoCloseable
 
     }
 
+    /**
+     * Which app made a file, from what the app wrote in it when it made it and the daemon never writes: its pid, its
+     * memory's descriptor number and inode (a memfd's inode number is not handed out again), and when it made the
+     * file (AppFile.create's app heartbeat, which the app file keeps; later ones go to the memory).
+     */
+    private record Stamp(long pid, int memoryFd, long memoryInode, long made)
+    {
+        static Stamp of(final UnsafeBuffer fields)
+        {
+            return new Stamp(fields.getLong(PID_FIELD), fields.getInt(MEMORY_FD_FIELD),
+                fields.getLong(MEMORY_INODE_FIELD), fields.getLong(MADE_FIELD));
+        }
+    }
+
     /** What the scanner knows of one name: the file it last saw there, and when to look at it again. */
     private static final class Look
     {
+        /** The file's (device, inode). */
         final Object fileKey;
-        final FileTime modified;
+        FileTime modified;
+        /** As the last read of its fields found it; null before. */
+        Stamp stamp;
         boolean refusedOnce;
         long nextLook;
         long relook = FIRST_RELOOK_NANOS;
@@ -142,10 +172,40 @@ final class AppDirectoryScanner implements AutoCloseable
             relook = Math.min(relook * 2, MAX_RELOOK_NANOS);
         }
 
-        /** Inode numbers are reused; with the modification time as well, another file is all but never taken for this one. */
-        boolean sameFile(final BasicFileAttributes attributes)
+        /** The same inode: this file, or another app's that got its inode ({@link #stamped} tells them apart). */
+        boolean sameInode(final BasicFileAttributes attributes)
         {
-            return Objects.equals(fileKey, attributes.fileKey()) && modified.equals(attributes.lastModifiedTime());
+            return Objects.equals(fileKey, attributes.fileKey());
+        }
+
+        /** Written to since last seen (by its app, by another app in its inode, by the loop's answer): due now. */
+        boolean changed(final BasicFileAttributes attributes, final long now)
+        {
+            if (modified.equals(attributes.lastModifiedTime()))
+            {
+                return false;
+            }
+            modified = attributes.lastModifiedTime();
+            nextLook = now;
+            relook = FIRST_RELOOK_NANOS;
+            return true;
+        }
+
+        /**
+         * Its fields as read now: false if another app made the file in its inode since the last read (what was known
+         * of it is forgotten then: that is a new file).
+         */
+        boolean stamped(final Stamp now)
+        {
+            final boolean same = stamp == null || stamp.equals(now);
+            stamp = now;
+            if (!same)
+            {
+                refusedOnce = false;
+                handedOver = false;
+                rejected = false;
+            }
+            return same;
         }
     }
 
@@ -193,6 +253,12 @@ final class AppDirectoryScanner implements AutoCloseable
     long abandonedDeleted()
     {
         return abandonedDeleted;
+    }
+
+    /** Files taken for new under their names so far (for tests). */
+    long newFiles()
+    {
+        return newFiles;
     }
 
     /** Files opened to read their state so far (for tests). */
@@ -274,13 +340,14 @@ final class AppDirectoryScanner implements AutoCloseable
         {
             final BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
             Look look = looks.get(path);
-            if (look == null || !look.sameFile(attributes))
+            if (look == null || !look.sameInode(attributes))
             {
-                // A new file under this name, or one changed: look at it now.
+                // A new file under this name: look at it now.
                 look = new Look(attributes);
                 looks.put(path, look);
+                newFiles++; // this thread only
             }
-            else if (now - look.nextLook < 0)
+            else if (!look.changed(attributes, now) && now - look.nextLook < 0)
             {
                 return null;
             }
@@ -372,6 +439,14 @@ final class AppDirectoryScanner implements AutoCloseable
             return true;
         }
         final int state = state(path);
+        if (state != -1 && !look.stamped(Stamp.of(fields)))
+        {
+            newFiles++; // another app's file in the inode of the one looked at before
+        }
+        if (state != AppFileDescriptor.STATE_REJECTED && state != -1)
+        {
+            look.rejected = false; // its app wrote it anew, ATTACHING again say: a later REJECTED is a new answer
+        }
         if (state == AppFileDescriptor.STATE_ATTACHING)
         {
             if (!queued.contains(path) && !handOver(o, path, now))
@@ -461,8 +536,9 @@ final class AppDirectoryScanner implements AutoCloseable
     }
 
     /**
-     * The file's state, or -1 if it cannot be read; its pid in {@link #fields}. Opened without waiting
-     * ({@link #openWithoutWaiting}): neither a FIFO put in its place nor a lease its owner holds can block the scanner.
+     * The file's state, or -1 if it cannot be read; its pid and the rest of its {@link Stamp} in {@link #fields}.
+     * Opened without waiting ({@link #openWithoutWaiting}): neither a FIFO put in its place nor a lease its owner holds
+     * can block the scanner.
      */
     private int state(final Path path)
     {
@@ -482,7 +558,7 @@ final class AppDirectoryScanner implements AutoCloseable
         }
     }
 
-    /** One pread of the fields from the state to the pid into {@link #fields}; the state, or -1. */
+    /** One pread of the fields from the state to the app heartbeat into {@link #fields}; the state, or -1. */
     private int readFields(final int fd)
     {
         return Linux.LIBC.pread(fd, fields.addressOffset(), FIELDS_LENGTH, AppFileDescriptor.STATE_OFFSET) == FIELDS_LENGTH
