@@ -1281,7 +1281,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         return appFiles.processExited();
     }
 
-    /** Daemon shutdown: tell the app, keep the mapping (the process is on its way out). */
+    /** Daemon shutdown: tell the app (in its memory); {@link PipeServer#close} then tears the session down. */
     void daemonGone()
     {
         closing = true;

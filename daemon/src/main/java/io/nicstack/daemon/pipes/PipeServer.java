@@ -100,7 +100,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
         org.agrona.BufferUtil.allocateDirectAligned(AppFileDescriptor.HEADER_LENGTH, 64));
     private long nextHousekeeping;
     private boolean scanTick;
-    private boolean closed;
+    /** Set by {@link #close}, on whichever thread. */
+    private volatile boolean closed;
+    /** The thread that runs {@link #doWork}, once one has: only it may let go of what the sessions hold. */
+    private volatile Thread loopThread;
+    /** The sessions have let go of what they hold ({@link #release}). */
+    private boolean released;
 
     /**
      * @param shm          the daemon's shared-memory directory; apps live in {@code shm/apps}.
@@ -283,7 +288,12 @@ public final class PipeServer implements LoopTask, AutoCloseable
     {
         if (closed)
         {
+            release(); // closed by another thread while this one ran the loop
             return 0;
+        }
+        if (loopThread == null)
+        {
+            loopThread = Thread.currentThread();
         }
         int work = 0;
         final long now = nanoClock.nanoTime();
@@ -861,29 +871,69 @@ public final class PipeServer implements LoopTask, AutoCloseable
         return true;
     }
 
-    /** Daemon shutdown: every attached app learns the daemon is gone. */
+    /**
+     * Daemon shutdown: every attached app learns the daemon is gone, and every session, draining ones too, lets go of
+     * what it holds in the daemon (its connections, which are reset, its listeners, the files SEND_FILEs fill from and
+     * the descriptors kept for them, its pidfd, its memory's mapping and its app file's descriptor), as a reap does
+     * but leaving the app files to their apps: a process that goes on after the server (a test's, one that embeds it)
+     * keeps none of them. Each thing once, however often it is called.
+     *
+     * <p>Called on the loop's thread, or after that thread has ended, it lets go of all that at once. Called on another
+     * thread while the loop's thread lives (a test's in-process daemon closes its server before it stops the loop),
+     * it tells the apps and leaves the rest to the loop's next round, or to a close once that thread has ended:
+     * unmapped under a round, an app's pipes would fault the loop that sends from them.
+     */
     @Override
     public void close()
     {
-        if (closed)
+        if (!closed)
+        {
+            closed = true;
+            if (scanner != null)
+            {
+                scanner.close();
+            }
+            for (final AppSession s : sessions)
+            {
+                try
+                {
+                    s.daemonGone();
+                }
+                catch (final RuntimeException e)
+                {
+                    // A bug: nothing more to tell it; what it holds is let go all the same.
+                }
+            }
+        }
+        final Thread loop = loopThread;
+        if (loop == null || loop == Thread.currentThread() || !loop.isAlive())
+        {
+            release();
+        }
+    }
+
+    /** Closed: every session lets go of what it holds, once (on the loop's thread, or after it has ended). */
+    private synchronized void release()
+    {
+        if (released)
         {
             return;
         }
-        closed = true;
-        if (scanner != null)
-        {
-            scanner.close();
-        }
+        released = true;
         for (final AppSession s : sessions)
         {
             try
             {
-                s.daemonGone();
+                s.teardown(0, 0); // the state stays DAEMON_GONE
             }
-            catch (final RuntimeException ignored)
+            catch (final RuntimeException e)
             {
-                // A bug: nothing more to tell it.
+                log.println("nicstack pipes: tearing down " + s.path.getFileName() + ": " + e);
             }
+            s.closeAppFile();
         }
+        sessions.clear();
+        byPath.clear();
+        heapPromised = 0;
     }
 }

@@ -19,7 +19,9 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.BooleanSupplier;
 
@@ -2995,6 +2997,148 @@ class PipeServerTest
             Linux.LIBC.close(fd);
         }
         app.close();
+    }
+
+    /**
+     * Daemon shutdown (close) releases what each session holds in the daemon, also a session whose app is gone and
+     * whose closed connection still drains: its app file's descriptor, its pidfd, the file a SEND_FILE is filling from
+     * and its memory's mapping. Twice is once. Before, close only wrote DAEMON_GONE and left every one of them open: in
+     * a process that goes on (a test's, or one that embeds the pipe server) they leaked with each server.
+     */
+    @Test
+    void closeReleasesEverySessionsDescriptorsAndMemory() throws Exception
+    {
+        final int pipe = 1 << 20; // more than B's receive buffer: the detached app's closed connection stalls
+        final TestApp sending = new TestApp(server.appsDirectory(), "closing-sender", self, RING, PIPE, 1);
+        final TestApp draining = new TestApp(server.appsDirectory(), "closing-drainer", self, RING, pipe, 1);
+        final byte[] content = randomBytes(93, 4 << 20);
+        final Path body = Files.write(shm.resolve("closing-body.bin"), content);
+        final int bodyFd = Linux.LIBC.open(body.toString(), Linux.O_RDONLY);
+        try
+        {
+            final Map<String, String> before = openFds();
+            final int mappedBefore = memoryMappings();
+            sending.attach();
+            draining.attach();
+            runUntil(() -> server.attached() == 2, 1_000_000_000L, "attach");
+            listen(sending, PORT);
+            final long sendingId = accept(sending, new Peer(), new TcpConnection[1]);
+            sending.sendFile(sendingId, bodyFd, 0, content.length);
+            step();
+            draining.send(Protocol.LISTEN, 7, PORT + 1, 8);
+            await(draining, Protocol.LISTENING);
+            final long drainingId = accept(draining, new Peer(), new TcpConnection[1], PORT + 1);
+            assertEquals(pipe, draining.write(Protocol.slotOf(drainingId), new byte[pipe], 0, pipe));
+            draining.send(Protocol.CLOSE, drainingId, 0, 0);
+            step();
+            draining.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+            runUntil(() -> server.session(draining.path) == null, 1_000_000_000L, "detached, draining");
+            assertEquals(2, server.attached(), "the detached app's session drains");
+
+            final Map<String, String> opened = new HashMap<>(openFds());
+            opened.entrySet().removeAll(before.entrySet());
+            assertEquals(2, opened.values().stream().filter(t -> t.contains("pidfd")).count(), opened.toString());
+            assertTrue(opened.values().contains(sending.path.toString()), "the app file, held: " + opened);
+            assertTrue(opened.values().contains(body.toRealPath().toString()), "the file being sent: " + opened);
+            assertTrue(memoryMappings() > mappedBefore, "the apps' memory is mapped in the daemon too");
+
+            server.close();
+            assertEquals(AppFileDescriptor.STATE_DAEMON_GONE, sending.state());
+            final Map<String, String> after = openFds();
+            opened.entrySet().removeIf(e -> !e.getValue().equals(after.get(e.getKey())));
+            assertEquals(Map.of(), opened, "what the sessions held, still open after close");
+            assertSameFds(before, after, "descriptors before the attach and after close");
+            assertEquals(mappedBefore, memoryMappings(), "mappings of the apps' memory after close");
+            server.close();
+            assertSameFds(after, openFds(), "a second close");
+        }
+        finally
+        {
+            Linux.LIBC.close(bodyFd);
+            sending.close();
+            draining.close();
+        }
+    }
+
+    /**
+     * A close on another thread while the loop's thread lives (an in-process daemon's test closes its server before it
+     * stops the loop) tells the apps at once and leaves the rest to the loop's next round: unmapped under a round, the
+     * pipes the loop sends from would fault it. That round lets go of everything.
+     */
+    @Test
+    void aCloseOnAnotherThreadLeavesTheTeardownToTheLoopsNextRound() throws Exception
+    {
+        final TestApp app = new TestApp(server.appsDirectory(), "closed-elsewhere", self, RING, PIPE, 1);
+        try
+        {
+            final Map<String, String> before = openFds();
+            final int mappedBefore = memoryMappings();
+            app.attach();
+            runUntil(() -> server.attached() == 1, 1_000_000_000L, "attach");
+            final Map<String, String> attached = openFds();
+            final int mappedAttached = memoryMappings();
+            assertTrue(mappedAttached > mappedBefore);
+
+            final Thread closer = new Thread(server::close, "closer");
+            closer.start();
+            closer.join();
+            assertEquals(AppFileDescriptor.STATE_DAEMON_GONE, app.state(), "told at once");
+            assertSameFds(attached, openFds(), "nothing let go under the loop");
+            assertEquals(mappedAttached, memoryMappings(), "nothing unmapped under the loop");
+            step();
+            assertSameFds(before, openFds(), "let go by the loop's next round");
+            assertEquals(mappedBefore, memoryMappings());
+        }
+        finally
+        {
+            app.close();
+        }
+    }
+
+    /** The same descriptors open, each to the same file; else fail naming those that differ. */
+    private static void assertSameFds(final Map<String, String> expected, final Map<String, String> actual, final String what)
+    {
+        final Map<String, String> gone = new HashMap<>(expected);
+        gone.entrySet().removeAll(actual.entrySet());
+        final Map<String, String> opened = new HashMap<>(actual);
+        opened.entrySet().removeAll(expected.entrySet());
+        assertTrue(gone.isEmpty() && opened.isEmpty(), what + ": closed " + gone + ", opened " + opened);
+    }
+
+    /** This process's open descriptors but the listing's own: each number, and what it leads to. */
+    private static Map<String, String> openFds() throws IOException
+    {
+        final Map<String, String> fds = new HashMap<>();
+        final Path listed = Path.of("/proc/self/fd");
+        final String listing = listed.toRealPath().toString();
+        try (java.util.stream.Stream<Path> list = Files.list(listed))
+        {
+            for (final Path p : (Iterable<Path>)list::iterator)
+            {
+                try
+                {
+                    final String target = Files.readSymbolicLink(p).toString();
+                    if (!target.equals(listing))
+                    {
+                        fds.put(p.getFileName().toString(), target);
+                    }
+                }
+                catch (final IOException e)
+                {
+                    // Closed meanwhile.
+                }
+            }
+        }
+        return fds;
+    }
+
+    /** Mappings of the test apps' memory (memfds named as TestApp names them) in this process. */
+    private static int memoryMappings() throws IOException
+    {
+        try (java.util.stream.Stream<String> maps = Files.lines(Path.of("/proc/self/maps")))
+        {
+            return (int)maps.filter(l -> l.contains("/memfd:nicstack-test-app")).count();
+        }
     }
 
     private static int openFdsTo(final Path file) throws IOException
