@@ -3,8 +3,10 @@ package io.nicstack.pipes.client;
 import io.nicstack.pipes.AppFile;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.CheckedRingReader;
+import io.nicstack.pipes.Libc;
 import io.nicstack.pipes.Pipe;
 import io.nicstack.pipes.Protocol;
+import org.agrona.BufferUtil;
 import org.agrona.ExpandableArrayBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
@@ -14,16 +16,15 @@ import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
 import java.io.IOException;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -240,11 +241,13 @@ public final class NicstackClient implements AutoCloseable
      * no lock file is taken for a pipe server that runs without one (in the app's own process, a benchmark's) and
      * waited for as before.
      *
-     * <p>The lock is tested by taking a shared lock on it for a moment (a classic POSIX lock: Java has no F_OFD_GETLK),
-     * which conflicts with the daemon's, even in the daemon's own process. A daemon that starts in that moment is
-     * refused as if another held the directory. Whatever cannot be told (an unreadable file) is left to the wait.
+     * <p>The lock is looked at with fcntl F_OFD_GETLK (Linux 3.15), which reports a lock that would conflict with a
+     * shared one (the daemon's write lock; a classic POSIX lock too, of any process, this one also) and takes none. So
+     * a daemon that starts meanwhile gets its lock as if no client had looked. (Before, the look took a shared lock for
+     * a moment, and a daemon starting in that moment was refused as if another held the directory.) Whatever cannot be
+     * told (an unreadable file, a kernel without F_OFD_GETLK) is left to the wait. Package-private for tests.
      */
-    private static String noDaemon(final Path dir)
+    static String noDaemon(final Path dir)
     {
         final Path lock = dir.resolve(AppFile.DAEMON_LOCK);
         final BasicFileAttributes attributes;
@@ -266,24 +269,30 @@ public final class NicstackClient implements AutoCloseable
             // No daemon takes such a file; and a named pipe's open would wait for a writer.
             return "no nicstack daemon runs in " + dir + " (its " + AppFile.DAEMON_LOCK + " is not a regular file)";
         }
-        try (FileChannel channel = FileChannel.open(lock, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS))
+        // Without following a link, and without waiting: a named pipe put in its place since would wait for a writer.
+        final Libc.Calls libc = Libc.calls();
+        final int fd = libc.open(lock.toString(), Libc.O_RDONLY | Libc.O_NONBLOCK | Libc.O_NOFOLLOW | Libc.O_CLOEXEC);
+        if (fd < 0)
         {
-            final FileLock probe = channel.tryLock(0, Long.MAX_VALUE, true);
-            if (probe == null)
+            return null;
+        }
+        // Whole file (l_whence, l_start, l_len 0), l_pid 0 as F_OFD_GETLK requires.
+        final ByteBuffer query = ByteBuffer.allocateDirect(Libc.FLOCK_LENGTH).order(ByteOrder.nativeOrder());
+        query.putShort(Libc.FLOCK_TYPE_OFFSET, Libc.F_RDLCK);
+        try
+        {
+            if (libc.fcntl(fd, Libc.F_OFD_GETLK, BufferUtil.address(query)) != 0
+                || query.getShort(Libc.FLOCK_TYPE_OFFSET) != Libc.F_UNLCK)
             {
-                return null; // held: a daemon runs
+                return null; // held: a daemon runs (or, the call failing, who knows)
             }
-            probe.release();
             return "no nicstack daemon runs in " + dir + " (nobody holds its " + AppFile.DAEMON_LOCK
                 + ": the daemon that used it has stopped)";
         }
-        catch (final OverlappingFileLockException e)
+        finally
         {
-            return null; // held by a FileLock of this JVM
-        }
-        catch (final IOException e)
-        {
-            return null;
+            Reference.reachabilityFence(query);
+            libc.close(fd);
         }
     }
 
