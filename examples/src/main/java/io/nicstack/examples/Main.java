@@ -6,12 +6,14 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.IntSupplier;
 
 import org.agrona.BitUtil;
 
@@ -88,10 +90,33 @@ public final class Main
     public static void main(final String[] args)
     {
         installSignalHandlers();
-        final int status = run(args, System.out, System.err);
-        exitStatus = status;
-        CLEANED_UP.countDown();
-        System.exit(status);
+        System.exit(runThenRelease(() -> run(args, System.out, System.err), CLEANED_UP));
+    }
+
+    /**
+     * Runs the app, then lets the shutdown hook go on with the app's status, also when an exception escapes the app
+     * (status 1, as an uncaught exception's): the hook, started by that exception's exit, would otherwise wait its
+     * whole 10 s for a cleanup that is already over.
+     */
+    static int runThenRelease(final IntSupplier app, final CountDownLatch cleanedUp)
+    {
+        exitStatus = 1;
+        try
+        {
+            final int status = app.getAsInt();
+            exitStatus = status;
+            return status;
+        }
+        finally
+        {
+            cleanedUp.countDown();
+        }
+    }
+
+    /** The status the shutdown hook ends the JVM with, once released. */
+    static int exitStatus()
+    {
+        return exitStatus;
     }
 
     static int run(final String[] args, final PrintStream out, final PrintStream err)
@@ -372,7 +397,7 @@ public final class Main
             switch (opt)
             {
                 case "--shm":
-                    shm = Path.of(value);
+                    shm = path(opt, value);
                     shmGiven = true;
                     break;
                 case "--bind":
@@ -386,7 +411,7 @@ public final class Main
                     port = integer(opt, value, 1, 65535);
                     break;
                 case "--root":
-                    root = Path.of(value);
+                    root = path(opt, value);
                     break;
                 case "--mode":
                     if (!value.equals("source") && !value.equals("sink"))
@@ -521,6 +546,28 @@ public final class Main
         catch (final UnknownHostException e)
         {
             throw new IllegalStateException(e); // four bytes are always an address
+        }
+    }
+
+    /**
+     * A path option's value as a path. A name is bytes in the encoding the JVM took from the locale at start-up
+     * ({@code sun.jnu.encoding}, from LC_ALL/LC_CTYPE/LANG): under POSIX or C that is ASCII, where a non-ASCII name has no
+     * bytes at all. Such a value, or one with a NUL, is a bad option like any other.
+     */
+    private static Path path(final String opt, final String value) throws UsageException
+    {
+        try
+        {
+            return Path.of(value);
+        }
+        catch (final InvalidPathException e)
+        {
+            if (value.indexOf('\0') >= 0)
+            {
+                throw new UsageException(opt + " must not contain a NUL character");
+            }
+            throw new UsageException(opt + " " + value + ": the path cannot be represented in the current locale's"
+                + " encoding (" + System.getProperty("sun.jnu.encoding") + "); run under a UTF-8 locale, e.g. LC_ALL=C.UTF-8");
         }
     }
 

@@ -5,6 +5,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -144,6 +145,72 @@ class MainTest
         assertTrue(Main.parse(new String[] {"http", "--port", "80", "--root", dir.toString(), "--copy"}).copy());
         assertFalse(Main.parse(new String[] {"http", "--port", "80", "--root", dir.toString()}).copy());
         assertTrue(Main.parse(new String[] {"nio-http", "--port", "80", "--root", dir.toString(), "--copy"}).copy());
+    }
+
+    /**
+     * A value that cannot be a path is a bad option: exit 2, one line naming the option. Before, Path.of's
+     * InvalidPathException escaped run: a stack trace and exit 1 (a NUL is refused under any locale; a non-ASCII name
+     * under a POSIX one, see {@link #aNonAsciiPathUnderAPosixLocaleIsExit2SayingWhy}).
+     */
+    @Test
+    void aValueThatCannotBeAPathIsExit2NamingTheOption(@TempDir final Path dir)
+    {
+        assertEquals("nicstack app: --shm must not contain a NUL character\n",
+            run(2, "app", "echo", "--shm", dir + "/a\0b", "--port", "7")[1]);
+        assertEquals("nicstack app: --root must not contain a NUL character\n",
+            run(2, "app", "http", "--shm", dir.toString(), "--port", "80", "--root", dir + "/a\0b")[1]);
+        assertEquals("nicstack app: --root must not contain a NUL character\n",
+            run(2, "app", "nio-http", "--port", "80", "--root=" + dir + "/a\0b")[1]);
+    }
+
+    /**
+     * Under a POSIX locale (LANG unset) the JVM encodes file names as ASCII, so a non-ASCII --shm is no path at all: exit
+     * 2, one line that says why. Before: "Exception in thread main java.nio.file.InvalidPathException", exit 1, after
+     * the shutdown hook had waited 10 s for a cleanup that never came. A child JVM: the locale is read at start-up.
+     */
+    @Test
+    void aNonAsciiPathUnderAPosixLocaleIsExit2SayingWhy(@TempDir final Path dir) throws Exception
+    {
+        final ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "-Xmx64m",
+            "-cp", System.getProperty("java.class.path"),
+            "io.nicstack.examples.Main", "app", "echo", "--shm", dir + "/nonexist\u00e9", "--port", "8091");
+        pb.environment().keySet().removeIf(k -> k.equals("LANG") || k.startsWith("LC_"));
+        pb.environment().put("LC_ALL", "POSIX");
+        final Path errFile = dir.resolve("err");
+        final Process p = pb.redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(errFile.toFile()).start();
+        if (!p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS))
+        {
+            p.destroyForcibly().waitFor(5, java.util.concurrent.TimeUnit.SECONDS);
+            fail("the app did not exit: " + Files.readString(errFile, StandardCharsets.ISO_8859_1));
+        }
+        final String err = Files.readString(errFile, StandardCharsets.ISO_8859_1);
+        assertEquals(2, p.exitValue(), err);
+        assertEquals(1, err.strip().lines().count(), err);
+        assertTrue(err.startsWith("nicstack app: --shm " + dir + "/nonexist"), err);
+        assertTrue(err.contains("cannot be represented in the current locale's encoding"), err);
+    }
+
+    /**
+     * An exception escaping the app still releases the shutdown hook, which then ends the JVM with status 1. Before,
+     * main counted the latch down only after run returned: the hook (started by the uncaught exception's exit) waited
+     * its whole 10 s for it.
+     */
+    @Test
+    void anExceptionEscapingTheAppReleasesTheShutdownHook()
+    {
+        final CountDownLatch cleanedUp = new CountDownLatch(1);
+        final IllegalStateException thrown = new IllegalStateException("escaped");
+        assertSame(thrown, assertThrows(IllegalStateException.class, () -> Main.runThenRelease(() ->
+        {
+            throw thrown;
+        }, cleanedUp)));
+        assertEquals(0, cleanedUp.getCount(), "the hook would still be waiting");
+        assertEquals(1, Main.exitStatus(), "the status the hook halts with");
+        final CountDownLatch again = new CountDownLatch(1);
+        assertEquals(2, Main.runThenRelease(() -> 2, again));
+        assertEquals(0, again.getCount());
+        assertEquals(2, Main.exitStatus());
     }
 
     @Test
