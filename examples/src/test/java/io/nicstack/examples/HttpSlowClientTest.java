@@ -154,6 +154,20 @@ class HttpSlowClientTest
         app = new AppServer(client, listener, http::handler, appNow::get);
     }
 
+    /** Whether the daemon has acknowledged every byte {@code c} sent (its SYN counts one, as in bytesAcked). */
+    private boolean acknowledgedAll(final Client c)
+    {
+        try
+        {
+            return c.connection != null
+                && daemon.onLoop(() -> c.connection.bytesAcked()) == 1 + c.initial.length();
+        }
+        catch (final Exception e)
+        {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** The bytes the client on stack B has received and not read. */
     private long unread(final Client c)
     {
@@ -177,9 +191,16 @@ class HttpSlowClientTest
         final Client loris = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\nX-A: ");
         final Client reader = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
         daemon.connect(8080, loris, null);
-        daemon.connect(8080, reader, null);
+        daemon.connect(8080, reader, readerSettings());
         spinUntil("two connections", () -> app.connections() == 2);
-        spinUntilQuiet(); // the head bytes read, the reader's pipe and windows full: both stuck, clock still at t0
+        // Both stuck, proved rather than waited for, clock still at t0: the loris's head bytes in the app's RX pipe (the
+        // daemon acknowledged them), the reader's window full and its last acknowledgement taken by the daemon, so
+        // nothing moves until the reader reads; then the app's passes until quiet read the head and see the last release
+        // at t0. Before, the reader had a 256 KiB window and a delayed ACK (40 ms on the daemon thread's real clock), and
+        // under load its last acknowledgement came after 200 quiet passes: the release was stamped at t0 + 29 s or
+        // t0 + 59 s, and t0 + 61 s was no longer past the send deadline.
+        spinUntil("the loris's head acknowledged", () -> acknowledgedAll(loris));
+        windowFull(reader);
         final long t0 = appNow.get();
 
         appNow.set(t0 + HttpDeadlines.HEADER_TIMEOUT_NANOS - S);
