@@ -23,7 +23,8 @@ import org.agrona.DirectBuffer;
  * <p>Lines may end with CRLF or a bare LF (RFC 9112 §2.2); empty lines before the request line are
  * skipped. Anything else that is not strictly valid is a 400: a bare CR, bytes outside VCHAR in the request
  * line, obs-fold, whitespace before a header colon, a missing or repeated Host in HTTP/1.1,
- * disagreeing Content-Length values, bad percent-encoding or a NUL in the path.
+ * disagreeing Content-Length values, bad percent-encoding or a NUL in the path. A method other than GET and HEAD is a
+ * 501 whatever its target ({@code OPTIONS *}, {@code CONNECT host:443}), its target never judged.
  */
 public final class HttpRequestParser
 {
@@ -419,7 +420,7 @@ public final class HttpRequestParser
                 return;
             }
         }
-        if (!method.equals("GET") && !method.equals("HEAD"))
+        if (!implemented(method))
         {
             fail(501, "method " + method + " not implemented");
             return;
@@ -492,8 +493,21 @@ public final class HttpRequestParser
         method = ascii(start, sp1);
         target = ascii(sp1 + 1, sp2);
         minorVersion = buf[sp2 + 8] - '0';
+        if (!implemented(method))
+        {
+            // RFC 9110 §9.1: a method we do not implement SHOULD get a 501 (given at the end of the head), whatever its
+            // target: OPTIONS's asterisk-form and CONNECT's authority-form (RFC 9112 §3.2.3, §3.2.4) too. Such a
+            // target is never used, so it is not judged; one of a method we implement still is (a 400).
+            path = null;
+            return true;
+        }
         path = decodePath(target);
         return path != null;
+    }
+
+    private static boolean implemented(final String method)
+    {
+        return method.equals("GET") || method.equals("HEAD");
     }
 
     private String decodePath(final String t)

@@ -2,6 +2,7 @@ package io.nicstack.examples;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -109,6 +110,39 @@ class HttpAppExchangeTest
         assertEquals(4, count(r, "HTTP/1.1 200 OK\r\n"), r);
         assertEquals(4, count(r, "\r\n\r\nx\n"), r);
         assertEquals(1, http.cachedFiles(), "one file, one entry");
+    }
+
+    /** Requests in the asterisk-form and the authority-form (RFC 9112 §3.2.3, §3.2.4), each alone on a connection. */
+    static final String[] OTHER_TARGET_FORMS = {"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+        "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", "GET * HTTP/1.1\r\nHost: h\r\n\r\n"};
+
+    /** What each of {@link #OTHER_TARGET_FORMS} must get: 501 with Allow for the two methods not implemented, 400. */
+    static void checkOtherTargetForms(final List<String> responses)
+    {
+        for (int i = 0; i < 2; i++)
+        {
+            final String r = responses.get(i);
+            assertTrue(r.startsWith("HTTP/1.1 501 Not Implemented\r\n"), r);
+            assertTrue(r.substring(0, r.indexOf("\r\n\r\n") + 2).contains("\r\nAllow: GET, HEAD\r\n"), r);
+        }
+        assertTrue(responses.get(2).startsWith("HTTP/1.1 400 Bad Request\r\n"), responses.get(2));
+    }
+
+    /**
+     * OPTIONS * and CONNECT h:443 are answered 501 with Allow (RFC 9110 §9.1, §15.6.2), as POST is; GET * is still a
+     * 400. Before, both were a 400 "unsupported request target form": the target was judged before the method.
+     */
+    @Test
+    void optionsAndConnectAre501WithAllow() throws Exception
+    {
+        final Path root = Files.createDirectory(tmp.resolve("root"));
+        start(root);
+        final List<String> responses = new ArrayList<>();
+        for (final String request : OTHER_TARGET_FORMS)
+        {
+            responses.add(exchange(request));
+        }
+        checkOtherTargetForms(responses);
     }
 
     /** The status codes of the responses in {@code received}, in order. */

@@ -185,6 +185,31 @@ class HttpRequestParserTest
     }
 
     /**
+     * RFC 9110 §9.1: a method the server does not implement SHOULD get a 501, whatever its target's form: OPTIONS with
+     * the asterisk-form and CONNECT with the authority-form (RFC 9112 §3.2.3, §3.2.4) too, as POST and a lowercase get
+     * do. Before, the target's form was checked on the request line, before the method: both were a 400 "unsupported
+     * request target form". A method we implement with such a target is still a 400.
+     */
+    @Test
+    void anUnimplementedMethodIs501WhateverItsTargetForm()
+    {
+        for (final String s : new String[] {"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+            "CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", "POST h:443 HTTP/1.1\r\nHost: h\r\n\r\n",
+            "get * HTTP/1.1\r\nHost: h\r\n\r\n"})
+        {
+            status(501, s);
+            final HttpRequestParser p = parse(s);
+            assertEquals("method " + s.substring(0, s.indexOf(' ')) + " not implemented", p.errorMessage(), s);
+        }
+        for (final String s : new String[] {"GET * HTTP/1.1\r\nHost: h\r\n\r\n",
+            "HEAD h:443 HTTP/1.1\r\nHost: h\r\n\r\n"})
+        {
+            status(400, s);
+            assertEquals("unsupported request target form", parse(s).errorMessage(), s);
+        }
+    }
+
+    /**
      * RFC 9112 §7.1: every HTTP/1.1 recipient must take a chunked body (it was a 501). The request is complete at the
      * end of its head, without keep-alive: answered, then the connection closed, the body never parsed.
      */

@@ -271,4 +271,22 @@ class NioHttpAppKernelTest
         assertEquals(7, count(r, "\r\nLast-Modified: Tue, 05 Mar 2024 06:07:08 GMT\r\n"), r);
         assertEquals(5, count(r, "\r\n\r\nx\n"), r);
     }
+
+    /** As {@link HttpAppExchangeTest#optionsAndConnectAre501WithAllow}: the baseline answers them 501 with Allow. */
+    @Test
+    void optionsAndConnectAre501WithAllow() throws Exception
+    {
+        final Path root = Files.createDirectory(work.resolve("forms"));
+        start(root, false);
+        final java.util.List<String> responses = new java.util.ArrayList<>();
+        for (final String request : HttpAppExchangeTest.OTHER_TARGET_FORMS)
+        {
+            try (Socket s = connect(0))
+            {
+                s.getOutputStream().write(request.getBytes(StandardCharsets.US_ASCII));
+                responses.add(new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1));
+            }
+        }
+        HttpAppExchangeTest.checkOtherTargetForms(responses);
+    }
 }
