@@ -6,7 +6,6 @@ import org.junit.jupiter.api.Test;
 
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.storage.BufferProvider;
-import io.nicstack.stack.storage.ReceiveBuffer;
 import io.nicstack.stack.storage.RingReceiveBuffer;
 import io.nicstack.stack.storage.RingSendBuffer;
 import io.nicstack.stack.storage.SendBuffer;
@@ -56,26 +55,13 @@ class TcpEmitFailureTest
 
     private static BufferProvider provider(final SendBuffer send)
     {
-        final ReceiveBuffer receive = new RingReceiveBuffer(4096, 16);
+        final BufferProvider.ConnectionBuffers buffers = TcpTestHarness.buffers(send, new RingReceiveBuffer(4096, 16));
         return new BufferProvider()
         {
             @Override
             public ConnectionBuffers allocate()
             {
-                return new ConnectionBuffers()
-                {
-                    @Override
-                    public SendBuffer sendBuffer()
-                    {
-                        return send;
-                    }
-
-                    @Override
-                    public ReceiveBuffer receiveBuffer()
-                    {
-                        return receive;
-                    }
-                };
+                return buffers;
             }
 
             @Override

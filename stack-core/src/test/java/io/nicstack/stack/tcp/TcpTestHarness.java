@@ -1016,8 +1016,12 @@ final class TcpTestHarness
     /** A connection's own send and receive rings of {@code capacity} bytes, as a {@link BufferProvider} hands them out. */
     static BufferProvider.ConnectionBuffers ringBuffers(final int capacity)
     {
-        final SendBuffer send = new RingSendBuffer(capacity);
-        final ReceiveBuffer receive = new RingReceiveBuffer(capacity, 16);
+        return buffers(new RingSendBuffer(capacity), new RingReceiveBuffer(capacity, 16));
+    }
+
+    /** {@code send} and {@code receive} as one connection's buffers. */
+    static BufferProvider.ConnectionBuffers buffers(final SendBuffer send, final ReceiveBuffer receive)
+    {
         return new BufferProvider.ConnectionBuffers()
         {
             @Override
