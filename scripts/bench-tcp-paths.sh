@@ -36,7 +36,7 @@ JMH=(java --add-exports java.base/jdk.internal.misc=ALL-UNNAMED -jar "$JAR")
 echo "nicstack: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq 1 "$ROUNDS"); do
   echo "round $round of $ROUNDS: ACK path" >&2
-  "${JMH[@]}" 'TcpAckBurstBenchmark.ackBurst|TcpAckBenchmark.baselineCopy' -p checksumOffload=true -p nic=ring \
+  "${JMH[@]}" 'TcpAckBurstBenchmark.ackBurst|TcpAckBenchmark.baselineCopy' -p checksumOffload=true -p nic=ring -p phase=slowStart \
     "${OPTS[@]}" -rf json -rff "$OUT/ack-$round.json" > "$OUT/ack-$round.log"
   echo "round $round of $ROUNDS: receive path" >&2
   "${JMH[@]}" 'TcpReceiveBurstBenchmark.receiveBurst|TcpReceiveBenchmark.baselineCopy|RingCopyBenchmark' \

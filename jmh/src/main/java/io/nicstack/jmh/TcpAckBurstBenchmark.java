@@ -22,6 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
 import io.nicstack.stack.NetStack;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.CongestionControl;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpState;
 
@@ -37,14 +38,15 @@ import static io.nicstack.jmh.TcpBenchPeer.*;
  * segments and the stack sends them. The invocation is one poll whose receive burst is {@value #BURST} ACKs from
  * the peer, each acknowledging the next 1448 bytes with a new TSval (a NIC's RX ring handing over a burst of
  * ACKs, as under a bulk send): per ACK, demux, IPv4 and TCP validation, PAWS, acceptability, the RFC 5961 ACK
- * range check, send-buffer release, RTT sample from the echoed timestamp, RTO and congestion-control update,
- * window update. After the burst the output pass finds nothing left to send. Reported per ACK, which is per
- * segment here (this peer acknowledges every segment; Linux acknowledges every second one). The per-ACK frame
- * patching is included (about 6 ns; {@code TcpAckBenchmark.patchFrame}). The timestamps JMH takes around
- * each invocation are spread over its {@value #BURST} ACKs.
+ * range check, send-buffer release, RTT sample from the echoed timestamp, RTO and congestion-control update
+ * (what that does depends on {@link #phase}), window update. After the burst the output pass finds nothing left to
+ * send. Reported per ACK, which is per segment here (this peer acknowledges every segment; Linux acknowledges
+ * every second one). The per-ACK frame patching is included (about 6 ns; {@code TcpAckBenchmark.patchFrame}). The
+ * timestamps JMH takes around each invocation are spread over its {@value #BURST} ACKs.
  *
  * <p>Setup grows the congestion window past the burst and checks that a cycle sends exactly {@value #BURST}
  * segments; every invocation checks it again, and teardown checks every byte acknowledged and nothing dropped.
+ * With {@code phase=avoidance} setup also checks that a burst's ACKs grew cwnd, and so does every invocation.
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -70,6 +72,22 @@ public class TcpAckBurstBenchmark
     @Param({"ring", "patchInLoop"})
     public String nic;
 
+    /**
+     * CUBIC's phase when the ACKs arrive. {@code slowStart}, as setup's slow start leaves it (every figure before this
+     * parameter): cwnd 65 segments, ssthresh still the initial "arbitrarily high" one; each ACK finds less than half
+     * of cwnd in flight (32 segments down to 1), so the sender counts as application limited and the update returns
+     * before any growth. {@code avoidance}, a bulk sender in congestion avoidance: ssthresh is 0.7 × a window of
+     * {@value #BURST} segments (as after a loss at that flight, recovered) and cwnd is set back to exactly those
+     * {@value #BURST} segments before each invocation, so the burst fills the window. The burst's first ACK then finds
+     * the window full and runs CUBIC's growth (W_est, W_cubic, the new cwnd; with the fixed clock t stays 0 and the
+     * growth is the Reno-friendly one, RFC 9438 (4.3)). The other 31 take congestion avoidance's application-limited
+     * exit: this stack judges "cwnd limited" per ACK from the flight before it (RFC 9438 (5.8)), and a poll's ACKs
+     * shrink the flight a segment each before the output pass refills it, so no setup makes every ACK of a burst
+     * grow cwnd; this is what a window-limited sender's ACK bursts cost here.
+     */
+    @Param({"slowStart", "avoidance"})
+    public String phase;
+
     private LoopbackSinkDevice device;
     private NetStack stack;
     private TcpConnection connection;
@@ -80,6 +98,9 @@ public class TcpAckBurstBenchmark
     private long acksAtStart;
     private TcpBenchPeer.FastPathStart fastPathAtStart;
     private boolean ringMode;
+    /** With {@code phase=avoidance}: the controller whose cwnd each invocation sets back to the burst's window. */
+    private CongestionControl avoidance;
+    private long burstWindow;
 
     @Setup(Level.Trial)
     public void setUp()
@@ -113,12 +134,42 @@ public class TcpAckBurstBenchmark
         }
         check(whole, "slow start never let a whole burst of " + BURST + " out; " + connection.describe());
         check(connection.bytesAcked() - 1 == written, "setup acknowledged everything; " + connection.describe());
+        if (phase.equals("avoidance"))
+        {
+            enterCongestionAvoidance();
+        }
+        else
+        {
+            check(phase.equals("slowStart"), "phase is slowStart or avoidance, not " + phase);
+        }
         device.burst(BURST, cursor::next);
         ringMode = ringMode(nic);
         checkNoTcpTrouble(stack.counters());
         ackedAtStart = connection.bytesAcked();
         acksAtStart = cursor.count;
         fastPathAtStart = TcpBenchPeer.FastPathStart.of(stack.counters());
+    }
+
+    /**
+     * ssthresh at 0.7 × the burst's window, as a loss at that flight and its recovery leave it (RFC 9438 (4.6)), then
+     * cwnd set to that window; one cycle, untimed, checks that its ACKs grew cwnd from there. Through the controller
+     * itself ({@link TcpConnection#congestionController}): only a loss sets ssthresh, and only setting cwnd back keeps
+     * the burst filling the window, bursts after bursts.
+     */
+    private void enterCongestionAvoidance()
+    {
+        check(connection.sendMss() == SEGMENT_PAYLOAD, "MSS " + connection.sendMss());
+        avoidance = connection.congestionController();
+        burstWindow = (long)BURST * SEGMENT_PAYLOAD;
+        avoidance.onFastRetransmit(burstWindow, NOW);
+        avoidance.onRecoveryExit(NOW);
+        avoidance.cwnd(burstWindow);
+        check(connection.ssthresh() <= connection.cwnd(), "congestion avoidance; " + connection.describe());
+        check(writeBurst() == BURST, "the burst fills the window; " + connection.describe());
+        device.burst(BURST, cursor::next);
+        stack.poll(NOW);
+        check(connection.bytesAcked() - 1 == written, "the cycle acknowledged everything; " + connection.describe());
+        check(connection.cwnd() > burstWindow, "a burst's ACKs grew cwnd; " + connection.describe());
     }
 
     /** The application writes up to a burst's worth; returns the segments the stack sent for it at once. */
@@ -131,12 +182,25 @@ public class TcpAckBurstBenchmark
     }
 
     /**
-     * Not timed: the application writes a burst's worth and the stack sends all of it; with {@code nic=ring} the NIC
-     * then places the peer's {@value #BURST} ACKs of it in its RX ring.
+     * Not timed: with {@code phase=avoidance} cwnd goes back to the burst's window (after checking the last burst grew
+     * it); the application writes a burst's worth and the stack sends all of it; with {@code nic=ring} the NIC then
+     * places the peer's {@value #BURST} ACKs of it in its RX ring.
      */
     @Setup(Level.Invocation)
     public void sendBurst()
     {
+        if (avoidance != null)
+        {
+            if (connection.cwnd() <= burstWindow)
+            {
+                // Not check(...): its message would be built, allocating, before every invocation.
+                throw new IllegalStateException("the last burst's ACKs did not grow cwnd; " + connection.describe());
+            }
+            // cwnd only: the epoch runs on, as a long congestion avoidance's does (no epoch start per burst), so W_est
+            // keeps the growth of every burst and the next one's Reno-friendly cwnd is far above this window; the
+            // code each ACK runs is the same.
+            avoidance.cwnd(burstWindow);
+        }
         final int sent = writeBurst();
         if (sent != BURST || connection.bytesAcked() - 1 + (long)sent * SEGMENT_PAYLOAD != written)
         {

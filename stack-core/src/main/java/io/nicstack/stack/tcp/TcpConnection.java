@@ -3481,6 +3481,16 @@ public final class TcpConnection
         return cc.name();
     }
 
+    /**
+     * The congestion controller itself, for tests and benchmarks that need a window state the wire would take long to
+     * reach (congestion avoidance at a chosen cwnd). Its hooks and setters bypass the sender's loss recovery: an
+     * application must not call them.
+     */
+    public CongestionControl congestionController()
+    {
+        return cc;
+    }
+
     /** Every sequence variable, for failure messages and {@code nicstack conns -v}. */
     public String describe()
     {

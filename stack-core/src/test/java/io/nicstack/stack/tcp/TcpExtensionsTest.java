@@ -334,6 +334,25 @@ class TcpExtensionsTest
     }
 
     @Test
+    void theCongestionControllerHandedOutIsTheOneTheSenderKeepsTo()
+    {
+        // TcpConnection.congestionController, for tests and benchmarks (TcpAckBurstBenchmark's congestion avoidance):
+        // a window set through it is the one the sender sends by, and the connection reports the controller's state.
+        t.passiveOpen();
+        final int mss = t.conn.sendMss();
+        final CongestionControl cc = t.conn.congestionController();
+        assertEquals(t.conn.congestionControl(), cc.name());
+        cc.cwnd(3L * mss);
+        assertEquals(3L * mss, t.conn.cwnd());
+        t.write(bytes(10 * mss, 1));
+        assertEquals(3, t.recv().size(), "a window of three segments");
+        cc.onFastRetransmit(3L * mss, t.now);
+        cc.onRecoveryExit(t.now);
+        assertEquals(Math.max(Math.round(0.7 * 3 * mss), 2L * mss), t.conn.ssthresh());
+        assertEquals(t.conn.ssthresh(), t.conn.cwnd());
+    }
+
+    @Test
     void rfc9438_aLossInAnApplicationLimitedSlowStartReducesFromTheFlightNotTheWindow()
     {
         // RFC 9438 §4.6: CUBIC reduces from cwnd, and "MUST use other measures to prevent cwnd from growing when the
