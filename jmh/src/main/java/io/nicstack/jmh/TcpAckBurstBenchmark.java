@@ -41,8 +41,10 @@ import static io.nicstack.jmh.TcpBenchPeer.*;
  * range check, send-buffer release, RTT sample from the echoed timestamp, RTO and congestion-control update
  * (what that does depends on {@link #phase}), window update. After the burst the output pass finds nothing left to
  * send. Reported per ACK, which is per segment here (this peer acknowledges every segment; Linux acknowledges
- * every second one). The per-ACK frame patching is included (about 6 ns; {@code TcpAckBenchmark.patchFrame}). The
- * timestamps JMH takes around each invocation are spread over its {@value #BURST} ACKs.
+ * every second one). Building the ACK frames is not timed with {@code nic=ring} (the first value, and every published
+ * run): the NIC places them in its RX ring before the invocation; only {@code nic=patchInLoop} patches each one inside
+ * the timed poll, about 6 ns more per ACK ({@code TcpAckBenchmark.patchFrame}; see {@link #nic}). The timestamps JMH
+ * takes around each invocation are spread over its {@value #BURST} ACKs.
  *
  * <p>Setup grows the congestion window past the burst and checks that a cycle sends exactly {@value #BURST}
  * segments; every invocation checks it again, and teardown checks every byte acknowledged and nothing dropped.
