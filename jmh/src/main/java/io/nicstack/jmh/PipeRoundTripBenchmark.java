@@ -19,6 +19,7 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -60,8 +61,9 @@ import static io.nicstack.jmh.RoundTripDaemon.check;
  *
  * Every message carries a fresh 64-bit sequence number in its first 8 bytes, checked on return (a mismatch is counted
  * and fails teardown). Setup sends 1000 random 64-byte messages first and checks every byte that comes back.
- * Teardown checks: no mismatch, and on the TCP path no drop, unaccounted frame, reset or pipe error anywhere (it
- * prints the round trips, daemon rounds and any retransmissions).
+ * Teardown checks: no mismatch, and on the TCP path no drop, unaccounted frame, reset or pipe error anywhere, and no
+ * retransmission or RTO expiry unless {@code allowRetransmissions} (it prints the round trips, daemon rounds and the
+ * retransmission counts).
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -185,6 +187,14 @@ public class PipeRoundTripBenchmark
     @State(Scope.Thread)
     public static class TcpPath extends AppConnection
     {
+        /**
+         * false (the default): a retransmission or RTO expiry on either stack fails the run in teardown, since the
+         * wire loses nothing and the percentiles would then include a stall of a timer (an RTO is at least 200 ms);
+         * true: teardown only prints their counts, for a run on a machine too loaded to keep the threads on time.
+         */
+        @Param({"false"})
+        public boolean allowRetransmissions;
+
         @Setup(Level.Trial)
         public void setUp() throws Exception
         {
@@ -217,7 +227,6 @@ public class PipeRoundTripBenchmark
             try
             {
                 check(mismatches == 0, mismatches + " of " + operations + " round trips returned the wrong sequence");
-                daemon.checkClean();
                 System.out.println("\n[" + label() + "] " + operations + " round trips, " + daemon.rounds +
                     " daemon rounds (" + String.format("%.1f", (double)daemon.rounds / Math.max(1, operations)) +
                     " per round trip); A: " + daemon.a.counters().get(io.nicstack.stack.stats.StackCounter.TCP_SEGMENTS_OUT) +
@@ -225,6 +234,8 @@ public class PipeRoundTripBenchmark
                     ", notifications " + daemon.pipeCounters.get(io.nicstack.daemon.pipes.PipeCounter.NOTIFICATIONS_SENT) +
                     "; " + daemon.retransmissions() + (daemon.reflector() == null ? "" :
                     "; reflector echoed " + daemon.reflector().echoed + ", ignored " + daemon.reflector().ignored));
+                // After the summary, so that a failure's counts are printed in full.
+                daemon.checkClean(allowRetransmissions);
             }
             finally
             {

@@ -163,11 +163,14 @@ final class RoundTripDaemon
     }
 
     /**
-     * After {@link #stop()}: nothing dropped, reset or reaped anywhere on the path. Retransmissions are not losses
-     * (the wire drops nothing; an RTO means a stall of at least the 200 ms minimum RTO); {@link #retransmissions()}
-     * reports them.
+     * After {@link #stop()}: nothing dropped, reset or reaped anywhere on the path, and, unless
+     * {@code allowRetransmissions}, no retransmission and no RTO expiry on either stack. The wire drops nothing, so a
+     * retransmission means a thread stalled past a timer (an RTO is at least the 200 ms minimum) or a spurious repair,
+     * and the latency percentiles of such a run include that stall, not only the path.
+     *
+     * @throws IllegalStateException naming what was found ({@link #retransmissions()} for the counts).
      */
-    void checkClean()
+    void checkClean(final boolean allowRetransmissions)
     {
         for (final NetStack s : new NetStack[] {a, b})
         {
@@ -182,6 +185,16 @@ final class RoundTripDaemon
             PipeCounter.APPS_REJECTED, PipeCounter.CONNECTIONS_RESET_APP_GONE})
         {
             check(pipeCounters.get(p) == 0, p.label() + ": " + pipeCounters);
+        }
+        if (!allowRetransmissions)
+        {
+            long found = 0;
+            for (final NetStack s : new NetStack[] {a, b})
+            {
+                found += s.counters().get(StackCounter.TCP_RETRANSMITTED_SEGMENTS) + s.counters().get(StackCounter.TCP_RTO_EXPIRIES);
+            }
+            check(found == 0, "the run retransmitted: " + retransmissions() +
+                " (PipeRoundTripBenchmark's allowRetransmissions=true accepts this)");
         }
     }
 
