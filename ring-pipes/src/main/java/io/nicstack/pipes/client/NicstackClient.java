@@ -16,6 +16,8 @@ import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -41,6 +43,22 @@ import java.util.concurrent.locks.LockSupport;
  * poll checks the daemon's heartbeat, state and process. A small daemon thread of the client also writes the app
  * heartbeat, so a busy app that does not poll for a while still looks alive.
  *
+ * <p>One exception, the socket idiom to wake a thread blocked in a read: {@link #close()}, and
+ * {@link PipeConnection#close()}, {@link PipeConnection#abort()} and {@link PipeListener#close()}, may be called from
+ * any thread. A close that finds a thread in a blocking call of this client (a stream adapter's read, write or
+ * available, {@link PipeConnection#awaitReadable}, {@link PipeListener#accept}, {@link #listen}, {@link #connect}, and
+ * the calls that wait for room in the control ring: {@link PipeConnection#sendFile}, {@link PipeConnection#setOption},
+ * {@link PipeConnection#shutdownOutput}, the closes) only asks, and returns at once: that thread does it at its next
+ * turn, within one idle, so that nothing is unmapped or written under it. A client closed so makes the blocked call
+ * throw a {@link NicstackException} saying so (an IOException, also from the stream adapters); a connection or listener
+ * closed so makes a call waiting on it throw as a call on a closed one does. A close that finds no blocking call in
+ * progress closes at once, on the calling thread. Nothing else may be called from a second thread, and a close from
+ * another thread is safe only while the owning thread is in a blocking call or leaves the client alone: a non-blocking
+ * call ({@link #poll()}, {@link PipeConnection#peek()}, {@link PipeConnection#claim}, {@link PipeConnection#commit},
+ * {@link PipeConnection#release}, {@link PipeListener#tryAccept}, or the buffers they hand out) may run into memory the
+ * close unmaps, and a JVM that reads unmapped memory dies (SIGSEGV). Such calls cost no more than a volatile read for
+ * this; a blocking call takes and gives back the client with one compare-and-set each.
+ *
  * <p>Request ids have the top bit set, connection ids ({@code (generation << 16) | slot}) never do, so an ERROR's
  * first field tells which it answers.
  */
@@ -61,6 +79,39 @@ public final class NicstackClient implements AutoCloseable
     private static final int CLOSE_RESET = 1;
     private static final int CLOSE_REFUSED = 2;
     private static final int CLOSE_TIMED_OUT = 3;
+
+    // Who holds the client (see the class Javadoc): a thread in a blocking call, or closing something.
+    private static final VarHandle HOLD;
+    /** Nobody: non-blocking calls of the owning thread, or none. */
+    private static final int FREE = 0;
+    /** {@link #holder} is in a blocking call, and does what closes of other threads asked at each turn. */
+    private static final int BLOCKED = 1;
+    /** {@link #holder} closes a connection or listener, having found the client free. */
+    private static final int CLOSING_ONE = 2;
+    /** {@link #holder} closes the client. */
+    private static final int CLOSING = 3;
+    private static final int CLOSED = 4;
+    private static final int HOLD_MASK = 7;
+    /** Flag: other threads closed connections or listeners (marked closeAsked) for the holder to close. */
+    private static final int CLOSE_ONES_ASKED = 8;
+    /** Flag: another thread closed the client, for the holder to close once its call ends. */
+    private static final int CLOSE_ASKED = 16;
+    /** What {@link #enterClose} tells a close of a connection or listener to do. */
+    static final int CLOSE_NOW = 0;
+    static final int CLOSE_HELD = 1;
+    static final int CLOSE_LEFT = 2;
+
+    static
+    {
+        try
+        {
+            HOLD = MethodHandles.lookup().findVarHandle(NicstackClient.class, "hold", int.class);
+        }
+        catch (final ReflectiveOperationException ex)
+        {
+            throw new ExceptionInInitializerError(ex);
+        }
+    }
 
     private final AppFile file;
     private final String appName;
@@ -128,7 +179,18 @@ public final class NicstackClient implements AutoCloseable
     private DaemonGoneException gone;
     /** Whether {@link #gone} was declared because the heartbeat stopped for the loss bound, its process alive or not. */
     private boolean silent;
-    private boolean closed;
+    /** Set before the mapping goes: every call that touches it checks this first (volatile: see the class Javadoc). */
+    private volatile boolean closed;
+
+    /** FREE, BLOCKED, CLOSING_ONE, CLOSING or CLOSED, with the *_ASKED flags; changed by compare-and-set only. */
+    private volatile int hold;
+    /**
+     * The thread that holds the client while {@link #hold} is BLOCKED, CLOSING_ONE or CLOSING. Written by that thread only,
+     * after it took the client and before it gives it back, so a thread never reads itself here unless it is the holder.
+     */
+    private volatile Thread holder;
+    /** Whether the holder is closing what other threads asked (closeAskedOnes). */
+    private boolean closingAsked;
 
     private NicstackClient(final AppFile file, final String appName, final ClientOptions options)
     {
@@ -352,15 +414,26 @@ public final class NicstackClient implements AutoCloseable
         {
             throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "listen(" + port + ", " + backlog + ")");
         }
-        final long requestId = request(Protocol.LISTEN, port, backlog);
-        awaitReply(requestId);
-        if (replyType != Protocol.LISTENING)
+        final boolean held = enterBlocking();
+        try
         {
-            throw NicstackException.of(replyReason, "listen on port " + port);
+            final long requestId = request(Protocol.LISTEN, port, backlog);
+            awaitReply(requestId);
+            if (replyType != Protocol.LISTENING)
+            {
+                throw NicstackException.of(replyReason, "listen on port " + port);
+            }
+            final PipeListener listener = new PipeListener(this, replyPort);
+            listeners.put(replyPort, listener);
+            return listener;
         }
-        final PipeListener listener = new PipeListener(this, replyPort);
-        listeners.put(replyPort, listener);
-        return listener;
+        finally
+        {
+            if (held)
+            {
+                leave();
+            }
+        }
     }
 
     /**
@@ -381,19 +454,31 @@ public final class NicstackClient implements AutoCloseable
         {
             throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "port " + port);
         }
-        final long requestId = request(Protocol.CONNECT, address, port);
-        awaitReply(requestId);
-        if (replyType != Protocol.CONNECTED)
+        final boolean held = enterBlocking();
+        try
         {
-            throw NicstackException.of(replyReason, "connect to " + ipv4Address + ":" + port);
+            final long requestId = request(Protocol.CONNECT, address, port);
+            awaitReply(requestId);
+            if (replyType != Protocol.CONNECTED)
+            {
+                throw NicstackException.of(replyReason, "connect to " + ipv4Address + ":" + port);
+            }
+            final PipeConnection connection =
+                register(replyConnectionId, replyLocalPort, replyRemoteAddress, replyRemotePort);
+            if (connection == null)
+            {
+                throw new NicstackException(
+                    Protocol.Reason.BAD_MESSAGE, "daemon answered CONNECTED with a bad connection id " + replyConnectionId);
+            }
+            return connection;
         }
-        final PipeConnection connection = register(replyConnectionId, replyLocalPort, replyRemoteAddress, replyRemotePort);
-        if (connection == null)
+        finally
         {
-            throw new NicstackException(
-                Protocol.Reason.BAD_MESSAGE, "daemon answered CONNECTED with a bad connection id " + replyConnectionId);
+            if (held)
+            {
+                leave();
+            }
         }
-        return connection;
     }
 
     /**
@@ -562,14 +647,40 @@ public final class NicstackClient implements AutoCloseable
      * refuses or cannot finish resets the connection instead, never a FIN after a short stream. Descriptors of files being sent are held until the daemon has
      * read their SEND_FILEs, so this may wait for a daemon behind on its control ring, while it reads on, and for the
      * daemon timeout at most once it stops (not at all once its heartbeat stopped for the loss bound).
+     *
+     * <p>May be called from any thread (see the class Javadoc): while another thread is in a blocking call of this
+     * client, this only asks that thread to close, and returns at once; {@link #isClosed()} is true from then on.
      */
     @Override
     public void close()
     {
-        if (closed)
+        final Thread me = Thread.currentThread();
+        while (true)
         {
-            return;
+            final int h = hold;
+            if (h == FREE)
+            {
+                if (HOLD.compareAndSet(this, FREE, CLOSING))
+                {
+                    holder = me;
+                    closeHeld();
+                    return;
+                }
+            }
+            else if ((h & HOLD_MASK) >= CLOSING || (h & CLOSE_ASKED) != 0)
+            {
+                return; // closed, or being closed
+            }
+            else if (HOLD.compareAndSet(this, h, h | CLOSE_ASKED))
+            {
+                return; // the holder closes the client as its call ends
+            }
         }
+    }
+
+    /** The close, by the thread that holds the client (CLOSING). */
+    private void closeHeld()
+    {
         drainEvents();
         for (final PipeListener listener : new ArrayList<>(listeners.values()))
         {
@@ -709,6 +820,8 @@ public final class NicstackClient implements AutoCloseable
             file.state(finalState);
         }
         closed = true;
+        hold = CLOSED;
+        holder = null;
         file.close();
         try
         {
@@ -720,7 +833,15 @@ public final class NicstackClient implements AutoCloseable
         }
     }
 
+    /** Whether the client is closed, or closing: a close from another thread asked of a blocked call counts. */
     public boolean isClosed()
+    {
+        final int h = hold;
+        return closed || (h & HOLD_MASK) >= CLOSING || (h & CLOSE_ASKED) != 0;
+    }
+
+    /** Whether the mapping is gone, or going: the check of every call that touches it. */
+    boolean isUnmapped()
     {
         return closed;
     }
@@ -776,8 +897,219 @@ public final class NicstackClient implements AutoCloseable
     {
         if (closed)
         {
-            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, "client " + appName + " is closed");
+            throw closedException();
         }
+    }
+
+    /**
+     * Take the client for a blocking call of this thread, which gives it back with {@link #leave()} when this returns
+     * true; false when this thread holds it already (a wait inside a blocking call or a close of its own). No other
+     * thread closes or unmaps anything meanwhile: its closes are asked of this one (see {@link #idle}).
+     *
+     * @throws NicstackException     if the client is closed, or being closed.
+     * @throws IllegalStateException if another thread is in a blocking call of this client.
+     */
+    boolean enterBlocking() throws NicstackException
+    {
+        final Thread me = Thread.currentThread();
+        while (true)
+        {
+            final int h = hold;
+            if (h == FREE)
+            {
+                if (HOLD.compareAndSet(this, FREE, BLOCKED))
+                {
+                    holder = me;
+                    return true;
+                }
+                continue;
+            }
+            if (holder == me)
+            {
+                return false;
+            }
+            final int held = h & HOLD_MASK;
+            if (held >= CLOSING || (h & CLOSE_ASKED) != 0)
+            {
+                throw closedException();
+            }
+            if (held == CLOSING_ONE)
+            {
+                Thread.yield(); // another thread closes a connection or listener: a moment
+                continue;
+            }
+            throw new IllegalStateException("client " + appName + " used from thread \"" + me.getName() +
+                "\" during a blocking call of thread \"" + threadName(holder) + "\": a NicstackClient is single-threaded");
+        }
+    }
+
+    /**
+     * For a close of a connection or listener: {@link #CLOSE_HELD} when this thread took the client for it (give it back
+     * with {@link #leave()}), {@link #CLOSE_NOW} when it may close without (it holds the client already, or the client
+     * is closed and nothing is mapped), {@link #CLOSE_LEFT} when it must not: another thread holds the client and will
+     * close what is marked {@code closeAsked} at its next turn, or the client is closing and closes everything.
+     */
+    int enterClose()
+    {
+        final Thread me = Thread.currentThread();
+        while (true)
+        {
+            final int h = hold;
+            if (h == FREE)
+            {
+                if (HOLD.compareAndSet(this, FREE, CLOSING_ONE))
+                {
+                    holder = me;
+                    return CLOSE_HELD;
+                }
+                continue;
+            }
+            if (holder == me)
+            {
+                return CLOSE_NOW;
+            }
+            final int held = h & HOLD_MASK;
+            if (held == CLOSED)
+            {
+                return CLOSE_NOW;
+            }
+            if (held == CLOSING || (h & CLOSE_ASKED) != 0)
+            {
+                return CLOSE_LEFT;
+            }
+            if (HOLD.compareAndSet(this, h, h | CLOSE_ONES_ASKED))
+            {
+                return CLOSE_LEFT;
+            }
+        }
+    }
+
+    /**
+     * Give back the client taken by {@link #enterBlocking()} or {@link #enterClose()}, after doing what other threads
+     * asked meanwhile: their closes of connections and listeners, then theirs of the client.
+     */
+    void leave()
+    {
+        final Thread me = Thread.currentThread();
+        while (true)
+        {
+            final int h = hold;
+            if ((h & CLOSE_ONES_ASKED) != 0)
+            {
+                closeAskedOnes();
+            }
+            else if ((h & CLOSE_ASKED) != 0)
+            {
+                if (HOLD.compareAndSet(this, h, CLOSING))
+                {
+                    closeHeld();
+                    return;
+                }
+            }
+            else
+            {
+                holder = null;
+                if (HOLD.compareAndSet(this, h, FREE))
+                {
+                    return;
+                }
+                holder = me;
+            }
+        }
+    }
+
+    /**
+     * Between two polls of a blocking call: close the connections and listeners other threads closed meanwhile, then
+     * idle.
+     *
+     * @throws NicstackException if another thread closed the client meanwhile (the call gives it back, and so closes it).
+     */
+    void idle(final int work) throws NicstackException
+    {
+        final int h = hold;
+        if (h != BLOCKED)
+        {
+            onAsked();
+        }
+        idleStrategy.idle(work);
+    }
+
+    private void onAsked() throws NicstackException
+    {
+        closeAskedOnes();
+        if ((hold & CLOSE_ASKED) != 0)
+        {
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT,
+                "client " + appName + " was closed by another thread during this call");
+        }
+    }
+
+    /**
+     * Close the connections and listeners other threads marked closeAsked, on the holder's thread, until none is asked;
+     * not again from a wait of one of these closes (the loop here takes what was asked meanwhile).
+     */
+    private void closeAskedOnes()
+    {
+        if (closingAsked)
+        {
+            return;
+        }
+        closingAsked = true;
+        try
+        {
+            int h;
+            while (((h = hold) & CLOSE_ONES_ASKED) != 0)
+            {
+                if (HOLD.compareAndSet(this, h, h & ~CLOSE_ONES_ASKED))
+                {
+                    closeAsked();
+                }
+            }
+        }
+        finally
+        {
+            closingAsked = false;
+        }
+    }
+
+    private void closeAsked()
+    {
+        for (final PipeConnection connection : connections)
+        {
+            if (connection != null)
+            {
+                connection.closeIfAsked();
+            }
+        }
+        // Closing a listener removes it from the map: look again after each.
+        PipeListener asked;
+        do
+        {
+            asked = null;
+            for (final PipeListener listener : listeners.values())
+            {
+                if (listener.closeAsked())
+                {
+                    asked = listener;
+                    break;
+                }
+            }
+            if (asked != null)
+            {
+                asked.close();
+            }
+        }
+        while (asked != null);
+    }
+
+    private NicstackException closedException()
+    {
+        return new NicstackException(Protocol.Reason.BAD_ARGUMENT, "client " + appName + " is closed");
+    }
+
+    private static String threadName(final Thread thread)
+    {
+        return thread == null ? "(gone)" : thread.getName();
     }
 
     /** Send a connection message, spinning while the control ring is full (deferred while events are handled). */
@@ -786,7 +1118,7 @@ public final class NicstackClient implements AutoCloseable
         send(type, connectionId, i8, l16, 0);
     }
 
-    /** As {@link #send(int, long, int, long)} with a long @24 (SEND_FILE's length). */
+    /** As {@link #send(int, long, int, long)} with a long @24 (SEND_FILE's length). The caller holds the client. */
     void send(final int type, final long connectionId, final int i8, final long l16, final long l24) throws NicstackException
     {
         checkOpen();
@@ -801,7 +1133,7 @@ public final class NicstackClient implements AutoCloseable
         idleStrategy.reset();
         while (!offer(type, connectionId, i8, 0, l16, l24))
         {
-            idleStrategy.idle(poll());
+            idle(poll());
         }
     }
 
@@ -809,7 +1141,8 @@ public final class NicstackClient implements AutoCloseable
      * Send without throwing, for messages the daemon must get while the session lasts (CLOSE, ABORT, SHUTDOWN,
      * UNLISTEN): spins while the control ring is full, and defers the message, to be sent before any other once the
      * ring has room, when events are being handled or the daemon stalls. Returns whether it was sent or deferred: false
-     * once the client is closed or the session lost (the daemon resets what is left at the detach).
+     * once the client is closed or the session lost (the daemon resets what is left at the detach). The caller holds
+     * the client.
      */
     boolean sendQuietly(final int type, final long id, final int i8)
     {
@@ -830,16 +1163,13 @@ public final class NicstackClient implements AutoCloseable
             }
             try
             {
-                idleStrategy.idle(poll());
-            }
-            catch (final DaemonGoneException ex)
-            {
-                // A stall keeps the session, so the message must not be lost: a later poll sends it.
-                return gone == null && offerOrDefer(type, id, i8, 0, 0, 0);
+                idle(poll());
             }
             catch (final NicstackException ex)
             {
-                return false;
+                // A stall keeps the session, and a close another thread asked for meanwhile sends what waits before
+                // it detaches: either way the message must not be lost. A later poll, or that close, sends it.
+                return gone == null && offerOrDefer(type, id, i8, 0, 0, 0);
             }
         }
         return true;
@@ -935,7 +1265,7 @@ public final class NicstackClient implements AutoCloseable
         {
             while (!offer(type, requestId, i8, i12, 0))
             {
-                idleStrategy.idle(poll());
+                idle(poll());
             }
         }
         catch (final NicstackException | RuntimeException ex)
@@ -960,7 +1290,7 @@ public final class NicstackClient implements AutoCloseable
             {
                 try
                 {
-                    idleStrategy.idle(poll());
+                    idle(poll());
                 }
                 catch (final DaemonGoneException ex)
                 {

@@ -49,6 +49,10 @@ public final class PipeConnection implements AutoCloseable
     private long fileBytes;
     private InputStream inputStream;
     private OutputStream outputStream;
+    /** A close or abort another thread asked for, done by the thread that holds the client (ASKED_*; 0: none). */
+    private volatile int closeAsked;
+    private static final int ASKED_CLOSE = 1;
+    private static final int ASKED_ABORT = 2;
 
     PipeConnection(
         final NicstackClient client,
@@ -260,29 +264,40 @@ public final class PipeConnection implements AutoCloseable
      */
     public void sendFile(final SendableFile file, final long position, final long length) throws NicstackException
     {
-        claim(0); // the same checks as a claim
-        if (position < 0 || length <= 0 || position + length < 0)
-        {
-            throw new IllegalArgumentException("sendFile of " + length + " bytes at " + position);
-        }
-        if (fileInFlight != null)
-        {
-            throw new IllegalStateException(fileInFlight + " is still being sent on " + describe());
-        }
-        final int fd = file.acquire();
+        final boolean held = client.enterBlocking();
         try
         {
-            client.send(Protocol.SEND_FILE, id, fd, position, length);
+            claim(0); // the same checks as a claim
+            if (position < 0 || length <= 0 || position + length < 0)
+            {
+                throw new IllegalArgumentException("sendFile of " + length + " bytes at " + position);
+            }
+            if (fileInFlight != null)
+            {
+                throw new IllegalStateException(fileInFlight + " is still being sent on " + describe());
+            }
+            final int fd = file.acquire();
+            try
+            {
+                client.send(Protocol.SEND_FILE, id, fd, position, length);
+            }
+            catch (final NicstackException | RuntimeException e)
+            {
+                file.release();
+                throw e;
+            }
+            fileInFlight = file;
+            fileControlPosition = client.controlPosition();
+            fileReason = Protocol.Reason.NONE;
+            fileBytes = 0;
         }
-        catch (final NicstackException | RuntimeException e)
+        finally
         {
-            file.release();
-            throw e;
+            if (held)
+            {
+                client.leave();
+            }
         }
-        fileInFlight = file;
-        fileControlPosition = client.controlPosition();
-        fileReason = Protocol.Reason.NONE;
-        fileBytes = 0;
     }
 
     /** Whether a {@link #sendFile} waits for the daemon's answer. */
@@ -306,24 +321,61 @@ public final class PipeConnection implements AutoCloseable
     /** SHUTDOWN: the daemon sends FIN after the bytes already committed (and a file being sent); no further claim. */
     public void shutdownOutput() throws NicstackException
     {
-        checkUsable();
-        if (!outputShutdown)
+        final boolean held = client.enterBlocking();
+        try
         {
-            outputShutdown = true;
-            // Else after the file (onFileSent). Deferred while the daemon stalls: the FIN must not be lost.
-            if (fileInFlight == null && !daemonClosed && !client.sendQuietly(Protocol.SHUTDOWN, id, 0))
+            checkUsable();
+            if (!outputShutdown)
             {
-                checkUsable(); // the session was lost meanwhile
+                outputShutdown = true;
+                // Else after the file (onFileSent). Deferred while the daemon stalls: the FIN must not be lost.
+                if (fileInFlight == null && !daemonClosed && !client.sendQuietly(Protocol.SHUTDOWN, id, 0))
+                {
+                    checkUsable(); // the session was lost meanwhile
+                }
+            }
+        }
+        finally
+        {
+            if (held)
+            {
+                client.leave();
             }
         }
     }
 
     /**
      * CLOSE: the daemon closes the connection (FIN after committed bytes, and after a file being sent) and frees the
-     * slot; idempotent.
+     * slot; idempotent. May be called from any thread, as {@link NicstackClient#close()}: while another thread is in a
+     * blocking call of the client, that thread closes the connection at its next turn (a call of it waiting on this
+     * connection then throws as on a closed connection), and this returns at once.
      */
     @Override
     public void close()
+    {
+        if (closeAsked == 0)
+        {
+            closeAsked = ASKED_CLOSE; // for the thread that holds the client, if another does
+        }
+        final int how = client.enterClose();
+        if (how == NicstackClient.CLOSE_LEFT)
+        {
+            return;
+        }
+        try
+        {
+            closeNow();
+        }
+        finally
+        {
+            if (how == NicstackClient.CLOSE_HELD)
+            {
+                client.leave();
+            }
+        }
+    }
+
+    private void closeNow()
     {
         if (!locallyClosed)
         {
@@ -338,15 +390,55 @@ public final class PipeConnection implements AutoCloseable
     /**
      * ABORT (RFC 9293): the daemon resets the connection at once, dropping what is queued (a file being sent too),
      * and frees the slot; idempotent, and nothing of the connection may be used afterwards. The descriptor of a file
-     * being sent is held until the daemon has read the SEND_FILE (a later poll lets it go).
+     * being sent is held until the daemon has read the SEND_FILE (a later poll lets it go). May be called from any
+     * thread, as {@link #close()}.
      */
     public void abort()
+    {
+        closeAsked = ASKED_ABORT; // for the thread that holds the client, if another does
+        final int how = client.enterClose();
+        if (how == NicstackClient.CLOSE_LEFT)
+        {
+            return;
+        }
+        try
+        {
+            abortNow();
+        }
+        finally
+        {
+            if (how == NicstackClient.CLOSE_HELD)
+            {
+                client.leave();
+            }
+        }
+    }
+
+    private void abortNow()
     {
         // Closed with a file in flight: its CLOSE still waits, and becomes this ABORT.
         if (!locallyClosed || fileInFlight != null)
         {
             sendAbort();
             abandonFile(); // the file ends with the connection; no FILE_SENT is awaited for it any more
+        }
+    }
+
+    /** On the thread that holds the client: the close or abort another thread asked for, if any. */
+    void closeIfAsked()
+    {
+        final int asked = closeAsked;
+        if (asked != 0)
+        {
+            closeAsked = 0;
+            if (asked == ASKED_ABORT)
+            {
+                abortNow();
+            }
+            else
+            {
+                closeNow();
+            }
         }
     }
 
@@ -366,7 +458,7 @@ public final class PipeConnection implements AutoCloseable
         }
         else
         {
-            close();
+            closeNow();
         }
     }
 
@@ -382,14 +474,25 @@ public final class PipeConnection implements AutoCloseable
      */
     public void setOption(final int option, final long value) throws NicstackException
     {
-        checkUsable();
-        if (lastError != Protocol.Reason.NONE)
+        final boolean held = client.enterBlocking();
+        try
         {
-            final int reason = lastError;
-            lastError = Protocol.Reason.NONE;
-            throw NicstackException.of(reason, "an earlier request on " + describe() + " failed");
+            checkUsable();
+            if (lastError != Protocol.Reason.NONE)
+            {
+                final int reason = lastError;
+                lastError = Protocol.Reason.NONE;
+                throw NicstackException.of(reason, "an earlier request on " + describe() + " failed");
+            }
+            client.send(Protocol.SET_OPTION, id, option, value);
         }
-        client.send(Protocol.SET_OPTION, id, option, value);
+        finally
+        {
+            if (held)
+            {
+                client.leave();
+            }
+        }
     }
 
     /** Whether the peer sent FIN (the RX pipe ends at its tail). */
@@ -464,17 +567,28 @@ public final class PipeConnection implements AutoCloseable
      */
     public int awaitReadable(final long timeoutMillis) throws NicstackException
     {
-        final long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-        final long start = client.clock().nanoTime();
-        client.idleStrategy().reset();
-        while (true)
+        final boolean held = client.enterBlocking();
+        try
         {
-            final int readable = peek();
-            if (readable != 0 || client.clock().nanoTime() - start >= timeoutNanos)
+            final long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+            final long start = client.clock().nanoTime();
+            client.idleStrategy().reset();
+            while (true)
             {
-                return readable;
+                final int readable = peek();
+                if (readable != 0 || client.clock().nanoTime() - start >= timeoutNanos)
+                {
+                    return readable;
+                }
+                client.idle(client.poll());
             }
-            client.idleStrategy().idle(client.poll());
+        }
+        finally
+        {
+            if (held)
+            {
+                client.leave();
+            }
         }
     }
 
@@ -598,7 +712,7 @@ public final class PipeConnection implements AutoCloseable
 
     private void checkUsable() throws NicstackException
     {
-        if (client.isClosed() || locallyClosed)
+        if (client.isUnmapped() || locallyClosed)
         {
             throw new NicstackException(Protocol.Reason.UNKNOWN_CONNECTION, "connection " + describe() + " was closed");
         }
@@ -627,7 +741,7 @@ public final class PipeConnection implements AutoCloseable
     /** Every access to the pipes' memory checks this first: after a close the slot is another's, or unmapped. */
     private void checkMapped()
     {
-        if (client.isClosed())
+        if (client.isUnmapped())
         {
             throw new IllegalStateException("the client of connection " + describe() + " was closed: its pipes are unmapped");
         }
@@ -643,19 +757,31 @@ public final class PipeConnection implements AutoCloseable
             "." + (remoteAddress & 0xFF) + ":" + remotePort + " <-> :" + localPort + " #" + Long.toHexString(id);
     }
 
+    /** Each call holds the client (see {@link NicstackClient}): a close from another thread waits for its end. */
     private final class PipeInputStream extends InputStream
     {
         @Override
         public int read() throws IOException
         {
-            final int readable = awaitData();
-            if (readable < 0)
+            final boolean held = client.enterBlocking();
+            try
             {
-                return -1;
+                final int readable = awaitData();
+                if (readable < 0)
+                {
+                    return -1;
+                }
+                final int value = rx.buffer().getByte(rx.peekIndex()) & 0xFF;
+                rx.release(1);
+                return value;
             }
-            final int value = rx.buffer().getByte(rx.peekIndex()) & 0xFF;
-            rx.release(1);
-            return value;
+            finally
+            {
+                if (held)
+                {
+                    client.leave();
+                }
+            }
         }
 
         @Override
@@ -666,22 +792,44 @@ public final class PipeConnection implements AutoCloseable
             {
                 return 0;
             }
-            final int readable = awaitData();
-            if (readable < 0)
+            final boolean held = client.enterBlocking();
+            try
             {
-                return -1;
+                final int readable = awaitData();
+                if (readable < 0)
+                {
+                    return -1;
+                }
+                final int count = Math.min(readable, length);
+                rx.buffer().getBytes(rx.peekIndex(), bytes, offset, count);
+                rx.release(count);
+                return count;
             }
-            final int count = Math.min(readable, length);
-            rx.buffer().getBytes(rx.peekIndex(), bytes, offset, count);
-            rx.release(count);
-            return count;
+            finally
+            {
+                if (held)
+                {
+                    client.leave();
+                }
+            }
         }
 
         @Override
         public int available() throws IOException
         {
-            checkUsable();
-            return rx.readable();
+            final boolean held = client.enterBlocking();
+            try
+            {
+                checkUsable();
+                return rx.readable();
+            }
+            finally
+            {
+                if (held)
+                {
+                    client.leave();
+                }
+            }
         }
 
         private int awaitData() throws NicstackException
@@ -694,34 +842,57 @@ public final class PipeConnection implements AutoCloseable
                 {
                     return readable;
                 }
-                client.idleStrategy().idle(client.poll());
+                client.idle(client.poll());
             }
         }
     }
 
+    /** Each call holds the client (see {@link NicstackClient}): a close from another thread waits for its end. */
     private final class PipeOutputStream extends OutputStream
     {
         @Override
         public void write(final int b) throws IOException
         {
-            awaitSpace(1);
-            tx.buffer().putByte(tx.claimIndex(), (byte)b);
-            tx.commit(1);
+            final boolean held = client.enterBlocking();
+            try
+            {
+                awaitSpace(1);
+                tx.buffer().putByte(tx.claimIndex(), (byte)b);
+                tx.commit(1);
+            }
+            finally
+            {
+                if (held)
+                {
+                    client.leave();
+                }
+            }
         }
 
         @Override
         public void write(final byte[] bytes, final int offset, final int length) throws IOException
         {
             Objects.checkFromIndexSize(offset, length, bytes.length);
-            int position = offset;
-            int remaining = length;
-            while (remaining > 0)
+            final boolean held = client.enterBlocking();
+            try
             {
-                final int count = awaitSpace(remaining);
-                tx.buffer().putBytes(tx.claimIndex(), bytes, position, count);
-                tx.commit(count);
-                position += count;
-                remaining -= count;
+                int position = offset;
+                int remaining = length;
+                while (remaining > 0)
+                {
+                    final int count = awaitSpace(remaining);
+                    tx.buffer().putBytes(tx.claimIndex(), bytes, position, count);
+                    tx.commit(count);
+                    position += count;
+                    remaining -= count;
+                }
+            }
+            finally
+            {
+                if (held)
+                {
+                    client.leave();
+                }
             }
         }
 
@@ -744,7 +915,7 @@ public final class PipeConnection implements AutoCloseable
                 {
                     return count;
                 }
-                client.idleStrategy().idle(client.poll());
+                client.idle(client.poll());
             }
         }
     }

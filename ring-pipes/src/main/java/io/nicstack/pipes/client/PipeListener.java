@@ -11,6 +11,8 @@ public final class PipeListener implements AutoCloseable
     private final int port;
     private final ArrayDeque<PipeConnection> accepted = new ArrayDeque<>();
     private boolean closed;
+    /** A close another thread asked for, done by the thread that holds the client. */
+    private volatile boolean closeAsked;
 
     PipeListener(final NicstackClient client, final int port)
     {
@@ -32,15 +34,27 @@ public final class PipeListener implements AutoCloseable
      */
     public PipeConnection accept() throws NicstackException
     {
-        client.idleStrategy().reset();
-        while (true)
+        final boolean held = client.enterBlocking();
+        try
         {
-            final PipeConnection connection = tryAccept();
-            if (connection != null)
+            client.idleStrategy().reset();
+            while (true)
             {
-                return connection;
+                checkOpen();
+                final PipeConnection connection = accepted.poll();
+                if (connection != null)
+                {
+                    return connection;
+                }
+                client.idle(client.poll());
             }
-            client.idleStrategy().idle();
+        }
+        finally
+        {
+            if (held)
+            {
+                client.leave();
+            }
         }
     }
 
@@ -66,10 +80,35 @@ public final class PipeListener implements AutoCloseable
         return closed;
     }
 
-    /** UNLISTEN, and close the accepted connections nobody took. */
+    /**
+     * UNLISTEN, and close the accepted connections nobody took. May be called from any thread, as
+     * {@link PipeConnection#close()}: an {@link #accept()} blocked on this listener then throws.
+     */
     @Override
     public void close()
     {
+        closeAsked = true; // for the thread that holds the client, if another does
+        final int how = client.enterClose();
+        if (how == NicstackClient.CLOSE_LEFT)
+        {
+            return;
+        }
+        try
+        {
+            closeNow();
+        }
+        finally
+        {
+            if (how == NicstackClient.CLOSE_HELD)
+            {
+                client.leave();
+            }
+        }
+    }
+
+    private void closeNow()
+    {
+        closeAsked = false;
         if (closed)
         {
             return;
@@ -81,6 +120,12 @@ public final class PipeListener implements AutoCloseable
             connection.close();
         }
         client.onListenerClosed(this);
+    }
+
+    /** Whether another thread asked for a close the thread that holds the client has not done yet. */
+    boolean closeAsked()
+    {
+        return closeAsked;
     }
 
     void onAccepted(final PipeConnection connection)

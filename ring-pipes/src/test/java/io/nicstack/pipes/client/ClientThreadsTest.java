@@ -1,0 +1,175 @@
+package io.nicstack.pipes.client;
+
+import io.nicstack.pipes.Protocol;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The client and threads: a NicstackClient is single-threaded, except that closes may come from another thread (see
+ * {@link CloseFromAnotherThreadTest} for closes racing a blocked call in a JVM of its own).
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ClientThreadsTest
+{
+    private static final int PEER = (198 << 24) | (18 << 16) | 2; // 198.18.0.2
+
+    @TempDir
+    Path dir;
+
+    private FakeDaemon daemon;
+    private NicstackClient client;
+    private Thread blocked;
+
+    @AfterEach
+    void tearDown() throws InterruptedException
+    {
+        if (daemon != null)
+        {
+            daemon.readControl = true;
+            daemon.drainTx(true);
+        }
+        if (blocked != null)
+        {
+            blocked.join(10_000);
+        }
+        if (client != null)
+        {
+            client.close();
+        }
+        if (daemon != null)
+        {
+            daemon.close();
+        }
+    }
+
+    private static ClientOptions options()
+    {
+        final ClientOptions options = new ClientOptions();
+        options.maxConnections = 8;
+        options.pipeCapacity = 64 * 1024;
+        options.ringCapacity = 1024; // the least: a control ring of 25 records
+        options.attachTimeoutMillis = 3000;
+        return options;
+    }
+
+    private void attach() throws NicstackException
+    {
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        client = NicstackClient.attach(dir, "threads", options());
+    }
+
+    private PipeConnection accepted(final PipeListener listener, final int remotePort) throws NicstackException
+    {
+        daemon.call(d -> d.accept(listener.port(), PEER, remotePort));
+        return listener.accept();
+    }
+
+    /** Start {@code call} on a thread of its own; its outcome ("returned ..." or what it threw) goes to {@code outcome}. */
+    private Thread start(final String name, final Call call, final AtomicReference<Object> outcome)
+    {
+        final Thread thread = new Thread(() ->
+        {
+            try
+            {
+                outcome.set("returned " + call.run());
+            }
+            catch (final Throwable ex)
+            {
+                outcome.set(ex);
+            }
+        }, name);
+        thread.start();
+        return thread;
+    }
+
+    /** Wait until the thread parks in its idle strategy: it is in the blocking call. */
+    private static void awaitParked(final Thread thread) throws InterruptedException
+    {
+        awaitCondition("thread " + thread.getName() + " parked", () -> thread.getState() == Thread.State.TIMED_WAITING);
+    }
+
+    private static void awaitCondition(final String what, final BooleanSupplier condition) throws InterruptedException
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() > deadline)
+            {
+                fail("timed out waiting for: " + what);
+            }
+            Thread.sleep(1);
+        }
+    }
+
+    /** Fill the control ring with records of a type the daemon ignores until it takes no more. */
+    private void fillControlRing()
+    {
+        final OneToOneRingBuffer ring = client.file().controlRing();
+        final UnsafeBuffer junk = new UnsafeBuffer(new byte[Protocol.CONTROL_LENGTH]);
+        while (ring.write(99, junk, 0, Protocol.CONTROL_LENGTH))
+        {
+            Thread.onSpinWait();
+        }
+    }
+
+    interface Call
+    {
+        Object run() throws Exception;
+    }
+
+    // ---- closes from another thread -------------------------------------------------------------
+
+    /**
+     * A connection and a listener closed from another thread while a thread is blocked in a read and the control ring
+     * is full: each close returns at once, handing its CLOSE or UNLISTEN to the blocked thread (two threads never poll
+     * or write the control ring at once), which sends them once the ring has room; its read goes on.
+     */
+    @Test
+    void closesFromAnotherThreadAreHandedToTheBlockedThread() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        final PipeConnection reading = accepted(listener, 50000);
+        final PipeConnection other = accepted(listener, 50001);
+        final AtomicReference<Object> read = new AtomicReference<>();
+        blocked = start("reader", () -> reading.inputStream().read(), read);
+        awaitParked(blocked);
+        daemon.pauseControl();
+        fillControlRing();
+
+        final AtomicReference<Object> closed = new AtomicReference<>();
+        final Thread closer = start("closer", () ->
+        {
+            other.close();
+            listener.close();
+            return "closed";
+        }, closed);
+        closer.join(1000);
+        assertFalse(closer.isAlive(), "closes from another thread waited for room in the control ring");
+        assertEquals("returned closed", closed.get());
+
+        daemon.readControl = true;
+        awaitCondition("CLOSE and UNLISTEN read", () -> daemon.controlsOfType(Protocol.CLOSE).size() == 1 &&
+            daemon.controlsOfType(Protocol.UNLISTEN).size() == 1);
+        assertEquals(other.id(), daemon.controlsOfType(Protocol.CLOSE).get(0).l0());
+        assertEquals(8080, daemon.controlsOfType(Protocol.UNLISTEN).get(0).i8());
+        assertTrue(blocked.isAlive(), "the read went on: " + read.get());
+        daemon.call(d -> d.sendRx(reading.id(), new byte[] {'x'}));
+        blocked.join(5000);
+        assertEquals("returned " + (int)'x', read.get());
+    }
+}
