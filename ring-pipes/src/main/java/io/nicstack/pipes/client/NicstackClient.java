@@ -59,6 +59,12 @@ import java.util.concurrent.locks.LockSupport;
  * close unmaps, and a JVM that reads unmapped memory dies (SIGSEGV). Such calls cost no more than a volatile read for
  * this; a blocking call takes and gives back the client with one compare-and-set each.
  *
+ * <p>A blocking call that has to wait ends when its thread is interrupted, and leaves the interrupt status set: the
+ * stream adapters throw {@link java.io.InterruptedIOException}, the other calls a {@link NicstackException} saying so.
+ * The closes and {@link PipeConnection#shutdownOutput} do not fail: their message to the daemon waits in the client, to
+ * be sent by a later poll or the client's close, and {@link #close()} on an interrupted thread still waits as it says.
+ * {@link #attach} ends too.
+ *
  * <p>Request ids have the top bit set, connection ids ({@code (generation << 16) | slot}) never do, so an ERROR's
  * first field tells which it answers.
  */
@@ -223,7 +229,8 @@ public final class NicstackClient implements AutoCloseable
      * @throws DaemonNotRunningException if {@code dir} is missing or not a directory, no daemon runs there, or the
      *                                   daemon did not answer within {@link ClientOptions#attachTimeoutMillis}.
      * @throws VersionMismatchException  if the daemon runs another layout version.
-     * @throws NicstackException         if the daemon rejected the app for another reason or the file cannot be made.
+     * @throws NicstackException         if the daemon rejected the app for another reason or the file cannot be made,
+     *                                   or the thread is interrupted while this waits (its interrupt status kept set).
      */
     public static NicstackClient attach(final Path dir, final String appName, final ClientOptions options)
         throws NicstackException
@@ -395,6 +402,10 @@ public final class NicstackClient implements AutoCloseable
                 throw new DaemonNotRunningException(
                     "no nicstack daemon attached " + file.path() + " within " + timeoutMillis + " ms");
             }
+            if (Thread.currentThread().isInterrupted())
+            {
+                throw interrupted("waiting for the daemon to attach " + file.path());
+            }
             idleStrategy.idle();
         }
     }
@@ -405,7 +416,8 @@ public final class NicstackClient implements AutoCloseable
      *
      * @throws PortInUseException    if another listener holds the port.
      * @throws LimitReachedException if the daemon's limits are reached.
-     * @throws NicstackException     if this client was closed, or the daemon is gone.
+     * @throws NicstackException     if this client was closed, or the daemon is gone, or the thread is interrupted
+     *                               while this waits (its interrupt status kept set).
      */
     public PipeListener listen(final int port, final int backlog) throws NicstackException
     {
@@ -444,7 +456,8 @@ public final class NicstackClient implements AutoCloseable
      * @throws ConnectionTimedOutException if the handshake timed out (its reason UNREACHABLE when ICMP said the host
      *                                     or network was unreachable meanwhile).
      * @throws LimitReachedException       if no slot is free.
-     * @throws NicstackException           if this client was closed, or the daemon is gone.
+     * @throws NicstackException           if this client was closed, or the daemon is gone, or the thread is
+     *                                     interrupted while this waits (its interrupt status kept set).
      */
     public PipeConnection connect(final String ipv4Address, final int port) throws NicstackException
     {
@@ -741,35 +754,49 @@ public final class NicstackClient implements AutoCloseable
         }
         long head = controlRing.consumerPosition();
         long progressAtNanos = clock.nanoTime();
+        // An interrupt neither cuts this bounded wait short (what waits are closes) nor makes it spin (a park returns at
+        // once while the status is set): the status is set aside, and set again when the wait ends.
+        boolean interrupted = false;
         idleStrategy.reset();
-        while (true)
+        try
         {
-            final boolean flushed = flushDeferred();
-            if (!unreadFiles.isEmpty())
+            while (true)
             {
-                releaseReadFiles();
+                final boolean flushed = flushDeferred();
+                if (!unreadFiles.isEmpty())
+                {
+                    releaseReadFiles();
+                }
+                if (flushed && unreadFiles.isEmpty())
+                {
+                    return;
+                }
+                if (daemonCannotTake())
+                {
+                    break;
+                }
+                final long now = clock.nanoTime();
+                final long position = controlRing.consumerPosition();
+                if (position != head)
+                {
+                    head = position;
+                    progressAtNanos = now;
+                }
+                else if (now - progressAtNanos > daemonTimeoutNanos)
+                {
+                    unreadFiles.clear(); // leaked on purpose, see above
+                    return;
+                }
+                interrupted |= Thread.interrupted();
+                idleStrategy.idle();
             }
-            if (flushed && unreadFiles.isEmpty())
+        }
+        finally
+        {
+            if (interrupted)
             {
-                return;
+                Thread.currentThread().interrupt();
             }
-            if (daemonCannotTake())
-            {
-                break;
-            }
-            final long now = clock.nanoTime();
-            final long position = controlRing.consumerPosition();
-            if (position != head)
-            {
-                head = position;
-                progressAtNanos = now;
-            }
-            else if (now - progressAtNanos > daemonTimeoutNanos)
-            {
-                unreadFiles.clear(); // leaked on purpose, see above
-                return;
-            }
-            idleStrategy.idle();
         }
         for (final SendableFile file : unreadFiles)
         {
@@ -1020,18 +1047,31 @@ public final class NicstackClient implements AutoCloseable
 
     /**
      * Between two polls of a blocking call: close the connections and listeners other threads closed meanwhile, then
-     * idle.
+     * idle; false, without idling, when the thread is interrupted (its status stays set): the call ends, as the class
+     * Javadoc says, rather than spin (a park returns at once while the status is set).
      *
      * @throws NicstackException if another thread closed the client meanwhile (the call gives it back, and so closes it).
      */
-    void idle(final int work) throws NicstackException
+    boolean idle(final int work) throws NicstackException
     {
         final int h = hold;
         if (h != BLOCKED)
         {
             onAsked();
         }
+        if (Thread.currentThread().isInterrupted())
+        {
+            return false;
+        }
         idleStrategy.idle(work);
+        return true;
+    }
+
+    /** What a blocking call other than the stream adapters' throws when its thread is interrupted. */
+    NicstackException interrupted(final String waiting)
+    {
+        return new NicstackException(Protocol.Reason.NONE,
+            "interrupted while " + waiting + " (client " + appName + "; the thread's interrupt status is kept)");
     }
 
     private void onAsked() throws NicstackException
@@ -1133,7 +1173,10 @@ public final class NicstackClient implements AutoCloseable
         idleStrategy.reset();
         while (!offer(type, connectionId, i8, 0, l16, l24))
         {
-            idle(poll());
+            if (!idle(poll()))
+            {
+                throw interrupted("waiting for room in the control ring");
+            }
         }
     }
 
@@ -1161,14 +1204,20 @@ public final class NicstackClient implements AutoCloseable
             {
                 return false;
             }
+            boolean waited;
             try
             {
-                idle(poll());
+                waited = idle(poll());
             }
             catch (final NicstackException ex)
             {
-                // A stall keeps the session, and a close another thread asked for meanwhile sends what waits before
-                // it detaches: either way the message must not be lost. A later poll, or that close, sends it.
+                waited = false;
+            }
+            if (!waited)
+            {
+                // A stall keeps the session, a close another thread asked for meanwhile sends what waits before it
+                // detaches, and an interrupt ends the wait, not the message: it must not be lost. A later poll, or the
+                // client's close, sends it.
                 return gone == null && offerOrDefer(type, id, i8, 0, 0, 0);
             }
         }
@@ -1265,7 +1314,10 @@ public final class NicstackClient implements AutoCloseable
         {
             while (!offer(type, requestId, i8, i12, 0))
             {
-                idle(poll());
+                if (!idle(poll()))
+                {
+                    throw interrupted("waiting for room in the control ring");
+                }
             }
         }
         catch (final NicstackException | RuntimeException ex)
@@ -1290,7 +1342,10 @@ public final class NicstackClient implements AutoCloseable
             {
                 try
                 {
-                    idle(poll());
+                    if (!idle(poll()))
+                    {
+                        throw interrupted("waiting for the daemon's answer");
+                    }
                 }
                 catch (final DaemonGoneException ex)
                 {

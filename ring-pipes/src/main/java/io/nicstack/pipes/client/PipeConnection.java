@@ -7,6 +7,7 @@ import org.agrona.MutableDirectBuffer;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InterruptedIOException;
 import java.io.OutputStream;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -536,7 +537,9 @@ public final class PipeConnection implements AutoCloseable
 
     /**
      * Blocking reads over the RX pipe: {@code read} spins the client's poll with its idle strategy, returns -1 at
-     * the end of the stream and throws {@link ConnectionResetException} on reset. Closing it does nothing.
+     * the end of the stream and throws {@link ConnectionResetException} on reset. A read that has to wait throws
+     * {@link InterruptedIOException} when its thread is interrupted, with the interrupt status kept set (no byte is
+     * taken). Closing it does nothing.
      */
     public InputStream inputStream()
     {
@@ -550,7 +553,9 @@ public final class PipeConnection implements AutoCloseable
     /**
      * Blocking writes into the TX pipe: {@code write} spins the client's poll while the pipe is full; each chunk is
      * committed (the doorbell) as soon as it is copied, so {@code flush} has nothing to do; {@code close} shuts the
-     * output down (FIN).
+     * output down (FIN). A write that has to wait throws {@link InterruptedIOException} when its thread is interrupted,
+     * with the interrupt status kept set; its {@code bytesTransferred} says how many bytes of the array were committed
+     * (they are in the stream, the rest not).
      */
     public OutputStream outputStream()
     {
@@ -564,6 +569,9 @@ public final class PipeConnection implements AutoCloseable
     /**
      * Poll until {@link #peek()} is not 0 or {@code timeoutMillis} passed on the client's monotonic clock
      * ({@link ClientOptions#clock}); returns {@link #peek()}.
+     *
+     * @throws NicstackException as {@link #peek()}; also when the thread is interrupted while this waits (its interrupt
+     *                           status kept set), or another thread closed the client meanwhile.
      */
     public int awaitReadable(final long timeoutMillis) throws NicstackException
     {
@@ -580,7 +588,10 @@ public final class PipeConnection implements AutoCloseable
                 {
                     return readable;
                 }
-                client.idle(client.poll());
+                if (!client.idle(client.poll()))
+                {
+                    throw client.interrupted("awaiting bytes from connection " + describe());
+                }
             }
         }
         finally
@@ -832,7 +843,7 @@ public final class PipeConnection implements AutoCloseable
             }
         }
 
-        private int awaitData() throws NicstackException
+        private int awaitData() throws IOException
         {
             client.idleStrategy().reset();
             while (true)
@@ -842,7 +853,11 @@ public final class PipeConnection implements AutoCloseable
                 {
                     return readable;
                 }
-                client.idle(client.poll());
+                if (!client.idle(client.poll()))
+                {
+                    throw new InterruptedIOException("interrupted while reading from connection " + describe() +
+                        " (the thread's interrupt status is kept)");
+                }
             }
         }
     }
@@ -880,7 +895,16 @@ public final class PipeConnection implements AutoCloseable
                 int remaining = length;
                 while (remaining > 0)
                 {
-                    final int count = awaitSpace(remaining);
+                    final int count;
+                    try
+                    {
+                        count = awaitSpace(remaining);
+                    }
+                    catch (final InterruptedIOException ex)
+                    {
+                        ex.bytesTransferred = position - offset; // committed: they are in the stream
+                        throw ex;
+                    }
                     tx.buffer().putBytes(tx.claimIndex(), bytes, position, count);
                     tx.commit(count);
                     position += count;
@@ -905,7 +929,7 @@ public final class PipeConnection implements AutoCloseable
             }
         }
 
-        private int awaitSpace(final int max) throws NicstackException
+        private int awaitSpace(final int max) throws IOException
         {
             client.idleStrategy().reset();
             while (true)
@@ -915,7 +939,11 @@ public final class PipeConnection implements AutoCloseable
                 {
                     return count;
                 }
-                client.idle(client.poll());
+                if (!client.idle(client.poll()))
+                {
+                    throw new InterruptedIOException("interrupted while writing to connection " + describe() +
+                        " (the thread's interrupt status is kept)");
+                }
             }
         }
     }

@@ -30,7 +30,8 @@ public final class PipeListener implements AutoCloseable
      * Wait for the next accepted connection, polling the client.
      *
      * @throws DaemonGoneException if the daemon dies meanwhile.
-     * @throws NicstackException   if this listener or its client was closed.
+     * @throws NicstackException   if this listener or its client was closed (also by another thread meanwhile), or the
+     *                             thread is interrupted while this waits (its interrupt status kept set).
      */
     public PipeConnection accept() throws NicstackException
     {
@@ -46,7 +47,10 @@ public final class PipeListener implements AutoCloseable
                 {
                     return connection;
                 }
-                client.idle(client.poll());
+                if (!client.idle(client.poll()))
+                {
+                    throw client.interrupted("accepting on port " + port);
+                }
             }
         }
         finally

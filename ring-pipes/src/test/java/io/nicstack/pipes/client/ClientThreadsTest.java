@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.InterruptedIOException;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -171,5 +172,110 @@ class ClientThreadsTest
         daemon.call(d -> d.sendRx(reading.id(), new byte[] {'x'}));
         blocked.join(5000);
         assertEquals("returned " + (int)'x', read.get());
+    }
+
+    // ---- interrupts ------------------------------------------------------------------------------
+
+    /**
+     * Interrupt {@code thread}, blocked in a call, and assert the call ended within 2 s (before, it spun on a park that
+     * returned at once); if it did not, {@code unblock} ends it so the test can end.
+     */
+    private static void interruptAndExpectTheEnd(final Thread thread, final Runnable unblock) throws InterruptedException
+    {
+        awaitParked(thread);
+        thread.interrupt();
+        thread.join(2000);
+        final boolean stuck = thread.isAlive();
+        if (stuck)
+        {
+            unblock.run();
+            thread.join(10_000);
+        }
+        assertFalse(stuck, "the interrupted call of " + thread.getName() + " neither returned nor threw within 2 s");
+    }
+
+    /** Run {@code call}, then say whether the thread's interrupt status is still set after it ended as it did. */
+    private Thread startInterruptible(final String name, final Call call, final AtomicReference<Object> outcome,
+        final AtomicReference<Boolean> stillInterrupted)
+    {
+        return start(name, () ->
+        {
+            try
+            {
+                return call.run();
+            }
+            finally
+            {
+                stillInterrupted.set(Thread.currentThread().isInterrupted());
+            }
+        }, outcome);
+    }
+
+    /** A stream read, or write, that waits ends with InterruptedIOException when its thread is interrupted. */
+    @Test
+    void anInterruptEndsABlockedStreamReadOrWrite() throws Exception
+    {
+        attach();
+        final PipeConnection c = accepted(client.listen(8080, 16), 50000);
+        final AtomicReference<Object> read = new AtomicReference<>();
+        final AtomicReference<Boolean> readerInterrupted = new AtomicReference<>();
+        blocked = startInterruptible("reader", () -> c.inputStream().read(), read, readerInterrupted);
+        interruptAndExpectTheEnd(blocked, () -> daemon.call(d -> d.sendRx(c.id(), new byte[] {'x'})));
+        assertTrue(read.get() instanceof InterruptedIOException, String.valueOf(read.get()));
+        assertEquals(Boolean.TRUE, readerInterrupted.get(), "the reader's interrupt status was kept");
+        daemon.call(d -> d.sendRx(c.id(), new byte[] {'x'}));
+        assertEquals('x', c.inputStream().read(), "the connection is whole: no byte was taken");
+
+        daemon.drainTx(false);
+        final byte[] bytes = new byte[1 << 20]; // 16 pipes full
+        final AtomicReference<Object> wrote = new AtomicReference<>();
+        final AtomicReference<Boolean> writerInterrupted = new AtomicReference<>();
+        blocked = startInterruptible("writer", () ->
+        {
+            c.outputStream().write(bytes);
+            return "all";
+        }, wrote, writerInterrupted);
+        interruptAndExpectTheEnd(blocked, () -> daemon.drainTx(true));
+        assertTrue(wrote.get() instanceof InterruptedIOException, String.valueOf(wrote.get()));
+        assertEquals(Boolean.TRUE, writerInterrupted.get(), "the writer's interrupt status was kept");
+        assertEquals(c.txCapacity(), ((InterruptedIOException)wrote.get()).bytesTransferred,
+            "bytes of the array committed: one pipe full");
+    }
+
+    /**
+     * awaitReadable, accept, and listen waiting for an answer end with a NicstackException when the thread is
+     * interrupted, the status kept set.
+     */
+    @Test
+    void anInterruptEndsAwaitReadableAcceptAndListen() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        final PipeConnection c = accepted(listener, 50000);
+
+        final AtomicReference<Object> awaited = new AtomicReference<>();
+        final AtomicReference<Boolean> awaiterInterrupted = new AtomicReference<>();
+        blocked = startInterruptible("awaiter", () -> c.awaitReadable(5000), awaited, awaiterInterrupted);
+        interruptAndExpectTheEnd(blocked, () -> { });
+        assertTrue(awaited.get() instanceof NicstackException, String.valueOf(awaited.get()));
+        assertTrue(((Throwable)awaited.get()).getMessage().contains("interrupted"), String.valueOf(awaited.get()));
+        assertEquals(Boolean.TRUE, awaiterInterrupted.get());
+
+        final AtomicReference<Object> acceptedOutcome = new AtomicReference<>();
+        final AtomicReference<Boolean> acceptorInterrupted = new AtomicReference<>();
+        blocked = startInterruptible("acceptor", listener::accept, acceptedOutcome, acceptorInterrupted);
+        interruptAndExpectTheEnd(blocked, () -> daemon.call(d -> d.accept(8080, PEER, 50001)));
+        assertTrue(acceptedOutcome.get() instanceof NicstackException, String.valueOf(acceptedOutcome.get()));
+        assertTrue(((Throwable)acceptedOutcome.get()).getMessage().contains("interrupted"));
+        assertEquals(Boolean.TRUE, acceptorInterrupted.get());
+
+        daemon.pauseControl(); // no answer to LISTEN
+        final AtomicReference<Object> listened = new AtomicReference<>();
+        final AtomicReference<Boolean> listenerInterrupted = new AtomicReference<>();
+        blocked = startInterruptible("listener", () -> client.listen(8081, 1), listened, listenerInterrupted);
+        interruptAndExpectTheEnd(blocked, () -> daemon.readControl = true);
+        assertTrue(listened.get() instanceof NicstackException, String.valueOf(listened.get()));
+        assertTrue(((Throwable)listened.get()).getMessage().contains("interrupted"));
+        assertEquals(Boolean.TRUE, listenerInterrupted.get());
     }
 }
