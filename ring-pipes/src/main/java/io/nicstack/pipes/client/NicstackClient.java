@@ -57,7 +57,9 @@ import java.util.concurrent.locks.LockSupport;
  * call ({@link #poll()}, {@link PipeConnection#peek()}, {@link PipeConnection#claim}, {@link PipeConnection#commit},
  * {@link PipeConnection#release}, {@link PipeListener#tryAccept}, or the buffers they hand out) may run into memory the
  * close unmaps, and a JVM that reads unmapped memory dies (SIGSEGV). Such calls cost no more than a volatile read for
- * this; a blocking call takes and gives back the client with one compare-and-set each.
+ * this; a blocking call takes and gives back the client with one compare-and-set each. A second thread that polls or
+ * makes a blocking call while another thread is in one, or inside a poll, gets an IllegalStateException that names both
+ * threads (one caught in the act: other uses of a second thread go unseen, and are as unsafe).
  *
  * <p>A blocking call that has to wait ends when its thread is interrupted, and leaves the interrupt status set: the
  * stream adapters throw {@link java.io.InterruptedIOException}, the other calls a {@link NicstackException} saying so.
@@ -143,11 +145,12 @@ public final class NicstackClient implements AutoCloseable
     private final ArrayList<SendableFile> unreadFiles = new ArrayList<>();
     private long[] unreadFilePositions = new long[8];
     /**
-     * Whether poll is handling events. Handlers never poll (a nested read would start again from the head the outer
-     * one has not moved yet, and handle every event of the batch twice): a control message they send that finds the
-     * ring full waits in {@link #deferred} instead.
+     * The thread inside poll (handling events, say), null when none. Handlers never poll (a nested read would start
+     * again from the head the outer one has not moved yet, and handle every event of the batch twice): a control
+     * message they send that finds the ring full waits in {@link #deferred} instead. A poll of another thread meanwhile
+     * is told the client is single-threaded.
      */
-    private boolean dispatching;
+    private Thread polling;
     /**
      * Control messages that found the ring full while events were handled, or while the daemon stalled (a CLOSE, ABORT,
      * SHUTDOWN or UNLISTEN, which the session that is kept must not lose), in order; sent before any other. Each is owed
@@ -510,28 +513,38 @@ public final class NicstackClient implements AutoCloseable
      */
     public int poll() throws NicstackException
     {
-        checkOpen();
+        final int h = hold;
+        if (h != FREE)
+        {
+            checkHolder(h); // closed, or another thread's blocking call
+        }
         if (gone != null)
         {
             throw gone;
         }
-        if (dispatching)
+        final Thread me = Thread.currentThread();
+        final Thread inside = polling;
+        if (inside != null)
         {
-            throw new IllegalStateException("poll() from poll()'s own event handling");
+            throw new IllegalStateException(
+                inside == me ? "poll() from poll()'s own event handling" : usedFrom(me, inside, "polls"));
         }
-        final int events;
-        final int notifications;
-        dispatching = true;
+        polling = me;
         try
         {
-            events = eventRing.read(eventHandler, EVENTS_PER_POLL);
-            notifications = events == CheckedRingReader.CORRUPT ? 0 :
-                notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
+            return pollInside();
         }
         finally
         {
-            dispatching = false;
+            polling = null;
         }
+    }
+
+    private int pollInside() throws NicstackException
+    {
+        final int events = eventRing.read(eventHandler, EVENTS_PER_POLL);
+        final int notifications = events == CheckedRingReader.CORRUPT ? 0 :
+            notificationRing.read(notificationHandler, NOTIFICATIONS_PER_POLL);
         if (events == CheckedRingReader.CORRUPT || notifications == CheckedRingReader.CORRUPT)
         {
             final CheckedRingReader ring = events == CheckedRingReader.CORRUPT ? eventRing : notificationRing;
@@ -720,7 +733,7 @@ public final class NicstackClient implements AutoCloseable
         {
             return;
         }
-        dispatching = true;
+        polling = Thread.currentThread();
         try
         {
             // Bounded: a daemon still writing cannot keep the close here.
@@ -734,7 +747,7 @@ public final class NicstackClient implements AutoCloseable
         }
         finally
         {
-            dispatching = false;
+            polling = null;
         }
     }
 
@@ -965,8 +978,7 @@ public final class NicstackClient implements AutoCloseable
                 Thread.yield(); // another thread closes a connection or listener: a moment
                 continue;
             }
-            throw new IllegalStateException("client " + appName + " used from thread \"" + me.getName() +
-                "\" during a blocking call of thread \"" + threadName(holder) + "\": a NicstackClient is single-threaded");
+            throw new IllegalStateException(usedFrom(me, holder, "waits in a blocking call"));
         }
     }
 
@@ -1147,9 +1159,44 @@ public final class NicstackClient implements AutoCloseable
         return new NicstackException(Protocol.Reason.BAD_ARGUMENT, "client " + appName + " is closed");
     }
 
-    private static String threadName(final Thread thread)
+    /**
+     * For a poll of a thread that does not hold the client: whether it may go on (the client is free again, or it holds
+     * it after all); else what it is told.
+     */
+    private void checkHolder(final int first) throws NicstackException
     {
-        return thread == null ? "(gone)" : thread.getName();
+        final Thread me = Thread.currentThread();
+        int h = first;
+        while (h != FREE)
+        {
+            final int held = h & HOLD_MASK;
+            if (held == CLOSED)
+            {
+                throw closedException();
+            }
+            final Thread other = holder;
+            if (other == me)
+            {
+                return;
+            }
+            if (held == CLOSING || (h & CLOSE_ASKED) != 0)
+            {
+                throw closedException();
+            }
+            if (held != CLOSING_ONE)
+            {
+                throw new IllegalStateException(usedFrom(me, other, "waits in a blocking call"));
+            }
+            Thread.yield(); // another thread closes a connection or listener: a moment
+            h = hold;
+        }
+    }
+
+    private String usedFrom(final Thread me, final Thread other, final String doing)
+    {
+        return "client " + appName + " used from thread \"" + me.getName() + "\" while thread \"" +
+            (other == null ? "(unknown)" : other.getName()) + "\" " + doing +
+            "; a NicstackClient is single-threaded (only close may come from another thread)";
     }
 
     /** Send a connection message, spinning while the control ring is full (deferred while events are handled). */
@@ -1162,7 +1209,7 @@ public final class NicstackClient implements AutoCloseable
     void send(final int type, final long connectionId, final int i8, final long l16, final long l24) throws NicstackException
     {
         checkOpen();
-        if (dispatching)
+        if (polling != null)
         {
             if (!offerOrDefer(type, connectionId, i8, 0, l16, l24))
             {
@@ -1193,7 +1240,7 @@ public final class NicstackClient implements AutoCloseable
         {
             return false;
         }
-        if (dispatching)
+        if (polling != null)
         {
             return offerOrDefer(type, id, i8, 0, 0, 0);
         }

@@ -1,6 +1,7 @@
 package io.nicstack.pipes.client;
 
 import io.nicstack.pipes.Protocol;
+import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -10,6 +11,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.InterruptedIOException;
 import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
@@ -277,5 +279,107 @@ class ClientThreadsTest
         assertTrue(listened.get() instanceof NicstackException, String.valueOf(listened.get()));
         assertTrue(((Throwable)listened.get()).getMessage().contains("interrupted"));
         assertEquals(Boolean.TRUE, listenerInterrupted.get());
+    }
+
+    // ---- a second thread ---------------------------------------------------------------------------
+
+    private static void assertToldSingleThreaded(final Object outcome, final String user, final String other,
+        final String doing)
+    {
+        assertTrue(outcome instanceof IllegalStateException, "thread " + user + ": " + outcome);
+        assertEquals("client threads used from thread \"" + user + "\" while thread \"" + other + "\" " + doing +
+            "; a NicstackClient is single-threaded (only close may come from another thread)",
+            ((Throwable)outcome).getMessage());
+    }
+
+    /**
+     * A second thread that polls, or makes a blocking call, while a thread waits in a blocking call is told the client is
+     * single-threaded, naming both threads; before, it polled beside it, or was told about a re-entrant poll.
+     */
+    @Test
+    void aSecondThreadIsToldTheClientIsSingleThreaded() throws Exception
+    {
+        attach();
+        final PipeConnection c = accepted(client.listen(8080, 16), 50000);
+        final AtomicReference<Object> read = new AtomicReference<>();
+        blocked = start("first", () -> c.inputStream().read(), read);
+        awaitParked(blocked);
+
+        final AtomicReference<Object> polled = new AtomicReference<>();
+        final Thread second = start("second", () -> client.poll(), polled);
+        second.join(5000);
+        final AtomicReference<Object> secondRead = new AtomicReference<>();
+        final Thread third = start("third", () -> c.inputStream().read(), secondRead);
+        third.join(2000);
+        final boolean stuck = third.isAlive();
+        daemon.call(d -> d.sendRx(c.id(), new byte[] {'x', 'y'}));
+        blocked.join(5000);
+        third.join(5000);
+
+        assertToldSingleThreaded(polled.get(), "second", "first", "waits in a blocking call");
+        assertFalse(stuck, "a second thread's read waited beside the first");
+        assertToldSingleThreaded(secondRead.get(), "third", "first", "waits in a blocking call");
+        assertEquals("returned " + (int)'x', read.get());
+    }
+
+    /** A thread that polls while another thread is inside a poll of its own is told so, naming both threads. */
+    @Test
+    void aPollDuringAnotherThreadsPollIsToldTheClientIsSingleThreaded() throws Exception
+    {
+        daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        final GateClock clock = new GateClock();
+        final ClientOptions options = options();
+        options.clock = clock;
+        client = NicstackClient.attach(dir, "threads", options);
+
+        final AtomicReference<Object> firstPoll = new AtomicReference<>();
+        final Thread first = new Thread(() ->
+        {
+            try
+            {
+                firstPoll.set("returned " + client.poll());
+            }
+            catch (final Throwable ex)
+            {
+                firstPoll.set(ex);
+            }
+        }, "first");
+        clock.gated = first;
+        first.start();
+        assertTrue(clock.entered.await(10, TimeUnit.SECONDS), "the first poll reads the clock");
+        final AtomicReference<Object> secondPoll = new AtomicReference<>();
+        final Thread second = start("second", () -> client.poll(), secondPoll);
+        second.join(5000);
+        clock.release.countDown();
+        first.join(5000);
+
+        assertToldSingleThreaded(secondPoll.get(), "second", "first", "polls");
+        assertTrue(String.valueOf(firstPoll.get()).startsWith("returned"), String.valueOf(firstPoll.get()));
+    }
+
+    /** The system's clock, that holds its {@link #gated} thread inside nanoTime until released. */
+    private static final class GateClock implements NanoClock
+    {
+        final CountDownLatch entered = new CountDownLatch(1);
+        final CountDownLatch release = new CountDownLatch(1);
+        volatile Thread gated;
+
+        @Override
+        public long nanoTime()
+        {
+            if (Thread.currentThread() == gated)
+            {
+                entered.countDown();
+                try
+                {
+                    release.await(10, TimeUnit.SECONDS);
+                }
+                catch (final InterruptedException ex)
+                {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return System.nanoTime();
+        }
     }
 }
