@@ -470,11 +470,35 @@ public final class PipeConnection implements AutoCloseable
     }
 
     /**
-     * SET_OPTION ({@link Protocol#OPTION_NO_DELAY}, {@link Protocol#OPTION_KEEP_ALIVE}, {@link Protocol#OPTION_DSCP});
-     * the daemon answers only errors.
+     * SET_OPTION: {@link Protocol#OPTION_NO_DELAY} (Nagle off when {@code value} is not 0),
+     * {@link Protocol#OPTION_KEEP_ALIVE} (keep-alives on when not 0), {@link Protocol#OPTION_DSCP} (the DiffServ code
+     * point, 0..63). The arguments are checked here; the daemon takes the option from the connection's next segment,
+     * and answers only errors. Those come as events, so one is seen after a {@link NicstackClient#poll()}: the next
+     * setOption on this connection throws it ("an earlier request ... failed"). A connection closed or reset meanwhile
+     * throws as {@link #peek()} does.
+     *
+     * @throws IllegalArgumentException if {@code option} is none of these, or a DSCP is out of 0..63.
+     * @throws NicstackException        if this connection was closed, the daemon is gone, an earlier setOption failed
+     *                                  in the daemon, or the thread is interrupted while this waits for room in the
+     *                                  control ring (its interrupt status kept set).
      */
     public void setOption(final int option, final long value) throws NicstackException
     {
+        switch (option)
+        {
+            case Protocol.OPTION_NO_DELAY:
+            case Protocol.OPTION_KEEP_ALIVE:
+                break;
+            case Protocol.OPTION_DSCP:
+                if (value < 0 || value > 63)
+                {
+                    throw new IllegalArgumentException("DSCP " + value + " for " + describe() + ": not in 0..63");
+                }
+                break;
+            default:
+                throw new IllegalArgumentException("unknown option " + option + " for " + describe() +
+                    " (Protocol.OPTION_NO_DELAY, OPTION_KEEP_ALIVE or OPTION_DSCP)");
+        }
         final boolean held = client.enterBlocking();
         try
         {

@@ -424,6 +424,34 @@ class ClientFailureModesTest
     }
 
     /**
+     * setOption refuses an unknown option, and a DSCP out of 0..63, at the call (IllegalArgumentException), sending
+     * nothing; before, both went to the daemon, and its ERROR failed the next, valid, setOption instead. What the daemon
+     * does refuse still fails the next setOption on the connection, once a poll has read it.
+     */
+    @Test
+    void setOptionRefusesBadArgumentsAtTheCall() throws Exception
+    {
+        attach();
+        final PipeConnection c = client.connect("198.18.0.2", 80);
+        assertThrows(IllegalArgumentException.class, () -> c.setOption(Protocol.OPTION_DSCP, 64));
+        assertThrows(IllegalArgumentException.class, () -> c.setOption(Protocol.OPTION_DSCP, -1));
+        assertThrows(IllegalArgumentException.class, () -> c.setOption(12345, 1));
+        c.setOption(Protocol.OPTION_DSCP, 63);
+        c.setOption(Protocol.OPTION_KEEP_ALIVE, 1);
+        pollUntil(() -> daemon.controlsOfType(Protocol.SET_OPTION).size() == 2);
+        assertEquals(List.of(Protocol.OPTION_DSCP, Protocol.OPTION_KEEP_ALIVE),
+            daemon.controlsOfType(Protocol.SET_OPTION).stream().map(FakeDaemon.Control::i8).toList());
+
+        daemon.call(d -> d.event(Protocol.ERROR, c.id(), Protocol.Reason.BAD_ARGUMENT));
+        daemon.call(d -> d.event(Protocol.PEER_CLOSED, c.id(), 0)); // read after the ERROR
+        pollUntil(c::isPeerClosed);
+        final NicstackException late = assertThrows(NicstackException.class, () -> c.setOption(Protocol.OPTION_NO_DELAY, 1));
+        assertEquals(Protocol.Reason.BAD_ARGUMENT, late.reason());
+        assertTrue(late.getMessage().contains("an earlier request"), late.getMessage());
+        c.setOption(Protocol.OPTION_NO_DELAY, 1);
+    }
+
+    /**
      * After client.close() every call of the client, its listeners and connections throws the NicstackException its
      * javadoc declares, as a closed socket's calls throw SocketException.
      */
