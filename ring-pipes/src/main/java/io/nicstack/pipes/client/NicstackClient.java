@@ -232,8 +232,9 @@ public final class NicstackClient implements AutoCloseable
      * @throws DaemonNotRunningException if {@code dir} is missing or not a directory, no daemon runs there, or the
      *                                   daemon did not answer within {@link ClientOptions#attachTimeoutMillis}.
      * @throws VersionMismatchException  if the daemon runs another layout version.
-     * @throws NicstackException         if the daemon rejected the app for another reason or the file cannot be made,
-     *                                   or the thread is interrupted while this waits (its interrupt status kept set).
+     * @throws NicstackException         if an option is out of its range (reason BAD_ARGUMENT, the message names it), the
+     *                                   daemon rejected the app for another reason or the file cannot be made, or the
+     *                                   thread is interrupted while this waits (its interrupt status kept set).
      */
     public static NicstackClient attach(final Path dir, final String appName, final ClientOptions options)
         throws NicstackException
@@ -243,10 +244,10 @@ public final class NicstackClient implements AutoCloseable
         {
             throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, nameProblem);
         }
-        final String sizeProblem = AppFile.checkSizes(options.ringCapacity, options.pipeCapacity, options.maxConnections);
-        if (sizeProblem != null)
+        final String optionsProblem = options.problem();
+        if (optionsProblem != null)
         {
-            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, sizeProblem);
+            throw new NicstackException(Protocol.Reason.BAD_ARGUMENT, optionsProblem);
         }
         if (!Files.isDirectory(dir))
         {

@@ -16,7 +16,10 @@ import java.util.concurrent.TimeUnit;
  * One TCP connection of the app, seen as two byte pipes in shared memory: the daemon writes received payload into the
  * RX pipe and the app consumes it in place ({@link #peek()}, {@link #rxBuffer()}, {@link #release(int)}); the app
  * writes payload to send into the TX pipe in place ({@link #claim(int)}, {@link #txBuffer()}, {@link #commit(int)},
- * which rings the doorbell). Nothing here blocks or allocates except the stream adapters and {@link #awaitReadable}.
+ * which rings the doorbell). These, {@link #peek()}, {@link #release}, {@link #claim}, {@link #commit} and the
+ * buffers' accessors, never block nor allocate. The stream adapters and {@link #awaitReadable} wait for bytes or room;
+ * {@link #sendFile}, {@link #setOption}, {@link #shutdownOutput}, {@link #close()} and {@link #abort()} wait only while
+ * the control ring is full (the daemon behind on it), polling the client as the blocking calls do.
  *
  * <p>State changes (peer closed, closed, reset) arrive as events, so they are seen after a {@link NicstackClient#poll()};
  * payload needs no poll: {@link #peek()} reads the RX tail itself.
@@ -391,8 +394,10 @@ public final class PipeConnection implements AutoCloseable
     /**
      * ABORT (RFC 9293): the daemon resets the connection at once, dropping what is queued (a file being sent too),
      * and frees the slot; idempotent, and nothing of the connection may be used afterwards. The descriptor of a file
-     * being sent is held until the daemon has read the SEND_FILE (a later poll lets it go). May be called from any
-     * thread, as {@link #close()}.
+     * being sent is held until the daemon has read the SEND_FILE (a later poll lets it go). After {@link #close()}
+     * this does nothing (the CLOSE stands: the daemon sends what was committed, then the FIN), unless a file is still
+     * being sent, when the CLOSE that waits for its answer becomes this ABORT. May be called from any thread, as
+     * {@link #close()}.
      */
     public void abort()
     {
@@ -594,8 +599,15 @@ public final class PipeConnection implements AutoCloseable
      * Poll until {@link #peek()} is not 0 or {@code timeoutMillis} passed on the client's monotonic clock
      * ({@link ClientOptions#clock}); returns {@link #peek()}.
      *
-     * @throws NicstackException as {@link #peek()}; also when the thread is interrupted while this waits (its interrupt
-     *                           status kept set), or another thread closed the client meanwhile.
+     * @throws ConnectionResetException    as {@link #peek()}: the connection was reset.
+     * @throws ConnectionTimedOutException as {@link #peek()}: it timed out.
+     * @throws DaemonGoneException         as {@link NicstackClient#poll()}: the daemon is gone, or its heartbeat has not
+     *                                     moved for {@link ClientOptions#daemonTimeoutMillis} (a stall: the session
+     *                                     is kept, and a later call goes on once it moves), which may be before
+     *                                     {@code timeoutMillis}.
+     * @throws NicstackException           if this connection or its client was closed (also by another thread
+     *                                     meanwhile), or the thread is interrupted while this waits (its interrupt
+     *                                     status kept set).
      */
     public int awaitReadable(final long timeoutMillis) throws NicstackException
     {

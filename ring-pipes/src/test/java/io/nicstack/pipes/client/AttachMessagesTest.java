@@ -11,8 +11,11 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
 
 import io.nicstack.pipes.AppFile;
+import io.nicstack.pipes.Protocol;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -72,5 +75,64 @@ class AttachMessagesTest
         final String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(30, TimeUnit.SECONDS));
         assertEquals("NicstackException: permission denied creating the app file in " + apps + "\n", out);
+    }
+
+    /**
+     * Options out of their range are refused before anything is made, naming the option. Before: attachTimeoutMillis
+     * -1 waited for nothing and said "no nicstack daemon attached ... within -1 ms", and others failed later or never.
+     */
+    @Test
+    void optionsOutOfRangeAreRefusedByName() throws Exception
+    {
+        try (FakeDaemon daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH))
+        {
+            final List<Consumer<ClientOptions>> bad = List.of(
+                o -> o.attachTimeoutMillis = -1,
+                o -> o.attachTimeoutMillis = 0,
+                o -> o.daemonTimeoutMillis = 0,
+                o -> o.daemonLossMillis = -1,
+                o -> o.maxConnections = 0,
+                o -> o.pipeCapacity = 3000,
+                o -> o.ringCapacity = 100,
+                o -> o.clock = null,
+                o -> o.idleStrategy = null);
+            final List<String> names = List.of("attachTimeoutMillis is -1", "attachTimeoutMillis is 0",
+                "daemonTimeoutMillis is 0", "daemonLossMillis is -1", "maxConnections is 0", "pipeCapacity is 3000",
+                "ringCapacity is 100", "clock is null", "idleStrategy is null");
+            for (int i = 0; i < bad.size(); i++)
+            {
+                final ClientOptions options = options();
+                bad.get(i).accept(options);
+                final String field = names.get(i).substring(0, names.get(i).indexOf(' '));
+                final Object outcome = outcome(() -> NicstackClient.attach(dir, "bad", options));
+                assertTrue(outcome instanceof NicstackException, names.get(i) + ": " + outcome);
+                assertEquals(Protocol.Reason.BAD_ARGUMENT, ((NicstackException)outcome).reason(), names.get(i));
+                assertTrue(((NicstackException)outcome).getMessage().startsWith("ClientOptions." + field + " "),
+                    names.get(i) + ": " + outcome);
+            }
+            try (Stream<Path> files = Files.list(dir.resolve(AppFile.APPS_DIRECTORY)))
+            {
+                assertEquals(0, files.count(), "no app file was made");
+            }
+        }
+    }
+
+    /** What {@code attach} returned (the client closed) or threw. */
+    private static Object outcome(final Attach attach)
+    {
+        try
+        {
+            attach.run().close();
+            return "attached";
+        }
+        catch (final Exception ex)
+        {
+            return ex;
+        }
+    }
+
+    private interface Attach
+    {
+        NicstackClient run() throws Exception;
     }
 }
