@@ -669,7 +669,9 @@ public final class NicstackClient implements AutoCloseable
      * Take the events already written (answers to files, connections the daemon closed), UNLISTEN every listener,
      * CLOSE every connection, write DETACHED, stop the heartbeat thread, unmap and delete the app file. Idempotent;
      * nothing of this client may be used afterwards. As after close(2), the daemon still sends what each connection had
-     * committed, then its FIN, from the memory it keeps mapped. A connection whose file the daemon is still sending
+     * committed, then its FIN, from the memory it keeps mapped; but a connection with received bytes still unread, or
+     * that receives more, is reset instead, what it committed and had not sent dropped (RFC 9293 §3.6.1, SHLD-3; as
+     * Linux's tcp_close): see {@link PipeConnection#close()} for how to end a stream cleanly. A connection whose file the daemon is still sending
      * (SEND_FILE, not answered yet) is closed too: the daemon sends the rest of the file, then the FIN; a file it
      * refuses or cannot finish resets the connection instead, never a FIN after a short stream. Descriptors of files being sent are held until the daemon has
      * read their SEND_FILEs, so this may wait for a daemon behind on its control ring, while it reads on, and for the

@@ -349,8 +349,13 @@ public final class PipeConnection implements AutoCloseable
     }
 
     /**
-     * CLOSE: the daemon closes the connection (FIN after committed bytes, and after a file being sent) and frees the
-     * slot; idempotent. May be called from any thread, as {@link NicstackClient#close()}: while another thread is in a
+     * CLOSE: the daemon closes the connection and frees the slot; idempotent. The peer gets the committed bytes (and a
+     * file being sent), then a FIN, only if every received byte was consumed: with bytes still unread in the RX pipe
+     * when the daemon takes the CLOSE, or bytes arriving after it, the daemon resets the connection instead, and
+     * committed bytes not yet sent are dropped (RFC 9293 §3.6.1, SHLD-3, from RFC 1122 4.2.2.13: the peer learns its
+     * data was not read; Linux's tcp_close does the same). To end a stream cleanly, read the input to its end first,
+     * or {@link #shutdownOutput()} (FIN after the committed bytes), read until the peer's FIN ({@link #peek()} -1), then
+     * close. May be called from any thread, as {@link NicstackClient#close()}: while another thread is in a
      * blocking call of the client, that thread closes the connection at its next turn (a call of it waiting on this
      * connection then throws as on a closed connection), and this returns at once.
      */
@@ -585,6 +590,11 @@ public final class PipeConnection implements AutoCloseable
      * output down (FIN). A write that has to wait throws {@link InterruptedIOException} when its thread is interrupted,
      * with the interrupt status kept set; its {@code bytesTransferred} says how many bytes of the array were committed
      * (they are in the stream, the rest not).
+     *
+     * <p>A write that throws anything else part way (a stall of the daemon, {@link DaemonGoneException} with the
+     * session kept; a reset; a close from another thread) has committed an unknown part of the array: those bytes are
+     * in the stream, and the rest is not, so the stream's position is unknown. Do not write on: {@link #abort()} the
+     * connection (or close it), as after a failed write(2) of a blocking socket.
      */
     public OutputStream outputStream()
     {
