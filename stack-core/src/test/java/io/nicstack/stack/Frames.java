@@ -39,14 +39,23 @@ public final class Frames
         return b.byteArray();
     }
 
-    /** An IPv4 datagram (header with valid checksum, then payload). */
+    /** An IPv4 datagram (header with valid checksum, then payload); {@code fragOffset} in bytes, a multiple of 8. */
     public static byte[] ipv4(final int src, final int dst, final int protocol, final int id, final boolean mf, final int fragOffset, final byte[] payload)
     {
-        final UnsafeBuffer b = new UnsafeBuffer(new byte[20 + payload.length]);
-        new Ipv4Header().wrap(b, 0, b.capacity()).versionAndIhl(5).tos(0).totalLength(b.capacity()).identification(id)
-            .flagsAndFragmentOffset(false, mf, fragOffset).ttl(64).protocol(protocol).source(src).destination(dst)
-            .updateChecksum();
-        b.putBytes(20, payload);
+        return ipv4(src, dst, protocol, id, mf, fragOffset, new byte[0], payload);
+    }
+
+    /** An IPv4 datagram whose header carries {@code options} (a multiple of 4 octets, at most 40), then payload. */
+    public static byte[] ipv4(final int src, final int dst, final int protocol, final int id, final boolean mf, final int fragOffset,
+        final byte[] options, final byte[] payload)
+    {
+        final int headerLength = Ipv4Header.MIN_HEADER_LENGTH + options.length;
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[headerLength + payload.length]);
+        b.putBytes(Ipv4Header.MIN_HEADER_LENGTH, options);
+        new Ipv4Header().wrap(b, 0, b.capacity()).versionAndIhl(headerLength / 4).tos(0).totalLength(b.capacity())
+            .identification(id).flagsAndFragmentOffset(false, mf, fragOffset).ttl(64).protocol(protocol).source(src)
+            .destination(dst).updateChecksum();
+        b.putBytes(headerLength, payload);
         return b.byteArray();
     }
 
@@ -55,6 +64,15 @@ public final class Frames
         final UnsafeBuffer b = new UnsafeBuffer(new byte[8 + data.length]);
         b.putBytes(8, data);
         new IcmpHeader().wrap(b, 0, b.capacity()).type(type).code(0).identifier(id).sequenceNumber(seq).checksum(0).updateChecksum();
+        return b.byteArray();
+    }
+
+    /** An ICMP error or redirect (RFC 792): {@code type}, {@code code}, the rest of its header, then {@code quoted}. */
+    public static byte[] icmpError(final int type, final int code, final int restOfHeader, final byte[] quoted)
+    {
+        final UnsafeBuffer b = new UnsafeBuffer(new byte[IcmpHeader.HEADER_LENGTH + quoted.length]);
+        b.putBytes(IcmpHeader.HEADER_LENGTH, quoted);
+        new IcmpHeader().wrap(b, 0, b.capacity()).type(type).code(code).restOfHeader(restOfHeader).checksum(0).updateChecksum();
         return b.byteArray();
     }
 
