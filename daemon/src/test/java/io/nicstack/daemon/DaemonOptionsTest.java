@@ -85,6 +85,26 @@ class DaemonOptionsTest
         assertRefused(args(options), expected);
     }
 
+    /**
+     * A number of bytes or hops is ASCII digits alone: Integer.valueOf and parseInt also took a plus sign and digits of
+     * any script (Arabic-Indic, fullwidth), which no other tool reading the same command line would.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "--mtu +1500                  | --mtu +1500: expected a number of bytes, 576..9000",
+        "--mtu \u0661\u0665\u0660\u0660 | --mtu \u0661\u0665\u0660\u0660: expected a number of bytes, 576..9000",
+        "--mtu \uff11\uff15\uff10\uff10 | --mtu \uff11\uff15\uff10\uff10: expected a number of bytes, 576..9000",
+        "--mtu 1500.0                 | --mtu 1500.0: expected a number of bytes, 576..9000",
+        "--mtu=-1500                  | --mtu -1500: expected a number of bytes, 576..9000",
+        "--ttl +64                    | --ttl +64: expected a number of hops, 1..255",
+        "--ttl \u0666\u0664            | --ttl \u0666\u0664: expected a number of hops, 1..255",
+        "--ttl 99999999999            | --ttl 99999999999: expected a number of hops, 1..255",
+    })
+    void aNumberIsAsciiDigitsAlone(final String options, final String expected)
+    {
+        assertRefused(args("--ip 198.18.0.2/24 " + options), expected);
+    }
+
     /** Found while parsing (exit 2), not when the tap is opened (exit 1). */
     @ParameterizedTest
     @CsvSource({"tap:averyveryverylongname", "tap:a/b", "tap:a:b", "tap:..", "tap:nst%d"})
@@ -108,6 +128,7 @@ class DaemonOptionsTest
         "--ip 198.19.255.1/15 --gateway 198.18.0.1",
         "--ip 198.18.0.2/24 --ttl 1",
         "--ip 198.18.0.2/24 --ttl 255",
+        "--ip 198.18.0.2/24 --ttl 064 --mtu 01500",
     })
     void usualConfigurationIsAccepted(final String options)
     {

@@ -9,7 +9,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * Faults to inject in one direction of a {@link FaultInjectingDevice}; immutable.
  *
  * <p>Written as {@code loss=0.01,reorder=0.02,dup=0.01,corrupt=0.001,delay=1ms,rate=100mbps,seed=7}: probabilities
- * per frame in [0, 1], delay in ns/us/ms/s, rate of Ethernet frame bytes in bps/kbps/mbps/gbps (0 = unlimited);
+ * per frame in [0, 1] as plain decimals (ASCII digits, then a point and digits or nothing: no sign, exponent or
+ * suffix), delay in ns/us/ms/s, rate of Ethernet frame bytes in bps/kbps/mbps/gbps (0 = unlimited), the seed a 64-bit
+ * integer in ASCII digits with a minus sign or none;
  * delay and rate must come to whole ns and bps ({@code 1.5us} does, {@code 0.5ns} is refused): they are never
  * rounded.
  * {@link #toString()} prints every setting in the same form, seed included, so a failing run can be replayed with
@@ -165,21 +167,26 @@ public record FaultConfig(
 
     private static double parseProbability(final String key, final String value)
     {
-        final double p;
-        try
-        {
-            p = Double.parseDouble(value);
-        }
-        catch (final NumberFormatException ex)
+        // Plain decimals only: Double.parseDouble also takes a sign (dup=-0 was -0.0, unequal to its own replay), an
+        // exponent, an f or d suffix, hexadecimal, NaN, Infinity and digits of any script.
+        final int point = value.indexOf('.');
+        if (!isAsciiDigits(value, 0, point < 0 ? value.length() : point)
+            || point >= 0 && !isAsciiDigits(value, point + 1, value.length()))
         {
             throw new IllegalArgumentException("fault " + key + " must be a probability in [0, 1]: '" + value + "'");
         }
+        final double p = Double.parseDouble(value);
         checkProbability(key, p);
         return p;
     }
 
     private static long parseSeed(final String value)
     {
+        // Long.parseLong also takes a plus sign and digits of any script.
+        if (!isAsciiDigits(value, value.startsWith("-") ? 1 : 0, value.length()))
+        {
+            throw new IllegalArgumentException("fault seed must be a 64-bit integer: '" + value + "'");
+        }
         try
         {
             return Long.parseLong(value);
@@ -188,6 +195,23 @@ public record FaultConfig(
         {
             throw new IllegalArgumentException("fault seed must be a 64-bit integer: '" + value + "'");
         }
+    }
+
+    /** Whether {@code text} from {@code from} to {@code to} is one or more of the ASCII digits 0 to 9. */
+    private static boolean isAsciiDigits(final String text, final int from, final int to)
+    {
+        if (from >= to)
+        {
+            return false;
+        }
+        for (int i = from; i < to; i++)
+        {
+            if (text.charAt(i) < '0' || text.charAt(i) > '9')
+            {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static long parseScaled(final String key, final String value, final String[] units, final long[] scales)
@@ -282,9 +306,10 @@ public record FaultConfig(
         }
     }
 
+    /** As parse takes it back: a plain decimal of Double.toString's digits (it wrote 0.0001 as 1.0E-4). */
     private static String probability(final double p)
     {
-        return p == 0 ? "0" : Double.toString(p);
+        return p == 0 ? "0" : new BigDecimal(Double.toString(p)).stripTrailingZeros().toPlainString();
     }
 
     private static String scaled(final long value, final String[] units, final long[] scales)

@@ -133,6 +133,54 @@ class FaultConfigTest
         assertMessage("fault delay value is 65 characters long (at most 64)", "delay=0" + longest);
     }
 
+    /**
+     * A probability is a plain decimal, as the README writes it (0.01): ASCII digits, a point and digits or nothing.
+     * Double.parseDouble took a sign, an exponent, a float or double suffix, hexadecimal, NaN and Infinity (refused by the
+     * range check, but with another message) and digits of any script; dup=-0 made a config unequal to its own replay
+     * (-0.0 printed as 0).
+     */
+    @Test
+    void aProbabilityIsAPlainDecimal()
+    {
+        for (final String value : new String[] {
+            "0.5f", "1d", "0x1p-3", "1e-3", "1E0", "+0.5", "-0", "-0.0", ".5", "1.", "0..5", "NaN", "Infinity", "\u0660.5",
+            "0.\u0665", "\uff11", "0.5 5"})
+        {
+            assertMessage("fault loss must be a probability in [0, 1]: '" + value + "'", "loss=" + value);
+        }
+        assertEquals(new FaultConfig(0, 1, 0.05, 0.000001, 0, 0, 1),
+            FaultConfig.parse("loss=0,reorder=1,dup=0.05,corrupt=0.000001,seed=1"));
+        assertEquals(1, FaultConfig.parse("dup=1.000").duplicate());
+        assertEquals(0.5, FaultConfig.parse("dup=00.50").duplicate());
+        assertMessage("fault dup must be a probability in [0, 1]: 1.5", "dup=1.5");
+    }
+
+    /** A seed is ASCII digits, with a minus sign or none: Long.parseLong also took a plus sign and digits of any script. */
+    @Test
+    void aSeedIsASignedRunOfAsciiDigits()
+    {
+        for (final String value : new String[] {"+7", "\u0667", "7\uff17", "--7", "-", "7L", " 7 7"})
+        {
+            assertMessage("fault seed must be a 64-bit integer: '" + value.trim() + "'", "seed=" + value);
+        }
+        assertEquals(-7, FaultConfig.parse("seed=-7").seed());
+        assertEquals(Long.MIN_VALUE, FaultConfig.parse("seed=" + Long.MIN_VALUE).seed());
+        assertMessage("fault seed must be a 64-bit integer: '9223372036854775808'", "seed=9223372036854775808");
+    }
+
+    /**
+     * toString writes a probability as a plain decimal that parse takes back to the same value: Double.toString wrote
+     * 0.0001 as 1.0E-4, which a plain-decimal parse refuses.
+     */
+    @Test
+    void aSmallProbabilityIsWrittenAsAPlainDecimal()
+    {
+        final FaultConfig config = new FaultConfig(0.0001, 1.0 / 3, 1, 1e-9, 0, 0, -5);
+        assertEquals("loss=0.0001,reorder=0.3333333333333333,dup=1,corrupt=0.000000001,delay=0,rate=0,seed=-5",
+            config.toString());
+        assertEquals(config, FaultConfig.parse(config.toString()));
+    }
+
     private static void assertMessage(final String expectedStart, final String spec)
     {
         final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, () -> FaultConfig.parse(spec));
