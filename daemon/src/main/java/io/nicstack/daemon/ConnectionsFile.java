@@ -16,6 +16,7 @@ import org.agrona.IoUtil;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import io.nicstack.daemon.pipes.LogText;
 import io.nicstack.stack.tcp.Tcp;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.cc.CongestionControls;
@@ -338,14 +339,17 @@ public final class ConnectionsFile implements AutoCloseable
         }
     }
 
-    /** The text with control characters other than newline and tab shown as '?' (it goes to a terminal). */
+    /**
+     * The text with control characters ({@link LogText#isControl}) other than newline and tab shown as '?' (it goes to a
+     * terminal). A table of many lines, not one untrusted string in a log line: not {@link LogText#untrusted}'s rule.
+     */
     static String printable(final String text)
     {
         StringBuilder sb = null;
         for (int i = 0; i < text.length(); i++)
         {
             final char c = text.charAt(i);
-            if ((c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7F && c < 0xA0))
+            if (LogText.isControl(c) && c != '\n' && c != '\t')
             {
                 if (sb == null)
                 {

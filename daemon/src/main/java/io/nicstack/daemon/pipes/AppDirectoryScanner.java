@@ -284,7 +284,8 @@ final class AppDirectoryScanner implements AutoCloseable
             }
             catch (final RuntimeException | Error e)
             {
-                log.println("nicstack pipes: scanning " + directory + ": " + e);
+                log.println("nicstack pipes: scanning " + LogText.untrusted(directory, LogText.MAX_MESSAGE) + ": "
+                    + LogText.untrusted(e, LogText.MAX_MESSAGE));
             }
             final long rest = Math.min((System.nanoTime() - start) * REST_PER_SCAN, MAX_REST_NANOS);
             final long restUntil = System.nanoTime() + rest;
@@ -509,8 +510,8 @@ final class AppDirectoryScanner implements AutoCloseable
             }
             Files.delete(path);
             abandonedDeleted++; // this thread only
-            log.println("nicstack pipes: deleted " + path.getFileName() + ": answered REJECTED, and its app (pid " + pid
-                + ") is gone");
+            log.println("nicstack pipes: deleted " + LogText.untrusted(path.getFileName()) + ": answered REJECTED, and its app "
+                + "(pid " + pid + ") is gone");
             return true;
         }
         catch (final IOException | RuntimeException e)

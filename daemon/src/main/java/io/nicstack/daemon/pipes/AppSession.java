@@ -677,8 +677,9 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             if (!refusalLogged && !detaching)
             {
                 refusalLogged = true; // once per app: a refusal repeats for every response otherwise
-                server.log().println("nicstack pipes: SEND_FILE of " + path.getFileName() + " refused: " +
-                    (server.sendFileAllowed() ? appFiles.lastRefusal() : "the daemon runs with --no-send-file"));
+                server.log().println("nicstack pipes: SEND_FILE of " + LogText.untrusted(path.getFileName()) + " refused: "
+                    + (server.sendFileAllowed() ? LogText.untrusted(appFiles.lastRefusal(), LogText.MAX_MESSAGE)
+                        : "the daemon runs with --no-send-file"));
             }
             refuseFile(s, Reason.FILE_UNREADABLE);
             return;

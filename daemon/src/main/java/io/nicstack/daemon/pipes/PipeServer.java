@@ -318,7 +318,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
             {
                 // A bug: this app is done for, the daemon is not. (Not a fault: the memory is sealed against
                 // shrinking, so no access to it can fault.)
-                log.println("nicstack pipes: app " + s.path.getFileName() + " failed: " + e);
+                log.println("nicstack pipes: app " + LogText.untrusted(s.path.getFileName()) + " failed: "
+                    + LogText.untrusted(e, LogText.MAX_MESSAGE));
                 s.markBroken();
             }
             if (s.broken())
@@ -454,7 +455,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
         catch (final RuntimeException e)
         {
             // A bug, as in doWork: this app is done for, the daemon is not.
-            log.println("nicstack pipes: app " + s.path.getFileName() + " failed: " + e);
+            log.println("nicstack pipes: app " + LogText.untrusted(s.path.getFileName()) + " failed: "
+                + LogText.untrusted(e, LogText.MAX_MESSAGE));
             s.markBroken();
         }
         // What the gone app can no longer use (its event backlog) goes back to the budget now; the rest at the reap.
@@ -485,7 +487,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
         catch (final RuntimeException e)
         {
-            log.println("nicstack pipes: tearing down " + s.path.getFileName() + ": " + e);
+            log.println("nicstack pipes: tearing down " + LogText.untrusted(s.path.getFileName()) + ": "
+                + LogText.untrusted(e, LogText.MAX_MESSAGE));
         }
         for (int i = 0; i < reset; i++)
         {
@@ -494,8 +497,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
         counters.increment(why);
         deleteFile(s);
         s.closeAppFile(); // only now may its inode, and with it its file key, go to another file
-        log.println("nicstack pipes: app " + s.path.getFileName() + " " + why.label().substring("pipes: apps ".length())
-            + ", " + reset + " connections reset");
+        log.println("nicstack pipes: app " + LogText.untrusted(s.path.getFileName()) + " "
+            + why.label().substring("pipes: apps ".length()) + ", " + reset + " connections reset");
     }
 
     /**
@@ -519,7 +522,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
         }
         catch (final IOException e)
         {
-            log.println("nicstack pipes: cannot delete " + s.path + ": " + e.getMessage());
+            log.println("nicstack pipes: cannot delete " + LogText.untrusted(s.path, LogText.MAX_MESSAGE) + ": "
+                + LogText.untrusted(e.getMessage(), LogText.MAX_MESSAGE));
         }
     }
 
@@ -812,8 +816,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
             AppFileDescriptor.REASON_OFFSET);
         writeState(fd, AppFileDescriptor.STATE_REJECTED);
         counters.increment(PipeCounter.APPS_REJECTED);
-        log.println("nicstack pipes: rejected " + path.getFileName() + ": " + Reason.describe(reason)
-            + (why != null ? " (" + why + ")" : ""));
+        log.println("nicstack pipes: rejected " + LogText.untrusted(path.getFileName()) + ": " + Reason.describe(reason)
+            + (why != null ? " (" + LogText.untrusted(why, LogText.MAX_MESSAGE) + ")" : ""));
     }
 
     private void writeState(final int fd, final int state)
@@ -866,8 +870,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
         byPath.put(path, s);
         heapPromised += s.heapBytes();
         counters.increment(PipeCounter.APPS_ATTACHED);
-        log.println("nicstack pipes: attached " + path.getFileName() + " (pid " + g.appPid + ", " + g.maxConnections
-            + " connections of " + g.pipeCapacity + "-byte pipes)");
+        log.println("nicstack pipes: attached " + LogText.untrusted(path.getFileName()) + " (pid " + g.appPid + ", "
+            + g.maxConnections + " connections of " + g.pipeCapacity + "-byte pipes)");
         return true;
     }
 
@@ -928,7 +932,8 @@ public final class PipeServer implements LoopTask, AutoCloseable
             }
             catch (final RuntimeException e)
             {
-                log.println("nicstack pipes: tearing down " + s.path.getFileName() + ": " + e);
+                log.println("nicstack pipes: tearing down " + LogText.untrusted(s.path.getFileName()) + ": "
+                    + LogText.untrusted(e, LogText.MAX_MESSAGE));
             }
             s.closeAppFile();
         }

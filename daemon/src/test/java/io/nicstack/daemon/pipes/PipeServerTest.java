@@ -2235,6 +2235,39 @@ class PipeServerTest
     }
 
     /**
+     * Any local user names files in the apps directory (it is 01777), and a name may hold any byte but '/' and NUL. The
+     * log shows a name escaped ({@link LogText}): it can neither end its line and forge the lines after it nor send a
+     * terminal escape sequence, and it still says exactly what the name was. Before, a review's probe, a junk file
+     * named {@code x\nnicstack pipes: attached forged-1.app (...)\n\e[2J.app} and rejected, forged an attach in the log
+     * and cleared the screen of whoever read it; an attached app's name did the same at its attach and its detach.
+     */
+    @Test
+    void anAppFileNameCannotForgeALogLine() throws IOException
+    {
+        final String forged = "nicstack pipes: attached forged-1.app (pid 1, 1 connections of 4096-byte pipes)";
+        final Path junk = junkAttaching("x\n" + forged + "\n\u001b[2J" + PipeServer.SUFFIX);
+        runUntil(() -> counters.get(PipeCounter.APPS_REJECTED) == 1, 1_000_000_000L, "the junk file rejected");
+        final TestApp app = attach("y\r\n" + forged.replace("forged-1", "forged-2") + "\t\u007f\\", self, 1);
+        app.file.putIntRelease(AppFileDescriptor.STATE_OFFSET, AppFileDescriptor.STATE_DETACHED);
+        runUntil(() -> server.attached() == 0, 1_000_000_000L, "the app detached");
+
+        final String log = logged.toString();
+        for (final String line : log.split("\n"))
+        {
+            assertTrue(line.startsWith("nicstack pipes: ") && !line.startsWith("nicstack pipes: attached forged"),
+                "a forged log line: [" + line + "] in\n" + log);
+        }
+        assertFalse(log.contains("\u001b") || log.contains("\r") || log.contains("\t") || log.contains("\u007f"),
+            "a control character in the log:\n" + log);
+        assertTrue(log.contains("nicstack pipes: rejected x\\n" + forged + "\\n\\x1b[2J.app: bad argument\n"), log);
+        final String appName = "y\\r\\n" + forged.replace("forged-1", "forged-2") + "\\t\\x7f\\\\-" + self + ".app";
+        assertTrue(log.contains("nicstack pipes: attached " + appName + " (pid " + self + ", 1 connections"), log);
+        assertTrue(log.contains("nicstack pipes: app " + appName + " detached, 0 connections reset\n"), log);
+        Files.delete(junk);
+        app.close();
+    }
+
+    /**
      * Only memory sealed for good against shrinking is mapped: a memfd without the shrink seal is rejected (its app
      * could truncate it under the daemon's mapping), and so is one without F_SEAL_SEAL (its app could add
      * F_SEAL_FUTURE_WRITE before the daemon maps it), and a second app file naming memory attached already. Those two
