@@ -1924,10 +1924,12 @@ class PipeServerTest
      * Randomized hostile apps (the control ring and the pipes are bytes an untrusted app writes): well-formed records
      * of every type and unknown ones with fields drawn from edge values (its own connection ids, another app's,
      * garbage), garbage records, a rewritten ring head, TX tails and RX heads set anywhere, header fields rewritten,
-     * events read now and then. A hostile app that gets itself reaped is replaced by a new one. Meanwhile a good app
-     * moves bytes both ways on its connection. The daemon must never throw, the good app's bytes must arrive
-     * byte-exact both ways with no event it did not ask for, and a new app must still attach afterwards. The seed is
-     * in every failure message.
+     * events read now and then. The rings the daemon writes into are the app's memory too: the tail, head cache and
+     * head of the event and notification rings are rewritten (to edge values, or moved by up to two rings' length) and
+     * garbage put in their bodies; its peers send to it, so that the daemon notifies it. A hostile app that gets itself
+     * reaped is replaced by a new one. Meanwhile a good app moves bytes both ways on its connection. The daemon must
+     * never throw, the good app's bytes must arrive byte-exact both ways with no event it did not ask for, and a new
+     * app must still attach afterwards. The seed is in every failure message.
      */
     @Test
     void hostileAppsHurtNeitherTheDaemonNorAnotherApp() throws IOException
@@ -1951,6 +1953,8 @@ class PipeServerTest
 
         TestApp hostile = null;
         long[] hostileIds = new long[0];
+        final TcpConnection[] hostileRemotes = new TcpConnection[2];
+        final UnsafeBuffer toHostile = new UnsafeBuffer(randomBytes(seed + 2, 512));
         int hostiles = 0;
         for (int round = 0; round < 8_000; round++)
         {
@@ -1967,9 +1971,15 @@ class PipeServerTest
                 hostileIds = new long[2];
                 for (int i = 0; i < hostileIds.length; i++)
                 {
-                    b.tcp().connect(A_IP, PORT + 1, new Peer(), null);
+                    hostileRemotes[i] = b.tcp().connect(A_IP, PORT + 1, new Peer(), null);
                     hostileIds[i] = await(hostile, Protocol.ACCEPTED).longAt(0);
                 }
+            }
+            // Its peers send, so that the daemon has notifications to write into the hostile app's ring too.
+            final TcpConnection toHostileRemote = hostileRemotes[round & 1];
+            if (toHostileRemote.writable() > 0)
+            {
+                toHostileRemote.write(toHostile, 0, Math.min(toHostile.capacity(), toHostileRemote.writable()));
             }
             hostileAction(random, hostile, hostileIds, goodId);
             try
@@ -2027,9 +2037,29 @@ class PipeServerTest
         // Mostly records and pipe positions; what gets an app reaped at once (garbage records, a rewritten head) rarely,
         // so that each hostile app lives long enough to say many things.
         final int dice = random.nextInt(100);
-        final int action = dice < 55 ? 0 : dice < 67 ? 4 : dice < 79 ? 5 : dice < 95 ? 8 : dice < 98 ? 7 : dice < 99 ? 3 : 6;
+        final int action = dice < 12 ? 9 : dice < 55 ? 0 : dice < 67 ? 4 : dice < 79 ? 5 : dice < 95 ? 8 : dice < 98 ? 7
+            : dice < 99 ? 3 : 6;
         switch (action)
         {
+            case 9 ->
+            {
+                // The trailer of a ring the daemon produces into (events, notifications), and now and then its body.
+                final int ringLength = AppFileDescriptor.ringLength(app.ringCapacity);
+                final int at = dice < 6 ? AppFileDescriptor.eventRingOffset(app.ringCapacity)
+                    : AppFileDescriptor.notificationRingOffset(app.ringCapacity);
+                final UnsafeBuffer daemons = new UnsafeBuffer(app.file, at, ringLength);
+                final int[] fields = {org.agrona.concurrent.ringbuffer.RingBufferDescriptor.TAIL_POSITION_OFFSET,
+                    org.agrona.concurrent.ringbuffer.RingBufferDescriptor.HEAD_CACHE_POSITION_OFFSET,
+                    org.agrona.concurrent.ringbuffer.RingBufferDescriptor.HEAD_POSITION_OFFSET};
+                final int field = app.ringCapacity + fields[random.nextInt(fields.length)];
+                final long old = daemons.getLong(field);
+                daemons.putLongRelease(field, random.nextBoolean() ? longs[random.nextInt(longs.length)]
+                    : old + random.nextInt(-2 * app.ringCapacity, 2 * app.ringCapacity + 1));
+                if (random.nextInt(4) == 0)
+                {
+                    daemons.putLong(random.nextInt(app.ringCapacity / 8) * 8, random.nextLong());
+                }
+            }
             case 0 ->
             {
                 final int[] types = {Protocol.LISTEN, Protocol.CONNECT, Protocol.SHUTDOWN, Protocol.CLOSE, Protocol.SET_OPTION,
