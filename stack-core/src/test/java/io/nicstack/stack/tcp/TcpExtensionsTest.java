@@ -1,5 +1,6 @@
 package io.nicstack.stack.tcp;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import org.agrona.concurrent.UnsafeBuffer;
@@ -386,6 +387,112 @@ class TcpExtensionsTest
         }
         t.recv(t.out().seq(una).payloadLength(mss));
         assertEquals(Math.round(0.7 * 9 * mss), t.conn.ssthresh());
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc7661_congestionAvoidanceGrowsAsMuchWhenAWindowsAcksArriveInOneBurst(final String congestionControl)
+    {
+        // RFC 7661 and RFC 9438 §5.8 hold cwnd back when the sender did not use it, over a window, not per ACK. A
+        // sender that fills a 20-segment window is cwnd limited for the whole round trip, however the ACKs of that
+        // window are grouped into polls: all in one receive burst (processed before the output pass refills the
+        // flight), the flight seen just before each ACK falls by a segment per ACK and only the first ACK found the
+        // window full. Six round trips: about one segment each (Reno, or CUBIC's Reno-friendly W_est) either way.
+        final long onePerPoll = cwndAfterRoundTrips(congestionControl, true, 6, false, -1);
+        final long oneBurst = cwndAfterRoundTrips(congestionControl, true, 6, true, -1);
+        final long mss = PEER_MSS;
+        assertTrue(onePerPoll >= 25 * mss, "one ACK per poll grows cwnd about a segment per round trip: " + onePerPoll);
+        assertTrue(Math.abs(oneBurst - onePerPoll) <= mss,
+            "one burst per window: cwnd " + oneBurst + " bytes, one ACK per poll: " + onePerPoll);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc5681_slowStartDoublesPerWindowWhenItsAcksArriveInOneBurst(final String congestionControl)
+    {
+        // RFC 5681 §3.1 (with RFC 3465, one SMSS per ACK of a full segment): slow start doubles a window the sender
+        // fills every round trip. With the flight measured just before each ACK of a burst, growth stopped once the
+        // flight had fallen below half of cwnd, about a third of the way through the window.
+        final long onePerPoll = cwndAfterRoundTrips(congestionControl, false, 2, false, -1);
+        final long oneBurst = cwndAfterRoundTrips(congestionControl, false, 2, true, -1);
+        final long mss = PEER_MSS;
+        assertEquals(40 * mss, onePerPoll, "10 segments, 20, 40");
+        assertTrue(Math.abs(oneBurst - onePerPoll) <= mss,
+            "one burst per window: cwnd " + oneBurst + " bytes, one ACK per poll: " + onePerPoll);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc7661_aWindowTheApplicationLeftHalfUnusedDoesNotGrowWhenItsAcksArriveInOneBurst(final String congestionControl)
+    {
+        // The window is judged over the round trip: an application that writes ten segments per round trip into a
+        // window of twenty never fills it, and the ACKs of its flights, in one burst or one per poll, leave cwnd alone.
+        final long mss = PEER_MSS;
+        assertEquals(20 * mss, cwndAfterRoundTrips(congestionControl, true, 6, true, 10));
+        assertEquals(20 * mss, cwndAfterRoundTrips(congestionControl, true, 6, false, 10));
+    }
+
+    /**
+     * cwnd after {@code roundTrips} round trips of a sender with a peer window far larger than cwnd, from the initial
+     * window (slow start), or in congestion avoidance from 20 segments. The application keeps data queued
+     * ({@code writeSegments} -1), or writes {@code writeSegments} segments at the start and after each round trip. Each
+     * round trip 10 ms later, the peer acknowledges every segment of the last one on its own, in one receive burst
+     * per window ({@code oneBurst}, at most {@code NetDevice.BURST} frames) or one ACK per poll.
+     */
+    private static long cwndAfterRoundTrips(final String congestionControl, final boolean congestionAvoidance,
+        final int roundTrips, final boolean oneBurst, final int writeSegments)
+    {
+        final TcpTestHarness h = new TcpTestHarness();
+        h.settings().congestionControl = congestionControl;
+        h.peerWindowScale = 7;
+        h.passiveOpen();
+        final int mss = h.conn.sendMss();
+        if (congestionAvoidance)
+        {
+            // A loss in a flight of four segments: ssthresh two or three segments, then a window of twenty above it.
+            final CongestionControl cc = h.conn.congestionController();
+            cc.onFastRetransmit(4L * mss, h.now);
+            cc.onRecoveryExit(h.now);
+            cc.cwnd(20L * mss);
+        }
+        h.conn.settings().noDelay = true;
+        final UnsafeBuffer chunk = new UnsafeBuffer(new byte[writeSegments < 0 ? 64 * 1024 : writeSegments * mss]);
+        h.conn.write(chunk, 0, chunk.capacity());
+        List<Seg> flight = h.recv();
+        for (int round = 0; round < roundTrips; round++)
+        {
+            assertEquals(writeSegments < 0 ? h.conn.cwnd() / mss : writeSegments, flight.size(),
+                "the sender fills its window, or sends what the application wrote");
+            assertTrue(flight.size() <= 32, "one receive burst acknowledges the window");
+            h.now += 10 * MS;
+            final Seg[] acks = new Seg[flight.size()];
+            for (int i = 0; i < acks.length; i++)
+            {
+                acks[i] = h.in().ack(flight.get(i).r.seq + flight.get(i).payload.length);
+            }
+            final List<Seg> next = new ArrayList<>();
+            if (oneBurst)
+            {
+                h.sendBurst(acks);
+                next.addAll(h.recv());
+            }
+            else
+            {
+                for (final Seg ack : acks)
+                {
+                    h.send(ack);
+                    next.addAll(h.recv());
+                }
+            }
+            // Keep data queued (the window, not the application, limits the sender), or the application's next write.
+            while (h.conn.write(chunk, 0, chunk.capacity()) > 0 && writeSegments < 0)
+            {
+                next.addAll(h.recv());
+            }
+            next.addAll(h.recv());
+            flight = next;
+        }
+        return h.conn.cwnd();
     }
 
     @Test
