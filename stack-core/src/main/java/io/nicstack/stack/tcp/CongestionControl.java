@@ -24,7 +24,10 @@ public interface CongestionControl
      * avoidance or the CUBIC function).
      *
      * @param ackedBytes      bytes newly acknowledged by this ACK.
-     * @param flightBefore    bytes in flight before this ACK (for "cwnd limited" checks).
+     * @param flightBefore    bytes the sender had in flight in the window this ACK belongs to (for "cwnd limited"
+     *                        checks): the largest flight of that window, at least cwnd when cwnd limited the sender
+     *                        in it, as the sender records it at send time (Linux's tcp_cwnd_validate). Not the flight
+     *                        just before this ACK, which ACKs processed in one receive burst lower one by one.
      * @param rttNanos        an RTT sample taken from this ACK, or -1.
      */
     void onAck(long ackedBytes, long flightBefore, long rttNanos, long nowNanos);

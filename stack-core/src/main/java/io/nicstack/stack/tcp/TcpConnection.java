@@ -257,6 +257,16 @@ public final class TcpConnection
     private boolean synAckReplied;
     /** When new data last went out (RFC 5681 §4.1's idle period; Linux's lsndtime). */
     private long lastDataSentNanos;
+    /**
+     * RFC 7661 and RFC 9438 §5.8 over a window, as Linux's tcp_cwnd_validate keeps them: the largest flight since the
+     * window began and whether cwnd limited the sender in it (the flight filled cwnd to within one SMSS), recorded at
+     * send time ({@link #recordCwndUse}); the window ends once SND.UNA reaches {@link #cwndUseEnd}. ACKs judge cwnd
+     * growth by it ({@link #cwndUse}): the flight just before each ACK falls by a segment per ACK of a receive burst,
+     * all processed before the output pass refills it, and would find a window the sender filled unused.
+     */
+    private long cwndUseFlight;
+    private boolean cwndUseLimited;
+    private int cwndUseEnd;
     private int keepAliveProbesSent;
     private final Timers.Handler timerHandler = this::onTimer;
 
@@ -1682,7 +1692,7 @@ public final class TcpConnection
             {
                 goingBack = false;
             }
-            cc.onAck(acked, flightBefore, sample, now);
+            cc.onAck(acked, cwndUse(flightBefore), sample, now);
         }
         rtoDeadline = sndUna == sndMax ? NONE : now + rtt.rto();
         schedulePto(now);
@@ -2311,11 +2321,42 @@ public final class TcpConnection
         {
             sent = rescueRetransmission(now);
         }
+        if (sent)
+        {
+            recordCwndUse();
+        }
         if (!sent && (ackNow || (delayedAckDeadline != NONE && now - delayedAckDeadline >= 0)))
         {
             sendSegment(TcpHeader.ACK, seqWithoutText(), 0, 0, now);
         }
         rearm();
+    }
+
+    /**
+     * After a send, the window's record of cwnd use ({@link #cwndUseFlight}): a new window once SND.UNA has passed the
+     * last one, and at any time the flight fills cwnd to within one SMSS (the sender could not send another full
+     * segment: it is cwnd limited) or, in a window that was not, outgrows the largest flight so far.
+     */
+    private void recordCwndUse()
+    {
+        final long inFlight = flight();
+        final boolean limited = inFlight + sndMss > cc.cwnd();
+        if (!Seq.lt(sndUna, cwndUseEnd) || limited || (!cwndUseLimited && inFlight > cwndUseFlight))
+        {
+            cwndUseFlight = inFlight;
+            cwndUseLimited = limited;
+            cwndUseEnd = sndMax;
+        }
+    }
+
+    /**
+     * The flight an ACK outside recovery judges cwnd growth by ({@link CongestionControl#onAck}): at least cwnd when
+     * the sender was cwnd limited in the current window, else the largest flight of the window, or {@code flightBefore}
+     * when larger (data a timer sent again, outside the output pass).
+     */
+    private long cwndUse(final long flightBefore)
+    {
+        return Math.max(cwndUseLimited ? cc.cwnd() : cwndUseFlight, flightBefore);
     }
 
     /**
