@@ -1056,8 +1056,9 @@ class NetStackTest
 
     /**
      * Echo requests from more spoofed on-link sources than the ARP cache holds (on a /16) fill it with entries waiting
-     * for replies that never come; those give way to one another, never to a peer that answered. Before, eviction went
-     * round-robin over every entry and the known peer was evicted.
+     * for replies that never come; a peer that answered is never evicted for them. Before, eviction went round-robin over
+     * every entry and the known peer was evicted. (Waiting entries no longer give way to one another either, RFC 1122
+     * 2.3.2.1: once the cache is full of them new sources are refused, counted as ARP_RESOLUTION_REFUSED, not evicted.)
      */
     @Test
     void spoofedSourcesDoNotEvictAPeerThatAnswered()
@@ -1072,7 +1073,7 @@ class NetStackTest
             exchange(fromPeer(mac, ipv4(0xC612_1000 + i, STACK_IP, Ipv4Header.PROTOCOL_ICMP, i, false, 0,
                 icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, i, new byte[8]))));
         }
-        assertTrue(counters.get(StackCounter.ARP_CACHE_FULL) > 0, "the cache filled");
+        assertTrue(counters.get(StackCounter.ARP_RESOLUTION_REFUSED) > 0, "the cache filled");
         assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "the peer that answered is still known");
     }
 

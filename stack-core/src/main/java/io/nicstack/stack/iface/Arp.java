@@ -21,6 +21,10 @@ import io.nicstack.stack.wire.MacAddress;
  *
  * <p>Entries live in preallocated parallel arrays indexed by slot; {@link Int2IntHashMap} maps an
  * address to its slot. Nothing is allocated after construction.
+ *
+ * <p>Every request belongs to an entry, which sends at most one per retry interval, and an entry awaiting a reply is
+ * never evicted (see {@link #victim()}): requests are bounded by the cache, at most {@code arpCacheSize} per interval,
+ * without a global rate of their own that a flood of spoofed sources would also take from our own peers' polls.
  */
 public final class Arp
 {
@@ -134,7 +138,8 @@ public final class Arp
 
     /**
      * MAC for {@code nextHop}, or -1 when unknown; an unknown address gets a request (and a cache
-     * entry in INCOMPLETE state) so the caller can {@link #enqueue} its frame.
+     * entry in INCOMPLETE state) so the caller can {@link #enqueue} its frame. When the cache has no entry to give (full
+     * of entries still awaiting replies, see {@link #victim()}) no request is sent, and {@link #enqueue} refuses the frame.
      */
     public long resolve(final int nextHop, final long now)
     {
@@ -162,6 +167,10 @@ public final class Arp
         // No reference bit until it answers and is used: the slot is just behind the victim pointer, so a whole pass of
         // evictions comes first; set, it would tie with the peers in use and turn CLOCK back into round-robin.
         final int fresh = allocate(nextHop);
+        if (fresh == NONE)
+        {
+            return -1;
+        }
         state[fresh] = INCOMPLETE;
         retries[fresh] = 0;
         sendArp(ArpPacket.OP_REQUEST, MacAddress.BROADCAST, 0L, nextHop);
@@ -172,12 +181,18 @@ public final class Arp
     /**
      * Keep a copy of a complete frame until {@code nextHop} (just given to {@link #resolve}) resolves. A full queue makes
      * room by dropping a frame (counted): the oldest of the address holding the most. False (and counted) only when the
-     * frame cannot be kept at all: longer than a device frame, no entry waits for {@code nextHop}, or no queue.
+     * frame cannot be kept at all: no entry waits for {@code nextHop} (the cache refused one), longer than a device
+     * frame, or no queue.
      */
     public boolean enqueue(final int nextHop, final DirectBuffer frame, final int length)
     {
         final int entry = slotByAddress.get(nextHop);
-        if (entry == NONE || length > queueSlotLength || queueOrder.length == 0)
+        if (entry == NONE)
+        {
+            counters.increment(StackCounter.ARP_RESOLUTION_REFUSED);
+            return false;
+        }
+        if (length > queueSlotLength || queueOrder.length == 0)
         {
             counters.increment(StackCounter.ARP_QUEUE_OVERFLOW);
             return false;
@@ -426,6 +441,7 @@ public final class Arp
         }
     }
 
+    /** A free or evicted slot for {@code ip}, INCOMPLETE; {@link #NONE} when no entry may be evicted. */
     private int allocate(final int ip)
     {
         int slot = NONE;
@@ -444,8 +460,12 @@ public final class Arp
         {
             // Full. Anyone on the link can make us resolve addresses (a datagram from a spoofed on-link source gets its
             // answer through ARP), but not make them answer: see victim().
-            counters.increment(StackCounter.ARP_CACHE_FULL);
             slot = victim();
+            if (slot == NONE)
+            {
+                return NONE;
+            }
+            counters.increment(StackCounter.ARP_CACHE_FULL);
             dropQueued(slot);
             free(slot);
         }
@@ -458,11 +478,15 @@ public final class Arp
     }
 
     /**
-     * The entry to evict from a full cache. While few entries wait for a reply (new destinations of ours), CLOCK over all
-     * entries: one used to send since the pointer last passed it gets a second chance (its bit cleared), so a peer or
-     * gateway in use stays while idle entries give way. Once a quarter of the cache waits (a flood of spoofed sources
-     * makes us resolve addresses that never answer), round-robin among those waiting alone: they give way to one
-     * another, and a peer that answered stays.
+     * The entry to evict from a full cache, or {@link #NONE}. An entry awaiting a reply is never evicted: it holds when
+     * its address was last asked (its retry timer), and forgotten, the next datagram to that address would broadcast a
+     * new request at once. RFC 1122 2.3.2.1 (MUST prevent ARP flooding: at most one request per second per address) and
+     * Linux alike (no new neighbour past gc_thresh3 while none is old enough to collect) refuse the new address instead.
+     * While fewer than a quarter of the entries wait (new destinations of ours), CLOCK over the resolved ones: one used to
+     * send since the pointer last passed it gets a second chance (its bit cleared), so a peer or gateway in use stays
+     * while idle entries give way. Once a quarter of the cache waits (a flood of spoofed sources makes us resolve
+     * addresses that never answer), nothing is evicted: the peers that answered stay, and the flood's entries leave as
+     * their retries run out.
      */
     private int victim()
     {
@@ -473,22 +497,27 @@ public final class Arp
             waiting += state[i] == INCOMPLETE ? 1 : 0;
         }
         // At least one: in a cache of two or three entries a quarter is none, and no entry waiting is never a flood.
-        final boolean floodOfWaiting = waiting >= Math.max(1, n / 4);
-        // Two passes at most: the first clears every reference bit it passes, so the second finds a victim.
+        if (waiting >= Math.max(1, n / 4))
+        {
+            return NONE;
+        }
+        // Two passes at most: the first clears every reference bit it passes, so the second finds a victim (more than
+        // three quarters of the entries are resolved).
         for (int i = 0; i < 2 * n; i++)
         {
             final int slot = (evictCursor + i) % n;
-            if (floodOfWaiting ? state[slot] == INCOMPLETE : !referenced[slot])
+            if (state[slot] != REACHABLE)
+            {
+                continue;
+            }
+            if (!referenced[slot])
             {
                 evictCursor = (slot + 1) % n;
                 return slot;
             }
-            if (!floodOfWaiting)
-            {
-                referenced[slot] = false;
-            }
+            referenced[slot] = false;
         }
-        return evictCursor;
+        return NONE;
     }
 
     private void free(final int slot)

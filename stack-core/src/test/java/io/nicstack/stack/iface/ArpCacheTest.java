@@ -1,0 +1,153 @@
+package io.nicstack.stack.iface;
+
+import java.util.List;
+
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.nicstack.stack.NetStack;
+import io.nicstack.stack.TestDevice;
+import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.IcmpHeader;
+import io.nicstack.stack.wire.Ipv4Header;
+
+import static io.nicstack.stack.Frames.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+/** The ARP cache under pressure: a full cache, spoofed sources, and replies that contradict one another. */
+class ArpCacheTest
+{
+    private static final long SECOND = 1_000_000_000L;
+    /** Spoofed on-link sources start here (198.18.16.0, on the /16). */
+    private static final int SPOOFED = 0xC612_1000;
+
+    private TestDevice device;
+    private StackCounters counters;
+    private NetStack stack;
+    private long now = 1_000 * SECOND;
+    private long mac;
+
+    @BeforeEach
+    void setUp()
+    {
+        build(StackConfig.of("198.18.0.2/16"));
+    }
+
+    private void build(final StackConfig config)
+    {
+        device = new TestDevice(1500);
+        counters = StackCounters.inMemory();
+        stack = new NetStack(device, config, counters, now);
+        mac = stack.config().mac();
+    }
+
+    private List<byte[]> exchange(final byte[]... frames)
+    {
+        for (final byte[] f : frames)
+        {
+            device.inject(f);
+        }
+        stack.poll(now);
+        return device.takeSent();
+    }
+
+    /** An echo request from the spoofed on-link source number {@code i}: its reply needs that source resolved. */
+    private byte[] echoFromSpoofed(final int i)
+    {
+        return fromPeer(mac, ipv4(SPOOFED + i, STACK_IP, Ipv4Header.PROTOCOL_ICMP, i, false, 0,
+            icmpEcho(IcmpHeader.TYPE_ECHO_REQUEST, 1, i, new byte[8])));
+    }
+
+    private static int etherType(final byte[] frame)
+    {
+        return new EthernetFrame().wrap(new UnsafeBuffer(frame), 0, frame.length).etherType();
+    }
+
+    /** The target of an ARP request, or 0 when {@code frame} is not one. */
+    private static int arpRequestTarget(final byte[] frame)
+    {
+        final UnsafeBuffer b = new UnsafeBuffer(frame);
+        if (new EthernetFrame().wrap(b, 0, frame.length).etherType() != EthernetFrame.ETHERTYPE_ARP)
+        {
+            return 0;
+        }
+        final ArpPacket a = new ArpPacket().wrap(b, EthernetFrame.HEADER_LENGTH, ArpPacket.LENGTH);
+        return a.operation() == ArpPacket.OP_REQUEST ? a.targetProtocolAddress() : 0;
+    }
+
+    /**
+     * RFC 1122 2.3.2.1 (MUST prevent ARP flooding: at most one request per second per destination), with echo requests
+     * from twice as many spoofed on-link sources as the cache holds, five rounds 0.1 s apart. Waiting entries are never
+     * evicted (each holds when its address was last asked); once the cache is full of them a new resolution is refused,
+     * its frame dropped and counted, and no request sent. Before, each new source evicted a waiting entry round-robin and
+     * broadcast at once: every one of the 2560 frames became a request, five for each destination within 0.5 s.
+     */
+    @Test
+    void rfc1122_atMostOneRequestPerSecondPerDestinationWhileSpoofedSourcesOverflowTheCache()
+    {
+        final int n = stack.config().arpCacheSize();
+        final int sources = 2 * n;
+        final int[] requests = new int[sources];
+        int frames = 0;
+        for (int round = 0; round < 5; round++)
+        {
+            for (int i = 0; i < sources; i++)
+            {
+                for (final byte[] f : exchange(echoFromSpoofed(i)))
+                {
+                    final int target = arpRequestTarget(f);
+                    if (target != 0)
+                    {
+                        requests[target - SPOOFED]++;
+                    }
+                }
+                frames++;
+            }
+            now += 100_000_000L;
+        }
+        for (int i = 0; i < sources; i++)
+        {
+            assertTrue(requests[i] <= 1, "requests for source " + i + " within 0.5 s: " + requests[i]);
+        }
+        assertEquals(n, counters.get(StackCounter.ARP_OUT_REQUESTS), "one request for each entry the cache holds");
+        assertEquals(5 * n, counters.get(StackCounter.ARP_RESOLUTION_REFUSED), "every frame of the sources with no entry");
+
+        // The waiting entries give up after their retries; then the cache takes new destinations again.
+        for (int retry = 0; retry < stack.config().arpMaxRetries(); retry++)
+        {
+            now += stack.config().arpRetryNanos();
+            stack.poll(now);
+        }
+        device.takeSent();
+        assertEquals(SPOOFED + sources, exchange(echoFromSpoofed(sources)).stream().mapToInt(ArpCacheTest::arpRequestTarget)
+            .filter(t -> t != 0).findFirst().orElse(0), "a new source is asked for once the cache has room");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * A reply to our own request is learned while the cache is full: its waiting entry is still there, as waiting
+     * entries are not evicted. Before, spoofed sources evicted it, and the reply, finding no entry and no free slot,
+     * was dropped unlearned, with the frame that waited for it.
+     */
+    @Test
+    void aReplyToOurRequestIsLearnedWhileSpoofedSourcesFillTheCache()
+    {
+        final int n = stack.config().arpCacheSize();
+        for (int i = 0; i < 2 * n; i++)
+        {
+            exchange(echoFromSpoofed(i));
+        }
+        // The last source that got an entry: its frame is among the newest the queue keeps.
+        final int source = SPOOFED + n - 1;
+        final long sourceMac = 0x0A00_0000_1000L;
+        final List<byte[]> sent = exchange(ethernet(mac, sourceMac, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, sourceMac, source, mac, STACK_IP)));
+        assertEquals(sourceMac, stack.arp().lookup(source), "learned");
+        assertTrue(sent.stream().anyMatch(f -> etherType(f) == EthernetFrame.ETHERTYPE_IPV4), "its echo reply left");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+}
