@@ -67,6 +67,14 @@ public final class Arp
     private final int[] queuedFor;
 
     private final Timers.Handler retryHandler = this::onRetryTimer;
+    private ResolutionFailedListener resolutionFailed;
+
+    /** Told when an address stops resolving: its requests (or the polls of its aged entry) went unanswered. */
+    @FunctionalInterface
+    public interface ResolutionFailedListener
+    {
+        void onResolutionFailed(int ip, long now);
+    }
 
     public Arp(final StackConfig config, final Link link, final StackCounters counters, final Timers timers)
     {
@@ -272,6 +280,12 @@ public final class Arp
         }
     }
 
+    /** Tell {@code listener} of every address that stops resolving (one listener: the IP layer's routes). */
+    public void onResolutionFailed(final ResolutionFailedListener listener)
+    {
+        resolutionFailed = listener;
+    }
+
     /** Cached MAC for {@code ip} in any usable state, or -1. */
     public long lookup(final int ip)
     {
@@ -429,8 +443,13 @@ public final class Arp
                 if (++retries[slot] >= config.arpMaxRetries())
                 {
                     // RFC 1122 2.3.2.1: give up, flush the entry and whatever waited for it.
+                    final int ip = address[slot];
                     dropQueued(slot);
                     free(slot);
+                    if (resolutionFailed != null)
+                    {
+                        resolutionFailed.onResolutionFailed(ip, now);
+                    }
                     return;
                 }
                 final long dst = state[slot] == REACHABLE ? mac[slot] : MacAddress.BROADCAST;

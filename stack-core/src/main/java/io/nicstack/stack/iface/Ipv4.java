@@ -84,6 +84,7 @@ public final class Ipv4
             },
             // Every datagram given up, whatever the result code of the fragment that gave it up (timeouts above).
             () -> counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED));
+        arp.onResolutionFailed(this::onResolutionFailed);
     }
 
     /** Told of a datagram for us dropped for a malformed header option (see {@link #onBadOptions}). */
@@ -483,6 +484,13 @@ public final class Ipv4
      * that router can know a better one) and names a host on our subnet other than us; a destination on our link is
      * reached directly and not redirected. A redirect to the default gateway ends an earlier one.
      *
+     * <p>A new first hop whose link address we do not hold (reachable, or aged but still usable) is not taken: its
+     * address is asked (ARP's own pacing applies, one request per second at most), and the router's next redirect,
+     * once it has answered, applies. As Linux's __ip_do_redirect, which applies a redirect only over a valid neighbour
+     * entry: taken at once, a host that never answers ARP would take every datagram to {@code destination} until the
+     * route aged, and only TCP's negative advice ends it sooner. Should the first hop stop answering later, its routes
+     * are dropped ({@link #onResolutionFailed}).
+     *
      * @return whether the route changed or was confirmed.
      */
     public boolean redirect(final int source, final int destination, final int newGateway, final long now)
@@ -494,6 +502,12 @@ public final class Ipv4
         {
             return false;
         }
+        if (arp.lookup(newGateway) < 0)
+        {
+            counters.increment(StackCounter.ICMP_IN_REDIRECTS_UNRESOLVED);
+            arp.resolve(newGateway, now);
+            return false;
+        }
         if (newGateway == config.gateway())
         {
             redirects.forget(destination);
@@ -503,6 +517,15 @@ public final class Ipv4
             redirects.learn(destination, newGateway, now);
         }
         return true;
+    }
+
+    /**
+     * ARP gave up on {@code ip}: routes that redirects sent through it go back to the default gateway (counted), rather
+     * than leaving their destinations waiting for a first hop that does not answer until the routes age.
+     */
+    private void onResolutionFailed(final int ip, final long now)
+    {
+        counters.add(StackCounter.IPV4_REDIRECTS_DROPPED_UNRESOLVED, redirects.forgetGateway(ip));
     }
 
     /**

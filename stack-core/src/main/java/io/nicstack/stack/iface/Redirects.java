@@ -72,6 +72,22 @@ final class Redirects
         }
     }
 
+    /** Back to the default route for every destination sent to {@code firstHop}; returns how many there were. */
+    int forgetGateway(final int firstHop)
+    {
+        int forgotten = 0;
+        for (int slot = used - 1; slot >= 0; slot--)
+        {
+            // From the end: remove() moves the last entry into the freed slot, one already looked at.
+            if (gateway[slot] == firstHop)
+            {
+                remove(slot);
+                forgotten++;
+            }
+        }
+        return forgotten;
+    }
+
     int size()
     {
         return used;

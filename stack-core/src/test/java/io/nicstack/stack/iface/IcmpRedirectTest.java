@@ -34,6 +34,9 @@ class IcmpRedirectTest
     private static final long ROUTER2_MAC = 0x0A00_0000_0009L;
     private static final int FAR = Ipv4Address.parse("198.19.7.7");
     private static final int FAR2 = Ipv4Address.parse("198.19.7.8");
+    /** An on-link host that has not answered ARP (yet). */
+    private static final int ROUTER3 = Ipv4Address.parse("198.18.0.77");
+    private static final long ROUTER3_MAC = 0x0A00_0000_0077L;
 
     private TestDevice device;
     private StackCounters counters;
@@ -97,7 +100,10 @@ class IcmpRedirectTest
         return macOf(sendTo(destination));
     }
 
-    /** A Redirect from {@code source} quoting {@code quoted} (an Ethernet frame whose IP datagram it quotes). */
+    /**
+     * A Redirect from {@code source} quoting {@code quoted} (an Ethernet frame whose IP datagram it quotes). It is never
+     * answered; the targets of the ARP requests it made are left in {@link #arpAsked}.
+     */
     private void redirect(final int source, final int to, final int code, final int gateway, final byte[] quoted)
     {
         final int quoteLength = Ipv4Header.MIN_HEADER_LENGTH + 8;
@@ -110,8 +116,23 @@ class IcmpRedirectTest
         device.inject(ethernet(mac, sourceMac, EthernetFrame.ETHERTYPE_IPV4,
             ipv4(source, to, Ipv4Header.PROTOCOL_ICMP, 77, false, 0, icmp)));
         stack.poll(now);
-        assertTrue(device.takeSent().isEmpty(), "a redirect is never answered");
+        final List<byte[]> sent = device.takeSent();
+        arpAsked.clear();
+        sent.removeIf(f ->
+        {
+            if (new EthernetFrame().wrap(new UnsafeBuffer(f), 0, f.length).etherType() != EthernetFrame.ETHERTYPE_ARP)
+            {
+                return false;
+            }
+            arpAsked.add(new ArpPacket().wrap(new UnsafeBuffer(f), EthernetFrame.HEADER_LENGTH, ArpPacket.LENGTH)
+                .targetProtocolAddress());
+            return true;
+        });
+        assertTrue(sent.isEmpty(), "a redirect is never answered");
     }
+
+    /** Addresses the last {@link #redirect} asked for with ARP requests. */
+    private final List<Integer> arpAsked = new ArrayList<>();
 
     private static Ipv4Header quotedHeader(final byte[] frame)
     {
@@ -272,5 +293,70 @@ class IcmpRedirectTest
         assertEquals(0, table.gatewayFor(FAR + 5, now));
         assertEquals(Redirects.CAPACITY - 1, table.size());
         assertEquals(ROUTER2, table.gatewayFor(FAR + 6, now), "the others stay where they were");
+    }
+
+    /**
+     * A redirect to a host whose link address we do not know is not applied: its address is asked (an ARP request),
+     * and datagrams keep going to the current first hop. Once it answers, the router's next redirect applies. As Linux's
+     * __ip_do_redirect, which takes a redirect only when the new gateway's neighbour entry is valid. Before, it was
+     * applied at once, and a host that never answered ARP took every datagram to that destination for 300 s (UDP has
+     * no negative advice to end the route).
+     */
+    @Test
+    void aRedirectToAHostNotResolvedIsNotAppliedButItsAddressIsAsked()
+    {
+        final byte[] toFar = sendTo(FAR);
+        redirect(PEER_IP, ROUTER3, toFar);
+        assertEquals(0, applied());
+        assertEquals(1, ignored());
+        assertEquals(1, counters.get(StackCounter.ICMP_IN_REDIRECTS_UNRESOLVED));
+        assertEquals(List.of(ROUTER3), arpAsked, "the new first hop is asked for");
+        redirect(PEER_IP, ROUTER3, toFar);
+        assertEquals(List.of(), arpAsked, "a second redirect while the first request waits asks nothing (RFC 1122 2.3.2.1)");
+        assertEquals(2, counters.get(StackCounter.ICMP_IN_REDIRECTS_UNRESOLVED));
+        for (int s = 0; s < 10; s++)
+        {
+            now += SECOND;
+            assertEquals(PEER_MAC, firstHopMac(FAR), "still through the default gateway after " + s + " s");
+        }
+        redirect(PEER_IP, ROUTER3, toFar);
+        assertEquals(List.of(ROUTER3), arpAsked, "asked again once the first resolution gave up");
+
+        device.inject(ethernet(mac, ROUTER3_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, ROUTER3_MAC, ROUTER3, mac, STACK_IP)));
+        stack.poll(now);
+        device.takeSent();
+        assertEquals(PEER_MAC, firstHopMac(FAR), "an answer alone changes no route");
+        redirect(PEER_IP, ROUTER3, toFar);
+        assertEquals(1, applied(), "the redirect applies once its first hop resolves");
+        assertEquals(ROUTER3_MAC, firstHopMac(FAR));
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * A redirected first hop that stops answering ARP (its entry aged, and the poll of it goes unanswered) loses its
+     * routes: the destinations go back to the default gateway, counted. Before, the route stayed until it aged (300 s),
+     * every datagram to those destinations waiting for ARP and dropped.
+     */
+    @Test
+    void aRedirectedFirstHopThatStopsAnsweringArpLosesItsRoutes()
+    {
+        redirect(PEER_IP, ROUTER2, sendTo(FAR));
+        redirect(PEER_IP, ROUTER2, sendTo(FAR2));
+        assertEquals(2, applied());
+        // Past the entry's lifetime the next datagram polls ROUTER2; the poll and its retries go unanswered.
+        now += stack.config().arpEntryLifetimeNanos();
+        assertEquals(ROUTER2_MAC, firstHopMac(FAR), "a stale entry is still used while it is polled");
+        assertEquals(List.of(ROUTER2_MAC), polls());
+        for (int i = 0; i < stack.config().arpMaxRetries(); i++)
+        {
+            now += stack.config().arpRetryNanos();
+            stack.poll(now);
+            device.takeSent();
+        }
+        assertEquals(-1, stack.arp().lookup(ROUTER2), "ROUTER2 given up");
+        assertEquals(2, counters.get(StackCounter.IPV4_REDIRECTS_DROPPED_UNRESOLVED));
+        assertEquals(PEER_MAC, firstHopMac(FAR), "back to the default gateway");
+        assertEquals(PEER_MAC, firstHopMac(FAR2), "back to the default gateway");
     }
 }
