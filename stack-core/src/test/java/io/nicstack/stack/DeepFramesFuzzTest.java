@@ -354,7 +354,9 @@ class DeepFramesFuzzTest
                 {
                     case IcmpHeader.TYPE_DESTINATION_UNREACHABLE -> e[1] == 4 && q % 2 == 0 ? 576 : 0; // RFC 1191: next-hop MTU
                     case IcmpHeader.TYPE_PARAMETER_PROBLEM -> 8 << 24; // the pointer: the TTL
-                    case IcmpHeader.TYPE_REDIRECT -> 0xC612_0004; // the better gateway
+                    // The better gateway: the peer, whose MAC the stack holds (a redirect applies only over a resolved
+                    // first hop, as Linux's __ip_do_redirect; 198.18.0.4, never heard from, would only be asked for).
+                    case IcmpHeader.TYPE_REDIRECT -> B_IP;
                     default -> 0;
                 };
                 // Redirects are believed only from the first hop (RFC 1122 §3.2.2.2), the others come from the peer.
