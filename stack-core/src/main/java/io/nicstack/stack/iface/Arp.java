@@ -45,6 +45,8 @@ public final class Arp
     private final long[] mac;
     private final int[] state;
     private final long[] expiresAt;
+    /** When the entry last changed: resolved, another MAC, or confirmed after it aged (for {@link #LOCKTIME_NANOS}). */
+    private final long[] updatedAt;
     private final int[] retries;
     private final long[] timerId;
     /** CLOCK's reference bit: set when the entry is used to send (resolve), cleared as the victim pointer passes it. */
@@ -88,6 +90,7 @@ public final class Arp
         mac = new long[n];
         state = new int[n];
         expiresAt = new long[n];
+        updatedAt = new long[n];
         retries = new int[n];
         timerId = new long[n];
         referenced = new boolean[n];
@@ -106,6 +109,9 @@ public final class Arp
             freeSlots[i] = q - 1 - i;
         }
     }
+
+    /** Linux's ARP locktime: another MAC for an entry that changed more recently than this is not taken. */
+    static final long LOCKTIME_NANOS = 1_000_000_000L;
 
     /** RFC 5227 §1.1 DEFEND_INTERVAL: at most one defending announcement per 10 s. */
     static final long DEFEND_INTERVAL_NANOS = 10_000_000_000L;
@@ -344,7 +350,19 @@ public final class Arp
             final int slot = slotByAddress.get(spa);
             if (slot != NONE)
             {
-                learn(slot, sha, now);
+                // Linux's arp_process: another MAC for an entry that changed within the lock time is not taken, unless
+                // the packet is an announcement (its sender's address also its target; a reply's target MAC also its
+                // sender's). Of two answers to one request the first stays: a poisoner racing the true host loses.
+                final boolean gratuitous = spa == tpa
+                    && (arp.operation() == ArpPacket.OP_REQUEST || arp.targetHardwareAddress() == sha);
+                if (state[slot] == REACHABLE && mac[slot] != sha && now - updatedAt[slot] < LOCKTIME_NANOS && !gratuitous)
+                {
+                    counters.increment(StackCounter.ARP_LOCKTIME_IGNORED);
+                }
+                else
+                {
+                    learn(slot, sha, now);
+                }
             }
             else if (forUs && used < address.length)
             {
@@ -370,6 +388,11 @@ public final class Arp
 
     private void learn(final int slot, final long hardwareAddress, final long now)
     {
+        if (state[slot] != REACHABLE || mac[slot] != hardwareAddress || now - expiresAt[slot] >= 0)
+        {
+            // As Linux's neigh_update: only a change moves the lock time's start, not a confirmation of a live entry.
+            updatedAt[slot] = now;
+        }
         state[slot] = REACHABLE;
         mac[slot] = hardwareAddress;
         expiresAt[slot] = now + config.arpEntryLifetimeNanos();

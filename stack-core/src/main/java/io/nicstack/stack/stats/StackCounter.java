@@ -40,6 +40,7 @@ public enum StackCounter
     ARP_QUEUE_OVERFLOW("arp drop: waiting queue full (outbound)", Kind.INFO),
     ARP_RESOLUTION_FAILED("arp drop: no reply, frame discarded (outbound)", Kind.INFO),
     ARP_CACHE_FULL("arp: cache full, entry evicted", Kind.INFO),
+    ARP_LOCKTIME_IGNORED("arp: another MAC for an address whose entry changed under 1 s ago, not taken (locktime)", Kind.INFO),
     ARP_RESOLUTION_REFUSED("arp drop: cache full of entries awaiting replies, no request sent, frame discarded (outbound)", Kind.INFO),
 
     IPV4_DROP_TRUNCATED("ipv4 drop: truncated", Kind.DROP),

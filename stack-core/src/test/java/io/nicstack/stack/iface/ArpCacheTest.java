@@ -14,6 +14,7 @@ import io.nicstack.stack.wire.ArpPacket;
 import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.IcmpHeader;
 import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
 
 import static io.nicstack.stack.Frames.*;
 import static org.junit.jupiter.api.Assertions.*;
@@ -148,6 +149,54 @@ class ArpCacheTest
             arp(ArpPacket.OP_REPLY, sourceMac, source, mac, STACK_IP)));
         assertEquals(sourceMac, stack.arp().lookup(source), "learned");
         assertTrue(sent.stream().anyMatch(f -> etherType(f) == EthernetFrame.ETHERTYPE_IPV4), "its echo reply left");
+        assertEquals(0, counters.unaccountedFrames());
+    }
+
+    /**
+     * ARP lock time, as Linux's arp_process (override = time_after(jiffies, n->updated + LOCKTIME) || is_garp): a
+     * packet giving another MAC for an address whose entry changed under a second ago is ignored, counted, so of two
+     * answers to one request the first stays (the second is most likely a poisoner racing the true host). After the
+     * second has passed it replaces the MAC; a gratuitous announcement (sender and target address the same; for a reply,
+     * target hardware address the sender's too) replaces it at once. Before, a second reply 10 ms after the first
+     * replaced the MAC.
+     */
+    @Test
+    void anotherMacWithinTheLockTimeIsIgnoredUnlessGratuitous()
+    {
+        final long evil = 0x0A00_0000_0BADL;
+        final long moved = 0x0A00_0000_0C0DL;
+        final var socket = stack.udp().bind(6000, 1 << 16);
+        assertTrue(socket.send(PEER_IP, 9, new UnsafeBuffer(new byte[16]), 0, 16, now));
+        stack.poll(now);
+        device.takeSent();
+        exchange(ethernet(mac, PEER_MAC, EthernetFrame.ETHERTYPE_ARP, arp(ArpPacket.OP_REPLY, PEER_MAC, PEER_IP, mac, STACK_IP)));
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP));
+
+        now += 10_000_000L;
+        exchange(ethernet(mac, evil, EthernetFrame.ETHERTYPE_ARP, arp(ArpPacket.OP_REPLY, evil, PEER_IP, mac, STACK_IP)));
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "a second reply 10 ms later");
+        final List<byte[]> answered = exchange(ethernet(MacAddress.BROADCAST, evil, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, evil, PEER_IP, 0, STACK_IP)));
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "a request naming another MAC, too");
+        assertEquals(1, answered.size(), "the request is answered all the same");
+        // A broadcast reply for the peer's address to the peer's address, but not to its own MAC: no announcement.
+        exchange(ethernet(MacAddress.BROADCAST, evil, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, evil, PEER_IP, MacAddress.BROADCAST, PEER_IP)));
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "a reply that is not gratuitous");
+        assertEquals(3, counters.get(StackCounter.ARP_LOCKTIME_IGNORED));
+
+        exchange(ethernet(MacAddress.BROADCAST, moved, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REQUEST, moved, PEER_IP, 0, PEER_IP)));
+        assertEquals(moved, stack.arp().lookup(PEER_IP), "a gratuitous request is taken within the lock time");
+        now += 10_000_000L;
+        exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+            arp(ArpPacket.OP_REPLY, PEER_MAC, PEER_IP, PEER_MAC, PEER_IP)));
+        assertEquals(PEER_MAC, stack.arp().lookup(PEER_IP), "so is a gratuitous reply");
+
+        now += Arp.LOCKTIME_NANOS;
+        exchange(ethernet(mac, evil, EthernetFrame.ETHERTYPE_ARP, arp(ArpPacket.OP_REPLY, evil, PEER_IP, mac, STACK_IP)));
+        assertEquals(evil, stack.arp().lookup(PEER_IP), "past the lock time another MAC replaces the entry's");
+        assertEquals(3, counters.get(StackCounter.ARP_LOCKTIME_IGNORED));
         assertEquals(0, counters.unaccountedFrames());
     }
 }
