@@ -1187,8 +1187,9 @@ class NetStackTest
 
     /**
      * Another host claiming our address (an ARP packet with our address as its sender, from another MAC) is an address
-     * conflict (RFC 5227 §2.4): counted, and defended with one announcement at most every 10 s (option b), never
-     * answered as if it were a request for us. Before it went unnoticed, and got a reply.
+     * conflict (RFC 5227 §2.4): counted, and defended indefinitely with one announcement at most every DEFEND_INTERVAL
+     * (10 s; option (c), as Arp.input says: option (b) would give the address up at a second conflict within 10 s),
+     * never answered as if it were a request for us. Before it went unnoticed, and got a reply.
      */
     @Test
     void anotherHostClaimingOurAddressIsCountedAndDefendedOncePerTenSeconds()
