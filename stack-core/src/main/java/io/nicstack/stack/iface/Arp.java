@@ -5,6 +5,7 @@ import java.nio.ByteBuffer;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2IntHashMap;
+import org.agrona.collections.Long2LongHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.stats.StackCounter;
@@ -20,7 +21,9 @@ import io.nicstack.stack.wire.MacAddress;
  * queue of frames waiting for resolution, replies, and two announcements on start (RFC 5227 §2.3).
  *
  * <p>Entries live in preallocated parallel arrays indexed by slot; {@link Int2IntHashMap} maps an
- * address to its slot. Nothing is allocated after construction.
+ * address to its slot, {@link Long2LongHashMap} a retry timer's id to its slot, a stack holds the free slots, and a
+ * running count the entries awaiting replies: no operation scans the cache (it may hold 65,536 entries), save the
+ * victim pointer's sweep over resolved entries. Nothing is allocated after construction.
  *
  * <p>Every request belongs to an entry, which sends at most one per retry interval, and an entry awaiting a reply is
  * never evicted (see {@link #victim()}): requests are bounded by the cache, at most {@code arpCacheSize} per interval,
@@ -53,6 +56,12 @@ public final class Arp
     private final boolean[] referenced;
     private int used;
     private int evictCursor;
+    /** Slot of each armed retry timer, by timer id. */
+    private final Long2LongHashMap slotByTimer;
+    /** Free slots, a stack: the top {@code address.length - used} of them. */
+    private final int[] freeEntries;
+    /** Entries in INCOMPLETE state. */
+    private int waiting;
 
     // Frames waiting for resolution: fixed slots in one buffer. queueOrder lists the slots in use, oldest first (the
     // frames for one address leave in the order they came), freeSlots the others; dropping a frame from the middle
@@ -96,6 +105,13 @@ public final class Arp
         referenced = new boolean[n];
         queuedFor = new int[n];
         java.util.Arrays.fill(timerId, Timers.NO_TIMER);
+        // At most one timer per entry: sized so that it never grows.
+        slotByTimer = new Long2LongHashMap(n * 2, 0.65f, NONE);
+        freeEntries = new int[n];
+        for (int i = 0; i < n; i++)
+        {
+            freeEntries[i] = n - 1 - i;
+        }
 
         final int q = config.arpQueueFrames();
         queueSlotLength = link.device().maxFrameLength();
@@ -172,7 +188,7 @@ public final class Arp
                     // Stale: keep using the old MAC, but confirm it with a unicast request (RFC 1122 2.3.2.1).
                     retries[slot] = 0;
                     sendArp(ArpPacket.OP_REQUEST, mac[slot], 0L, nextHop);
-                    timerId[slot] = timers.schedule(now + config.arpRetryNanos(), retryHandler);
+                    armRetry(slot, now);
                 }
                 return mac[slot];
             }
@@ -185,10 +201,9 @@ public final class Arp
         {
             return -1;
         }
-        state[fresh] = INCOMPLETE;
         retries[fresh] = 0;
         sendArp(ArpPacket.OP_REQUEST, MacAddress.BROADCAST, 0L, nextHop);
-        timerId[fresh] = timers.schedule(now + config.arpRetryNanos(), retryHandler);
+        armRetry(fresh, now);
         return -1;
     }
 
@@ -393,15 +408,15 @@ public final class Arp
             // As Linux's neigh_update: only a change moves the lock time's start, not a confirmation of a live entry.
             updatedAt[slot] = now;
         }
+        if (state[slot] == INCOMPLETE)
+        {
+            waiting--;
+        }
         state[slot] = REACHABLE;
         mac[slot] = hardwareAddress;
         expiresAt[slot] = now + config.arpEntryLifetimeNanos();
         retries[slot] = 0;
-        if (timerId[slot] != Timers.NO_TIMER)
-        {
-            timers.cancel(timerId[slot]);
-            timerId[slot] = Timers.NO_TIMER;
-        }
+        cancelRetry(slot);
         releaseQueued(slot, hardwareAddress);
     }
 
@@ -452,51 +467,55 @@ public final class Arp
         queuedFor[entry] = 0;
     }
 
+    private void armRetry(final int slot, final long now)
+    {
+        final long id = timers.schedule(now + config.arpRetryNanos(), retryHandler);
+        timerId[slot] = id;
+        slotByTimer.put(id, slot);
+    }
+
+    private void cancelRetry(final int slot)
+    {
+        if (timerId[slot] != Timers.NO_TIMER)
+        {
+            timers.cancel(timerId[slot]);
+            slotByTimer.remove(timerId[slot]);
+            timerId[slot] = Timers.NO_TIMER;
+        }
+    }
+
     private void onRetryTimer(final long now, final long id)
     {
-        for (int slot = 0; slot < address.length; slot++)
+        final int slot = (int)slotByTimer.remove(id);
+        if (slot == NONE)
         {
-            if (timerId[slot] == id)
-            {
-                timerId[slot] = Timers.NO_TIMER;
-                if (state[slot] == FREE)
-                {
-                    return;
-                }
-                if (++retries[slot] >= config.arpMaxRetries())
-                {
-                    // RFC 1122 2.3.2.1: give up, flush the entry and whatever waited for it.
-                    final int ip = address[slot];
-                    dropQueued(slot);
-                    free(slot);
-                    if (resolutionFailed != null)
-                    {
-                        resolutionFailed.onResolutionFailed(ip, now);
-                    }
-                    return;
-                }
-                final long dst = state[slot] == REACHABLE ? mac[slot] : MacAddress.BROADCAST;
-                sendArp(ArpPacket.OP_REQUEST, dst, 0L, address[slot]);
-                timerId[slot] = timers.schedule(now + config.arpRetryNanos(), retryHandler);
-                return;
-            }
+            return;
         }
+        timerId[slot] = Timers.NO_TIMER;
+        if (++retries[slot] >= config.arpMaxRetries())
+        {
+            // RFC 1122 2.3.2.1: give up, flush the entry and whatever waited for it.
+            final int ip = address[slot];
+            dropQueued(slot);
+            free(slot);
+            if (resolutionFailed != null)
+            {
+                resolutionFailed.onResolutionFailed(ip, now);
+            }
+            return;
+        }
+        final long dst = state[slot] == REACHABLE ? mac[slot] : MacAddress.BROADCAST;
+        sendArp(ArpPacket.OP_REQUEST, dst, 0L, address[slot]);
+        armRetry(slot, now);
     }
 
     /** A free or evicted slot for {@code ip}, INCOMPLETE; {@link #NONE} when no entry may be evicted. */
     private int allocate(final int ip)
     {
-        int slot = NONE;
+        final int slot;
         if (used < address.length)
         {
-            for (int i = 0; i < address.length; i++)
-            {
-                if (state[i] == FREE)
-                {
-                    slot = i;
-                    break;
-                }
-            }
+            slot = freeEntries[address.length - 1 - used];
         }
         else
         {
@@ -512,6 +531,7 @@ public final class Arp
             free(slot);
         }
         used++;
+        waiting++;
         address[slot] = ip;
         state[slot] = INCOMPLETE;
         referenced[slot] = false;
@@ -533,11 +553,6 @@ public final class Arp
     private int victim()
     {
         final int n = address.length;
-        int waiting = 0;
-        for (int i = 0; i < n; i++)
-        {
-            waiting += state[i] == INCOMPLETE ? 1 : 0;
-        }
         // At least one: in a cache of two or three entries a quarter is none, and no entry waiting is never a flood.
         if (waiting >= Math.max(1, n / 4))
         {
@@ -548,8 +563,9 @@ public final class Arp
         for (int i = 0; i < 2 * n; i++)
         {
             final int slot = (evictCursor + i) % n;
-            if (state[slot] != REACHABLE)
+            if (state[slot] != REACHABLE || timerId[slot] != Timers.NO_TIMER)
             {
+                // Waiting, or an aged entry being polled: awaiting a reply, it holds when it was last asked.
                 continue;
             }
             if (!referenced[slot])
@@ -564,14 +580,63 @@ public final class Arp
 
     private void free(final int slot)
     {
-        if (timerId[slot] != Timers.NO_TIMER)
-        {
-            timers.cancel(timerId[slot]);
-            timerId[slot] = Timers.NO_TIMER;
-        }
+        cancelRetry(slot);
         slotByAddress.remove(address[slot]);
+        if (state[slot] == INCOMPLETE)
+        {
+            waiting--;
+        }
         state[slot] = FREE;
         used--;
+        freeEntries[address.length - 1 - used] = slot;
+    }
+
+    /**
+     * For tests: check that the cache's indexes agree with its entries (address map, timer map, free stack, counts),
+     * scanning them all; throws IllegalStateException naming the first disagreement.
+     */
+    void checkConsistency()
+    {
+        final int n = address.length;
+        int inUse = 0;
+        int incomplete = 0;
+        int armed = 0;
+        for (int slot = 0; slot < n; slot++)
+        {
+            if (state[slot] == FREE)
+            {
+                check(timerId[slot] == Timers.NO_TIMER, "a free slot with a timer", slot);
+                continue;
+            }
+            inUse++;
+            incomplete += state[slot] == INCOMPLETE ? 1 : 0;
+            check(slotByAddress.get(address[slot]) == slot, "address map", slot);
+            check(state[slot] != INCOMPLETE || timerId[slot] != Timers.NO_TIMER, "a waiting entry without a timer", slot);
+            if (timerId[slot] != Timers.NO_TIMER)
+            {
+                armed++;
+                check(slotByTimer.get(timerId[slot]) == slot, "timer map", slot);
+            }
+        }
+        check(inUse == used, "used " + used + ", entries " + inUse, -1);
+        check(incomplete == waiting, "waiting " + waiting + ", entries " + incomplete, -1);
+        check(slotByAddress.size() == used, "address map size " + slotByAddress.size(), -1);
+        check(slotByTimer.size() == armed, "timer map size " + slotByTimer.size() + ", armed " + armed, -1);
+        final boolean[] seen = new boolean[n];
+        for (int i = 0; i < n - used; i++)
+        {
+            final int slot = freeEntries[i];
+            check(state[slot] == FREE && !seen[slot], "free stack", slot);
+            seen[slot] = true;
+        }
+    }
+
+    private static void check(final boolean condition, final String what, final int slot)
+    {
+        if (!condition)
+        {
+            throw new IllegalStateException(what + (slot >= 0 ? " at slot " + slot : ""));
+        }
     }
 
     private void sendArp(final int operation, final long ethDestination, final long targetMac, final int targetIp)

@@ -199,4 +199,71 @@ class ArpCacheTest
         assertEquals(3, counters.get(StackCounter.ARP_LOCKTIME_IGNORED));
         assertEquals(0, counters.unaccountedFrames());
     }
+
+    /**
+     * The cache's indexes (address map, retry timer id to slot, free slot stack, count of waiting entries) agree with
+     * its entries through seeded random churn in a small cache: resolutions, replies, requests from peers, negative
+     * advice, time passing (retries, give-ups, aging). Observed against a model: an address resolves to its own MAC or
+     * to nothing, and no address is asked twice within a retry interval until it is heard from (also across eviction). When the churn stops,
+     * every waiting entry gives up and no timer is left.
+     */
+    @Test
+    void theCacheIndexesStayConsistentThroughRandomChurn()
+    {
+        final long seed = 0x5EED_A4BL;
+        final java.util.Random random = new java.util.Random(seed);
+        build(StackConfig.of("198.18.0.2/16").arpCacheSize(16));
+        final Arp arp = stack.arp();
+        final int pool = 48;
+        final long[] lastAsked = new long[pool];
+        java.util.Arrays.fill(lastAsked, Long.MIN_VALUE);
+        final long retry = stack.config().arpRetryNanos();
+        for (int step = 0; step < 20_000; step++)
+        {
+            final int i = random.nextInt(pool);
+            final int ip = SPOOFED + i;
+            final long hostMac = 0x0A00_0000_0000L + i + 1;
+            final int op = random.nextInt(6);
+            if (op == 2 || op == 3)
+            {
+                // The host is heard from: the pacing of requests to an address that does not answer is over.
+                lastAsked[i] = Long.MIN_VALUE;
+            }
+            switch (op)
+            {
+                case 0, 1 -> arp.resolve(ip, now);
+                case 2 -> device.inject(ethernet(mac, hostMac, EthernetFrame.ETHERTYPE_ARP,
+                    arp(ArpPacket.OP_REPLY, hostMac, ip, mac, STACK_IP)));
+                case 3 -> device.inject(ethernet(MacAddress.BROADCAST, hostMac, EthernetFrame.ETHERTYPE_ARP,
+                    arp(ArpPacket.OP_REQUEST, hostMac, ip, 0, STACK_IP)));
+                case 4 -> arp.adviseUnreachable(ip, now);
+                default -> now += random.nextInt(700) * 1_000_000L;
+            }
+            stack.poll(now);
+            for (final byte[] f : device.takeSent())
+            {
+                final int target = arpRequestTarget(f);
+                if (target != 0)
+                {
+                    final int k = target - SPOOFED;
+                    assertTrue(lastAsked[k] == Long.MIN_VALUE || now - lastAsked[k] >= retry,
+                        "seed " + seed + " step " + step + ": " + k + " asked again after " + (now - lastAsked[k]) + " ns");
+                    lastAsked[k] = now;
+                }
+            }
+            final int finalStep = step;
+            assertDoesNotThrow(arp::checkConsistency, () -> "seed " + seed + " step " + finalStep);
+            final long known = arp.lookup(ip);
+            assertTrue(known == -1 || known == hostMac, "seed " + seed + " step " + step + ": " + Long.toHexString(known));
+        }
+        assertTrue(counters.get(StackCounter.ARP_CACHE_FULL) > 0, "entries were evicted");
+        assertTrue(counters.get(StackCounter.ARP_RESOLUTION_FAILED) + counters.get(StackCounter.ARP_OUT_REQUESTS) > 0);
+        for (int k = 0; k < stack.config().arpMaxRetries(); k++)
+        {
+            now += retry;
+            stack.poll(now);
+        }
+        arp.checkConsistency();
+        assertFalse(arp.toString().contains("incomplete"), "every waiting entry gave up:\n" + arp);
+    }
 }
