@@ -47,8 +47,9 @@ public interface CongestionControl
     /**
      * Retransmission timeout: ssthresh reduced as by {@link #onFastRetransmit} (Reno from the flight size, RFC 5681
      * (4); CUBIC from cwnd, RFC 9438 (4.8)), held over repeated timeouts, and cwnd = 1 MSS (RFC 5681 (3.1), the loss
-     * window). During a fast recovery (after {@link #onFastRetransmit}, before {@link #onRecoveryExit}) ssthresh stays
-     * the recovery's: that reduction answered this loss, and cwnd may be the sender's inflated window.
+     * window). During a fast recovery (after {@link #onFastRetransmit}, before {@link #onRecoveryExit}) ssthresh never
+     * rises above the recovery's: that reduction answered this loss, and cwnd may be the sender's inflated window; it
+     * falls to the timeout's value when that is less (RFC 5681 (3.1) MUST: a recovery that repaired most of its flight).
      *
      * @param flightSize bytes outstanding when the timer expired.
      */

@@ -9,6 +9,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import io.nicstack.stack.stats.StackCounter;
+import io.nicstack.stack.tcp.cc.Cubic;
 import io.nicstack.stack.tcp.isn.SynCookies;
 import io.nicstack.stack.wire.Seq;
 
@@ -332,6 +333,48 @@ class TcpExtensionsTest
         assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
         assertEquals(recoverySsthresh, t.conn.ssthresh());
         assertEquals(mss, t.conn.cwnd(), "the loss window");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc5681_aTimeoutDuringARecoveryWhoseFlightShrankTakesNoMoreThanEquationFour(final String congestionControl)
+    {
+        // RFC 5681 (3.1): when the timer detects a loss, ssthresh MUST be no more than max(FlightSize / 2, 2*SMSS) (RFC
+        // 9438 (4.8): CUBIC takes beta_cubic of it instead of a half). A SACK recovery that repaired most of its flight
+        // before the timeout has little outstanding: the recovery's ssthresh, taken from the whole flight, is more.
+        t.peerWindowScale = 7;
+        t.peerSackPermitted = true;
+        t.peerTimestamps = false;
+        t.settings().congestionControl = congestionControl;
+        t.settings().noDelay = true;
+        t.settings().tailLossProbe = false;
+        t.passiveOpen();
+        final int m = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(10 * m, 1));
+        assertEquals(10, t.recv().size());
+        // S0 and S5 lost; S1-S4 and S6-S9 SACKed.
+        t.send(t.in().ack(s).sack(s + m, s + 3 * m));
+        t.send(t.in().ack(s).sack(s + m, s + 5 * m));
+        t.send(t.in().ack(s).sack(s + 6 * m, s + 8 * m).sack(s + m, s + 5 * m));
+        t.send(t.in().ack(s).sack(s + 6 * m, s + 10 * m).sack(s + m, s + 5 * m));
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        t.recv();
+        final long recoverySsthresh = t.conn.ssthresh();
+        // S0's resend arrives, S5's is lost: S5-S9 outstanding, FlightSize 5 segments.
+        t.advanceMs(20);
+        t.send(t.in().ack(s + 5 * m).sack(s + 6 * m, s + 10 * m));
+        t.recv();
+        final long flightSize = t.conn.sndMax - t.conn.sndUna;
+        assertEquals(5L * m, flightSize);
+        t.advance(t.conn.rtoNanos());
+        assertTrue(retransmitted(t.recv(), s + 5 * m, m), "the timeout's retransmission");
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        final long bound = "cubic".equals(congestionControl)
+            ? Math.max(Math.round(flightSize * Cubic.BETA), 2L * m) : Math.max(flightSize / 2, 2L * m);
+        assertTrue(bound < recoverySsthresh, "the case: the recovery's ssthresh is above the bound");
+        assertEquals(bound, t.conn.ssthresh());
+        assertEquals(m, t.conn.cwnd(), "the loss window");
     }
 
     @Test

@@ -27,7 +27,7 @@ import io.nicstack.stack.tcp.CongestionControl;
  *     that fills its window reduces from cwnd as before, also when little is in flight at the loss
  *     (a tail loss probe's repair, a timeout at the end of a transfer). A timeout during a fast
  *     recovery keeps the recovery's ssthresh, as Linux does, rather than take beta_cubic of the
- *     window the sender inflated.</li>
+ *     window the sender inflated, unless beta_cubic of the window still in use is less.</li>
  * <li>RFC 9438 (5.8): the epoch is shifted forward by the time between ACKs that found the
  *     sender application limited, and by a fully idle period when sending starts again, so that
  *     {@code t} excludes both. After an idle period longer than the RTO, cwnd restarts from the
@@ -239,15 +239,21 @@ public final class Cubic implements CongestionControl
     {
         // RFC 9438 (4.8): ssthresh from beta_cubic as in (4.6), held constant over repeated
         // timeouts (RFC 5681 (3.1)); cwnd = the loss window of RFC 5681. A timeout during a fast
-        // recovery keeps the recovery's ssthresh and cwnd_prior, as Linux's tcp_enter_loss does: the
+        // recovery never raises the recovery's ssthresh, as Linux's tcp_enter_loss keeps it: the
         // recovery already reduced for this loss, and cwnd is then the sender's window inflated by one
         // SMSS per duplicate ACK (RFC 6582 (3.2) step 5), whose beta_cubic share could exceed the
-        // ssthresh taken at the start of the recovery.
-        if (!inTimeoutBackoff && !inFastRecovery)
+        // ssthresh taken at the start of the recovery. But a recovery that repaired most of its flight
+        // leaves less in use than that (reductionBase), and then its lower value is taken, as RFC 5681
+        // (3.1) requires of the timer's ssthresh (with CUBIC's beta for Reno's half).
+        if (!inTimeoutBackoff)
         {
             final double base = reductionBase(flightSize);
-            cwndPrior = base / mss;
-            ssthresh = Math.max(Math.round(base * BETA), 2L * mss);
+            final long reduced = Math.max(Math.round(base * BETA), 2L * mss);
+            if (!inFastRecovery || reduced < ssthresh)
+            {
+                cwndPrior = base / mss;
+                ssthresh = reduced;
+            }
         }
         usedWindow = 0;
         inTimeoutBackoff = true;

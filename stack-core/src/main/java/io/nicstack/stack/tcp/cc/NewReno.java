@@ -126,13 +126,15 @@ public final class NewReno implements CongestionControl
     public void onRetransmitTimeout(final long flightSize, final long nowNanos)
     {
         // RFC 5681 (3.1) note after (4): when the segment already went out once by the timer,
-        // ssthresh is held constant; a timeout with no ACK since the last one is that case. A timeout
-        // during a fast recovery keeps the recovery's ssthresh too, as Linux's tcp_enter_loss does: the
-        // recovery already halved for this loss, and the FlightSize its window inflation (RFC 6582 (3.2)
-        // step 5) let grow would raise ssthresh above it.
-        if (!inTimeoutBackoff && !inFastRecovery)
+        // ssthresh is held constant; a timeout with no ACK since the last one is that case. Otherwise
+        // ssthresh MUST be no more than (4)'s max(FlightSize / 2, 2*SMSS). During a fast recovery it
+        // never rises above the recovery's either, as Linux's tcp_enter_loss keeps it: the recovery
+        // already halved for this loss, and the FlightSize its window inflation (RFC 6582 (3.2) step 5)
+        // let grow would raise it. A recovery that repaired most of its flight takes (4)'s lower value.
+        if (!inTimeoutBackoff)
         {
-            ssthresh = Math.max(flightSize / 2, 2L * mss);
+            final long equationFour = Math.max(flightSize / 2, 2L * mss);
+            ssthresh = inFastRecovery ? Math.min(ssthresh, equationFour) : equationFour;
         }
         inTimeoutBackoff = true;
         inFastRecovery = false;

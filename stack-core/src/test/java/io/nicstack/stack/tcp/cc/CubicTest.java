@@ -326,6 +326,23 @@ class CubicTest
     }
 
     @Test
+    void rfc9438_aTimeoutDuringFastRecoveryWithASmallFlightReducesFromIt()
+    {
+        // RFC 9438 (4.8): a timeout sets ssthresh with beta_cubic as (4.6) does, from the flight when the window is not
+        // used (RFC 5681 (3.1)'s MUST bound, with CUBIC's beta). Inside a recovery whose flight has shrunk, that is
+        // below the recovery's ssthresh, and it is taken; never above it.
+        final Cubic cc = newCubic();
+        cc.cwnd(100L * MSS);
+        cc.onFastRetransmit(100L * MSS, 0);
+        assertEquals(70 * MSS, cc.ssthresh());
+
+        cc.onRetransmitTimeout(20L * MSS, 1);
+
+        assertEquals(14 * MSS, cc.ssthresh(), "beta_cubic of the flight, below the recovery's");
+        assertEquals(MSS, cc.cwnd());
+    }
+
+    @Test
     void rfc9438_applicationLimitedTimeDoesNotCountInT()
     {
         final long rtt = 100 * MS;

@@ -178,6 +178,21 @@ class NewRenoTest
     }
 
     @Test
+    void rfc5681_aTimeoutDuringFastRecoveryWithASmallFlightTakesEquationFour()
+    {
+        // RFC 5681 (3.1): on a timeout ssthresh MUST be no more than max(FlightSize / 2, 2*SMSS). A recovery whose
+        // flight has shrunk below twice its ssthresh (the holes' ACKs left little outstanding) is no reason to keep more.
+        cc.cwnd(40L * MSS);
+        cc.onFastRetransmit(40L * MSS, 0);
+        assertEquals(20 * MSS, cc.ssthresh());
+
+        cc.onRetransmitTimeout(10L * MSS, 1);
+
+        assertEquals(5 * MSS, cc.ssthresh(), "max(FlightSize / 2, 2*SMSS), below the recovery's");
+        assertEquals(MSS, cc.cwnd());
+    }
+
+    @Test
     void rfc7661_doesNotGrowWhenNotCwndLimited()
     {
         cc.onAck(MSS, cc.cwnd() / 4, RTT, 1);
