@@ -1674,6 +1674,11 @@ public final class TcpConnection
                 // smaller ACK adding it back would grow the flight allowed by more than the ACK let leave.
                 final int addBack = acked >= sndMss ? sndMss : 0;
                 cc.cwnd(Math.max(sndMss, cc.cwnd() - acked + addBack));
+                // Step 4 and §4: the timer restarts on every partial ACK, the "Slow-but-Steady" variant (and RFC 6298
+                // §5.3's restart on an ACK of new data, below, does it again), not only on the first ("Impatient",
+                // which would end a recovery of many holes, one per round trip, in a timeout). A choice the owner has
+                // yet to make (docs/rfc9293-musts.md, RFC 6582); pinned by
+                // TcpExtensionsTest#rfc6582_slowButSteadyEveryPartialAckRestartsTheRetransmissionTimer.
                 rtoDeadline = now + rtt.rto();
             }
         }

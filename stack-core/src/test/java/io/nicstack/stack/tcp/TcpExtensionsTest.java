@@ -273,6 +273,47 @@ class TcpExtensionsTest
     }
 
     @Test
+    void rfc6582_slowButSteadyEveryPartialAckRestartsTheRetransmissionTimer()
+    {
+        // §3.2 step 4 and §4: without SACK, the retransmission timer restarts on every partial ACK ("Slow-but-Steady",
+        // RFC 6298 §5.3's restart on an ACK of new data), not only on the first ("Impatient"). Pinned until the owner
+        // chooses between them: three holes, the second partial ACK comes more than an RTO after the fast retransmit
+        // but less than one after the first partial ACK, and the timer waits a whole RTO from the second.
+        t.settings().congestionControl = "newreno";
+        t.settings().noDelay = true;
+        t.settings().tailLossProbe = false;
+        t.passiveOpen();
+        final int m = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(10 * m, 1));
+        assertEquals(10, t.recv().size());
+        // S0, S3 and S6 lost; three duplicate ACKs.
+        for (int i = 0; i < 3; i++)
+        {
+            t.send(t.in());
+        }
+        assertTrue(retransmitted(t.recv(), s, m), "fast retransmit");
+        final long rto = t.conn.rtoNanos();
+        t.advance(rto * 3 / 5);
+        t.send(t.in().ack(s + 3 * m));
+        assertTrue(retransmitted(t.recv(), s + 3 * m, m), "the first partial ACK's retransmission");
+        assertEquals(rto, t.conn.rtoNanos(), "no RTT sample from retransmitted data (Karn)");
+        final long firstPartial = t.now;
+        t.advance(rto * 3 / 5);
+        t.send(t.in().ack(s + 6 * m));
+        assertTrue(retransmitted(t.recv(), s + 6 * m, m), "the second partial ACK's retransmission");
+        final long secondPartial = t.now;
+        // An RTO after the first partial ACK (Impatient's deadline): nothing.
+        t.advance(firstPartial + rto - t.now + MS);
+        t.recvNothing();
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        // An RTO after the second: the timer expires.
+        t.advance(secondPartial + rto - t.now);
+        assertTrue(retransmitted(t.recv(), s + 6 * m, m), "the timeout's retransmission");
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
+    @Test
     void rfc6582_aPartialAckOfLessThanOneSmssDeflatesWithoutAddingBack()
     {
         // §3.2 step 4: deflate by the amount acknowledged and "if the partial ACK acknowledges at least one SMSS of new
