@@ -1798,26 +1798,45 @@ public final class TcpConnection
         {
             return;
         }
+        if (unaRetransmissionLost(now))
+        {
+            retransmitLostRetransmission(now);
+        }
+        else if (unaRetransmitSackedAfter > 0)
+        {
+            lostRetransmitDeadline = unaRetransmissionDue();
+        }
+    }
+
+    /** By {@link #checkUnaRetransmission}'s rules (the watch must be on SND.UNA): is SND.UNA's retransmission lost? */
+    private boolean unaRetransmissionLost(final long now)
+    {
         final long sentAfter = unaRetransmitSackedAfter;
-        if (sentAfter > (DUP_THRESH - 1L) * sndMss)
-        {
-            retransmitLostRetransmission(now);
-            return;
-        }
-        if (sentAfter == 0)
-        {
-            return;
-        }
+        return sentAfter > (DUP_THRESH - 1L) * sndMss || sentAfter > 0 && now - unaRetransmissionDue() >= 0;
+    }
+
+    /** When SND.UNA's retransmission, data sent after it SACKed, counts as lost by time: a round trip and a reordering window after it. */
+    private long unaRetransmissionDue()
+    {
         final long srtt = Math.max(0, rtt.srtt());
-        final long due = unaRetransmitNanos + srtt + Math.max(srtt / 4, RttEstimator.GRANULARITY_NANOS);
-        if (now - due >= 0)
+        return unaRetransmitNanos + srtt + Math.max(srtt / 4, RttEstimator.GRANULARITY_NANOS);
+    }
+
+    /**
+     * Entering a recovery right after another: SND.UNA's hole was already sent again by the last one (HighRxt is past
+     * it, and the lost-retransmission watch is on it), and that resend has not been found lost. The SACKs that started
+     * this recovery report data sent before it, or too little after it to say it is lost: it is still on its way, and
+     * sending it again now would only duplicate it. The SACKs between the two recoveries were not counted (the watch
+     * runs in recovery); those of data sent after the mark are counted now.
+     */
+    private boolean unaResendInFlight(final long now)
+    {
+        if (!sackEnabled || !Seq.gt(highRxt, sndUna) || unaRetransmitSeq != sndUna)
         {
-            retransmitLostRetransmission(now);
+            return false;
         }
-        else
-        {
-            lostRetransmitDeadline = due;
-        }
+        unaRetransmitSackedAfter = Math.max(unaRetransmitSackedAfter, sackedBetween(unaRetransmitMark, sndNxt));
+        return !unaRetransmissionLost(now);
     }
 
     /** SND.UNA's segment has been sent again: in SACK recovery (below HighRxt), or going back (below SND.NXT). */
@@ -1875,8 +1894,13 @@ public final class TcpConnection
             cc.onFastRetransmit(flightSize, now);
         }
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
-        // fills the first hole and no more: the bytes after it have arrived.
-        highRxt = retransmitAt(sndUna, unaHoleLength(), now);
+        // fills the first hole and no more: the bytes after it have arrived. Unless the last recovery sent that hole
+        // again and the resend is still on its way: then HighRxt stays where that recovery left it (it only moves
+        // forward, as NextSeg does) and the lost-retransmission watch goes on (checkUnaRetransmission).
+        if (!unaResendInFlight(now))
+        {
+            highRxt = retransmitAt(sndUna, unaHoleLength(), now);
+        }
         // §5 (4.3): RescueRxt too, "to prevent ... a premature rescue retransmission": the ACK of this one comes first.
         rescueRxt = highRxt - 1;
         if (!sackEnabled)

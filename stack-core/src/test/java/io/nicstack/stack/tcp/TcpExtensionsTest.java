@@ -1230,6 +1230,63 @@ class TcpExtensionsTest
         assertEquals(s + 12 * mss, t.conn.sndUna);
     }
 
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc6675_aRecoveryRightAfterAnotherDoesNotResendAHoleWhoseResendIsInFlight(final String congestionControl)
+    {
+        // The first recovery sends S<R> (new data after its recovery point R) again when S<R+1> and S<R+2> are SACKed
+        // above it, and ends when the ACK reaches R. S<R+3>, sent before that resend, is SACKed next: a second
+        // recovery starts (a new loss, a new reduction), but its SACK says nothing about the resend, still on its way.
+        // It is not sent a third time, and HighRxt stays past it (RFC 6675 §4 NextSeg never resends below HighRxt).
+        // The resend stays watched: once data sent after it is SACKed and a round trip has passed, it goes again.
+        t.peerWindowScale = 7;
+        t.peerSackPermitted = true;
+        t.settings().congestionControl = congestionControl;
+        t.settings().noDelay = true;
+        t.settings().tailLossProbe = false;
+        t.passiveOpen();
+        final int m = t.conn.sendMss();
+        final int s = t.iss + 1;
+        t.write(bytes(60 * m, 3));
+        assertEquals(10, t.recv().size());
+        // S0 lost: the first recovery.
+        for (int i = 2; i <= 4; i++)
+        {
+            t.send(t.in().sack(s + m, s + i * m));
+        }
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        t.recv();
+        final int r = (t.conn.recoveryPoint - s) / m;
+        for (int i = 5; i <= r; i++)
+        {
+            t.send(t.in().sack(s + m, s + i * m));
+        }
+        t.recv();
+        assertTrue(Seq.ge(t.conn.sndMax, s + (r + 4) * m), "S" + r + " to S" + (r + 3) + " sent in the recovery");
+        // S<R> lost: S<R+1> and S<R+2> SACKed above it, and it goes again.
+        t.send(t.in().sack(s + (r + 1) * m, s + (r + 3) * m).sack(s + m, s + r * m));
+        assertTrue(retransmitted(t.recv(), s + r * m, m), "the first recovery resends S" + r);
+        // S0's resend arrives: the ACK reaches the recovery point.
+        t.send(t.in().ack(s + r * m).sack(s + (r + 1) * m, s + (r + 3) * m));
+        t.recv();
+        assertFalse(t.conn.inRecovery, "the first recovery is over");
+        final int highRxt = t.conn.highRxt;
+        assertEquals(s + (r + 1) * m, highRxt);
+        // S<R+3>, sent before S<R>'s resend, arrives.
+        t.send(t.in().ack(s + r * m).sack(s + (r + 1) * m, s + (r + 4) * m));
+        assertEquals(2, t.counter(StackCounter.TCP_FAST_RETRANSMITS), "a second recovery");
+        assertFalse(retransmitted(t.recv(), s + r * m, m), "S" + r + "'s resend is still on its way");
+        assertEquals(highRxt, t.conn.highRxt, "HighRxt stays past it");
+        // Everything else SACKed, then data sent after the resend: a round trip later the resend counts as lost.
+        t.send(t.in().ack(s + r * m).sack(s + (r + 1) * m, t.conn.sndMax));
+        t.recv();
+        t.send(t.in().ack(s + r * m).sack(s + (r + 1) * m, t.conn.sndMax));
+        t.advanceMs(2);
+        assertTrue(retransmitted(t.recv(), s + r * m, m), "the lost resend goes again");
+        assertEquals(1, t.counter(StackCounter.TCP_LOST_RETRANSMISSIONS));
+        assertEquals(0, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+    }
+
     @Test
     void rfc6675_noRescueWhileCwndLeavesLessThanOneSegmentOfRoom()
     {
