@@ -117,6 +117,7 @@ public enum StackCounter
     TCP_SACK_RECOVERIES("tcp sack recoveries", Kind.INFO),
     TCP_RESCUE_RETRANSMITS("tcp sack rescue retransmissions of a recovery's tail (rfc 6675 nextseg rule 4)", Kind.INFO),
     TCP_LOST_RETRANSMISSIONS("tcp retransmissions found lost in recovery and sent again", Kind.INFO),
+    TCP_SPURIOUS_RECOVERIES_UNDONE("tcp fast recoveries undone: every retransmission d-sacked as spurious (rfc 2883, rfc 3708)", Kind.INFO),
     TCP_LOSS_PROBES("tcp tail loss probes sent (rfc 8985 s7)", Kind.INFO),
     TCP_LOSS_PROBE_RECOVERIES("tcp single losses repaired by a tail loss probe (rfc 8985 s7.4.2)", Kind.INFO),
     TCP_RTO_EXPIRIES("tcp retransmission timeouts", Kind.INFO),

@@ -45,6 +45,14 @@ public interface CongestionControl
     void onRecoveryExit(long nowNanos);
 
     /**
+     * The reduction of the last {@link #onFastRetransmit} proved spurious (every retransmission of its recovery was
+     * reported received twice, RFC 2883 §4 D-SACK; RFC 3708 §4): called after {@link #onRecoveryExit}, never across a
+     * timeout. cwnd and ssthresh become no less than they were before that reduction (as Linux's
+     * tcp_undo_cwnd_reduction), and a controller with state of its own restores it too (RFC 9438 §4.9 for CUBIC).
+     */
+    void undoLastReduction(long nowNanos);
+
+    /**
      * Retransmission timeout: ssthresh reduced as by {@link #onFastRetransmit} (Reno from the flight size, RFC 5681
      * (4); CUBIC from cwnd, RFC 9438 (4.8)), held over repeated timeouts, and cwnd = 1 MSS (RFC 5681 (3.1), the loss
      * window). During a fast recovery (after {@link #onFastRetransmit}, before {@link #onRecoveryExit}) ssthresh never

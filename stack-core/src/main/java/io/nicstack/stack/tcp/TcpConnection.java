@@ -165,6 +165,30 @@ public final class TcpConnection
     private static final int MAX_SCOREBOARD = 32;
     /** RFC 5681 §3.2 / RFC 6675 §2 DupThresh: duplicate ACKs (or SACKed segments) that indicate a loss. */
     private static final int DUP_THRESH = 3;
+    /** The most {@link #dupThresh} becomes, as Linux's tcp_max_reordering (300). */
+    static final int MAX_DUP_THRESH = 300;
+    /**
+     * This connection's DupThresh: {@link #DUP_THRESH}, raised by the reordering it has seen ({@link #noteReordering}),
+     * never lowered, up to {@link #MAX_DUP_THRESH} (Linux's tp->reordering; RFC 6675 §2 leaves DupThresh open to such
+     * adjustment, RFC 4653 and RFC 8985 §6.2 adapt to reordering likewise). Only SACK information raises it.
+     */
+    int dupThresh = DUP_THRESH;
+
+    // Undo of a spurious fast recovery (RFC 2883 §4, RFC 3708 §3.2 and §4, as Linux's undo_marker and undo_retrans).
+    /** A reduction of cwnd by a fast recovery may yet be undone: it is the last, and no timeout has come since. */
+    private boolean undoValid;
+    /** SND.UNA when the recovery began: its first retransmission, and the low edge of what may be D-SACKed. */
+    private int undoMarker;
+    /** The end of the highest retransmission since {@link #undoMarker}: the high edge of what may be D-SACKed. */
+    private int undoRetransEnd;
+    /** Retransmissions since the reduction not yet reported received twice by a D-SACK. */
+    private int undoRetrans;
+    /** A D-SACK has counted {@link #undoRetrans} down (none yet: no evidence the retransmissions were spurious). */
+    private boolean undoDsacked;
+    /** Times the segment at {@link #undoMarker} was sent again; its D-SACK tells of reordering only if once. */
+    private int undoFirstResends;
+    /** Reordering distance ({@link #noteReordering}) when the cumulative ACK passed {@link #undoMarker}, 0 before. */
+    private int undoFillDistance;
 
     // Loss recovery.
     int dupAcks;
@@ -1481,9 +1505,15 @@ public final class TcpConnection
         final long flightBefore = flight();
         final long windowBefore = sndWnd;
         final int unaBefore = sndUna;
+        final int highestSackedBefore = sackedCount > 0 ? sackedEnd[sackedCount - 1] : sndUna;
+        if (undoValid && seg.sackBlockCount > 0)
+        {
+            checkDsack(seg, now);
+        }
         final boolean newlySacked = sackEnabled && seg.sackBlockCount > 0 && takeSackBlocks(seg);
         if (Seq.gt(ack, sndUna))
         {
+            noteHoleFilled(highestSackedBefore);
             onNewAck(seg, ack, flightBefore, now);
         }
         updateSendWindow(seg, ack);
@@ -1661,6 +1691,11 @@ public final class TcpConnection
                 inRecovery = false;
                 dupAcks = 0;
                 cc.onRecoveryExit(now);
+                if (undoValid && undoDsacked && undoRetrans <= 0)
+                {
+                    // Every retransmission of the recovery was D-SACKed while it went on: it was spurious.
+                    undoReduction(now);
+                }
             }
             else if (!sackEnabled)
             {
@@ -1745,7 +1780,7 @@ public final class TcpConnection
             }
             return;
         }
-        final boolean lossIndicated = dupAcks >= DUP_THRESH || (sackEnabled && (firstSegmentLost() || lossProbeSacked()));
+        final boolean lossIndicated = dupAcks >= dupThresh || (sackEnabled && (firstSegmentLost() || lossProbeSacked()));
         // RFC 6582 §3.2 step 2: no new recovery until the previous recovery point is acknowledged.
         if (lossIndicated && Seq.ge(sndUna, recoveryPoint))
         {
@@ -1812,7 +1847,7 @@ public final class TcpConnection
     private boolean unaRetransmissionLost(final long now)
     {
         final long sentAfter = unaRetransmitSackedAfter;
-        return sentAfter > (DUP_THRESH - 1L) * sndMss || sentAfter > 0 && now - unaRetransmissionDue() >= 0;
+        return sentAfter > (dupThresh - 1L) * sndMss || sentAfter > 0 && now - unaRetransmissionDue() >= 0;
     }
 
     /** When SND.UNA's retransmission, data sent after it SACKed, counts as lost by time: a round trip and a reordering window after it. */
@@ -1868,7 +1903,7 @@ public final class TcpConnection
      */
     private boolean firstSegmentLost()
     {
-        return sackedCount >= DUP_THRESH || sackedBytes() > (DUP_THRESH - 1L) * sndMss;
+        return sackedCount >= dupThresh || sackedBytes() > (dupThresh - 1L) * sndMss;
     }
 
     private void enterRecovery(final long now)
@@ -1892,6 +1927,18 @@ public final class TcpConnection
         if (!Seq.lt(sndUna, reducedWindowEnd))
         {
             cc.onFastRetransmit(flightSize, now);
+            // A new episode for undo: the retransmissions from here on are counted, and D-SACKs count them down.
+            undoValid = true;
+            undoMarker = sndUna;
+            undoRetransEnd = sndUna;
+            undoRetrans = 0;
+            undoDsacked = false;
+            undoFirstResends = 0;
+            undoFillDistance = 0;
+        }
+        else
+        {
+            undoValid = false; // no reduction of its own; one from before would count this recovery's retransmissions
         }
         // RFC 6675 §4 HighRxt: the first retransmission of a recovery must not be sent again by NextSeg. With SACK it
         // fills the first hole and no more: the bytes after it have arrived. Unless the last recovery sent that hole
@@ -1908,6 +1955,102 @@ public final class TcpConnection
             cc.cwnd(cc.ssthresh() + 3L * sndMss);
         }
         rtoDeadline = now + rtt.rto();
+    }
+
+    /** A segment sent again: counted in the undo episode (none is undone until each has been D-SACKed). */
+    private void noteUndoRetransmission(final int from, final int to)
+    {
+        if (!undoValid)
+        {
+            return;
+        }
+        undoRetrans++;
+        if (Seq.gt(to, undoRetransEnd))
+        {
+            undoRetransEnd = to;
+        }
+        if (from == undoMarker)
+        {
+            undoFirstResends++;
+        }
+    }
+
+    /**
+     * The cumulative ACK moves past SND.UNA's hole while data above it was SACKed ({@code highestSacked}, the highest
+     * SACKed byte before this ACK). Sent only once, the hole was filled by its original: it was overtaken, not lost,
+     * and the distance is reordering (Linux's tcp_check_sack_reordering). Sent again, which copy filled it is not
+     * known yet: for the recovery's first retransmission the distance is kept for its D-SACK ({@link #checkDsack}).
+     */
+    private void noteHoleFilled(final int highestSacked)
+    {
+        if (!sackEnabled || !Seq.lt(sndUna, highestSacked))
+        {
+            return;
+        }
+        final int distance = (int)Math.min(MAX_DUP_THRESH, ((long)(highestSacked - sndUna) + sndMss - 1) / sndMss);
+        if (Seq.lt(sndUna, highRxt) || goingBack && Seq.lt(sndUna, sndNxt))
+        {
+            if (undoValid && sndUna == undoMarker && undoFirstResends == 1)
+            {
+                undoFillDistance = distance;
+            }
+            return;
+        }
+        noteReordering(distance);
+    }
+
+    /**
+     * Reordering seen: a hole filled by a segment that {@code distance - 1} segments sent after it overtook, the hole
+     * included in the count. DupThresh becomes at least that, so that the same reordering again starts no recovery
+     * (RFC 6675's rules with a larger DupThresh), at most {@link #MAX_DUP_THRESH}.
+     */
+    private void noteReordering(final int distance)
+    {
+        if (distance > dupThresh)
+        {
+            dupThresh = Math.min(distance, MAX_DUP_THRESH);
+        }
+    }
+
+    /**
+     * RFC 2883 §4: the first SACK block is a D-SACK when it lies below the cumulative ACK or within the second block:
+     * the data in it arrived twice. One that covers a retransmission of the undo episode counts it down (Linux's
+     * tcp_check_dsack and undo_retrans; RFC 3708 §3.2 counts the same way); when none is left, every retransmission was
+     * spurious and the reduction is undone (RFC 3708 §4, RFC 9438 §4.9) once the recovery is over, or at its end. A
+     * D-SACK of the recovery's first retransmission, sent once, shows its fast retransmit was spurious: the distance
+     * by which the original was overtaken (when the cumulative ACK passed it) is reordering.
+     *
+     * <p>A D-SACK of a duplicate the network made of an original in that range would count one down too: no sequence
+     * number tells them apart without per-segment marks (Linux has them), and such duplicates are rare.
+     */
+    private void checkDsack(final TcpRepr seg, final long now)
+    {
+        final int left = seg.sackLeft[0];
+        final int right = seg.sackRight[0];
+        final boolean dsack = Seq.lt(left, right) && (Seq.le(right, seg.ack)
+            || seg.sackBlockCount > 1 && Seq.ge(left, seg.sackLeft[1]) && Seq.le(right, seg.sackRight[1]));
+        if (!dsack || Seq.lt(left, undoMarker) || Seq.gt(right, undoRetransEnd) || undoRetrans <= 0)
+        {
+            return;
+        }
+        if (left == undoMarker && undoFillDistance > 0)
+        {
+            noteReordering(undoFillDistance);
+        }
+        undoRetrans -= Math.max(1, (right - left + sndMss - 1) / sndMss);
+        undoDsacked = true;
+        if (undoRetrans <= 0 && !inRecovery)
+        {
+            undoReduction(now);
+        }
+    }
+
+    /** The episode's reduction proved spurious: cwnd, ssthresh and the controller's state go back (RFC 3708 §4). */
+    private void undoReduction(final long now)
+    {
+        undoValid = false;
+        cc.undoLastReduction(now);
+        tcp.count(StackCounter.TCP_SPURIOUS_RECOVERIES_UNDONE);
     }
 
     private boolean finAcked()
@@ -2254,18 +2397,23 @@ public final class TcpConnection
             return Math.max(0, (long)(sndNxt - sndUna));
         }
         // In recovery every hole below the highest SACKed byte not yet sent again is deemed lost: RFC 8985 §6.2's
-        // reordering window of 0 in recovery when no reordering has been seen (and this sender detects none), where
+        // reordering window of 0 in recovery when no reordering has been seen (noteReordering), where
         // RFC 6675's IsLost waits for DupThresh segments SACKed above each hole. Strict IsLost was tried (BENCHMARKS.md,
         // "SACK loss marking"): with 5% loss the median run took 1.6 times as long, with twice as many timeouts.
+        // Once reordering has been seen (DupThresh raised), RFC 6675's IsLost with that DupThresh instead: a hole with
+        // fewer SACKed segments above it than the reordering seen may only be late.
         final int highestSacked = sackedEnd[sackedCount - 1];
+        final boolean reordering = dupThresh > DUP_THRESH;
+        long sackedAbove = reordering ? sackedBytes() : 0;
         long lost = 0;
         int cursor = Seq.gt(highRxt, sndUna) ? highRxt : sndUna;
         for (int i = 0; i < sackedCount; i++)
         {
-            if (Seq.gt(sackedStart[i], cursor))
+            if (Seq.gt(sackedStart[i], cursor) && (!reordering || holeLost(sackedCount - i, sackedAbove)))
             {
                 lost += sackedStart[i] - cursor;
             }
+            sackedAbove -= sackedEnd[i] - sackedStart[i];
             if (Seq.gt(sackedEnd[i], cursor))
             {
                 cursor = sackedEnd[i];
@@ -2280,7 +2428,8 @@ public final class TcpConnection
 
     /**
      * RFC 6675 NextSeg rule 1, with every hole below the highest SACK deemed lost (see {@link #flight}), so rule 3 never
-     * has a hole left: the first byte at or after HighRxt in a hole below the highest SACK, or -1 (as a long).
+     * has a hole left: the first byte at or after HighRxt in a hole below the highest SACK, or -1 (as a long). Once
+     * reordering has raised DupThresh, only a hole IsLost finds lost with it.
      */
     private long nextHole()
     {
@@ -2288,19 +2437,36 @@ public final class TcpConnection
         {
             return -1;
         }
+        final boolean reordering = dupThresh > DUP_THRESH;
+        long sackedAbove = reordering ? sackedBytes() : 0;
         int cursor = Seq.gt(highRxt, sndUna) ? highRxt : sndUna;
         for (int i = 0; i < sackedCount; i++)
         {
             if (Seq.lt(cursor, sackedStart[i]))
             {
-                return cursor & 0xFFFF_FFFFL;
+                if (!reordering || holeLost(sackedCount - i, sackedAbove))
+                {
+                    return cursor & 0xFFFF_FFFFL;
+                }
+                // Holes lie in sequence order: one above has less SACKed above it still.
+                return -1;
             }
+            sackedAbove -= sackedEnd[i] - sackedStart[i];
             if (Seq.gt(sackedEnd[i], cursor))
             {
                 cursor = sackedEnd[i];
             }
         }
         return -1;
+    }
+
+    /**
+     * RFC 6675 §4 IsLost for a hole with {@code blocksAbove} SACKed blocks and {@code bytesAbove} SACKed bytes above it,
+     * with this connection's DupThresh (as {@link #firstSegmentLost} for SND.UNA).
+     */
+    private boolean holeLost(final int blocksAbove, final long bytesAbove)
+    {
+        return blocksAbove >= dupThresh || bytesAbove > (dupThresh - 1L) * sndMss;
     }
 
     private int holeEnd(final int from)
@@ -2632,6 +2798,7 @@ public final class TcpConnection
         if (retransmission)
         {
             countRetransmission(now);
+            noteUndoRetransmission(seq, seq + length);
             if (seq == sndUna)
             {
                 markUnaRetransmitted(now); // after SND.NXT moved: what is SACKed from there on was sent later
@@ -2674,6 +2841,7 @@ public final class TcpConnection
         }
         sendSegment(flags, seq, offset, len, now);
         countRetransmission(now);
+        noteUndoRetransmission(seq, seq + len);
         rttTiming = false;
         if (seq == sndUna)
         {
@@ -3374,6 +3542,8 @@ public final class TcpConnection
         {
             return true;
         }
+        // No undo across a timeout (its spurious case, RFC 5682 F-RTO, is not implemented): its reduction stands.
+        undoValid = false;
         cc.onRetransmitTimeout(sndMax - sndUna, now);
         goBackToSndUna();
         if (!windowClosed)

@@ -86,6 +86,19 @@ public final class Cubic implements CongestionControl
      */
     private long usedWindow;
 
+    // RFC 9438 (4.9): the state before the last congestion event, restored if it proves spurious.
+    private double priorCwnd;
+    private long priorSsthresh;
+    private double priorWMax;
+    private double priorCwndPrior;
+    private double priorK;
+    private double priorWEst;
+    private double priorCwndEpoch;
+    private long priorEpochStartNanos;
+    private boolean priorInEpoch;
+    private boolean priorEpochAfterTimeout;
+    private long priorUsedWindow;
+
     /** Smoothed RTT in nanoseconds (integer arithmetic on every ACK; seconds only where W_cubic needs them), -1 before a sample. */
     private long srttNanos = -1;
     private long lastAckNanos;
@@ -204,6 +217,7 @@ public final class Cubic implements CongestionControl
     /** {@inheritDoc} */
     public void onFastRetransmit(final long flightSize, final long nowNanos)
     {
+        saveForUndo();
         final double base = reductionBase(flightSize);
         final double segments = base / mss;
         // RFC 9438 (4.7): with fast convergence a loss below the previous W_max lowers it further.
@@ -232,6 +246,44 @@ public final class Cubic implements CongestionControl
         cwnd = ssthresh;
         inEpoch = false;
         inFastRecovery = false;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>RFC 9438 (4.9): W_max, K, t_epoch, W_est, cwnd_epoch and cwnd_prior as they were before the event, so the
+     * cubic function goes on as if it had not happened (its t counts the recovery's time); cwnd and ssthresh no lower
+     * than before it, nor than they have grown since.
+     */
+    public void undoLastReduction(final long nowNanos)
+    {
+        cwnd = Math.max(cwnd, priorCwnd);
+        ssthresh = Math.max(ssthresh, priorSsthresh);
+        wMax = priorWMax;
+        cwndPrior = priorCwndPrior;
+        k = priorK;
+        wEst = priorWEst;
+        cwndEpoch = priorCwndEpoch;
+        epochStartNanos = priorEpochStartNanos;
+        inEpoch = priorInEpoch;
+        epochAfterTimeout = priorEpochAfterTimeout;
+        usedWindow = Math.max(usedWindow, priorUsedWindow);
+        inFastRecovery = false;
+    }
+
+    private void saveForUndo()
+    {
+        priorCwnd = cwnd;
+        priorSsthresh = ssthresh;
+        priorWMax = wMax;
+        priorCwndPrior = cwndPrior;
+        priorK = k;
+        priorWEst = wEst;
+        priorCwndEpoch = cwndEpoch;
+        priorEpochStartNanos = epochStartNanos;
+        priorInEpoch = inEpoch;
+        priorEpochAfterTimeout = epochAfterTimeout;
+        priorUsedWindow = usedWindow;
     }
 
     /** {@inheritDoc} */

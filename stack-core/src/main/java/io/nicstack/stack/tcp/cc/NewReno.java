@@ -26,6 +26,9 @@ public final class NewReno implements CongestionControl
     private boolean inFastRecovery;
     /** The slow start that follows a timeout, until it reaches ssthresh (RFC 3465 (2.3): L = 1 SMSS). */
     private boolean slowStartAfterTimeout;
+    /** cwnd and ssthresh before the last {@link #onFastRetransmit}, for {@link #undoLastReduction}. */
+    private long priorCwnd;
+    private long priorSsthresh;
 
     /** {@inheritDoc} */
     public void init(final int mss, final long nowNanos)
@@ -106,6 +109,8 @@ public final class NewReno implements CongestionControl
     {
         // RFC 5681 (4): ssthresh = max(FlightSize / 2, 2*SMSS); RFC 6582 (3.2) step 2 cwnd = ssthresh
         // (the sender adds 3*SMSS of inflation itself).
+        priorCwnd = cwnd;
+        priorSsthresh = ssthresh;
         ssthresh = Math.max(flightSize / 2, 2L * mss);
         cwnd = ssthresh;
         bytesAcked = 0;
@@ -118,6 +123,17 @@ public final class NewReno implements CongestionControl
     {
         // RFC 6582 (3.2) step 3, full acknowledgment: deflate the window to ssthresh.
         cwnd = ssthresh;
+        bytesAcked = 0;
+        inFastRecovery = false;
+    }
+
+    /** {@inheritDoc} */
+    public void undoLastReduction(final long nowNanos)
+    {
+        // RFC 3708 §4 (and Linux's tcp_undo_cwnd_reduction): back to the window before the reduction, or keep a larger
+        // one grown since; the same for ssthresh, so congestion avoidance (or slow start) goes on from where it was.
+        cwnd = Math.max(cwnd, priorCwnd);
+        ssthresh = Math.max(ssthresh, priorSsthresh);
         bytesAcked = 0;
         inFastRecovery = false;
     }

@@ -343,6 +343,39 @@ class CubicTest
     }
 
     @Test
+    void rfc9438_undoingASpuriousCongestionEventRestoresWmaxKAndTheEpoch()
+    {
+        // RFC 9438 (4.9): a congestion event found spurious restores the state before it. A first loss at 100 segments,
+        // an epoch, then a second, spurious, at 80: fast convergence would lower W_max to 68.
+        final long rtt = 100 * MS;
+        final Cubic cc = newCubic();
+        cc.cwnd(100L * MSS);
+        cc.onFastRetransmit(100L * MSS, 0);
+        cc.onRecoveryExit(0);
+        final AckClock clock = new AckClock(cc, MSS, rtt, 0);
+        clock.roundTrips(3);
+        assertTrue(cc.inEpoch());
+        final long cwnd = cc.cwnd();
+        final long ssthresh = cc.ssthresh();
+        final double k = cc.kSeconds();
+        final double wEst = cc.wEstSegments();
+        final double wNext = cc.wCubic(1.0);
+
+        cc.onFastRetransmit(cwnd, clock.nowNanos);
+        cc.onRecoveryExit(clock.nowNanos);
+        assertTrue(cc.wMaxSegments() < 100, "fast convergence lowered W_max");
+        cc.undoLastReduction(clock.nowNanos);
+
+        assertEquals(cwnd, cc.cwnd());
+        assertEquals(ssthresh, cc.ssthresh());
+        assertEquals(100.0, cc.wMaxSegments(), 1e-9);
+        assertEquals(k, cc.kSeconds(), 1e-12);
+        assertEquals(wEst, cc.wEstSegments(), 1e-12);
+        assertTrue(cc.inEpoch(), "the epoch goes on");
+        assertEquals(wNext, cc.wCubic(1.0), 1e-9);
+    }
+
+    @Test
     void rfc9438_applicationLimitedTimeDoesNotCountInT()
     {
         final long rtt = 100 * MS;

@@ -193,6 +193,34 @@ class NewRenoTest
     }
 
     @Test
+    void rfc3708_undoingASpuriousReductionRestoresCwndAndSsthresh()
+    {
+        enterCongestionAvoidanceAt(20 * MSS);
+        cc.cwnd(30L * MSS);
+        cc.onFastRetransmit(30L * MSS, 0);
+        cc.onRecoveryExit(1);
+        assertEquals(15 * MSS, cc.cwnd());
+
+        cc.undoLastReduction(2);
+
+        assertEquals(30 * MSS, cc.cwnd());
+        assertEquals(20 * MSS, cc.ssthresh());
+    }
+
+    @Test
+    void rfc3708_undoKeepsAWindowGrownLargerSince()
+    {
+        cc.cwnd(30L * MSS);
+        cc.onFastRetransmit(30L * MSS, 0);
+        cc.onRecoveryExit(1);
+        cc.cwnd(40L * MSS);
+
+        cc.undoLastReduction(2);
+
+        assertEquals(40 * MSS, cc.cwnd());
+    }
+
+    @Test
     void rfc7661_doesNotGrowWhenNotCwndLimited()
     {
         cc.onAck(MSS, cc.cwnd() / 4, RTT, 1);
