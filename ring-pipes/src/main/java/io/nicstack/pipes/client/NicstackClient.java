@@ -1061,8 +1061,8 @@ public final class NicstackClient implements AutoCloseable
     }
 
     /**
-     * Between two polls of a blocking call: close the connections and listeners other threads closed meanwhile, then
-     * idle; false, without idling, when the thread is interrupted (its status stays set): the call ends, as the class
+     * Between two polls of a blocking call: close the connections and listeners other threads closed meanwhile, idle,
+     * and close those closed during the idle; false, without idling, when the thread is interrupted (its status stays set): the call ends, as the class
      * Javadoc says, rather than spin (a park returns at once while the status is set).
      *
      * @throws NicstackException if another thread closed the client meanwhile (the call gives it back, and so closes it).
@@ -1079,6 +1079,10 @@ public final class NicstackClient implements AutoCloseable
             return false;
         }
         idleStrategy.idle(work);
+        if (hold != BLOCKED)
+        {
+            onAsked(); // and those asked during the idle, before the call goes on with what may be closed now
+        }
         return true;
     }
 
@@ -1202,31 +1206,35 @@ public final class NicstackClient implements AutoCloseable
             "; a NicstackClient is single-threaded (only close may come from another thread)";
     }
 
-    /** Send a connection message, spinning while the control ring is full (deferred while events are handled). */
-    void send(final int type, final long connectionId, final int i8, final long l16) throws NicstackException
-    {
-        send(type, connectionId, i8, l16, 0);
-    }
-
-    /** As {@link #send(int, long, int, long)} with a long @24 (SEND_FILE's length). The caller holds the client. */
-    void send(final int type, final long connectionId, final int i8, final long l16, final long l24) throws NicstackException
+    /**
+     * Send a message of {@code connection}'s (SEND_FILE, SET_OPTION; l24 is SEND_FILE's length), spinning while the
+     * control ring is full (deferred while events are handled). The caller holds the client, in a blocking call.
+     *
+     * @throws NicstackException as a call on a closed connection when the connection was closed while this waited
+     *                           (another thread's close, done at an idle here), or lost: nothing was sent then.
+     */
+    void send(final PipeConnection connection, final int type, final int i8, final long l16, final long l24)
+        throws NicstackException
     {
         checkOpen();
         if (polling != null)
         {
-            if (!offerOrDefer(type, connectionId, i8, 0, l16, l24))
+            if (!offerOrDefer(type, connection.id(), i8, 0, l16, l24))
             {
                 throw gone;
             }
             return;
         }
         idleStrategy.reset();
-        while (!offer(type, connectionId, i8, 0, l16, l24))
+        while (!offer(type, connection.id(), i8, 0, l16, l24))
         {
             if (!idle(poll()))
             {
                 throw interrupted("waiting for room in the control ring");
             }
+            // An idle does the closes other threads asked for: a message behind this connection's CLOSE would reach
+            // the daemon for a connection it no longer has, or another's in its slot, and nobody would read the answer.
+            connection.checkSendable(type);
         }
     }
 

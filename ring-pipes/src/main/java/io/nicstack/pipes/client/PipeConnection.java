@@ -283,7 +283,7 @@ public final class PipeConnection implements AutoCloseable
             final int fd = file.acquire();
             try
             {
-                client.send(Protocol.SEND_FILE, id, fd, position, length);
+                client.send(this, Protocol.SEND_FILE, fd, position, length);
             }
             catch (final NicstackException | RuntimeException e)
             {
@@ -519,7 +519,7 @@ public final class PipeConnection implements AutoCloseable
                 lastError = Protocol.Reason.NONE;
                 throw NicstackException.of(reason, "an earlier request on " + describe() + " failed");
             }
-            client.send(Protocol.SET_OPTION, id, option, value);
+            client.send(this, Protocol.SET_OPTION, option, value, 0);
         }
         finally
         {
@@ -776,6 +776,19 @@ public final class PipeConnection implements AutoCloseable
         if (client.isGone())
         {
             throw new DaemonGoneException("the daemon is gone; connection " + describe() + " is lost");
+        }
+    }
+
+    /** The checks {@link #sendFile} and {@link #setOption} made before they sent their message (type), made again. */
+    void checkSendable(final int type) throws NicstackException
+    {
+        if (type == Protocol.SEND_FILE)
+        {
+            checkWritable();
+        }
+        else
+        {
+            checkUsable();
         }
     }
 

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.InterruptedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -174,6 +175,75 @@ class ClientThreadsTest
         daemon.call(d -> d.sendRx(reading.id(), new byte[] {'x'}));
         blocked.join(5000);
         assertEquals("returned " + (int)'x', read.get());
+    }
+
+    /** The types of the control messages the daemon read for {@code id}, in order. */
+    private String controlsOf(final long id)
+    {
+        final StringBuilder types = new StringBuilder();
+        for (final FakeDaemon.Control control : daemon.controls)
+        {
+            if (control.l0() == id)
+            {
+                types.append(types.length() == 0 ? "" : " ").append(control.type() == Protocol.CLOSE ? "CLOSE" :
+                    control.type() == Protocol.ABORT ? "ABORT" : control.type() == Protocol.SEND_FILE ? "SEND_FILE" :
+                    control.type() == Protocol.SET_OPTION ? "SET_OPTION" : "type " + control.type());
+            }
+        }
+        return types.toString();
+    }
+
+    /**
+     * A sendFile, or setOption, that waits for room in the control ring while another thread closes its connection:
+     * the blocked thread does the close at its next turn, and its call then throws as on a closed connection. Before,
+     * the call wrote its SEND_FILE behind the CLOSE and returned, the file in flight on a connection the client had
+     * forgotten: no FILE_SENT could reach it, and the file's descriptor stayed open for the life of the process.
+     */
+    @Test
+    void aSendFileWaitingForRoomThrowsWhenAnotherThreadClosesItsConnection() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        final PipeConnection sending = accepted(listener, 50000);
+        final PipeConnection setting = accepted(listener, 50001);
+        final SendableFile file = SendableFile.open(Files.write(dir.resolve("body"), new byte[100]));
+        daemon.pauseControl();
+        fillControlRing();
+
+        final AtomicReference<Object> sent = new AtomicReference<>();
+        blocked = start("sender", () ->
+        {
+            sending.sendFile(file, 0, 100);
+            return "sent";
+        }, sent);
+        awaitParked(blocked);
+        sending.close(); // from this thread: the sender does it
+        daemon.readControl = true;
+        blocked.join(5000);
+        awaitCondition("the daemon read the CLOSE", () -> !controlsOf(sending.id()).isEmpty());
+        file.close();
+        assertTrue(sent.get() instanceof NicstackException, "sendFile on a connection closed while it waited: " +
+            sent.get() + "; the daemon read " + controlsOf(sending.id()));
+        assertEquals("CLOSE", controlsOf(sending.id()));
+        assertFalse(sending.isSendingFile());
+        assertEquals(0, file.references(), "the file's descriptor is released");
+
+        daemon.pauseControl();
+        fillControlRing();
+        final AtomicReference<Object> set = new AtomicReference<>();
+        blocked = start("setter", () ->
+        {
+            setting.setOption(Protocol.OPTION_NO_DELAY, 1);
+            return "set";
+        }, set);
+        awaitParked(blocked);
+        setting.close();
+        daemon.readControl = true;
+        blocked.join(5000);
+        awaitCondition("the daemon read the CLOSE", () -> !controlsOf(setting.id()).isEmpty());
+        assertTrue(set.get() instanceof NicstackException, "setOption on a connection closed while it waited: " +
+            set.get() + "; the daemon read " + controlsOf(setting.id()));
+        assertEquals("CLOSE", controlsOf(setting.id()));
     }
 
     // ---- interrupts ------------------------------------------------------------------------------
