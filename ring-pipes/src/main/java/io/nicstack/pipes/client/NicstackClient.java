@@ -48,11 +48,14 @@ import java.util.concurrent.locks.LockSupport;
  * any thread. A close that finds a thread in a blocking call of this client (a stream adapter's read, write or
  * available, {@link PipeConnection#awaitReadable}, {@link PipeListener#accept}, {@link #listen}, {@link #connect}, and
  * the calls that wait for room in the control ring: {@link PipeConnection#sendFile}, {@link PipeConnection#setOption},
- * {@link PipeConnection#shutdownOutput}, the closes) only asks, and returns at once: that thread does it at its next
- * turn, within one idle, so that nothing is unmapped or written under it. A client closed so makes the blocked call
- * throw a {@link NicstackException} saying so (an IOException, also from the stream adapters); a connection or listener
- * closed so makes a call waiting on it throw as a call on a closed one does. A close that finds no blocking call in
- * progress closes at once, on the calling thread. Nothing else may be called from a second thread, and a close from
+ * {@link PipeConnection#shutdownOutput}) only asks, and returns at once: that thread does it at its next turn, within
+ * one idle, so that nothing is unmapped or written under it. A client closed so makes the blocked call throw a
+ * {@link NicstackException} saying so (an IOException, also from the stream adapters); a connection or listener closed
+ * so makes a call waiting on it throw as a call on a closed one does. A close that finds no blocking call in progress
+ * is done on the calling thread when it returns (after a moment, if another thread's close is in progress). A close of
+ * a connection or listener done so never waits for the daemon: with the control ring full, its message waits in the
+ * client, to be sent before any other by the next poll or blocking call, or the client's close; so it holds the client
+ * for a moment only. Nothing else may be called from a second thread, and a close from
  * another thread is safe only while the owning thread is in a blocking call or leaves the client alone: a non-blocking
  * call ({@link #poll()}, {@link PipeConnection#peek()}, {@link PipeConnection#claim}, {@link PipeConnection#commit},
  * {@link PipeConnection#release}, {@link PipeListener#tryAccept}, or the buffers they hand out) may run into memory the
@@ -700,6 +703,10 @@ public final class NicstackClient implements AutoCloseable
             {
                 return; // closed, or being closed
             }
+            else if ((h & HOLD_MASK) == CLOSING_ONE && holder != me)
+            {
+                Thread.onSpinWait(); // another thread's close of a connection or listener, which never waits: a moment
+            }
             else if (HOLD.compareAndSet(this, h, h | CLOSE_ASKED))
             {
                 return; // the holder closes the client as its call ends
@@ -978,7 +985,12 @@ public final class NicstackClient implements AutoCloseable
             }
             if (held == CLOSING_ONE)
             {
-                Thread.yield(); // another thread closes a connection or listener: a moment
+                // Another thread closes a connection or listener: a moment, as such a close never waits for the daemon.
+                if (me.isInterrupted())
+                {
+                    throw interrupted("waiting for another thread's close of a connection or listener");
+                }
+                Thread.yield();
                 continue;
             }
             throw new IllegalStateException(usedFrom(me, holder, "waits in a blocking call"));
@@ -988,8 +1000,10 @@ public final class NicstackClient implements AutoCloseable
     /**
      * For a close of a connection or listener: {@link #CLOSE_HELD} when this thread took the client for it (give it back
      * with {@link #leave()}), {@link #CLOSE_NOW} when it may close without (it holds the client already, or the client
-     * is closed and nothing is mapped), {@link #CLOSE_LEFT} when it must not: another thread holds the client and will
-     * close what is marked {@code closeAsked} at its next turn, or the client is closing and closes everything.
+     * is closed and nothing is mapped), {@link #CLOSE_LEFT} when it must not: another thread is in a blocking call and
+     * will close what is marked {@code closeAsked} at its next turn, or the client is closing and closes everything.
+     * Another thread's close of a connection or listener is waited out (it never waits for the daemon: a moment), so a
+     * close that finds no blocking call is done, on the calling thread, when it returns.
      */
     int enterClose()
     {
@@ -1018,6 +1032,11 @@ public final class NicstackClient implements AutoCloseable
             if (held == CLOSING || (h & CLOSE_ASKED) != 0)
             {
                 return CLOSE_LEFT;
+            }
+            if (held == CLOSING_ONE)
+            {
+                Thread.onSpinWait();
+                continue;
             }
             if (HOLD.compareAndSet(this, h, h | CLOSE_ONES_ASKED))
             {
@@ -1194,7 +1213,7 @@ public final class NicstackClient implements AutoCloseable
             {
                 throw new IllegalStateException(usedFrom(me, other, "waits in a blocking call"));
             }
-            Thread.yield(); // another thread closes a connection or listener: a moment
+            Thread.yield(); // another thread closes a connection or listener, which never waits for the daemon: a moment
             h = hold;
         }
     }
@@ -1240,10 +1259,12 @@ public final class NicstackClient implements AutoCloseable
 
     /**
      * Send without throwing, for messages the daemon must get while the session lasts (CLOSE, ABORT, SHUTDOWN,
-     * UNLISTEN): spins while the control ring is full, and defers the message, to be sent before any other once the
-     * ring has room, when events are being handled or the daemon stalls. Returns whether it was sent or deferred: false
-     * once the client is closed or the session lost (the daemon resets what is left at the detach). The caller holds
-     * the client.
+     * UNLISTEN): in a blocking call, spins while the control ring is full, and defers the message, to be sent before any
+     * other once the ring has room (by the next poll, or the client's close), when the daemon stalls. Outside a blocking
+     * call, a close that found the client free or the client's close, and while events are handled, defers it at once:
+     * such a close never waits for the daemon, so another thread's close holds the client for a moment only, and the
+     * client's close bounds its wait in {@link #awaitControlRead}. Returns whether it was sent or deferred: false once the
+     * client is closed or the session lost (the daemon resets what is left at the detach). The caller holds the client.
      */
     boolean sendQuietly(final int type, final long id, final int i8)
     {
@@ -1251,9 +1272,9 @@ public final class NicstackClient implements AutoCloseable
         {
             return false;
         }
-        if (polling != null)
+        if (polling != null || (hold & HOLD_MASK) != BLOCKED)
         {
-            return offerOrDefer(type, id, i8, 0, 0, 0);
+            return gone == null && offerOrDefer(type, id, i8, 0, 0, 0);
         }
         idleStrategy.reset();
         while (!offer(type, id, i8, 0, 0))

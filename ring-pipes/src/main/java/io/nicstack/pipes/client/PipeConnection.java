@@ -18,8 +18,10 @@ import java.util.concurrent.TimeUnit;
  * writes payload to send into the TX pipe in place ({@link #claim(int)}, {@link #txBuffer()}, {@link #commit(int)},
  * which rings the doorbell). These, {@link #peek()}, {@link #release}, {@link #claim}, {@link #commit} and the
  * buffers' accessors, never block nor allocate. The stream adapters and {@link #awaitReadable} wait for bytes or room;
- * {@link #sendFile}, {@link #setOption}, {@link #shutdownOutput}, {@link #close()} and {@link #abort()} wait only while
- * the control ring is full (the daemon behind on it), polling the client as the blocking calls do.
+ * {@link #sendFile}, {@link #setOption} and {@link #shutdownOutput} wait only while the control ring is full (the daemon
+ * behind on it), polling the client as the blocking calls do. {@link #close()} and {@link #abort()} never wait for the
+ * daemon: with the ring full, their message waits in the client, sent before any other by the next poll or blocking
+ * call, or the client's close.
  *
  * <p>State changes (peer closed, closed, reset) arrive as events, so they are seen after a {@link NicstackClient#poll()};
  * payload needs no poll: {@link #peek()} reads the RX tail itself.
@@ -827,13 +829,35 @@ public final class PipeConnection implements AutoCloseable
             "." + (remoteAddress & 0xFF) + ":" + remotePort + " <-> :" + localPort + " #" + Long.toHexString(id);
     }
 
+    /**
+     * {@link NicstackClient#enterBlocking()} for the stream adapters, whose calls end on an interrupt with an
+     * InterruptedIOException (here: while another thread's close of a connection or listener holds the client).
+     */
+    private boolean enterStream() throws IOException
+    {
+        try
+        {
+            return client.enterBlocking();
+        }
+        catch (final NicstackException ex)
+        {
+            if (Thread.currentThread().isInterrupted() && !client.isClosed())
+            {
+                final InterruptedIOException interrupted = new InterruptedIOException(ex.getMessage());
+                interrupted.initCause(ex);
+                throw interrupted;
+            }
+            throw ex;
+        }
+    }
+
     /** Each call holds the client (see {@link NicstackClient}): a close from another thread waits for its end. */
     private final class PipeInputStream extends InputStream
     {
         @Override
         public int read() throws IOException
         {
-            final boolean held = client.enterBlocking();
+            final boolean held = enterStream();
             try
             {
                 final int readable = awaitData();
@@ -862,7 +886,7 @@ public final class PipeConnection implements AutoCloseable
             {
                 return 0;
             }
-            final boolean held = client.enterBlocking();
+            final boolean held = enterStream();
             try
             {
                 final int readable = awaitData();
@@ -887,7 +911,7 @@ public final class PipeConnection implements AutoCloseable
         @Override
         public int available() throws IOException
         {
-            final boolean held = client.enterBlocking();
+            final boolean held = enterStream();
             try
             {
                 checkUsable();
@@ -927,7 +951,7 @@ public final class PipeConnection implements AutoCloseable
         @Override
         public void write(final int b) throws IOException
         {
-            final boolean held = client.enterBlocking();
+            final boolean held = enterStream();
             try
             {
                 awaitSpace(1);
@@ -947,7 +971,7 @@ public final class PipeConnection implements AutoCloseable
         public void write(final byte[] bytes, final int offset, final int length) throws IOException
         {
             Objects.checkFromIndexSize(offset, length, bytes.length);
-            final boolean held = client.enterBlocking();
+            final boolean held = enterStream();
             try
             {
                 int position = offset;

@@ -119,6 +119,21 @@ class ClientThreadsTest
         }
     }
 
+    /** Poll on this thread until {@code condition} holds: messages that waited in the client go out. */
+    private void pollUntil(final String what, final BooleanSupplier condition) throws Exception
+    {
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean())
+        {
+            if (System.nanoTime() > deadline)
+            {
+                fail("timed out waiting for: " + what);
+            }
+            client.poll();
+            Thread.sleep(1);
+        }
+    }
+
     /** Fill the control ring with records of a type the daemon ignores until it takes no more. */
     private void fillControlRing()
     {
@@ -244,6 +259,91 @@ class ClientThreadsTest
         assertTrue(set.get() instanceof NicstackException, "setOption on a connection closed while it waited: " +
             set.get() + "; the daemon read " + controlsOf(setting.id()));
         assertEquals("CLOSE", controlsOf(setting.id()));
+    }
+
+    /**
+     * A close from another thread that finds the client free, while the control ring is full, does not wait for room:
+     * its CLOSE waits in the client, and the owning thread's next poll sends it. Before, it held the client until the
+     * daemon read on (without bound while the daemon beat and did not read), and meanwhile a blocking call of the
+     * owning thread spun at its start and did not end on an interrupt.
+     */
+    @Test
+    void aCloseFromAnotherThreadThatFindsTheClientFreeDoesNotWaitForRoom() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        final PipeConnection reading = accepted(listener, 50000);
+        final PipeConnection other = accepted(listener, 50001);
+        daemon.pauseControl();
+        fillControlRing();
+
+        final AtomicReference<Object> closed = new AtomicReference<>();
+        final Thread closer = start("closer", () ->
+        {
+            other.close();
+            return "closed";
+        }, closed);
+        closer.join(2000);
+        final boolean closerWaited = closer.isAlive();
+        final AtomicReference<Object> read = new AtomicReference<>();
+        final AtomicReference<Boolean> readerInterrupted = new AtomicReference<>();
+        blocked = startInterruptible("reader", () -> reading.inputStream().read(), read, readerInterrupted);
+        Thread.sleep(100);
+        blocked.interrupt();
+        blocked.join(2000);
+        final boolean readerStuck = blocked.isAlive();
+        daemon.readControl = true;
+        closer.join(5000);
+        daemon.call(d -> d.sendRx(reading.id(), new byte[] {'x'}));
+        blocked.join(5000);
+
+        assertFalse(closerWaited, "a close from another thread waited for room in the control ring");
+        assertFalse(readerStuck, "an interrupted read stayed blocked behind another thread's close: " + read.get());
+        assertTrue(read.get() instanceof InterruptedIOException, String.valueOf(read.get()));
+        assertEquals(Boolean.TRUE, readerInterrupted.get());
+        assertTrue(other.isClosed());
+        pollUntil("the daemon read the CLOSE that waited", () -> controlsOf(other.id()).equals("CLOSE"));
+    }
+
+    /**
+     * The owning thread's close of a connection, in no blocking call, while another thread closes another connection
+     * and the control ring is full: the connection is closed when close() returns. Before, the close only asked the
+     * other thread, which held the client until the daemon read on: the connection stayed open, its TX pipe took bytes.
+     */
+    @Test
+    void theOwnersCloseIsDoneWhenItReturnsWhileAnotherThreadCloses() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        final PipeConnection mine = accepted(listener, 50000);
+        final PipeConnection other = accepted(listener, 50001);
+        daemon.pauseControl();
+        fillControlRing();
+        final AtomicReference<Object> closed = new AtomicReference<>();
+        blocked = start("closer", () ->
+        {
+            other.close();
+            return "closed";
+        }, closed);
+        awaitCondition("the other close parked or returned", () -> blocked.getState() == Thread.State.TIMED_WAITING ||
+            blocked.getState() == Thread.State.TERMINATED);
+
+        mine.close();
+        final boolean closedOnReturn = mine.isClosed();
+        Object claim;
+        try
+        {
+            claim = mine.claim(16);
+        }
+        catch (final NicstackException ex)
+        {
+            claim = ex;
+        }
+        assertTrue(closedOnReturn, "the owner's close returned with the connection open");
+        assertTrue(claim instanceof NicstackException, "claim after close: " + claim);
+        daemon.readControl = true;
+        pollUntil("the daemon read both CLOSEs", () -> controlsOf(mine.id()).equals("CLOSE") &&
+            controlsOf(other.id()).equals("CLOSE"));
     }
 
     // ---- interrupts ------------------------------------------------------------------------------
