@@ -677,8 +677,11 @@ public final class NicstackClient implements AutoCloseable
      * Linux's tcp_close): see {@link PipeConnection#close()} for how to end a stream cleanly. A connection whose file the daemon is still sending
      * (SEND_FILE, not answered yet) is closed too: the daemon sends the rest of the file, then the FIN; a file it
      * refuses or cannot finish resets the connection instead, never a FIN after a short stream. Descriptors of files being sent are held until the daemon has
-     * read their SEND_FILEs, so this may wait for a daemon behind on its control ring, while it reads on, and for the
-     * daemon timeout at most once it stops (not at all once its heartbeat stopped for the loss bound).
+     * read their SEND_FILEs, and the UNLISTENs and CLOSEs that find the control ring full wait in the client, so this
+     * may wait for a daemon behind on its control ring, while it reads on, and for the daemon timeout at most once it
+     * stops (not at all once its heartbeat stopped for the loss bound). Messages still unsent then are dropped: the
+     * daemon resets the connections of an app that detached (DETACHED) which the app did not close, and gives its ports
+     * back.
      *
      * <p>May be called from any thread (see the class Javadoc): while another thread is in a blocking call of this
      * client, this only asks that thread to close, and returns at once; {@link #isClosed()} is true from then on.
@@ -765,8 +768,9 @@ public final class NicstackClient implements AutoCloseable
      * Before the mapping goes: send the deferred control messages, and wait until the daemon has read every SEND_FILE
      * whose descriptor is still held for it, releasing each, while its control ring head moves. A daemon that can read
      * no more (it shut down, reaped this app, or its process is dead) frees them all. One that stalls for the daemon
-     * timeout leaves them open for the life of the process: it might still take them, and a leaked descriptor is better
-     * than another file sent. (What is not sent then the daemon resets at the detach.)
+     * timeout without its head moving leaves them open for the life of the process: it might still take them, and a
+     * leaked descriptor is better than another file sent. The deferred messages not sent then are dropped: the daemon
+     * resets the connections left open at the detach.
      */
     private void awaitControlRead()
     {

@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -307,6 +308,48 @@ class ClientFailureModesTest
     }
 
     // ---- client.close() ---------------------------------------------------------------------
+
+    /**
+     * client.close() while the daemon beats but does not read its control ring, which is full: the close waits for the
+     * daemon timeout without progress, at most, then drops the UNLISTEN and CLOSE that found no room and detaches (the
+     * daemon resets what the app did not close at the detach). Before, the CLOSE spun in the ring for as long as the
+     * daemon beat.
+     */
+    @Test
+    void closeWithAFullRingAndALiveDaemonWaitsForTheDaemonTimeoutAtMost() throws Exception
+    {
+        attach();
+        final PipeListener listener = client.listen(8080, 16);
+        accepted(listener, 50000);
+        final Path appFile = client.appFile();
+        daemon.pauseControl();
+        assertTrue(fillControlRing() > 0);
+
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+        final Thread closer = new Thread(() ->
+        {
+            try
+            {
+                client.close();
+            }
+            catch (final Throwable ex)
+            {
+                failure.set(ex);
+            }
+        }, "closer");
+        final long start = System.nanoTime();
+        closer.start();
+        closer.join(5000); // the daemon timeout is 300 ms
+        final boolean waiting = closer.isAlive();
+        final long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        daemon.readControl = true;
+        closer.join(10_000);
+        assertFalse(waiting, "client.close() still waits 5 s in, the daemon timeout 300 ms");
+        assertEquals(null, failure.get());
+        assertTrue(tookMillis >= 300, "gave up before the daemon timeout: " + tookMillis + " ms");
+        assertFalse(Files.exists(appFile), "detached and deleted");
+        client = null;
+    }
 
     /**
      * client.close() ends every connection, so the daemon does not reset them at the detach: one whose FILE_SENT was
