@@ -9,6 +9,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
@@ -55,10 +57,26 @@ public final class PipeConnection implements AutoCloseable
     private long fileBytes;
     private InputStream inputStream;
     private OutputStream outputStream;
-    /** A close or abort another thread asked for, done by the thread that holds the client (ASKED_*; 0: none). */
+    /**
+     * A close or abort another thread asked for, done by the thread that holds the client (ASKED_*; 0: none). Taken with
+     * getAndSet and set to a close only from 0, so an abort asked at any moment is never lost nor turned into a close.
+     */
     private volatile int closeAsked;
     private static final int ASKED_CLOSE = 1;
     private static final int ASKED_ABORT = 2;
+    private static final VarHandle CLOSE_ASKED;
+
+    static
+    {
+        try
+        {
+            CLOSE_ASKED = MethodHandles.lookup().findVarHandle(PipeConnection.class, "closeAsked", int.class);
+        }
+        catch (final ReflectiveOperationException ex)
+        {
+            throw new ExceptionInInitializerError(ex);
+        }
+    }
 
     PipeConnection(
         final NicstackClient client,
@@ -364,10 +382,7 @@ public final class PipeConnection implements AutoCloseable
     @Override
     public void close()
     {
-        if (closeAsked == 0)
-        {
-            closeAsked = ASKED_CLOSE; // for the thread that holds the client, if another does
-        }
+        CLOSE_ASKED.compareAndSet(this, 0, ASKED_CLOSE); // for the thread that holds the client, if another does
         final int how = client.enterClose();
         if (how == NicstackClient.CLOSE_LEFT)
         {
@@ -440,10 +455,9 @@ public final class PipeConnection implements AutoCloseable
     /** On the thread that holds the client: the close or abort another thread asked for, if any. */
     void closeIfAsked()
     {
-        final int asked = closeAsked;
+        final int asked = (int)CLOSE_ASKED.getAndSet(this, 0);
         if (asked != 0)
         {
-            closeAsked = 0;
             if (asked == ASKED_ABORT)
             {
                 abortNow();
