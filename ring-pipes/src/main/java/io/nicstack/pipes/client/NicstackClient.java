@@ -59,10 +59,16 @@ import java.util.concurrent.locks.LockSupport;
  * another thread is safe only while the owning thread is in a blocking call or leaves the client alone: a non-blocking
  * call ({@link #poll()}, {@link PipeConnection#peek()}, {@link PipeConnection#claim}, {@link PipeConnection#commit},
  * {@link PipeConnection#release}, {@link PipeListener#tryAccept}, or the buffers they hand out) may run into memory the
- * close unmaps, and a JVM that reads unmapped memory dies (SIGSEGV). Such calls cost no more than a volatile read for
- * this; a blocking call takes and gives back the client with one compare-and-set each. A second thread that polls or
- * makes a blocking call while another thread is in one, or inside a poll, gets an IllegalStateException that names both
- * threads (one caught in the act: other uses of a second thread go unseen, and are as unsafe).
+ * close unmaps, and a JVM that reads unmapped memory dies (SIGSEGV). So the zero-copy idiom,
+ * {@link PipeConnection#awaitReadable} then {@link PipeConnection#peek()}, {@link PipeConnection#rxBuffer()} and
+ * {@link PipeConnection#release}, can be woken by a close from another thread only while it waits in awaitReadable:
+ * where a close may come at any moment, read with the stream adapters, or close on the owning thread. "Leaves the
+ * client alone" needs the owning thread's last call to have been a poll or a blocking call (the end of each publishes
+ * what it did to the close), or a hand-off that orders the two threads (a join, a lock, a queue). Such calls cost no
+ * more than a volatile read for this, and a poll two release stores of an int (plain stores on x86); a blocking call
+ * takes and gives back the client with one compare-and-set each. A second thread that polls or makes a blocking call
+ * while another thread is in one, or inside a poll, gets an IllegalStateException that names both threads (one caught
+ * in the act: other uses of a second thread go unseen, and are as unsafe).
  *
  * <p>A blocking call that has to wait ends when its thread is interrupted, and leaves the interrupt status set: the
  * stream adapters throw {@link java.io.InterruptedIOException}, the other calls a {@link NicstackException} saying so.
@@ -93,6 +99,8 @@ public final class NicstackClient implements AutoCloseable
 
     // Who holds the client (see the class Javadoc): a thread in a blocking call, or closing something.
     private static final VarHandle HOLD;
+    private static final VarHandle HOLDER;
+    private static final VarHandle POLLING;
     /** Nobody: non-blocking calls of the owning thread, or none. */
     private static final int FREE = 0;
     /** {@link #holder} is in a blocking call, and does what closes of other threads asked at each turn. */
@@ -116,7 +124,10 @@ public final class NicstackClient implements AutoCloseable
     {
         try
         {
-            HOLD = MethodHandles.lookup().findVarHandle(NicstackClient.class, "hold", int.class);
+            final MethodHandles.Lookup lookup = MethodHandles.lookup();
+            HOLD = lookup.findVarHandle(NicstackClient.class, "hold", int.class);
+            HOLDER = lookup.findVarHandle(NicstackClient.class, "holder", Thread.class);
+            POLLING = lookup.findVarHandle(NicstackClient.class, "polling", int.class);
         }
         catch (final ReflectiveOperationException ex)
         {
@@ -148,12 +159,16 @@ public final class NicstackClient implements AutoCloseable
     private final ArrayList<SendableFile> unreadFiles = new ArrayList<>();
     private long[] unreadFilePositions = new long[8];
     /**
-     * The thread inside poll (handling events, say), null when none. Handlers never poll (a nested read would start
+     * 1 while a thread is inside poll (handling events, say), else 0. Handlers never poll (a nested read would start
      * again from the head the outer one has not moved yet, and handle every event of the batch twice): a control
      * message they send that finds the ring full waits in {@link #deferred} instead. A poll of another thread meanwhile
-     * is told the client is single-threaded.
+     * is told the client is single-threaded. Both stores are releases (plain stores on x86): the one that ends a poll
+     * publishes what the poll did to a close of another thread that then finds the client free, which reads this with
+     * acquire ({@link #tookFree}). An int, not the thread: a reference store costs a GC write barrier.
      */
-    private Thread polling;
+    private int polling;
+    /** The thread that polled last (for the message to a second thread), written only when another thread polls. */
+    private Thread poller;
     /**
      * Control messages that found the ring full while events were handled, or while the daemon stalled (a CLOSE, ABORT,
      * SHUTDOWN or UNLISTEN, which the session that is kept must not lose), in order; sent before any other. Each is owed
@@ -197,10 +212,11 @@ public final class NicstackClient implements AutoCloseable
     /** FREE, BLOCKED, CLOSING_ONE, CLOSING or CLOSED, with the *_ASKED flags; changed by compare-and-set only. */
     private volatile int hold;
     /**
-     * The thread that holds the client while {@link #hold} is BLOCKED, CLOSING_ONE or CLOSING. Written by that thread only,
-     * after it took the client and before it gives it back, so a thread never reads itself here unless it is the holder.
+     * The thread that holds the client while {@link #hold} is BLOCKED, CLOSING_ONE or CLOSING. Written by that thread only
+     * (release stores: the compare-and-sets of hold order what matters), after it took the client and before it gives
+     * it back, so a thread never reads itself here unless it is the holder; other threads read it only to name it.
      */
-    private volatile Thread holder;
+    private Thread holder;
     /** Whether the holder is closing what other threads asked (closeAskedOnes). */
     private boolean closingAsked;
 
@@ -527,20 +543,24 @@ public final class NicstackClient implements AutoCloseable
             throw gone;
         }
         final Thread me = Thread.currentThread();
-        final Thread inside = polling;
-        if (inside != null)
+        if ((int)POLLING.getAcquire(this) != 0)
         {
+            final Thread inside = poller;
             throw new IllegalStateException(
                 inside == me ? "poll() from poll()'s own event handling" : usedFrom(me, inside, "polls"));
         }
-        polling = me;
+        if (poller != me)
+        {
+            poller = me; // the first poll of a thread only: no reference store per poll
+        }
+        POLLING.setRelease(this, 1);
         try
         {
             return pollInside();
         }
         finally
         {
-            polling = null;
+            POLLING.setRelease(this, 0);
         }
     }
 
@@ -697,7 +717,7 @@ public final class NicstackClient implements AutoCloseable
             {
                 if (HOLD.compareAndSet(this, FREE, CLOSING))
                 {
-                    holder = me;
+                    tookFree(me);
                     closeHeld();
                     return;
                 }
@@ -746,7 +766,8 @@ public final class NicstackClient implements AutoCloseable
         {
             return;
         }
-        polling = Thread.currentThread();
+        poller = Thread.currentThread();
+        POLLING.setRelease(this, 1);
         try
         {
             // Bounded: a daemon still writing cannot keep the close here.
@@ -760,7 +781,7 @@ public final class NicstackClient implements AutoCloseable
         }
         finally
         {
-            polling = null;
+            POLLING.setRelease(this, 0);
         }
     }
 
@@ -875,7 +896,7 @@ public final class NicstackClient implements AutoCloseable
         }
         closed = true;
         hold = CLOSED;
-        holder = null;
+        HOLDER.setRelease(this, null);
         file.close();
         try
         {
@@ -956,6 +977,22 @@ public final class NicstackClient implements AutoCloseable
     }
 
     /**
+     * A close took the client it found free (CLOSING_ONE, CLOSING). What the owning thread did up to the end of its
+     * last poll is visible from here (that end is a release store, read here with acquire; a blocking call's end is a
+     * compare-and-set of hold). A poll the owning thread is seen inside now (a misuse: see the class Javadoc) is waited
+     * out: that narrows the misuse, it does not make it safe (a poll may pass its check of hold before the take, and
+     * mark itself after this looked).
+     */
+    private void tookFree(final Thread me)
+    {
+        HOLDER.setRelease(this, me);
+        while ((int)POLLING.getAcquire(this) != 0 && poller != me)
+        {
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
      * Take the client for a blocking call of this thread, which gives it back with {@link #leave()} when this returns
      * true; false when this thread holds it already (a wait inside a blocking call or a close of its own). No other
      * thread closes or unmaps anything meanwhile: its closes are asked of this one (see {@link #idle}).
@@ -973,7 +1010,7 @@ public final class NicstackClient implements AutoCloseable
             {
                 if (HOLD.compareAndSet(this, FREE, BLOCKED))
                 {
-                    holder = me;
+                    HOLDER.setRelease(this, me);
                     return true;
                 }
                 continue;
@@ -1019,7 +1056,7 @@ public final class NicstackClient implements AutoCloseable
             {
                 if (HOLD.compareAndSet(this, FREE, CLOSING_ONE))
                 {
-                    holder = me;
+                    tookFree(me);
                     return CLOSE_HELD;
                 }
                 continue;
@@ -1073,12 +1110,12 @@ public final class NicstackClient implements AutoCloseable
             }
             else
             {
-                holder = null;
+                HOLDER.setRelease(this, null);
                 if (HOLD.compareAndSet(this, h, FREE))
                 {
                     return;
                 }
-                holder = me;
+                HOLDER.setRelease(this, me);
             }
         }
     }
@@ -1240,7 +1277,7 @@ public final class NicstackClient implements AutoCloseable
         throws NicstackException
     {
         checkOpen();
-        if (polling != null)
+        if (polling != 0)
         {
             if (!offerOrDefer(type, connection.id(), i8, 0, l16, l24))
             {
@@ -1276,7 +1313,7 @@ public final class NicstackClient implements AutoCloseable
         {
             return false;
         }
-        if (polling != null || (hold & HOLD_MASK) != BLOCKED)
+        if (polling != 0 || (hold & HOLD_MASK) != BLOCKED)
         {
             return gone == null && offerOrDefer(type, id, i8, 0, 0, 0);
         }
