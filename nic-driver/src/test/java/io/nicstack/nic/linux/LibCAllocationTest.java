@@ -27,6 +27,7 @@ class LibCAllocationTest
 {
     private static final int WARM_CALLS = 20_000;
     private static final int CALLS = 10_000;
+    private static final int ROUNDS = 5;
     /** Far below one byte per call: a boxed argument alone is 16 B. */
     private static final long ALLOWED_BYTES = 1024;
     private static final int FILE_LENGTH = 4321;
@@ -130,13 +131,20 @@ class LibCAllocationTest
         {
             call.run();
         }
-        final long before = Allocations.currentThread();
-        for (int i = 0; i < CALLS; i++)
+        // The least of a few rounds: a late JIT compilation or deoptimisation on a loaded machine allocates a little
+        // in one round (1,320 B in 10,000 calls was seen once), where a boxing call allocates 160 KB in every round.
+        long least = Long.MAX_VALUE;
+        for (int round = 0; round < ROUNDS && least >= ALLOWED_BYTES; round++)
         {
-            call.run();
+            final long before = Allocations.currentThread();
+            for (int i = 0; i < CALLS; i++)
+            {
+                call.run();
+            }
+            least = Math.min(least, Allocations.currentThread() - before);
         }
-        final long allocated = Allocations.currentThread() - before;
-        assertTrue(allocated < ALLOWED_BYTES, () -> what + ": " + allocated + " B for " + CALLS + " calls ("
-            + allocated / CALLS + " B per call)");
+        final long allocated = least;
+        assertTrue(allocated < ALLOWED_BYTES, () -> what + ": " + allocated + " B for " + CALLS + " calls in the least of "
+            + ROUNDS + " rounds (" + allocated / CALLS + " B per call)");
     }
 }
