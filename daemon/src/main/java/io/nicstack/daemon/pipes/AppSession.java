@@ -10,12 +10,12 @@ import org.agrona.IoUtil;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 import org.agrona.concurrent.ringbuffer.RecordDescriptor;
 
 import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.CheckedRingReader;
+import io.nicstack.pipes.CheckedRingWriter;
 import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.Protocol.Reason;
 import io.nicstack.stack.iface.StackConfig;
@@ -94,8 +94,13 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     /** What is left of {@link #FILL_BUDGET} this round. */
     private long fillBudget;
     private final CheckedRingReader control;
-    private final OneToOneRingBuffer events;
-    private final OneToOneRingBuffer notifications;
+    /**
+     * The rings the daemon writes into the app's memory: their tails are kept here, never read back from it (an odd one
+     * made Agrona's producer store misaligned, a SIGBUS on aarch64); a ring whose positions the app broke is
+     * {@link CheckedRingWriter#CORRUPT} and the app broken.
+     */
+    private final CheckedRingWriter events;
+    private final CheckedRingWriter notifications;
     /**
      * Slots {@code [0, builtSlots)}, each built when a connection first takes it ({@link #allocate}), not at the attach:
      * all of one large app's (65,536) built on the event loop held every other app's round.
@@ -149,8 +154,8 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         this.memoryInode = memoryInode;
         final int ringLength = AppFileDescriptor.ringLength(ringCapacity);
         control = new CheckedRingReader(new UnsafeBuffer(file, AppFileDescriptor.controlRingOffset(), ringLength));
-        events = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
-        notifications = new OneToOneRingBuffer(new UnsafeBuffer(file, AppFileDescriptor.notificationRingOffset(ringCapacity), ringLength));
+        events = new CheckedRingWriter(new UnsafeBuffer(file, AppFileDescriptor.eventRingOffset(ringCapacity), ringLength));
+        notifications = new CheckedRingWriter(new UnsafeBuffer(file, AppFileDescriptor.notificationRingOffset(ringCapacity), ringLength));
         slots = new PipeSlot[maxConnections];
         freeSlots = new int[maxConnections];
         active = new PipeSlot[maxConnections];
@@ -307,10 +312,16 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             scratch.setMemory(0, Protocol.NOTIFY_LENGTH, (byte)0);
             scratch.putLong(0, s.connectionId());
             scratch.putLong(8, tail);
-            if (notifications.write(Protocol.NOTIFY, scratch, 0, Protocol.NOTIFY_LENGTH))
+            final int written = notifications.write(Protocol.NOTIFY, scratch, 0, Protocol.NOTIFY_LENGTH);
+            if (written == CheckedRingWriter.WRITTEN)
             {
                 s.lastNotifiedTail = tail;
                 counters.increment(PipeCounter.NOTIFICATIONS_SENT);
+                return 1;
+            }
+            if (written == CheckedRingWriter.CORRUPT)
+            {
+                broken = true;
                 return 1;
             }
             // Ring full: the app is behind on notifications; it will see this tail on a later round.
@@ -1044,10 +1055,19 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         {
             return;
         }
-        if (backlogHead == backlogTail && events.write(type, scratch, 0, Protocol.EVENT_LENGTH))
+        if (backlogHead == backlogTail)
         {
-            counters.increment(PipeCounter.EVENTS_SENT);
-            return;
+            final int written = events.write(type, scratch, 0, Protocol.EVENT_LENGTH);
+            if (written == CheckedRingWriter.WRITTEN)
+            {
+                counters.increment(PipeCounter.EVENTS_SENT);
+                return;
+            }
+            if (written == CheckedRingWriter.CORRUPT)
+            {
+                broken = true;
+                return;
+            }
         }
         // The app is behind on its event ring; keep the order and retry every round.
         counters.increment(PipeCounter.EVENTS_DEFERRED);
@@ -1091,8 +1111,10 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         int n = 0;
         while (backlogHead < backlogTail)
         {
-            if (!events.write(backlog.getInt(backlogHead), backlog, backlogHead + 4, Protocol.EVENT_LENGTH))
+            final int written = events.write(backlog.getInt(backlogHead), backlog, backlogHead + 4, Protocol.EVENT_LENGTH);
+            if (written != CheckedRingWriter.WRITTEN)
             {
+                broken |= written == CheckedRingWriter.CORRUPT;
                 break;
             }
             counters.increment(PipeCounter.EVENTS_SENT);
