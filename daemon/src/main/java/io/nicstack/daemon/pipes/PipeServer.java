@@ -477,18 +477,23 @@ public final class PipeServer implements LoopTask, AutoCloseable
     /** Reset the app's connections, close its listeners, unmap and delete its file. */
     private void reap(final AppSession s, final PipeCounter why, final int finalState, final int reason)
     {
-        sessions.remove(s);
-        byPath.remove(s.path, s);
-        heapPromised -= s.heapBytes();
         int reset = 0;
-        try
+        // Under the server's monitor, as close on another thread tells the sessions in the list that the daemon is
+        // gone: it must not write into a memory this unmaps (a SIGSEGV). An app's end, not a packet's: no lock per packet.
+        synchronized (this)
         {
-            reset = s.teardown(finalState, reason);
-        }
-        catch (final RuntimeException e)
-        {
-            log.println("nicstack pipes: tearing down " + LogText.untrusted(s.path.getFileName()) + ": "
-                + LogText.untrusted(e, LogText.MAX_MESSAGE));
+            sessions.remove(s);
+            byPath.remove(s.path, s);
+            heapPromised -= s.heapBytes();
+            try
+            {
+                reset = s.teardown(finalState, reason);
+            }
+            catch (final RuntimeException e)
+            {
+                log.println("nicstack pipes: tearing down " + LogText.untrusted(s.path.getFileName()) + ": "
+                    + LogText.untrusted(e, LogText.MAX_MESSAGE));
+            }
         }
         for (int i = 0; i < reset; i++)
         {
@@ -866,7 +871,10 @@ public final class PipeServer implements LoopTask, AutoCloseable
             s.closeAppFile();
             return false;
         }
-        sessions.add(s);
+        synchronized (this) // see reap
+        {
+            sessions.add(s);
+        }
         byPath.put(path, s);
         heapPromised += s.heapBytes();
         counters.increment(PipeCounter.APPS_ATTACHED);
@@ -897,15 +905,21 @@ public final class PipeServer implements LoopTask, AutoCloseable
             {
                 scanner.close();
             }
-            for (final AppSession s : sessions)
+            // Under the monitor a reap unmaps under, and an attach adds under: from another thread, while the loop's
+            // thread may reap an app meanwhile, a write into its memory after the unmap was a SIGSEGV (a test's
+            // in-process daemon, closed before its loop stopped).
+            synchronized (this)
             {
-                try
+                for (final AppSession s : sessions)
                 {
-                    s.daemonGone();
-                }
-                catch (final RuntimeException e)
-                {
-                    // A bug: nothing more to tell it; what it holds is let go all the same.
+                    try
+                    {
+                        s.daemonGone();
+                    }
+                    catch (final RuntimeException e)
+                    {
+                        // A bug: nothing more to tell it; what it holds is let go all the same.
+                    }
                 }
             }
         }
@@ -928,6 +942,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
         {
             try
             {
+                // Told here too: the loop's thread may get here first, before a close on another thread took the
+                // monitor to tell the apps in the list, which this then empties.
+                s.daemonGone();
                 s.teardown(0, 0); // the state stays DAEMON_GONE
             }
             catch (final RuntimeException e)
