@@ -58,7 +58,10 @@ public final class DaemonStopMain
         final NetDevice device = (NetDevice)Proxy.newProxyInstance(NetDevice.class.getClassLoader(),
             new Class<?>[] {NetDevice.class}, (proxy, method, a) ->
             {
-                if (method.getName().equals("receive") && !mode.equals("peer") && ++rounds[0] > 100)
+                // Only the crash modes fail: "faults" once did too, after 100 receive rounds, which a loaded machine
+                // reaches before the test has stopped the daemon (exit 70 where 0 was expected).
+                if (method.getName().equals("receive") && (mode.equals("error") || mode.equals("runtime"))
+                    && ++rounds[0] > 100)
                 {
                     if (mode.equals("error"))
                     {
