@@ -181,8 +181,17 @@ public final class TcpConnection
     private int undoMarker;
     /** The end of the highest retransmission since {@link #undoMarker}: the high edge of what may be D-SACKed. */
     private int undoRetransEnd;
-    /** Retransmissions since the reduction not yet reported received twice by a D-SACK. */
+    /** Retransmitted segments of the episode not yet reported received twice by a D-SACK (Linux's undo_retrans). */
     private int undoRetrans;
+    /**
+     * The ranges this episode sent again (one per retransmission, and those still in flight when it began), each less
+     * what a D-SACK has counted down of it; only a D-SACK inside one counts (Linux counts only TCPCB_RETRANS segments):
+     * a D-SACK of a duplicate the network made of an original sent once counts nothing. Allocated with the first
+     * episode; bounded as the SACK scoreboard: an episode that sends more ranges again is not undone.
+     */
+    private int[] undoRxtStart = NO_SCOREBOARD;
+    private int[] undoRxtEnd = NO_SCOREBOARD;
+    private int undoRxtCount;
     /** A D-SACK has counted {@link #undoRetrans} down (none yet: no evidence the retransmissions were spurious). */
     private boolean undoDsacked;
     /** Times the segment at {@link #undoMarker} was sent again; its D-SACK tells of reordering only if once. */
@@ -1927,14 +1936,7 @@ public final class TcpConnection
         if (!Seq.lt(sndUna, reducedWindowEnd))
         {
             cc.onFastRetransmit(flightSize, now);
-            // A new episode for undo: the retransmissions from here on are counted, and D-SACKs count them down.
-            undoValid = true;
-            undoMarker = sndUna;
-            undoRetransEnd = sndUna;
-            undoRetrans = 0;
-            undoDsacked = false;
-            undoFirstResends = 0;
-            undoFillDistance = 0;
+            startUndoEpisode();
         }
         else
         {
@@ -1957,14 +1959,75 @@ public final class TcpConnection
         rtoDeadline = now + rtt.rto();
     }
 
-    /** A segment sent again: counted in the undo episode (none is undone until each has been D-SACKed). */
+    /**
+     * A new episode for undo, at a recovery's reduction: the retransmissions from here on are counted, and D-SACKs
+     * count them down. Resends still in flight from before (SND.UNA's, kept by {@link #unaResendInFlight}, and any
+     * other below HighRxt; or those of a timeout's going back) are counted in too, as Linux's tcp_init_undo counts
+     * retrans_out: one of them filling a really lost hole is as much a needed retransmission as any sent from now on.
+     * They are the holes left in {@code [SND.UNA, HighRxt)} (NextSeg resent every hole below HighRxt).
+     */
+    private void startUndoEpisode()
+    {
+        if (undoRxtStart == NO_SCOREBOARD)
+        {
+            undoRxtStart = new int[MAX_SCOREBOARD];
+            undoRxtEnd = new int[MAX_SCOREBOARD];
+        }
+        undoValid = true;
+        undoMarker = sndUna;
+        undoRetransEnd = sndUna;
+        undoRetrans = 0;
+        undoRxtCount = 0;
+        undoDsacked = false;
+        undoFirstResends = 0;
+        undoFillDistance = 0;
+        int resentEnd = Seq.gt(highRxt, sndUna) ? highRxt : sndUna;
+        if (goingBack && Seq.gt(sndNxt, resentEnd))
+        {
+            resentEnd = sndNxt;
+        }
+        int cursor = sndUna;
+        for (int i = 0; i < sackedCount && Seq.lt(cursor, resentEnd); i++)
+        {
+            if (Seq.lt(cursor, sackedStart[i]))
+            {
+                noteUndoRetransmission(cursor, Seq.lt(sackedStart[i], resentEnd) ? sackedStart[i] : resentEnd);
+            }
+            if (Seq.gt(sackedEnd[i], cursor))
+            {
+                cursor = sackedEnd[i];
+            }
+        }
+        if (Seq.lt(cursor, resentEnd))
+        {
+            noteUndoRetransmission(cursor, resentEnd);
+        }
+        if (undoFirstResends > 0)
+        {
+            // SND.UNA was sent again before the episode: a D-SACK of it may be of two resends, and tells no reordering.
+            undoFirstResends = 2;
+        }
+    }
+
+    /**
+     * Segments sent again, {@code [from, to)}: counted in the undo episode (none is undone until each has been
+     * D-SACKed), as a range a D-SACK may count down. More ranges than there is room for: no undo for this episode.
+     */
     private void noteUndoRetransmission(final int from, final int to)
     {
         if (!undoValid)
         {
             return;
         }
-        undoRetrans++;
+        if (undoRxtCount == undoRxtStart.length)
+        {
+            undoValid = false; // conservative: a retransmission not tracked could be a needed one
+            return;
+        }
+        undoRxtStart[undoRxtCount] = from;
+        undoRxtEnd[undoRxtCount] = to;
+        undoRxtCount++;
+        undoRetrans += segmentsIn(from, to);
         if (Seq.gt(to, undoRetransEnd))
         {
             undoRetransEnd = to;
@@ -1973,6 +2036,46 @@ public final class TcpConnection
         {
             undoFirstResends++;
         }
+    }
+
+    /** Segments of at most SMSS in {@code [from, to)}, at least one (as Linux's pcount). */
+    private int segmentsIn(final int from, final int to)
+    {
+        return Math.max(1, (int)(((long)(to - from) + sndMss - 1) / sndMss));
+    }
+
+    /**
+     * The episode's retransmitted range holding all of {@code [left, right)}, with that taken out of it (the range
+     * shrinks from the side it touches; a D-SACK from its middle leaves only the larger rest, so that the smaller can
+     * count nothing down later: conservative), and its count; -1 if there is none: no retransmission of the episode
+     * was received twice.
+     */
+    private int takeUndoRange(final int left, final int right)
+    {
+        for (int i = 0; i < undoRxtCount; i++)
+        {
+            final int start = undoRxtStart[i];
+            final int end = undoRxtEnd[i];
+            if (Seq.le(start, left) && Seq.le(right, end))
+            {
+                if (left - start >= end - right)
+                {
+                    undoRxtEnd[i] = left;
+                }
+                else
+                {
+                    undoRxtStart[i] = right;
+                }
+                if (undoRxtStart[i] == undoRxtEnd[i])
+                {
+                    undoRxtCount--;
+                    undoRxtStart[i] = undoRxtStart[undoRxtCount];
+                    undoRxtEnd[i] = undoRxtEnd[undoRxtCount];
+                }
+                return segmentsIn(left, right);
+            }
+        }
+        return -1;
     }
 
     /**
@@ -2014,14 +2117,16 @@ public final class TcpConnection
 
     /**
      * RFC 2883 §4: the first SACK block is a D-SACK when it lies below the cumulative ACK or within the second block:
-     * the data in it arrived twice. One that covers a retransmission of the undo episode counts it down (Linux's
-     * tcp_check_dsack and undo_retrans; RFC 3708 §3.2 counts the same way); when none is left, every retransmission was
+     * the data in it arrived twice. One inside a range the undo episode sent again counts it down (Linux's
+     * tcp_check_dsack and undo_retrans, for TCPCB_RETRANS segments only; RFC 3708 §3.2 counts the same way), each
+     * byte once per retransmission ({@link #takeUndoRange}); when none is left, every retransmission was
      * spurious and the reduction is undone (RFC 3708 §4, RFC 9438 §4.9) once the recovery is over, or at its end. A
      * D-SACK of the recovery's first retransmission, sent once, shows its fast retransmit was spurious: the distance
      * by which the original was overtaken (when the cumulative ACK passed it) is reordering.
      *
-     * <p>A D-SACK of a duplicate the network made of an original in that range would count one down too: no sequence
-     * number tells them apart without per-segment marks (Linux has them), and such duplicates are rare.
+     * <p>A D-SACK of a duplicate the network made of an original never sent again counts nothing: it lies in no range
+     * of the episode. One of an original the episode did send again is taken for the resend's (Linux cannot tell them
+     * apart either).
      */
     private void checkDsack(final TcpRepr seg, final long now)
     {
@@ -2033,11 +2138,16 @@ public final class TcpConnection
         {
             return;
         }
+        final int segments = takeUndoRange(left, right);
+        if (segments < 0)
+        {
+            return;
+        }
         if (left == undoMarker && undoFillDistance > 0)
         {
             noteReordering(undoFillDistance);
         }
-        undoRetrans -= Math.max(1, (right - left + sndMss - 1) / sndMss);
+        undoRetrans -= segments;
         undoDsacked = true;
         if (undoRetrans <= 0 && !inRecovery)
         {

@@ -1,5 +1,6 @@
 package io.nicstack.stack.tcp;
 
+import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Random;
@@ -99,6 +100,92 @@ class TcpReorderingTest
         assertFalse(t.conn.inRecovery);
         t.send(t.in().ack(s + 8 * m).sack(s, s + m));
         assertEquals(0, t.counter(StackCounter.TCP_SPURIOUS_RECOVERIES_UNDONE));
+        assertEquals(reduced, t.conn.ssthresh());
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc3708_aDsackOfANetworkDuplicateOfAnOriginalNeverSentAgainDoesNotUndoARealLoss(final String congestionControl)
+    {
+        // S0 really lost (its resend fills it, never D-SACKed); S2 late, and S7 sent again as the rescue: both resends
+        // D-SACKed. Then the network duplicates S1's original, never sent again: its D-SACK lies between the episode's
+        // first and highest resend, but is no retransmission's (Linux counts only TCPCB_RETRANS segments down).
+        final int m = open(congestionControl);
+        final int s = t.iss + 1;
+        t.write(bytes(8 * m, 1));
+        assertEquals(8, t.recv().size());
+        t.send(t.in().sack(s + m, s + 2 * m));
+        t.send(t.in().sack(s + 3 * m, s + 4 * m).sack(s + m, s + 2 * m));
+        t.send(t.in().sack(s + 3 * m, s + 5 * m).sack(s + m, s + 2 * m));
+        t.send(t.in().sack(s + 3 * m, s + 6 * m).sack(s + m, s + 2 * m));
+        final List<Seg> sent = t.recv();
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        assertTrue(sent.stream().anyMatch(g -> g.r.seq == s), "S0 sent again: " + sent);
+        assertTrue(sent.stream().anyMatch(g -> g.r.seq == s + 2 * m), "S2 sent again: " + sent);
+        final long reduced = t.conn.ssthresh();
+        t.send(t.in().ack(s + 2 * m).sack(s + 3 * m, s + 6 * m));
+        final List<Seg> rescue = t.recv();
+        assertEquals(1, rescue.size(), "S7 sent again as the rescue: " + rescue);
+        assertEquals(s + 7 * m, rescue.get(0).r.seq);
+        t.send(t.in().ack(s + 6 * m));
+        t.send(t.in().ack(s + 8 * m));
+        assertFalse(t.conn.inRecovery);
+        t.send(t.in().ack(s + 8 * m).sack(s + 2 * m, s + 3 * m));
+        t.send(t.in().ack(s + 8 * m).sack(s + 7 * m, s + 8 * m));
+        assertEquals(0, t.counter(StackCounter.TCP_SPURIOUS_RECOVERIES_UNDONE), "S0's resend not D-SACKed");
+        t.send(t.in().ack(s + 8 * m).sack(s + m, s + 2 * m));
+        assertEquals(0, t.counter(StackCounter.TCP_SPURIOUS_RECOVERIES_UNDONE), "S0 was lost: the reduction stands");
+        assertEquals(reduced, t.conn.ssthresh());
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void rfc3708_aRecoveryThatFindsSndUnasResendInFlightIsNotUndoneByTheDsackOfItsOtherResends(final String congestionControl)
+    {
+        // The first recovery resends S<R> (sent after its recovery point R) and ends; S<R+3> SACKed next starts a second
+        // recovery, which reduces cwnd without resending S<R>: its resend is still on its way (TcpExtensionsTest's
+        // recovery right after another). That resend belongs to the second episode too (Linux's tcp_init_undo counts
+        // retrans_out in): when it fills the hole undetected, a D-SACK of the episode's other resend alone must not
+        // undo the reduction.
+        final int m = open(congestionControl);
+        final int s = t.iss + 1;
+        t.write(bytes(60 * m, 3));
+        assertEquals(10, t.recv().size());
+        for (int i = 2; i <= 4; i++)
+        {
+            t.send(t.in().sack(s + m, s + i * m));
+        }
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS));
+        t.recv();
+        final int r = (t.conn.recoveryPoint - s) / m;
+        for (int i = 5; i <= r; i++)
+        {
+            t.send(t.in().sack(s + m, s + i * m));
+        }
+        t.recv();
+        t.send(t.in().sack(s + (r + 1) * m, s + (r + 3) * m).sack(s + m, s + r * m));
+        t.recv();
+        t.send(t.in().ack(s + r * m).sack(s + (r + 1) * m, s + (r + 3) * m));
+        t.recv();
+        assertFalse(t.conn.inRecovery, "the first recovery is over");
+        t.send(t.in().ack(s + r * m).sack(s + (r + 1) * m, s + (r + 4) * m));
+        assertEquals(2, t.counter(StackCounter.TCP_FAST_RETRANSMITS), "a second recovery");
+        final long retransmissions = t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS);
+        assertTrue(t.recv().stream().noneMatch(g -> g.r.seq == s + r * m), "S" + r + "'s resend is on its way");
+        final long reduced = t.conn.ssthresh();
+        // S<R+5> lost too: S<R+4> SACKed, then S<R+6> up to SND.MAX.
+        t.send(t.in().ack(s + r * m).sack(s + (r + 1) * m, s + (r + 5) * m));
+        t.recv();
+        final int top = (t.conn.sndMax - s) / m;
+        t.send(t.in().ack(s + r * m).sack(s + (r + 6) * m, s + top * m).sack(s + (r + 1) * m, s + (r + 5) * m));
+        final List<Seg> sent = t.recv();
+        assertTrue(sent.stream().anyMatch(g -> g.r.seq == s + (r + 5) * m), "S" + (r + 5) + " sent again: " + sent);
+        assertEquals(retransmissions + 1, t.counter(StackCounter.TCP_RETRANSMITTED_SEGMENTS), "the episode's only resend");
+        t.send(t.in().ack(t.conn.sndMax));
+        assertFalse(t.conn.inRecovery);
+        // S<R+5>'s original was late: its resend is D-SACKed. S<R>'s resend, the episode's too, filled its hole.
+        t.send(t.in().ack(t.conn.sndUna).sack(s + (r + 5) * m, s + (r + 6) * m));
+        assertEquals(0, t.counter(StackCounter.TCP_SPURIOUS_RECOVERIES_UNDONE), "S" + r + " was lost: the reduction stands");
         assertEquals(reduced, t.conn.ssthresh());
     }
 
