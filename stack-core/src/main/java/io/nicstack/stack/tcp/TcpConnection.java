@@ -169,8 +169,11 @@ public final class TcpConnection
     static final int MAX_DUP_THRESH = 300;
     /**
      * This connection's DupThresh: {@link #DUP_THRESH}, raised by the reordering it has seen ({@link #noteReordering}),
-     * never lowered, up to {@link #MAX_DUP_THRESH} (Linux's tp->reordering; RFC 6675 §2 leaves DupThresh open to such
-     * adjustment, RFC 4653 and RFC 8985 §6.2 adapt to reordering likewise). Only SACK information raises it.
+     * up to {@link #MAX_DUP_THRESH} (Linux's tp->reordering; RFC 6675 §2 leaves DupThresh open to such adjustment,
+     * RFC 4653 and RFC 8985 §6.2 adapt to reordering likewise). Only SACK information raises it; a timeout outside a
+     * recovery with at least {@link #DUP_THRESH} segments SACKed lowers it back to {@link #DUP_THRESH}, the reordering
+     * over-estimated (as Linux's tcp_enter_loss; see onRetransmitTimeout). Above {@link #MAX_SCOREBOARD} its block
+     * rule never holds ({@link #sackedSegmentsAtLeast}).
      */
     int dupThresh = DUP_THRESH;
 
@@ -1912,7 +1915,18 @@ public final class TcpConnection
      */
     private boolean firstSegmentLost()
     {
-        return sackedCount >= dupThresh || sackedBytes() > (dupThresh - 1L) * sndMss;
+        return sackedSegmentsAtLeast(dupThresh);
+    }
+
+    /**
+     * Whether at least {@code segments} segments are SACKed, as RFC 6675 IsLost counts them: as many discontiguous
+     * blocks, or more than {@code segments - 1} SMSS of bytes. The scoreboard holds {@link #MAX_SCOREBOARD} blocks:
+     * for a DupThresh above that only the byte rule can hold (each block holds a segment, so it falls short only with
+     * segments smaller than SMSS).
+     */
+    private boolean sackedSegmentsAtLeast(final int segments)
+    {
+        return sackedCount >= segments || sackedBytes() > (segments - 1L) * sndMss;
     }
 
     private void enterRecovery(final long now)
@@ -2572,7 +2586,8 @@ public final class TcpConnection
 
     /**
      * RFC 6675 §4 IsLost for a hole with {@code blocksAbove} SACKed blocks and {@code bytesAbove} SACKed bytes above it,
-     * with this connection's DupThresh (as {@link #firstSegmentLost} for SND.UNA).
+     * with this connection's DupThresh (as {@link #firstSegmentLost} for SND.UNA; above {@link #MAX_SCOREBOARD} only the
+     * byte rule can hold).
      */
     private boolean holeLost(final int blocksAbove, final long bytesAbove)
     {
@@ -3654,6 +3669,13 @@ public final class TcpConnection
         }
         // No undo across a timeout (its spurious case, RFC 5682 F-RTO, is not implemented): its reduction stands.
         undoValid = false;
+        // A timeout outside a recovery (and not repeated) with at least three segments SACKed: the loss those SACKs
+        // showed waited for a DupThresh raised too far. Back to three (Linux's tcp_enter_loss: "the degree of
+        // reordering is over-estimated", when sacked_out >= sysctl_tcp_reordering in Open or Disorder).
+        if (!inRecovery && !goingBack && sackEnabled && sackedSegmentsAtLeast(DUP_THRESH))
+        {
+            dupThresh = DUP_THRESH;
+        }
         cc.onRetransmitTimeout(sndMax - sndUna, now);
         goBackToSndUna();
         if (!windowClosed)

@@ -214,6 +214,53 @@ class TcpReorderingTest
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"cubic", "newreno"})
+    void aTimeoutWithAtLeastThreeSegmentsSackedOutsideRecoveryLowersDupThreshToThree(final String congestionControl)
+    {
+        // DupThresh raised to six; then S6 really lost, S7-S10 SACKed: four segments, too few for a recovery at six.
+        // The timeout that repairs S6 says the reordering was over-estimated: DupThresh back to three (Linux's
+        // tcp_enter_loss, when sacked_out >= sysctl_tcp_reordering outside recovery).
+        final int m = open(congestionControl);
+        final int s = t.iss + 1;
+        spuriousFastRetransmitOfFive(m);
+        t.send(t.in().ack(s + 6 * m).sack(s, s + m));
+        assertEquals(6, t.conn.dupThresh);
+        t.recv();
+        final int s6 = s + 6 * m;
+        t.write(bytes(5 * m, 2));
+        assertEquals(5, t.recv().size());
+        for (int i = 2; i <= 5; i++)
+        {
+            t.send(t.in().ack(s6).sack(s6 + m, s6 + i * m));
+        }
+        assertEquals(1, t.counter(StackCounter.TCP_FAST_RETRANSMITS), "no recovery with four segments SACKed");
+        assertEquals(6, t.conn.dupThresh);
+        t.advanceMs(3_000);
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        assertEquals(3, t.conn.dupThresh, "a timeout with four segments SACKed: the reordering was over-estimated");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
+    void aTimeoutWithFewerThanThreeSegmentsSackedKeepsDupThresh(final String congestionControl)
+    {
+        // As above with S7 and S8 SACKed only: too little to say the reordering was over-estimated.
+        final int m = open(congestionControl);
+        final int s = t.iss + 1;
+        spuriousFastRetransmitOfFive(m);
+        t.send(t.in().ack(s + 6 * m).sack(s, s + m));
+        t.recv();
+        final int s6 = s + 6 * m;
+        t.write(bytes(5 * m, 2));
+        assertEquals(5, t.recv().size());
+        t.send(t.in().ack(s6).sack(s6 + m, s6 + 2 * m));
+        t.send(t.in().ack(s6).sack(s6 + m, s6 + 3 * m));
+        t.advanceMs(3_000);
+        assertEquals(1, t.counter(StackCounter.TCP_RTO_EXPIRIES));
+        assertEquals(6, t.conn.dupThresh);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"cubic", "newreno"})
     void rfc6675_aHoleFilledByItsOriginalBelowTheHighestSackRaisesDupThresh(final String congestionControl)
     {
         // S0 and S2 late; S1 and S3 SACKed (two segments: no loss by RFC 6675 IsLost). S0 arrives: a hole never sent
