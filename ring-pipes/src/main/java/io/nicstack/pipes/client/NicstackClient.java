@@ -116,9 +116,9 @@ public final class NicstackClient implements AutoCloseable
     /** Flag: another thread closed the client, for the holder to close once its call ends. */
     private static final int CLOSE_ASKED = 16;
     /** What {@link #enterClose} tells a close of a connection or listener to do. */
-    static final int CLOSE_NOW = 0;
-    static final int CLOSE_HELD = 1;
-    static final int CLOSE_LEFT = 2;
+    private static final int CLOSE_NOW = 0;
+    private static final int CLOSE_HELD = 1;
+    private static final int CLOSE_LEFT = 2;
 
     static
     {
@@ -1039,6 +1039,30 @@ public final class NicstackClient implements AutoCloseable
     }
 
     /**
+     * A close of a connection or listener ({@code close}, its own work) run as {@link #enterClose} allows: at once,
+     * holding the client if it had to take it, or not at all when it is left to the thread that holds the client.
+     */
+    void runClose(final Runnable close)
+    {
+        final int how = enterClose();
+        if (how == CLOSE_LEFT)
+        {
+            return;
+        }
+        try
+        {
+            close.run();
+        }
+        finally
+        {
+            if (how == CLOSE_HELD)
+            {
+                leave();
+            }
+        }
+    }
+
+    /**
      * For a close of a connection or listener: {@link #CLOSE_HELD} when this thread took the client for it (give it back
      * with {@link #leave()}), {@link #CLOSE_NOW} when it may close without (it holds the client already, or the client
      * is closed and nothing is mapped), {@link #CLOSE_LEFT} when it must not: another thread is in a blocking call and
@@ -1046,7 +1070,7 @@ public final class NicstackClient implements AutoCloseable
      * Another thread's close of a connection or listener is waited out (it never waits for the daemon: a moment), so a
      * close that finds no blocking call is done, on the calling thread, when it returns.
      */
-    int enterClose()
+    private int enterClose()
     {
         final Thread me = Thread.currentThread();
         while (true)

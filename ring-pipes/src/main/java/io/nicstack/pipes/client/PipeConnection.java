@@ -383,22 +383,7 @@ public final class PipeConnection implements AutoCloseable
     public void close()
     {
         CLOSE_ASKED.compareAndSet(this, 0, ASKED_CLOSE); // for the thread that holds the client, if another does
-        final int how = client.enterClose();
-        if (how == NicstackClient.CLOSE_LEFT)
-        {
-            return;
-        }
-        try
-        {
-            closeNow();
-        }
-        finally
-        {
-            if (how == NicstackClient.CLOSE_HELD)
-            {
-                client.leave();
-            }
-        }
+        client.runClose(this::closeNow);
     }
 
     private void closeNow()
@@ -424,22 +409,7 @@ public final class PipeConnection implements AutoCloseable
     public void abort()
     {
         closeAsked = ASKED_ABORT; // for the thread that holds the client, if another does
-        final int how = client.enterClose();
-        if (how == NicstackClient.CLOSE_LEFT)
-        {
-            return;
-        }
-        try
-        {
-            abortNow();
-        }
-        finally
-        {
-            if (how == NicstackClient.CLOSE_HELD)
-            {
-                client.leave();
-            }
-        }
+        client.runClose(this::abortNow);
     }
 
     private void abortNow()

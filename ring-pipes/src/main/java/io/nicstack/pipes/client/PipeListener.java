@@ -92,22 +92,7 @@ public final class PipeListener implements AutoCloseable
     public void close()
     {
         closeAsked = true; // for the thread that holds the client, if another does
-        final int how = client.enterClose();
-        if (how == NicstackClient.CLOSE_LEFT)
-        {
-            return;
-        }
-        try
-        {
-            closeNow();
-        }
-        finally
-        {
-            if (how == NicstackClient.CLOSE_HELD)
-            {
-                client.leave();
-            }
-        }
+        client.runClose(this::closeNow);
     }
 
     private void closeNow()
