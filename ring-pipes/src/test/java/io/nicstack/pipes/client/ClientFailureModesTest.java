@@ -63,12 +63,8 @@ class ClientFailureModesTest
 
     private static ClientOptions options()
     {
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 8;
-        options.pipeCapacity = 64 * 1024;
-        options.ringCapacity = 1024; // the least: a control ring of 25 records
+        final ClientOptions options = FakeDaemon.smallOptions();
         options.daemonTimeoutMillis = 300;
-        options.attachTimeoutMillis = 3000;
         return options;
     }
 
@@ -80,8 +76,7 @@ class ClientFailureModesTest
 
     private PipeConnection accepted(final PipeListener listener, final int remotePort) throws NicstackException
     {
-        daemon.call(d -> d.accept(listener.port(), PEER, remotePort));
-        return listener.accept();
+        return daemon.accepted(listener, PEER, remotePort);
     }
 
     private void pollUntil(final BooleanSupplier condition) throws NicstackException

@@ -62,11 +62,7 @@ class ClientThreadsTest
 
     private static ClientOptions options()
     {
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 8;
-        options.pipeCapacity = 64 * 1024;
-        options.ringCapacity = 1024; // the least: a control ring of 25 records
-        options.attachTimeoutMillis = 3000;
+        final ClientOptions options = FakeDaemon.smallOptions();
         return options;
     }
 
@@ -78,8 +74,7 @@ class ClientThreadsTest
 
     private PipeConnection accepted(final PipeListener listener, final int remotePort) throws NicstackException
     {
-        daemon.call(d -> d.accept(listener.port(), PEER, remotePort));
-        return listener.accept();
+        return daemon.accepted(listener, PEER, remotePort);
     }
 
     /** Start {@code call} on a thread of its own; its outcome ("returned ..." or what it threw) goes to {@code outcome}. */

@@ -101,6 +101,28 @@ final class FakeDaemon implements AutoCloseable
         call(d -> null); // a task runs at the start of a round, and the round it ends reads no TX pipe
     }
 
+    /**
+     * Options for a client of this daemon in a test: 8 connections, 64 KiB pipes, the least ring capacity (a control
+     * ring of 25 records, soon full), a 3 s attach timeout.
+     */
+    static ClientOptions smallOptions()
+    {
+        final ClientOptions options = new ClientOptions();
+        options.maxConnections = 8;
+        options.pipeCapacity = 64 * 1024;
+        options.ringCapacity = 1024;
+        options.attachTimeoutMillis = 3000;
+        return options;
+    }
+
+    /** Announce a connection from {@code remoteAddress:remotePort} to {@code listener}, and accept it. */
+    PipeConnection accepted(final PipeListener listener, final int remoteAddress, final int remotePort)
+        throws NicstackException
+    {
+        call(d -> d.accept(listener.port(), remoteAddress, remotePort));
+        return listener.accept();
+    }
+
     /** Run {@code action} on the daemon thread and wait for its result. */
     <T> T call(final Function<FakeDaemon, T> action)
     {
