@@ -173,7 +173,7 @@ public final class TcpConnection
      * RFC 4653 and RFC 8985 §6.2 adapt to reordering likewise). Only SACK information raises it; a timeout outside a
      * recovery with at least {@link #DUP_THRESH} segments SACKed lowers it back to {@link #DUP_THRESH}, the reordering
      * over-estimated (as Linux's tcp_enter_loss; see onRetransmitTimeout). Above {@link #MAX_SCOREBOARD} its block
-     * rule never holds ({@link #sackedSegmentsAtLeast}).
+     * rule never holds ({@link #atLeastSegments}).
      */
     int dupThresh = DUP_THRESH;
 
@@ -1915,18 +1915,19 @@ public final class TcpConnection
      */
     private boolean firstSegmentLost()
     {
-        return sackedSegmentsAtLeast(dupThresh);
+        return atLeastSegments(sackedCount, sackedBytes(), dupThresh);
     }
 
     /**
-     * Whether at least {@code segments} segments are SACKed, as RFC 6675 IsLost counts them: as many discontiguous
-     * blocks, or more than {@code segments - 1} SMSS of bytes. The scoreboard holds {@link #MAX_SCOREBOARD} blocks:
+     * Whether {@code blocks} SACKed blocks of {@code bytes} in all make at least {@code segments} segments, as RFC 6675
+     * IsLost counts them: as many discontiguous blocks, or more than {@code segments - 1} SMSS of bytes. IsLost of a
+     * hole asks it of what is SACKed above the hole with DupThresh. The scoreboard holds {@link #MAX_SCOREBOARD} blocks:
      * for a DupThresh above that only the byte rule can hold (each block holds a segment, so it falls short only with
      * segments smaller than SMSS).
      */
-    private boolean sackedSegmentsAtLeast(final int segments)
+    private boolean atLeastSegments(final int blocks, final long bytes, final int segments)
     {
-        return sackedCount >= segments || sackedBytes() > (segments - 1L) * sndMss;
+        return blocks >= segments || bytes > (segments - 1L) * sndMss;
     }
 
     private void enterRecovery(final long now)
@@ -2104,7 +2105,7 @@ public final class TcpConnection
         {
             return;
         }
-        final int distance = (int)Math.min(MAX_DUP_THRESH, ((long)(highestSacked - sndUna) + sndMss - 1) / sndMss);
+        final int distance = Math.min(MAX_DUP_THRESH, segmentsIn(sndUna, highestSacked));
         if (Seq.lt(sndUna, highRxt) || goingBack && Seq.lt(sndUna, sndNxt))
         {
             if (undoValid && sndUna == undoMarker && undoFirstResends == 1)
@@ -2533,7 +2534,7 @@ public final class TcpConnection
         int cursor = Seq.gt(highRxt, sndUna) ? highRxt : sndUna;
         for (int i = 0; i < sackedCount; i++)
         {
-            if (Seq.gt(sackedStart[i], cursor) && (!reordering || holeLost(sackedCount - i, sackedAbove)))
+            if (Seq.gt(sackedStart[i], cursor) && (!reordering || atLeastSegments(sackedCount - i, sackedAbove, dupThresh)))
             {
                 lost += sackedStart[i] - cursor;
             }
@@ -2568,7 +2569,7 @@ public final class TcpConnection
         {
             if (Seq.lt(cursor, sackedStart[i]))
             {
-                if (!reordering || holeLost(sackedCount - i, sackedAbove))
+                if (!reordering || atLeastSegments(sackedCount - i, sackedAbove, dupThresh))
                 {
                     return cursor & 0xFFFF_FFFFL;
                 }
@@ -2582,16 +2583,6 @@ public final class TcpConnection
             }
         }
         return -1;
-    }
-
-    /**
-     * RFC 6675 §4 IsLost for a hole with {@code blocksAbove} SACKed blocks and {@code bytesAbove} SACKed bytes above it,
-     * with this connection's DupThresh (as {@link #firstSegmentLost} for SND.UNA; above {@link #MAX_SCOREBOARD} only the
-     * byte rule can hold).
-     */
-    private boolean holeLost(final int blocksAbove, final long bytesAbove)
-    {
-        return blocksAbove >= dupThresh || bytesAbove > (dupThresh - 1L) * sndMss;
     }
 
     private int holeEnd(final int from)
@@ -3672,7 +3663,7 @@ public final class TcpConnection
         // A timeout outside a recovery (and not repeated) with at least three segments SACKed: the loss those SACKs
         // showed waited for a DupThresh raised too far. Back to three (Linux's tcp_enter_loss: "the degree of
         // reordering is over-estimated", when sacked_out >= sysctl_tcp_reordering in Open or Disorder).
-        if (!inRecovery && !goingBack && sackEnabled && sackedSegmentsAtLeast(DUP_THRESH))
+        if (!inRecovery && !goingBack && sackEnabled && atLeastSegments(sackedCount, sackedBytes(), DUP_THRESH))
         {
             dupThresh = DUP_THRESH;
         }
