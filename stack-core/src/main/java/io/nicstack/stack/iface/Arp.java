@@ -5,7 +5,6 @@ import java.nio.ByteBuffer;
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.collections.Int2IntHashMap;
-import org.agrona.collections.Long2LongHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.stats.StackCounter;
@@ -20,10 +19,10 @@ import io.nicstack.stack.wire.MacAddress;
  * ARP (RFC 826) for one Ethernet link: a bounded cache, requests with retry and timeout, a bounded
  * queue of frames waiting for resolution, replies, and two announcements on start (RFC 5227 §2.3).
  *
- * <p>Entries live in preallocated parallel arrays indexed by slot; {@link Int2IntHashMap} maps an
- * address to its slot, {@link Long2LongHashMap} a retry timer's id to its slot, a stack holds the free slots, and a
- * running count the entries awaiting replies: no operation scans the cache (it may hold 65,536 entries), save the
- * victim pointer's sweep over resolved entries. Nothing is allocated after construction.
+ * <p>Entries live in preallocated parallel arrays indexed by slot; {@link Int2IntHashMap} maps an address to its slot,
+ * each slot has a retry timer handler of its own (made with the cache), a stack holds the free slots, and a running
+ * count the entries awaiting replies: no operation scans the cache (it may hold 65,536 entries), save the victim
+ * pointer's sweep over resolved entries. Nothing is allocated after construction.
  *
  * <p>Every request belongs to an entry, which sends at most one per retry interval, and an entry awaiting a reply is
  * never evicted (see {@link #victim()}): requests are bounded by the cache, at most {@code arpCacheSize} per interval,
@@ -56,8 +55,8 @@ public final class Arp
     private final boolean[] referenced;
     private int used;
     private int evictCursor;
-    /** Slot of each armed retry timer, by timer id. */
-    private final Long2LongHashMap slotByTimer;
+    /** Each slot's retry timer handler: the timer finds its entry without a search or a map from timer ids. */
+    private final Timers.Handler[] retryHandlers;
     /** Free slots, a stack: the top {@code address.length - used} of them. */
     private final int[] freeEntries;
     /** Entries in INCOMPLETE state. */
@@ -77,7 +76,6 @@ public final class Arp
     /** Frames queued for each cache entry. */
     private final int[] queuedFor;
 
-    private final Timers.Handler retryHandler = this::onRetryTimer;
     private ResolutionFailedListener resolutionFailed;
 
     /** Told when an address stops resolving: its requests (or the polls of its aged entry) went unanswered. */
@@ -105,11 +103,12 @@ public final class Arp
         referenced = new boolean[n];
         queuedFor = new int[n];
         java.util.Arrays.fill(timerId, Timers.NO_TIMER);
-        // At most one timer per entry: sized so that it never grows.
-        slotByTimer = new Long2LongHashMap(n * 2, 0.65f, NONE);
+        retryHandlers = new Timers.Handler[n];
         freeEntries = new int[n];
         for (int i = 0; i < n; i++)
         {
+            final int slot = i;
+            retryHandlers[i] = (nowNanos, id) -> onRetryTimer(slot, nowNanos, id);
             freeEntries[i] = n - 1 - i;
         }
 
@@ -469,9 +468,7 @@ public final class Arp
 
     private void armRetry(final int slot, final long now)
     {
-        final long id = timers.schedule(now + config.arpRetryNanos(), retryHandler);
-        timerId[slot] = id;
-        slotByTimer.put(id, slot);
+        timerId[slot] = timers.schedule(now + config.arpRetryNanos(), retryHandlers[slot]);
     }
 
     private void cancelRetry(final int slot)
@@ -479,17 +476,15 @@ public final class Arp
         if (timerId[slot] != Timers.NO_TIMER)
         {
             timers.cancel(timerId[slot]);
-            slotByTimer.remove(timerId[slot]);
             timerId[slot] = Timers.NO_TIMER;
         }
     }
 
-    private void onRetryTimer(final long now, final long id)
+    private void onRetryTimer(final int slot, final long now, final long id)
     {
-        final int slot = (int)slotByTimer.remove(id);
-        if (slot == NONE)
+        if (timerId[slot] != id)
         {
-            return;
+            return; // not the slot's timer now (cancelled timers do not fire: a guard, as the map's lookup was)
         }
         timerId[slot] = Timers.NO_TIMER;
         if (++retries[slot] >= config.arpMaxRetries())
@@ -592,15 +587,14 @@ public final class Arp
     }
 
     /**
-     * For tests: check that the cache's indexes agree with its entries (address map, timer map, free stack, counts),
-     * scanning them all; throws IllegalStateException naming the first disagreement.
+     * For tests: check that the cache's indexes agree with its entries (address map, free stack, counts, a timer for
+     * each waiting entry), scanning them all; throws IllegalStateException naming the first disagreement.
      */
     void checkConsistency()
     {
         final int n = address.length;
         int inUse = 0;
         int incomplete = 0;
-        int armed = 0;
         for (int slot = 0; slot < n; slot++)
         {
             if (state[slot] == FREE)
@@ -612,16 +606,10 @@ public final class Arp
             incomplete += state[slot] == INCOMPLETE ? 1 : 0;
             check(slotByAddress.get(address[slot]) == slot, "address map", slot);
             check(state[slot] != INCOMPLETE || timerId[slot] != Timers.NO_TIMER, "a waiting entry without a timer", slot);
-            if (timerId[slot] != Timers.NO_TIMER)
-            {
-                armed++;
-                check(slotByTimer.get(timerId[slot]) == slot, "timer map", slot);
-            }
         }
         check(inUse == used, "used " + used + ", entries " + inUse, -1);
         check(incomplete == waiting, "waiting " + waiting + ", entries " + incomplete, -1);
         check(slotByAddress.size() == used, "address map size " + slotByAddress.size(), -1);
-        check(slotByTimer.size() == armed, "timer map size " + slotByTimer.size() + ", armed " + armed, -1);
         final boolean[] seen = new boolean[n];
         for (int i = 0; i < n - used; i++)
         {
