@@ -898,39 +898,44 @@ public final class PipeServer implements LoopTask, AutoCloseable
     @Override
     public void close()
     {
-        if (!closed)
+        final boolean first = !closed;
+        closed = true;
+        if (first && scanner != null)
         {
-            closed = true;
-            if (scanner != null)
-            {
-                scanner.close();
-            }
-            // Under the monitor a reap unmaps under, and an attach adds under: from another thread, while the loop's
-            // thread may reap an app meanwhile, a write into its memory after the unmap was a SIGSEGV (a test's
-            // in-process daemon, closed before its loop stopped).
-            synchronized (this)
-            {
-                for (final AppSession s : sessions)
-                {
-                    try
-                    {
-                        s.daemonGone();
-                    }
-                    catch (final RuntimeException e)
-                    {
-                        // A bug: nothing more to tell it; what it holds is let go all the same.
-                    }
-                }
-            }
+            scanner.close();
         }
         final Thread loop = loopThread;
         if (loop == null || loop == Thread.currentThread() || !loop.isAlive())
         {
             release();
         }
+        else if (first)
+        {
+            tellAppsGone();
+        }
     }
 
-    /** Closed: every session lets go of what it holds, once (on the loop's thread, or after it has ended). */
+    /**
+     * A close on another thread while the loop's lives: the apps learn now, under the monitor a reap unmaps under and
+     * an attach adds under (the loop's thread may reap an app meanwhile: a write into its memory after the unmap was a
+     * SIGSEGV, a test's in-process daemon closed before its loop stopped). Not once the loop has let go ({@link #release}
+     * tells them itself).
+     */
+    private synchronized void tellAppsGone()
+    {
+        if (!released)
+        {
+            for (final AppSession s : sessions)
+            {
+                tellGone(s);
+            }
+        }
+    }
+
+    /**
+     * Closed: every session learns the daemon is gone and lets go of what it holds, once (on the loop's thread, or
+     * after it has ended).
+     */
     private synchronized void release()
     {
         if (released)
@@ -940,11 +945,9 @@ public final class PipeServer implements LoopTask, AutoCloseable
         released = true;
         for (final AppSession s : sessions)
         {
+            tellGone(s); // also when the loop's thread got here before a close on another thread told the apps
             try
             {
-                // Told here too: the loop's thread may get here first, before a close on another thread took the
-                // monitor to tell the apps in the list, which this then empties.
-                s.daemonGone();
                 s.teardown(0, 0); // the state stays DAEMON_GONE
             }
             catch (final RuntimeException e)
@@ -957,5 +960,17 @@ public final class PipeServer implements LoopTask, AutoCloseable
         sessions.clear();
         byPath.clear();
         heapPromised = 0;
+    }
+
+    private static void tellGone(final AppSession s)
+    {
+        try
+        {
+            s.daemonGone();
+        }
+        catch (final RuntimeException e)
+        {
+            // A bug: nothing more to tell it; what it holds is let go all the same.
+        }
     }
 }
