@@ -28,6 +28,7 @@ import org.agrona.concurrent.status.CountersManager;
 
 import io.nicstack.daemon.pipes.PipeCounters;
 import io.nicstack.daemon.pipes.PipeServer;
+import io.nicstack.nic.AsciiDigits;
 import io.nicstack.nic.NetDevice;
 import io.nicstack.nic.NicException;
 import io.nicstack.nic.fault.FaultConfig;
@@ -162,14 +163,14 @@ final class DaemonCommand
             config.gateway(gateway);
         }
         // Parsed, then set: StackConfig refuses a number out of range, and either failure names the option.
-        mtu = o.has("--mtu") ? parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", DaemonCommand::number) : null;
+        mtu = o.has("--mtu") ? parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", AsciiDigits::parseInt) : null;
         if (mtu != null)
         {
             parse("--mtu", o.get("--mtu"), "a number of bytes, 576..9000", v -> config.mtu(mtu));
         }
         if (o.has("--ttl"))
         {
-            parse("--ttl", o.get("--ttl"), "a number of hops, 1..255", v -> config.defaultTtl(number(v)));
+            parse("--ttl", o.get("--ttl"), "a number of hops, 1..255", v -> config.defaultTtl(AsciiDigits.parseInt(v)));
         }
         hostIp = o.has("--host-ip") ? kernelSideAddress(o.get("--host-ip"), config) : null;
         try
@@ -264,22 +265,6 @@ final class DaemonCommand
         {
             throw new UsageException("daemon: " + option + " " + value + ": expected " + expected);
         }
-    }
-
-    /**
-     * A number written in ASCII digits alone: Integer.parseInt also takes a plus sign and digits of any script (+1500,
-     * Arabic-Indic or fullwidth digits). Else a NumberFormatException, an IllegalArgumentException for {@link #parse}.
-     */
-    private static int number(final String value)
-    {
-        for (int i = 0; i < value.length(); i++)
-        {
-            if (value.charAt(i) < '0' || value.charAt(i) > '9')
-            {
-                throw new NumberFormatException("not ASCII digits: " + value);
-            }
-        }
-        return Integer.parseInt(value);
     }
 
     /** A.B.C.D/N, N 1..30 (or A.B.C.D alone, /24; for {@code --host-ip}, see {@link #kernelSideAddress}). */

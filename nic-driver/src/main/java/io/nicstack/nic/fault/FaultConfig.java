@@ -1,5 +1,7 @@
 package io.nicstack.nic.fault;
 
+import io.nicstack.nic.AsciiDigits;
+
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.Locale;
@@ -170,8 +172,8 @@ public record FaultConfig(
         // Plain decimals only: Double.parseDouble also takes a sign (dup=-0 was -0.0, unequal to its own replay), an
         // exponent, an f or d suffix, hexadecimal, NaN, Infinity and digits of any script.
         final int point = value.indexOf('.');
-        if (!isAsciiDigits(value, 0, point < 0 ? value.length() : point)
-            || point >= 0 && !isAsciiDigits(value, point + 1, value.length()))
+        if (!AsciiDigits.isDigits(value, 0, point < 0 ? value.length() : point)
+            || point >= 0 && !AsciiDigits.isDigits(value, point + 1, value.length()))
         {
             throw new IllegalArgumentException("fault " + key + " must be a probability in [0, 1]: '" + value + "'");
         }
@@ -183,7 +185,7 @@ public record FaultConfig(
     private static long parseSeed(final String value)
     {
         // Long.parseLong also takes a plus sign and digits of any script.
-        if (!isAsciiDigits(value, value.startsWith("-") ? 1 : 0, value.length()))
+        if (!AsciiDigits.isDigits(value, value.startsWith("-") ? 1 : 0, value.length()))
         {
             throw new IllegalArgumentException("fault seed must be a 64-bit integer: '" + value + "'");
         }
@@ -195,23 +197,6 @@ public record FaultConfig(
         {
             throw new IllegalArgumentException("fault seed must be a 64-bit integer: '" + value + "'");
         }
-    }
-
-    /** Whether {@code text} from {@code from} to {@code to} is one or more of the ASCII digits 0 to 9. */
-    private static boolean isAsciiDigits(final String text, final int from, final int to)
-    {
-        if (from >= to)
-        {
-            return false;
-        }
-        for (int i = from; i < to; i++)
-        {
-            if (text.charAt(i) < '0' || text.charAt(i) > '9')
-            {
-                return false;
-            }
-        }
-        return true;
     }
 
     private static long parseScaled(final String key, final String value, final String[] units, final long[] scales)
