@@ -270,12 +270,7 @@ final class DaemonCommand
     /** A.B.C.D/N, N 1..30 (or A.B.C.D alone, /24; for {@code --host-ip}, see {@link #kernelSideAddress}). */
     private static StackConfig cidr(final String option, final String value)
     {
-        final int slash = value.indexOf('/');
-        final String prefix = slash < 0 ? null : value.substring(slash + 1);
-        if (prefix != null && !prefix.matches("[0-9]{1,2}"))
-        {
-            throw new UsageException("daemon: " + option + " " + value + ": expected A.B.C.D/N, N a prefix length 1..30");
-        }
+        // StackConfig.of reads N as one or two ASCII digits; any refusal is said in the daemon's words.
         return parse(option, value, "A.B.C.D/N, N a prefix length 1..30", StackConfig::of);
     }
 

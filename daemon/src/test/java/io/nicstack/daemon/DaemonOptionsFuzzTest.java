@@ -21,7 +21,8 @@ import io.nicstack.nic.fault.FaultConfig;
  * (NaN, 0x1p-3, 0.5f, 1e-3, -0) or not.
  *
  * <p>A command line is accepted, or refused with a {@link UsageException} of one line starting "daemon: " (Main prints
- * it, exit 2), never anything else; an accepted one's {@code --mtu} and {@code --ttl} are ASCII digits. A fault spec is
+ * it, exit 2), never anything else; an accepted one's {@code --mtu} and {@code --ttl} are ASCII digits, and the
+ * prefix lengths of its {@code --ip} and {@code --host-ip} one or two of them. A fault spec is
  * accepted, or refused with an IllegalArgumentException of one line that says "fault "; an accepted one's
  * {@link FaultConfig#toString()} writes each probability as a plain decimal, and parses back to an equal config that
  * prints the same: a failing run's faults can be replayed from what it printed.
@@ -53,6 +54,7 @@ class DaemonOptionsFuzzTest
         "100mbps", "1gbps", "10kbps", "5 ms", "1h", "-1ms", "0e999999999s", "1E+2147483647bps", "7", "-9223372036854775808",
         "+7", "\u0663", "0.\u0663", ""};
     private static final Pattern DIGITS = Pattern.compile("[0-9]+");
+    private static final Pattern PREFIX = Pattern.compile("[0-9]{1,2}");
     private static final String DECIMAL = "[0-9]+(\\.[0-9]+)?";
     private static final Pattern PLAIN_PROBABILITIES = Pattern.compile(
         "loss=" + DECIMAL + ",reorder=" + DECIMAL + ",dup=" + DECIMAL + ",corrupt=" + DECIMAL + ",delay=.*");
@@ -97,6 +99,12 @@ class DaemonOptionsFuzzTest
                 for (final String number : valuesOf(line, "--mtu", "--ttl"))
                 {
                     assertTrue(DIGITS.matcher(number).matches(), () -> "accepted the number '" + number + "', " + where.get());
+                }
+                for (final String address : valuesOf(line, "--ip", "--host-ip"))
+                {
+                    final String prefix = address.substring(address.indexOf('/') + 1);
+                    assertTrue(address.indexOf('/') < 0 || PREFIX.matcher(prefix).matches(),
+                        () -> "accepted the prefix '" + prefix + "', " + where.get());
                 }
                 accepted++;
             }

@@ -1,5 +1,6 @@
 package io.nicstack.stack.iface;
 
+import io.nicstack.nic.AsciiDigits;
 import io.nicstack.stack.wire.Ipv4Address;
 import io.nicstack.stack.wire.MacAddress;
 
@@ -37,6 +38,13 @@ public final class StackConfig
     private int icmpErrorsPerSecond = 100;
     private int icmpErrorBurst = 50;
 
+    /**
+     * A config for {@code A.B.C.D/N}, or {@code A.B.C.D} alone (/24).
+     *
+     * @throws IllegalArgumentException naming {@code cidr} when the address is not dotted decimal or N is not a prefix
+     *                                  length 1..30 in one or two ASCII digits (Integer.parseInt would also take "+24"
+     *                                  and digits of any script).
+     */
     public static StackConfig of(final String cidr)
     {
         final int slash = cidr.indexOf('/');
@@ -44,9 +52,22 @@ public final class StackConfig
         c.address(Ipv4Address.parse(slash < 0 ? cidr : cidr.substring(0, slash)));
         if (slash >= 0)
         {
-            c.prefixLength(Integer.parseInt(cidr.substring(slash + 1)));
+            c.prefixLength(prefixLength(cidr, slash + 1));
         }
         return c;
+    }
+
+    /** The prefix length from {@code cidr}'s {@code from} on: one or two ASCII digits, 1..30. */
+    private static int prefixLength(final String cidr, final int from)
+    {
+        final int length = AsciiDigits.isDigits(cidr, from, cidr.length()) && cidr.length() - from <= 2
+            ? AsciiDigits.parseInt(cidr.substring(from)) : -1;
+        if (length < 1 || length > 30)
+        {
+            throw new IllegalArgumentException(
+                "'" + cidr + "' is not A.B.C.D/N with N a prefix length 1..30 (one or two ASCII digits)");
+        }
+        return length;
     }
 
     /** A locally administered unicast MAC derived from the IPv4 address: 02:00:a.b.c.d. */

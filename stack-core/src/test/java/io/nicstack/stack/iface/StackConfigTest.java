@@ -11,6 +11,8 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
 
@@ -34,6 +36,72 @@ class StackConfigTest
         assertEquals(Ipv4Address.parse("198.19.7.11"), config.subnetBroadcast());
         assertThrows(IllegalArgumentException.class, () -> config.prefixLength(31));
         assertEquals(Ipv4Address.parse("198.19.7.11"), config.subnetBroadcast());
+    }
+
+    /**
+     * The prefix length of A.B.C.D/N is ASCII digits alone, as every number on the command line: Integer.parseInt took
+     * "+24" and digits of any script (Arabic-Indic, fullwidth), and said what was wrong with others in Java's words
+     * ("For input string: ..."). Each refusal names the text and says what a prefix length is.
+     */
+    @Test
+    void aPrefixLengthIsAsciiDigitsAlone()
+    {
+        for (final String prefix : new String[] {
+            "+24", "\u0662\u0664", "\uff12\uff14", "2\u0664", "-24", " 24", "24 ", "", "2e1", "24.0", "0x18", "24/8",
+            "99999999999", "0", "31", "032"})
+        {
+            final IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> StackConfig.of("198.18.0.2/" + prefix), prefix);
+            assertTrue(e.getMessage().contains("'198.18.0.2/" + prefix + "'") && e.getMessage().contains("prefix length"),
+                e.getMessage());
+            assertFalse(e.getMessage().contains("\n"), e.getMessage());
+        }
+        assertEquals(24, StackConfig.of("198.18.0.2/24").prefixLength());
+        assertEquals(24, StackConfig.of("198.18.0.2").prefixLength(), "no prefix: /24");
+        assertEquals(8, StackConfig.of("198.18.0.2/08").prefixLength());
+        assertEquals(1, StackConfig.of("198.18.0.2/1").prefixLength());
+        assertEquals(30, StackConfig.of("198.18.0.2/30").prefixLength());
+    }
+
+    /**
+     * Mutated prefixes (digits, signs, points, exponents, blanks, other scripts' digits, long runs): each is refused with
+     * an IllegalArgumentException, or is ASCII digits of a length 1..30 that the config then has. The seed is printed;
+     * {@code -Dnicstack.fuzz.seed=S} repeats a run.
+     */
+    @Test
+    void aMutatedPrefixIsRefusedOrIsAsciiDigitsInRange()
+    {
+        final long seed = Long.getLong("nicstack.fuzz.seed", System.nanoTime());
+        final SplittableRandom random = new SplittableRandom(seed);
+        final String alphabet = "0123456789+-.eEx /\t\u0660\u0662\u0664\u06f4\u0968\uff12\uff14";
+        final Pattern digits = Pattern.compile("[0-9]+");
+        int accepted = 0;
+        for (int i = 0; i < 20_000; i++)
+        {
+            final StringBuilder b = new StringBuilder(random.nextBoolean() ? "24" : "");
+            final int length = random.nextInt(4);
+            for (int k = 0; k < length; k++)
+            {
+                final char c = random.nextBoolean() ? (char)('0' + random.nextInt(10))
+                    : alphabet.charAt(random.nextInt(alphabet.length()));
+                b.insert(random.nextInt(b.length() + 1), c);
+            }
+            final String prefix = b.toString();
+            final StackConfig config;
+            try
+            {
+                config = StackConfig.of("198.18.0.2/" + prefix);
+            }
+            catch (final IllegalArgumentException e)
+            {
+                assertFalse(e.getMessage().contains("\n"), e.getMessage());
+                continue;
+            }
+            accepted++;
+            assertTrue(digits.matcher(prefix).matches(), () -> "accepted the prefix '" + prefix + "', seed " + seed);
+            assertEquals(Integer.parseInt(prefix), config.prefixLength(), () -> "'" + prefix + "', seed " + seed);
+        }
+        assertTrue(accepted > 0, "seed " + seed);
     }
 
     /**
