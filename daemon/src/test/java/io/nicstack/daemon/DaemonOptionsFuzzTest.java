@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
@@ -23,7 +24,8 @@ import io.nicstack.nic.fault.FaultConfig;
  * <p>A command line is accepted, or refused with a {@link UsageException} of one line starting "daemon: " (Main prints
  * it, exit 2), never anything else; an accepted one's {@code --mtu} and {@code --ttl} are ASCII digits, and the
  * prefix lengths of its {@code --ip} and {@code --host-ip} one or two of them. A fault spec is
- * accepted, or refused with an IllegalArgumentException of one line that says "fault "; an accepted one's
+ * accepted, or refused with an IllegalArgumentException of one line that says "fault "; an accepted one's delays and
+ * rates are plain decimals (ASCII digits, a point and digits or nothing) with a unit, and its
  * {@link FaultConfig#toString()} writes each probability as a plain decimal, and parses back to an equal config that
  * prints the same: a failing run's faults can be replayed from what it printed.
  *
@@ -56,6 +58,8 @@ class DaemonOptionsFuzzTest
     private static final Pattern DIGITS = Pattern.compile("[0-9]+");
     private static final Pattern PREFIX = Pattern.compile("[0-9]{1,2}");
     private static final String DECIMAL = "[0-9]+(\\.[0-9]+)?";
+    /** A delay or rate as the README writes it: a plain decimal and a unit in any (ASCII) case, or 0. */
+    private static final Pattern SCALED = Pattern.compile("0|" + DECIMAL + "(?i:ns|us|ms|s|bps|kbps|mbps|gbps)");
     private static final Pattern PLAIN_PROBABILITIES = Pattern.compile(
         "loss=" + DECIMAL + ",reorder=" + DECIMAL + ",dup=" + DECIMAL + ",corrupt=" + DECIMAL + ",delay=.*");
 
@@ -155,6 +159,14 @@ class DaemonOptionsFuzzTest
                 throw new AssertionError("not an IllegalArgumentException, " + where.get(), e);
             }
             accepted++;
+            for (final String item : text.split(","))
+            {
+                final int eq = item.indexOf('=');
+                final String key = eq < 0 ? "" : item.substring(0, eq).trim().toLowerCase(Locale.ROOT);
+                final String value = eq < 0 ? "" : item.substring(eq + 1).trim();
+                assertTrue(!key.equals("delay") && !key.equals("rate") || SCALED.matcher(value).matches(),
+                    () -> "accepted the " + key + " '" + value + "', " + where.get());
+            }
             final String printed = config.toString();
             assertTrue(PLAIN_PROBABILITIES.matcher(printed).matches(), () -> "printed as " + printed + ", " + where.get());
             final FaultConfig replayed = FaultConfig.parse(printed);

@@ -3,7 +3,7 @@ package io.nicstack.nic.fault;
 import io.nicstack.nic.AsciiDigits;
 
 import java.math.BigDecimal;
-import java.math.RoundingMode;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -12,8 +12,9 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>Written as {@code loss=0.01,reorder=0.02,dup=0.01,corrupt=0.001,delay=1ms,rate=100mbps,seed=7}: probabilities
  * per frame in [0, 1] as plain decimals (ASCII digits, then a point and digits or nothing: no sign, exponent or
- * suffix), delay in ns/us/ms/s, rate of Ethernet frame bytes in bps/kbps/mbps/gbps (0 = unlimited), the seed a 64-bit
- * integer in ASCII digits with a minus sign or none;
+ * suffix), delay in ns/us/ms/s, rate of Ethernet frame bytes in bps/kbps/mbps/gbps (0 = unlimited), each a plain
+ * decimal with its unit right after it, in any ASCII case ({@code 1.5ms}, {@code 100Mbps}; no sign, exponent or
+ * blank), or 0 alone; the seed a 64-bit integer in ASCII digits with a minus sign or none;
  * delay and rate must come to whole ns and bps ({@code 1.5us} does, {@code 0.5ns} is refused): they are never
  * rounded.
  * {@link #toString()} prints every setting in the same form, seed included, so a failing run can be replayed with
@@ -95,7 +96,7 @@ public record FaultConfig(
             final String value = setting.substring(equals + 1).trim();
             if (value.length() > MAX_VALUE_LENGTH)
             {
-                // Read no further: BigDecimal's stripTrailingZeros is quadratic in the digits (1.000...0s).
+                // Read no further, and quote only the start: a daemon argument may hold 100,000 characters.
                 throw new IllegalArgumentException("fault " + key + " value is " + value.length()
                     + " characters long (at most " + MAX_VALUE_LENGTH + "): '" + value.substring(0, 16) + "...'");
             }
@@ -199,96 +200,148 @@ public record FaultConfig(
         }
     }
 
+    /**
+     * A delay or rate: ASCII digits, then a point and digits or nothing, then one of {@code units} in any ASCII case
+     * with nothing between ({@code 1.5ms}, {@code 100Mbps}), or {@code 0} alone. It must come to a whole number of the
+     * smallest unit that a long holds: it is never rounded. BigDecimal, which read it before, also took a sign, an
+     * exponent, a point with no digits on one side and digits of any script.
+     */
     private static long parseScaled(final String key, final String value, final String[] units, final long[] scales)
     {
-        final String lower = value.toLowerCase(Locale.ROOT);
+        if (value.equals("0"))
+        {
+            return 0;
+        }
         int unit = -1;
         for (int i = 0; i < units.length; i++)
         {
             // The longest matching suffix wins: "ms" over "s", "kbps" over "bps".
-            if (lower.endsWith(units[i]) && (unit < 0 || units[i].length() > units[unit].length()))
+            if (endsWithIgnoringAsciiCase(value, units[i]) && (unit < 0 || units[i].length() > units[unit].length()))
             {
                 unit = i;
             }
         }
-        if (unit >= 0)
+        if (unit < 0)
         {
-            final String number = lower.substring(0, lower.length() - units[unit].length()).trim();
-            return scale(key, value, number, scales[unit], units, "delay".equals(key) ? "nanoseconds" : "bits per second");
+            // A number followed by letters that are no unit: name them (1h is not a value without a unit).
+            int letters = value.length();
+            while (letters > 0 && isAsciiLetter(value.charAt(letters - 1)))
+            {
+                letters--;
+            }
+            if (letters < value.length() && isPlainDecimal(value, 0, letters))
+            {
+                throw new IllegalArgumentException("fault " + key + " '" + value + "': unknown unit "
+                    + value.substring(letters) + "; use " + String.join(", ", Arrays.copyOf(units, units.length - 1))
+                    + " or " + units[units.length - 1]);
+            }
+            throw new IllegalArgumentException(
+                "fault " + key + " '" + value + "' needs a unit (" + String.join(", ", units) + ")");
         }
-        if (lower.equals("0"))
+
+        final int end = value.length() - units[unit].length();
+        if (value.startsWith("-") && isPlainDecimal(value, 1, end))
         {
-            return 0;
+            throw new IllegalArgumentException("fault " + key + " must not be negative: '" + value + "'");
         }
-        // A number followed by letters that are no unit: name them (1h is not a value without a unit).
-        int letters = lower.length();
-        while (letters > 0 && Character.isLetter(lower.charAt(letters - 1)))
+        if (!isPlainDecimal(value, 0, end))
         {
-            letters--;
+            throw new IllegalArgumentException("fault " + key + " '" + value + "' is not a number with a unit ("
+                + String.join(", ", units) + "): ASCII digits, then a point and digits or nothing, then the unit");
         }
-        if (letters < lower.length() && isNumber(lower.substring(0, letters).trim()))
-        {
-            throw new IllegalArgumentException("fault " + key + " '" + value + "': unknown unit " + lower.substring(letters)
-                + "; use " + String.join(", ", java.util.Arrays.copyOf(units, units.length - 1)) + " or "
-                + units[units.length - 1]);
-        }
-        throw new IllegalArgumentException(
-            "fault " + key + " '" + value + "' needs a unit (" + String.join(", ", units) + ")");
+        return scale(key, value, end, scales[unit], units, "delay".equals(key) ? "nanoseconds" : "bits per second");
     }
 
-    private static boolean isNumber(final String text)
-    {
-        try
-        {
-            new BigDecimal(text);
-            return true;
-        }
-        catch (final NumberFormatException ex)
-        {
-            return false;
-        }
-    }
-
+    /**
+     * The plain decimal {@code value} up to {@code end} (checked), times {@code scale} (a power of ten): exact, from
+     * the digits alone, in time linear in them.
+     */
     private static long scale(
         final String key,
         final String value,
-        final String number,
+        final int end,
         final long scale,
         final String[] units,
         final String keptIn)
     {
+        final int point = value.lastIndexOf('.', end - 1);
+        final int wholeEnd = point < 0 ? end : point;
+        int fractionEnd = end;
+        while (point >= 0 && fractionEnd > point + 1 && value.charAt(fractionEnd - 1) == '0')
+        {
+            fractionEnd--;
+        }
+        final int fractionDigits = point < 0 ? 0 : fractionEnd - (point + 1);
+        long fractionScale = scale;
+        for (int i = 0; i < fractionDigits && fractionScale > 1; i++)
+        {
+            fractionScale /= 10;
+        }
+        // Whole units only, never rounded: 0.5bps would quietly be 1bps (or, below one half, 0: unlimited). Trailing
+        // zeros do not count (1.000bps is whole).
+        if (fractionDigits > 0 && pow10(fractionDigits) > scale)
+        {
+            throw new IllegalArgumentException("fault " + key + " '" + value + "' is not a whole number of "
+                + units[0] + " (the " + key + " is kept in " + keptIn + ")");
+        }
         try
         {
-            final BigDecimal scaled = new BigDecimal(number).multiply(BigDecimal.valueOf(scale));
-            if (scaled.signum() < 0)
-            {
-                throw new IllegalArgumentException("fault " + key + " must not be negative: '" + value + "'");
-            }
-            if (scaled.signum() == 0)
-            {
-                return 0;
-            }
-            // Digits before the point, read from the exponent: setScale would first compute 10^|exponent| as a
-            // BigInteger, hours of CPU for 1e300000000s. A long has 19.
-            final long integerDigits = (long)scaled.precision() - scaled.scale();
-            if (integerDigits > 19)
-            {
-                throw new ArithmeticException("more than 19 digits");
-            }
-            // Whole units only, never rounded: 0.5bps would quietly be 1bps (or, below one half, 0: unlimited). The
-            // trailing zeros go first (1.000bps is whole); stripping reads only the digits given.
-            if (scaled.stripTrailingZeros().scale() > 0)
-            {
-                throw new IllegalArgumentException("fault " + key + " '" + value + "' is not a whole number of "
-                    + units[0] + " (the " + key + " is kept in " + keptIn + ")");
-            }
-            return scaled.longValueExact();
+            final long whole = AsciiDigits.parseLong(value, 0, wholeEnd);
+            final long fraction = fractionDigits == 0 ? 0 : AsciiDigits.parseLong(value, point + 1, fractionEnd);
+            return Math.addExact(Math.multiplyExact(whole, scale), fraction * fractionScale);
         }
         catch (final ArithmeticException | NumberFormatException ex)
         {
             throw new IllegalArgumentException(
-                "fault " + key + " '" + value + "' is not a number with a unit (" + String.join(", ", units) + ")");
+                "fault " + key + " '" + value + "' is more than " + Long.MAX_VALUE + units[0]);
         }
+    }
+
+    /** 10^n, or Long.MAX_VALUE when that is more. */
+    private static long pow10(final int n)
+    {
+        long p = 1;
+        for (int i = 0; i < n; i++)
+        {
+            if (p > Long.MAX_VALUE / 10)
+            {
+                return Long.MAX_VALUE;
+            }
+            p *= 10;
+        }
+        return p;
+    }
+
+    /** Whether {@code text} from {@code from} to {@code to} is ASCII digits, then a point and digits or nothing. */
+    private static boolean isPlainDecimal(final String text, final int from, final int to)
+    {
+        final int point = text.indexOf('.', from);
+        return point < 0 || point >= to ? AsciiDigits.isDigits(text, from, to)
+            : AsciiDigits.isDigits(text, from, point) && AsciiDigits.isDigits(text, point + 1, to);
+    }
+
+    /** Whether {@code text} ends with {@code lowerCaseUnit} in any ASCII case (Unicode's would take the Kelvin sign for k). */
+    private static boolean endsWithIgnoringAsciiCase(final String text, final String lowerCaseUnit)
+    {
+        final int offset = text.length() - lowerCaseUnit.length();
+        if (offset < 0)
+        {
+            return false;
+        }
+        for (int i = 0; i < lowerCaseUnit.length(); i++)
+        {
+            final char c = text.charAt(offset + i);
+            if ((c >= 'A' && c <= 'Z' ? (char)(c + ('a' - 'A')) : c) != lowerCaseUnit.charAt(i))
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean isAsciiLetter(final char c)
+    {
+        return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z';
     }
 
     /** As parse takes it back: a plain decimal of Double.toString's digits (it wrote 0.0001 as 1.0E-4). */

@@ -1,5 +1,8 @@
 package io.nicstack.nic.fault;
 
+import java.math.BigDecimal;
+import java.util.SplittableRandom;
+
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -97,22 +100,101 @@ class FaultConfigTest
     }
 
     /**
-     * A value with an absurd exponent is refused at once, with the usual message: its size is read from the exponent,
-     * never computed. Before, setScale computed 10^exponent first (a BigInteger of as many digits): delay=1e5000000s
-     * took seconds of CPU to refuse, and the values here, just small enough for a BigInteger, would take hours. No time
-     * is measured: the test finishing at all is the proof (surefire's fork timeout bounds it).
+     * A delay or rate is written as the README writes it: ASCII digits, then a point and digits or nothing, then the unit
+     * (in any case) with nothing between. BigDecimal also took a sign, an exponent, a point with no digits on one side
+     * and digits of any script, and the unit was matched after a Unicode lower-casing that made the Kelvin sign a k;
+     * each of these is now refused with a message that quotes the value.
+     */
+    @Test
+    void aDelayOrRateIsAsciiDigitsAPointAndAUnit()
+    {
+        for (final String value : new String[] {
+            "+1ms", "1e3ns", "1E3ns", "1e+3ns", "\u0661ms", "1.\u0665ms", "\uff11s", "\u0967\u0966us", ".5ms", "1.ms",
+            "5 ms", "5\tms", "1..5ms", "0x10ns", "1_000ns", "1.5.0ms", "ms", "--1ms"})
+        {
+            assertMessage("fault delay '" + value.trim() + "' is not a number with a unit (ns, us, ms, s)", "delay=" + value);
+        }
+        for (final String value : new String[] {"+100mbps", "1e2mbps", "1\u212Abps", "\u0661\u0660\u0660mbps", "100 mbps",
+            "1.5.5gbps", ".5kbps"})
+        {
+            assertMessage("fault rate '" + value + "' is not a number with a unit (bps, kbps, mbps, gbps)", "rate=" + value);
+        }
+        assertMessage("fault delay must not be negative: '-1ms'", "delay=-1ms");
+        assertMessage("fault rate must not be negative: '-0.5kbps'", "rate=-0.5kbps");
+        assertEquals(1_500_000, FaultConfig.parse("delay=1.5MS").delayNanos(), "a unit in any case");
+        assertEquals(100_000_000, FaultConfig.parse("rate=100MbPs").rateBitsPerSecond());
+        assertEquals(1_500, FaultConfig.parse("delay=0001.500us").delayNanos(), "leading and trailing zeros");
+    }
+
+    /**
+     * Random delays and rates in the documented form (up to 22 digits, a point anywhere or none, zeros on either end,
+     * every unit) come to exactly what BigDecimal, the oracle here, makes of them: a whole number of ns or bps that a
+     * long holds, else refused as not whole or as too large. The seed is printed; -Dnicstack.fuzz.seed=S repeats it.
+     */
+    @Test
+    void aPlainDecimalWithAUnitComesToItsExactValue()
+    {
+        final long seed = Long.getLong("nicstack.fuzz.seed", System.nanoTime());
+        final SplittableRandom random = new SplittableRandom(seed);
+        final String[][] units = {{"delay", "ns", "us", "ms", "s"}, {"rate", "bps", "kbps", "mbps", "gbps"}};
+        final BigDecimal max = BigDecimal.valueOf(Long.MAX_VALUE);
+        for (int i = 0; i < 30_000; i++)
+        {
+            final StringBuilder digits = new StringBuilder();
+            final int length = 1 + random.nextInt(22);
+            for (int k = 0; k < length; k++)
+            {
+                digits.append(random.nextInt(3) == 0 ? '0' : (char)('0' + random.nextInt(10)));
+            }
+            if (length > 1 && random.nextBoolean())
+            {
+                digits.insert(1 + random.nextInt(length - 1), '.');
+            }
+            final String[] kind = units[random.nextInt(2)];
+            final int unit = 1 + random.nextInt(4);
+            final String value = digits + kind[unit];
+            final String where = kind[0] + "=" + value + ", seed " + seed;
+            final BigDecimal exact = new BigDecimal(digits.toString()).multiply(BigDecimal.TEN.pow(3 * (unit - 1)));
+            final long parsed;
+            try
+            {
+                final FaultConfig config = FaultConfig.parse(kind[0] + "=" + value);
+                parsed = kind[0].equals("delay") ? config.delayNanos() : config.rateBitsPerSecond();
+            }
+            catch (final IllegalArgumentException e)
+            {
+                final boolean whole = exact.signum() == 0 || exact.stripTrailingZeros().scale() <= 0;
+                final String expected = whole ? "' is more than " + Long.MAX_VALUE + kind[1]
+                    : "' is not a whole number of " + kind[1];
+                assertTrue(e.getMessage().equals("fault " + kind[0] + " '" + value + expected)
+                    || e.getMessage().startsWith("fault " + kind[0] + " '" + value + expected + " ("), e.getMessage() + ", " + where);
+                assertTrue(!whole || exact.compareTo(max) > 0, e.getMessage() + ", " + where);
+                continue;
+            }
+            assertEquals(0, exact.compareTo(BigDecimal.valueOf(parsed)), where);
+        }
+    }
+
+    /**
+     * An exponent is no part of a value, also an absurd one, which is refused at once: BigDecimal's setScale computed
+     * 10^exponent first (a BigInteger of as many digits), hours of CPU for 1e300000000s. No time is measured: the test
+     * finishing at all is the proof (surefire's fork timeout bounds it). A value that is too large for a long is refused
+     * as such.
      */
     @Test
     void anAbsurdExponentIsRefusedAtOnce()
     {
         assertMessage("fault delay '1e300000000s' is not a number with a unit (ns, us, ms, s)", "delay=1e300000000s");
         assertMessage("fault rate '1E300000000gbps' is not a number with a unit", "rate=1E300000000gbps");
-        assertMessage("fault delay '1e-300000000s' is not a whole number of ns", "delay=1e-300000000s");
-        assertEquals(0, FaultConfig.parse("delay=0e300000000s").delayNanos());
+        assertMessage("fault delay '1e-300000000s' is not a number with a unit", "delay=1e-300000000s");
+        assertMessage("fault delay '0e300000000s' is not a number with a unit", "delay=0e300000000s");
         assertEquals(Long.MAX_VALUE, FaultConfig.parse("delay=9223372036854775807ns").delayNanos());
         assertEquals(Long.MAX_VALUE, FaultConfig.parse("delay=9223372036.854775807s").delayNanos());
-        assertMessage("fault delay '9223372036854775808ns' is not a number", "delay=9223372036854775808ns");
-        assertMessage("fault rate '99999999999999999999bps' is not a number", "rate=99999999999999999999bps");
+        assertEquals(Long.MAX_VALUE, FaultConfig.parse("delay=0000009223372036.8547758070000s").delayNanos());
+        assertMessage("fault delay '9223372036854775808ns' is more than", "delay=9223372036854775808ns");
+        assertMessage("fault delay '9223372036.854775808s' is more than", "delay=9223372036.854775808s");
+        assertMessage("fault rate '99999999999999999999bps' is more than", "rate=99999999999999999999bps");
+        assertMessage("fault rate '9223372036854775808gbps' is more than", "rate=9223372036854775808gbps");
     }
 
     /**
