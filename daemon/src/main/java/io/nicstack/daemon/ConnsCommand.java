@@ -32,9 +32,10 @@ final class ConnsCommand
             out.println(USAGE);
             return 0;
         }
+        final Path dir = options.path("--shm", StatsCommand.DEFAULT_SHM);
         try
         {
-            out.print(ConnectionsFile.read(Path.of(options.get("--shm", StatsCommand.DEFAULT_SHM)), clock, budgetNanos));
+            out.print(ConnectionsFile.read(dir, clock, budgetNanos));
             return 0;
         }
         catch (final IOException e)

@@ -181,8 +181,8 @@ final class DaemonCommand
         {
             throw new UsageException("daemon: --faults " + o.get("--faults") + ": " + e.getMessage());
         }
-        pcap = o.has("--pcap") ? Path.of(o.get("--pcap")) : null;
-        shm = Path.of(o.get("--shm", StatsCommand.DEFAULT_SHM));
+        pcap = o.has("--pcap") ? o.path("--pcap", null) : null;
+        shm = o.path("--shm", StatsCommand.DEFAULT_SHM);
         checksumOffload = !o.has("--no-offload");
         busyPoll = o.has("--busy-poll");
         sendFile = !o.has("--no-send-file");

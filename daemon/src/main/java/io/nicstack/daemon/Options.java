@@ -1,5 +1,8 @@
 package io.nicstack.daemon;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
@@ -10,11 +13,13 @@ import java.util.Set;
  */
 final class Options
 {
+    private final String command;
     private final Map<String, String> values = new HashMap<>();
     private boolean help;
 
     Options(final String command, final String[] args, final int from, final Set<String> withValue, final Set<String> flags)
     {
+        this.command = command;
         for (int i = from; i < args.length; i++)
         {
             final String arg = args[i];
@@ -81,6 +86,32 @@ final class Options
     boolean has(final String name)
     {
         return values.containsKey(name);
+    }
+
+    /**
+     * Option {@code name}'s value, or {@code defaultValue} when it is not given, as a path. A file name is bytes in the
+     * encoding the JVM took from the locale at start-up ({@code sun.jnu.encoding}, from LC_ALL, LC_CTYPE or LANG): under
+     * POSIX or C that is ASCII, where a non-ASCII name has no bytes at all; and no file name holds a NUL. Either is a bad
+     * option like any other (one line, exit 2), not Path.of's InvalidPathException with a stack trace.
+     */
+    Path path(final String name, final String defaultValue)
+    {
+        final String value = values.getOrDefault(name, defaultValue);
+        try
+        {
+            return Path.of(value);
+        }
+        catch (final InvalidPathException e)
+        {
+            if (value.indexOf('\0') >= 0)
+            {
+                throw new UsageException(command + ": " + name + " must not contain a NUL character");
+            }
+            final String encoding = System.getProperty("sun.jnu.encoding");
+            throw new UsageException(command + ": " + name + " " + value + ": the path cannot be represented in the current"
+                + " locale's encoding (" + encoding + ")" + (StandardCharsets.UTF_8.name().equalsIgnoreCase(encoding) ? ""
+                : "; run under a UTF-8 locale, e.g. LC_ALL=C.UTF-8"));
+        }
     }
 
     String require(final String command, final String name)

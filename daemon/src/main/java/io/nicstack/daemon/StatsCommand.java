@@ -28,7 +28,7 @@ final class StatsCommand
             out.println(USAGE);
             return 0;
         }
-        final Path dir = Path.of(options.get("--shm", DEFAULT_SHM));
+        final Path dir = options.path("--shm", DEFAULT_SHM);
         try (CountersFile file = CountersFile.open(dir))
         {
             final boolean all = options.has("--all");

@@ -48,8 +48,11 @@ class DaemonOptionsFuzzTest
         {"--services", "echo,discard"}, {"--no-offload", ""}, {"--busy-poll", ""}, {"--no-send-file", ""}, {"--help", ""},
         {"-h", ""}, {"--bogus", ""}, {"--", ""},
     };
-    /** What a mistyped value may gain: digits, signs, separators, exponents, units, blanks, digits of other scripts. */
-    private static final String ALPHABET = "0123456789.:/,=-+eEabcdfsmkgpntux% \t\u00e9\u0663\uff11";
+    /**
+     * What a mistyped value may gain: digits, signs, separators, exponents, units, blanks, digits of other scripts, and
+     * what no file name holds (a NUL, an unpaired surrogate: --shm and --pcap must refuse them as options).
+     */
+    private static final String ALPHABET = "0123456789.:/,=-+eEabcdfsmkgpntux% \t\u00e9\u0663\uff11\u0000\ud800";
     private static final String[] FAULT_KEYS = {"loss", "reorder", "dup", "corrupt", "delay", "rate", "seed", "LOSS", "x", ""};
     private static final String[] FAULT_VALUES = {"0", "1", "0.5", "1e-3", "NaN", "Infinity", "-0", "0x1p-3", "0.5f", "1d",
         "1ms", "1.5us", "0.5ns", "9223372036854775807ns", "9.223372036854775808s", "1e300000000s", "1e-300000000s",

@@ -117,6 +117,34 @@ class DaemonOptionsTest
         assertRefused(new String[] {"daemon", "--device", device, "--ip", "198.18.0.2/24"}, "--device " + device + ": an interface name");
     }
 
+    /**
+     * A --shm or --pcap value that cannot be a path is a bad option, one line naming it, found before anything is made.
+     * Before, Path.of's InvalidPathException escaped: a stack trace and exit 1. A NUL is in no file name; an unpaired
+     * surrogate has no bytes in any locale's encoding (a non-ASCII name has none under a POSIX locale either, see
+     * DaemonPathLocaleKernelTest).
+     */
+    @Test
+    void aPathOptionThatCannotBeAPathIsAUsageError()
+    {
+        for (final String option : new String[] {"--shm", "--pcap"})
+        {
+            final UsageException nul = assertThrows(UsageException.class, () -> new DaemonCommand(
+                args("--ip 198.18.0.2/24 " + option + " /tmp/a\0b"), DaemonOptionsTest::noLink));
+            assertEquals("daemon: " + option + " must not contain a NUL character", nul.getMessage());
+            assertRefused(args("--ip 198.18.0.2/24 " + option + "=/tmp/a\0b"), option + " must not contain a NUL character");
+            final UsageException unpaired = assertThrows(UsageException.class, () -> new DaemonCommand(
+                args("--ip 198.18.0.2/24 " + option + " /tmp/a\ud800"), DaemonOptionsTest::noLink));
+            assertTrue(unpaired.getMessage().startsWith("daemon: " + option + " /tmp/a\ud800: the path cannot be represented"
+                + " in the current locale's encoding (" + System.getProperty("sun.jnu.encoding") + ")"), unpaired.getMessage());
+            assertTrue(unpaired.getMessage().indexOf('\n') < 0, unpaired.getMessage());
+        }
+    }
+
+    private static DaemonCommand.Link noLink(final String name, final boolean offload, final Integer mtu, final String hostIp)
+    {
+        throw new AssertionError("the options opened a link");
+    }
+
     @Test
     void fileErrorsAreSaidInWords()
     {
