@@ -15,8 +15,10 @@ import io.nicstack.pipes.client.PipeConnection;
  * Bulk source and sink for benchmarks. A source sends the deterministic stream
  * {@code byte[i] = i % 251} (offset i from the start of the connection) until the peer closes;
  * a sink reads and counts (optionally at a limited rate, to play a slow application, and
- * optionally hashing what it read, optionally stalling at first). When a connection ends each prints one line,
- * {@code ended=abnormal} at its end when it was reset or given up:
+ * optionally hashing what it read, optionally stalling at first). A connection on which nothing moves (no input read,
+ * no output acknowledged) for the idle timeout is closed ({@link ConnectionHandler#closeIdle}). When a connection ends
+ * each prints one line, {@code ended=idle} at its end when the idle timeout closed it, {@code ended=abnormal} when it
+ * was otherwise reset or given up:
  * <ul>
  * <li>{@code bulk sink conn=<id> peer=<a.b.c.d:port> bytes=<n> seconds=<s> MBps=<MB/s> [sha256=<hex>]}: {@code bytes}
  * read from the stream;</li>
@@ -43,9 +45,10 @@ final class BulkApp
     /**
      * Options of a bulk app. Sink only: {@code rate} in bytes per second (0 = unlimited); {@code pauseMillis}
      * reads nothing for that long after the connection opens (a stalled application: the RX pipe fills and
-     * the advertised window drops to zero); {@code digest} hashes the stream.
+     * the advertised window drops to zero); {@code digest} hashes the stream. Both: {@code idleTimeoutNanos}, how long
+     * a connection may be idle ({@link IdleTimeout}; 0: for ever).
      */
-    record Config(boolean source, long rate, long pauseMillis, boolean digest, PrintStream out)
+    record Config(boolean source, long rate, long pauseMillis, boolean digest, long idleTimeoutNanos, PrintStream out)
     {
     }
 
@@ -68,19 +71,35 @@ final class BulkApp
     {
         final Config config;
         final long started = System.nanoTime();
+        final IdleTimeout idle;
         /** Bytes read by a sink; bytes committed to the TX pipe by a source. */
         long bytes;
         boolean reported;
+        /** The server's clock at the first turn: a sink's pause and rate run on it, as its idle timeout does. */
+        private boolean turned;
+        private long firstTurn;
 
         Bulk(final PipeConnection conn, final Config config)
         {
             super(conn);
             this.config = config;
+            this.idle = new IdleTimeout(config.idleTimeoutNanos());
         }
 
         String extra()
         {
             return "";
+        }
+
+        /** {@code nowNanos} less that of the connection's first turn. */
+        final long sinceFirstTurn(final long nowNanos)
+        {
+            if (!turned)
+            {
+                turned = true;
+                firstTurn = nowNanos;
+            }
+            return nowNanos - firstTurn;
         }
 
         /** The bytes that moved, which the rate is of: read by a sink, acknowledged by a source's peer. */
@@ -101,7 +120,7 @@ final class BulkApp
             final long moved = moved();
             config.out().printf("bulk %s conn=%d peer=%s %s seconds=%.3f MBps=%.1f%s%s%n",
                 config.source() ? "source" : "sink", conn.id(), peer(), counts(moved), seconds, moved / seconds / 1e6,
-                extra(), abnormal ? " ended=abnormal" : "");
+                extra(), idleClosed() ? " ended=idle" : abnormal ? " ended=abnormal" : "");
             config.out().flush();
         }
     }
@@ -133,11 +152,13 @@ final class BulkApp
         @Override
         protected int serviceOpen(final long nowNanos) throws NicstackException
         {
+            idle.released(conn.txReleased(), nowNanos); // the peer taking the stream
             int work = 0;
             int n;
             while ((n = conn.peek()) > 0)
             {
                 conn.release(n); // whatever the peer sends is discarded
+                idle.activity(nowNanos);
                 work++;
             }
             if (n < 0 || conn.isPeerClosed())
@@ -166,6 +187,11 @@ final class BulkApp
                 bytes += writable;
                 work++;
                 hurry(); // a stream: park only briefly while bytes flow
+            }
+            if (work == 0 && idle.expired(nowNanos))
+            {
+                closeIdle(nowNanos);
+                return 1;
             }
             return work;
         }
@@ -216,6 +242,8 @@ final class BulkApp
         @Override
         protected int serviceOpen(final long nowNanos) throws NicstackException
         {
+            idle.released(conn.txReleased(), nowNanos); // starts the clock: a sink sends nothing
+            final long since = sinceFirstTurn(nowNanos);
             int work = 0;
             for (int turn = 0; turn < 64; turn++)
             {
@@ -231,9 +259,10 @@ final class BulkApp
                     break;
                 }
                 int n = readable;
-                final long readingNanos = nowNanos - started - config.pauseMillis() * 1_000_000L;
+                final long readingNanos = since - config.pauseMillis() * 1_000_000L;
                 if (readingNanos < 0)
                 {
+                    idle.activity(nowNanos); // the app holds the input back, not the peer
                     break; // still "stalled"
                 }
                 if (config.rate() > 0)
@@ -241,6 +270,7 @@ final class BulkApp
                     final long allowed = (long)(readingNanos / 1e9 * config.rate()) - bytes;
                     if (allowed <= 0)
                     {
+                        idle.activity(nowNanos); // the app holds the input back, not the peer
                         break; // a slow reader: leave the bytes in the pipe, the window shrinks
                     }
                     n = (int)Math.min(n, allowed);
@@ -259,8 +289,14 @@ final class BulkApp
                 }
                 conn.release(n);
                 bytes += n;
+                idle.activity(nowNanos);
                 work++;
                 hurry(); // a stream: park only briefly while bytes flow
+            }
+            if (work == 0 && idle.expired(nowNanos))
+            {
+                closeIdle(nowNanos);
+                return 1;
             }
             return work;
         }

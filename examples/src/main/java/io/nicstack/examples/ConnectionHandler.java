@@ -22,6 +22,7 @@ abstract class ConnectionHandler
     private boolean outputShut;
     private boolean done;
     private boolean hurry;
+    private boolean idleClosed;
     private long lingerDeadline;
 
     ConnectionHandler(final PipeConnection conn)
@@ -53,7 +54,10 @@ abstract class ConnectionHandler
     /** Protocol work for an open connection. */
     protected abstract int serviceOpen(long nowNanos) throws NicstackException;
 
-    /** Called once when the connection ends; {@code abnormal} when it was reset/aborted rather than finished. */
+    /**
+     * Called when the connection ends; {@code abnormal} when it was reset/aborted rather than finished. A connection that
+     * shut its output down and lingers may be told again when the linger ends.
+     */
     protected void onEnd(final boolean abnormal)
     {
     }
@@ -77,6 +81,35 @@ abstract class ConnectionHandler
     protected final boolean outputShut()
     {
         return outputShut;
+    }
+
+    /**
+     * End a connection idle past its timeout ({@link IdleTimeout}). With nothing left either way, a FIN: the peer learns
+     * the stream ended whole, and its input is then read and discarded until its own FIN, at most
+     * {@link #LINGER_NANOS}, as after any {@link #shutdownAndLinger}. With input unread in the RX pipe, or output the
+     * peer has not acknowledged in the TX pipe (it reads nothing), a reset (RFC 9293 ABORT): a close with unread input
+     * is a reset anyway (RFC 9293 §3.6.1, SHLD-3; Linux's tcp_close), and a FIN queued behind bytes the peer does not
+     * take would hold the connection, and its pipes in the daemon, until the daemon's own no-progress reset. Either
+     * way {@link #onEnd} learns of the end at once, and {@link #idleClosed()} is true from then on.
+     */
+    protected final void closeIdle(final long nowNanos) throws NicstackException
+    {
+        idleClosed = true;
+        if (conn.peek() > 0 || conn.txFree() < conn.txCapacity())
+        {
+            reset();
+        }
+        else
+        {
+            onEnd(false);
+            shutdownAndLinger(nowNanos);
+        }
+    }
+
+    /** Whether {@link #closeIdle} ended this connection. */
+    protected final boolean idleClosed()
+    {
+        return idleClosed;
     }
 
     /**

@@ -7,7 +7,8 @@ import io.nicstack.pipes.client.PipeConnection;
  * Echo server (RFC 862 over TCP) on the pipes, zero-copy: the readable span of the RX pipe is
  * copied straight into claimed space of the TX pipe, committed, and only then released, so a
  * client that does not read its echo back-pressures its own sending. After the peer's FIN and
- * once everything has been echoed, the connection sends its own FIN.
+ * once everything has been echoed, the connection sends its own FIN. A connection on which nothing moves (no input, and
+ * no echo acknowledged) for the idle timeout is closed ({@link ConnectionHandler#closeIdle}).
  */
 final class EchoApp
 {
@@ -17,21 +18,30 @@ final class EchoApp
 
     static ConnectionHandler handler(final PipeConnection conn)
     {
-        return new Handler(conn);
+        return handler(conn, IdleTimeout.DEFAULT_NANOS);
+    }
+
+    /** @param idleTimeoutNanos how long the connection may be idle ({@link IdleTimeout}); 0: for ever. */
+    static ConnectionHandler handler(final PipeConnection conn, final long idleTimeoutNanos)
+    {
+        return new Handler(conn, idleTimeoutNanos);
     }
 
     static final class Handler extends ConnectionHandler
     {
         long echoed;
+        private final IdleTimeout idle;
 
-        Handler(final PipeConnection conn)
+        Handler(final PipeConnection conn, final long idleTimeoutNanos)
         {
             super(conn);
+            idle = new IdleTimeout(idleTimeoutNanos);
         }
 
         @Override
         protected int serviceOpen(final long nowNanos) throws NicstackException
         {
+            idle.released(conn.txReleased(), nowNanos); // the peer taking its echo
             int work = 0;
             for (int turn = 0; turn < 16; turn++)
             {
@@ -43,20 +53,26 @@ final class EchoApp
                 }
                 if (readable == 0)
                 {
-                    return work;
+                    break;
                 }
                 final int writable = conn.claim(readable);
                 if (writable <= 0)
                 {
-                    return work; // TX pipe full: leave the bytes in the RX pipe (its window closes)
+                    break; // TX pipe full: leave the bytes in the RX pipe (its window closes)
                 }
                 final int n = Math.min(readable, writable);
                 conn.txBuffer().putBytes(conn.txIndex(), conn.rxBuffer(), conn.rxIndex(), n);
                 conn.commit(n);
                 conn.release(n);
                 echoed += n;
+                idle.activity(nowNanos);
                 work++;
                 hurry(); // a stream: park only briefly while bytes flow
+            }
+            if (work == 0 && idle.expired(nowNanos))
+            {
+                closeIdle(nowNanos);
+                return 1;
             }
             return work;
         }

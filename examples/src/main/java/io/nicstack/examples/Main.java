@@ -38,7 +38,9 @@ import io.nicstack.pipes.client.VersionMismatchException;
  * (no daemon, daemon gone, port in use, version mismatch, limits): one line on stderr, exit 1.
  * {@code http --copy} copies file bodies into the TX pipe instead of handing large ones to the daemon
  * (SEND_FILE). The system property {@code nicstack.app.attachTimeoutMillis} (default 5000) bounds the wait for the
- * daemon to attach the app ({@link ClientOptions#attachTimeoutMillis}).
+ * daemon to attach the app ({@link ClientOptions#attachTimeoutMillis}). {@code echo} and {@code bulk} close a connection
+ * idle for {@code --idle-timeout-s} seconds (default 60, as the HTTP apps' idle timeout; 0: never), see
+ * {@link IdleTimeout}.
  *
  * <p>{@code app nio-http --port N --root DIR [--bind A.B.C.D] [--copy]} is the same HTTP server on the
  * JDK's NIO sockets over the kernel ({@link NioHttpApp}), the baseline of {@code scripts/bench-http.sh};
@@ -49,13 +51,13 @@ public final class Main
 {
     static final String USAGE = "usage: nicstack app echo|http|bulk --shm DIR --port N [--root DIR] [--mode source|sink]"
         + " [--rate BYTES_PER_S] [--pause-ms N] [--digest] [--max-connections N] [--pipe-kb N] [--backlog N]"
-        + " [--copy (http: copy file bodies, no SEND_FILE)]"
+        + " [--idle-timeout-s N (echo, bulk; default 60, 0: never)] [--copy (http: copy file bodies, no SEND_FILE)]"
         + " | nicstack app nio-http --port N --root DIR [--bind A.B.C.D] [--copy] [--max-connections N] [--backlog N]"
         + " (the same HTTP server on JDK NIO over the kernel, for comparison); a value also as --port=N";
 
     /** The options that take a value; every other name but the flags is unknown. */
     private static final Set<String> VALUED_OPTIONS = Set.of("--shm", "--bind", "--port", "--root", "--mode", "--rate",
-        "--pause-ms", "--max-connections", "--pipe-kb", "--backlog");
+        "--pause-ms", "--max-connections", "--pipe-kb", "--backlog", "--idle-timeout-s");
 
     private static volatile AppServer server;
     private static volatile NioHttpApp nioServer;
@@ -72,8 +74,13 @@ public final class Main
 
     /** Parsed command line. */
     record Options(String app, Path shm, int port, Path root, String mode, long rate, long pauseMillis, boolean digest,
-        int maxConnections, int pipeKb, int backlog, InetAddress bind, boolean copy)
+        int maxConnections, int pipeKb, int backlog, InetAddress bind, boolean copy, int idleTimeoutSeconds)
     {
+        /** {@link #idleTimeoutSeconds} in nanoseconds (0: never). */
+        long idleTimeoutNanos()
+        {
+            return TimeUnit.SECONDS.toNanos(idleTimeoutSeconds);
+        }
     }
 
     /** Bad command line; the message is printed as is. */
@@ -257,13 +264,15 @@ public final class Main
         switch (o.app())
         {
             case "echo":
-                return EchoApp::handler;
+                final long idleTimeoutNanos = o.idleTimeoutNanos();
+                return c -> EchoApp.handler(c, idleTimeoutNanos);
             case "http":
                 final HttpApp http = new HttpApp(new StaticFiles(o.root()), !o.copy());
                 return http::handler;
             case "bulk":
                 final BulkApp.Config config =
-                    new BulkApp.Config(o.mode().equals("source"), o.rate(), o.pauseMillis(), o.digest(), out);
+                    new BulkApp.Config(o.mode().equals("source"), o.rate(), o.pauseMillis(), o.digest(),
+                        o.idleTimeoutNanos(), out);
                 return c -> BulkApp.handler(c, config);
             default:
                 throw new IllegalStateException(o.app());
@@ -341,6 +350,7 @@ public final class Main
         int backlog = httpLike ? 1024 : 128;
         InetAddress bind = null;
         boolean copy = false;
+        int idleTimeoutSeconds = (int)TimeUnit.NANOSECONDS.toSeconds(IdleTimeout.DEFAULT_NANOS);
         boolean shmGiven = false;
         final Set<String> seen = new HashSet<>();
         while (i < args.length)
@@ -435,6 +445,14 @@ public final class Main
                 case "--backlog":
                     backlog = integer(opt, value, 1, 65535);
                     break;
+                case "--idle-timeout-s":
+                    if (httpLike)
+                    {
+                        throw new UsageException("--idle-timeout-s only applies to echo and bulk (the HTTP apps have"
+                            + " their own deadlines)");
+                    }
+                    idleTimeoutSeconds = integer(opt, value, 0, Integer.MAX_VALUE);
+                    break;
                 default:
                     throw new UsageException("unknown option '" + opt + "' (" + USAGE + ")");
             }
@@ -482,7 +500,7 @@ public final class Main
             throw new UsageException("--mode, --rate, --pause-ms and --digest only apply to the bulk app");
         }
         return new Options(app, shm, port, root, mode, rate, pauseMillis, digest, maxConnections, pipeKb, backlog,
-            bind == null ? ipv4("0.0.0.0") : bind, copy);
+            bind == null ? ipv4("0.0.0.0") : bind, copy, idleTimeoutSeconds);
     }
 
     /** The client's layout: its defaults, with the options given (0: not given). */

@@ -70,7 +70,7 @@ class BulkSourceReportTest
         client = daemon.attach("bulk", options);
         final ByteArrayOutputStream out = new ByteArrayOutputStream();
         final BulkApp.Config config =
-            new BulkApp.Config(true, 0, 0, false, new PrintStream(out, true, StandardCharsets.UTF_8));
+            new BulkApp.Config(true, 0, 0, false, 0, new PrintStream(out, true, StandardCharsets.UTF_8));
         app = new AppServer(client, client.listen(PORT, 4), c -> BulkApp.handler(c, config));
 
         // A peer whose receive buffer (window scale 0) fills and stays full, every byte in it acknowledged at once.

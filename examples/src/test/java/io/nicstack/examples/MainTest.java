@@ -139,6 +139,29 @@ class MainTest
             Main.parse(new String[] {"nio-http", "--port", "80", "--root", dir.toString()}).bind());
     }
 
+    /** Echo and bulk close idle connections: 60 s unless --idle-timeout-s says otherwise (0: never); not for HTTP. */
+    @Test
+    void idleTimeoutIsAnOptionOfEchoAndBulk(@TempDir final Path dir) throws Exception
+    {
+        assertEquals(IdleTimeout.DEFAULT_NANOS, Main.parse(new String[] {"echo", "--port", "7"}).idleTimeoutNanos());
+        assertEquals(60_000_000_000L, IdleTimeout.DEFAULT_NANOS, "as the HTTP apps' idle timeout");
+        assertEquals(5_000_000_000L,
+            Main.parse(new String[] {"echo", "--port", "7", "--idle-timeout-s", "5"}).idleTimeoutNanos());
+        assertEquals(0, Main.parse(new String[] {"bulk", "--port", "7", "--mode", "sink", "--idle-timeout-s=0"})
+            .idleTimeoutNanos());
+        for (final String[] args : new String[][] {
+            {"app", "echo", "--port", "7", "--idle-timeout-s", "-1"},
+            {"app", "echo", "--port", "7", "--idle-timeout-s", "1m"},
+            {"app", "echo", "--port", "7", "--idle-timeout-s", "1", "--idle-timeout-s", "2"},
+            {"app", "http", "--port", "80", "--root", dir.toString(), "--idle-timeout-s", "5"},
+            {"app", "nio-http", "--port", "80", "--root", dir.toString(), "--idle-timeout-s", "5"}})
+        {
+            final String[] r = run(2, args);
+            assertTrue(r[1].startsWith("nicstack app: ") && r[1].contains("--idle-timeout-s"), r[1]);
+            assertEquals(1, r[1].strip().lines().count(), r[1]);
+        }
+    }
+
     @Test
     void copyIsAnOptionOfBothHttpServers(@TempDir final Path dir) throws Exception
     {
