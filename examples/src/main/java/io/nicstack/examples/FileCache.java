@@ -44,9 +44,13 @@ import io.nicstack.pipes.client.SendableFile;
  * was tried first: a copy from a mapping of a truncated file faults, and the JVM raises that
  * asynchronously, after the garbage bytes could already have been committed.)
  *
- * <p><b>Sending.</b> A cache made {@code sendable} opens each file as a {@link SendableFile} (its channel is
- * opened through it, so both name the same inode), and responses may hand it to the daemon
- * ({@link io.nicstack.pipes.client.PipeConnection#sendFile}) instead of copying it.
+ * <p><b>Sending, and one descriptor per file.</b> A cache made to send files of at least {@code sendFrom} bytes
+ * opens each of those as a {@link SendableFile}, which responses hand to the daemon
+ * ({@link io.nicstack.pipes.client.PipeConnection#sendFile}) instead of copying it; smaller files, which are copied,
+ * are opened as a channel only. One descriptor cannot serve both uses (see {@link BodyFile}), so each entry holds the
+ * one its use needs: a file that is sent has a channel (opened through the sendable file, the same inode) only once
+ * something copies from it or checks its size, which happens when the daemon would not send it. After the daemon
+ * refused, {@link #stopSending()} reopens every file as a channel only: each cached file costs one descriptor.
  */
 final class FileCache
 {
@@ -105,14 +109,22 @@ final class FileCache
 
         /**
          * The open file, for positional reads and transfers only (its position is shared by every user); for a
-         * server that reads it itself rather than through {@link #copy}.
+         * server that reads it itself rather than through {@link #copy}. Opened now if the entry was made for sending.
+         *
+         * @throws IOException if it cannot be opened.
          */
-        FileChannel channel()
+        FileChannel channel() throws IOException
         {
             return body.channel();
         }
 
-        /** The file for {@link io.nicstack.pipes.client.PipeConnection#sendFile}, null unless the cache is sendable. */
+        /** Whether a channel is open on the file now (for tests: a file made for sending opens one when asked). */
+        boolean channelOpen()
+        {
+            return body.channelOpen();
+        }
+
+        /** The file for {@link io.nicstack.pipes.client.PipeConnection#sendFile}, null unless made for sending. */
         SendableFile sendable()
         {
             return body.sendable();
@@ -167,7 +179,8 @@ final class FileCache
     private final long maxFileBytes;
     private final long revalidateNanos;
     private StaticFiles.Lookup missed;
-    private final boolean sendable;
+    /** Files of at least this many bytes are opened for sending (Long.MAX_VALUE: none). */
+    private long sendFrom;
     /** Access order: the eldest entry is the least recently used. */
     private final LinkedHashMap<String, Entry> entries = new LinkedHashMap<>(64, 0.75f, true);
     private long bytes;
@@ -181,22 +194,36 @@ final class FileCache
      * @param maxBytes        most bytes (file sizes) of cached entries at once.
      * @param maxFileBytes    largest file cached (at most {@code maxBytes} and {@link Integer#MAX_VALUE}).
      * @param revalidateNanos how long an entry is trusted after its last check.
-     * @param sendable        whether entries also hold a {@link SendableFile} of their file.
+     * @param sendFrom        the smallest file opened for sending (its entry holds a {@link SendableFile}, not a
+     *                        channel); {@link Long#MAX_VALUE}: none, every entry holds a channel.
      */
     FileCache(final int maxEntries, final long maxBytes, final long maxFileBytes, final long revalidateNanos,
-        final boolean sendable)
+        final long sendFrom)
     {
         if (maxEntries < 1 || maxBytes < 0 || maxFileBytes < 0 || maxFileBytes > Math.min(maxBytes, Integer.MAX_VALUE) ||
-            revalidateNanos < 0)
+            revalidateNanos < 0 || sendFrom < 0)
         {
             throw new IllegalArgumentException("FileCache(" + maxEntries + ", " + maxBytes + ", " + maxFileBytes + ", " +
-                revalidateNanos + ")");
+                revalidateNanos + ", " + sendFrom + ")");
         }
         this.maxEntries = maxEntries;
         this.maxBytes = maxBytes;
         this.maxFileBytes = maxFileBytes;
         this.revalidateNanos = revalidateNanos;
-        this.sendable = sendable;
+        this.sendFrom = sendFrom;
+    }
+
+    /**
+     * Open no file for sending any more (the daemon will not send this app's files): every entry is dropped (those in
+     * use close with their last user), so each file is opened again, as a channel only, when next served.
+     */
+    void stopSending()
+    {
+        if (sendFrom != Long.MAX_VALUE)
+        {
+            sendFrom = Long.MAX_VALUE;
+            clear();
+        }
     }
 
     /**
@@ -274,10 +301,10 @@ final class FileCache
         BodyFile body = null;
         try
         {
-            body = BodyFile.open(file, sendable);
+            body = BodyFile.open(file, attributes.size() >= sendFrom);
             // Size it by the open file, which may differ from the stat if the file was just replaced: the
             // next revalidation notices.
-            final long size = body.channel().size();
+            final long size = body.size();
             if (size > maxFileBytes)
             {
                 body.close();

@@ -97,7 +97,8 @@ final class HttpApp
     HttpApp(final StaticFiles files, final boolean sendFiles)
     {
         this.files = files;
-        this.cache = new FileCache(CACHE_ENTRIES, CACHE_BYTES, CACHE_FILE_BYTES, CACHE_REVALIDATE_NANOS, sendFiles);
+        this.cache = new FileCache(CACHE_ENTRIES, CACHE_BYTES, CACHE_FILE_BYTES, CACHE_REVALIDATE_NANOS,
+            sendFiles ? SEND_FILE_MIN : Long.MAX_VALUE);
         this.sendFiles = sendFiles;
     }
 
@@ -567,7 +568,7 @@ final class HttpApp
             try
             {
                 body = BodyFile.open(lookup.file(), sendFiles && !request.head());
-                size = body.channel().size();
+                size = body.size();
             }
             catch (final IOException | RuntimeException e)
             {
@@ -776,6 +777,7 @@ final class HttpApp
             if (sendFiles)
             {
                 sendFiles = false;
+                cache.stopSending(); // its files are opened again for copying only: one descriptor each
                 System.err.println("nicstack app: the daemon refused SEND_FILE (" + Protocol.Reason.describe(reason) +
                     "); file bodies are copied from now on");
             }

@@ -53,7 +53,7 @@ final class NioHttpApp
 
     private final StaticFiles files;
     private final FileCache cache = new FileCache(HttpApp.CACHE_ENTRIES, HttpApp.CACHE_BYTES, HttpApp.CACHE_FILE_BYTES,
-        HttpApp.CACHE_REVALIDATE_NANOS, false);
+        HttpApp.CACHE_REVALIDATE_NANOS, Long.MAX_VALUE);
     private final boolean copy;
     private final int maxConnections;
     private final Selector selector;
@@ -387,7 +387,18 @@ final class NioHttpApp
             }
             else
             {
-                start(h, null, e.channel(), e.size());
+                final FileChannel channel;
+                try
+                {
+                    channel = e.channel(); // open already: this cache opens no file for sending
+                }
+                catch (final IOException ex)
+                {
+                    cache.drop(e);
+                    respondStatus(HttpApp.unopenedFileStatus(e.file(), ex), request, null);
+                    return;
+                }
+                start(h, null, channel, e.size());
                 cache.use(e);
                 entry = e;
             }

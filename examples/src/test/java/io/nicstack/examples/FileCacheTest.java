@@ -20,6 +20,8 @@ class FileCacheTest
 {
     private static final long REVALIDATE = 100;
     private static final String TYPE = "application/octet-stream";
+    /** A cache that opens no file for sending. */
+    private static final long NO_SENDING = Long.MAX_VALUE;
 
     @TempDir
     Path dir;
@@ -55,7 +57,7 @@ class FileCacheTest
     {
         final byte[] content = random(100_000, 1);
         final Path f = write("a.bin", content);
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, NO_SENDING);
         assertNull(cache.get("/a.bin", 0), "nothing cached yet");
         final FileCache.Entry e = cache.refresh("/a.bin", f, TYPE, 0);
         assertNotNull(e);
@@ -75,7 +77,7 @@ class FileCacheTest
     void aReplacedFileIsOpenedAnewAndTheOldOneClosesWithItsLastUser() throws Exception
     {
         final Path f = write("a.bin", random(50_000, 1));
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, NO_SENDING);
         final FileCache.Entry old = cache.refresh("/a.bin", f, TYPE, 0);
         cache.use(old); // a response is copying from it
 
@@ -100,7 +102,7 @@ class FileCacheTest
     void sizeOrModificationTimeChangesAreNoticed() throws Exception
     {
         final Path f = write("a.bin", random(10_000, 1));
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, NO_SENDING);
         final FileCache.Entry e1 = cache.refresh("/a.bin", f, TYPE, 0);
         try (RandomAccessFile raf = new RandomAccessFile(f.toFile(), "rw"))
         {
@@ -120,7 +122,7 @@ class FileCacheTest
     @Test
     void boundedInEntriesAndBytesLeastRecentlyUsedFirst() throws Exception
     {
-        final FileCache cache = new FileCache(2, 10_000, 5_000, REVALIDATE, false);
+        final FileCache cache = new FileCache(2, 10_000, 5_000, REVALIDATE, NO_SENDING);
         final FileCache.Entry a = cache.refresh("/a", write("a", new byte[1_000]), TYPE, 0);
         final FileCache.Entry b = cache.refresh("/b", write("b", new byte[1_000]), TYPE, 0);
         assertSame(a, cache.get("/a", 1)); // a is now more recently used than b
@@ -131,7 +133,7 @@ class FileCacheTest
         assertFalse(b.open());
         assertTrue(c.cached());
 
-        final FileCache bytes = new FileCache(8, 10_000, 5_000, REVALIDATE, false);
+        final FileCache bytes = new FileCache(8, 10_000, 5_000, REVALIDATE, NO_SENDING);
         final FileCache.Entry d = bytes.refresh("/d", write("d", new byte[4_500]), TYPE, 0);
         final FileCache.Entry e = bytes.refresh("/e", write("e", new byte[4_500]), TYPE, 0);
         final FileCache.Entry f = bytes.refresh("/f", write("f", new byte[4_500]), TYPE, 0);
@@ -156,7 +158,7 @@ class FileCacheTest
     @Test
     void anEmptyFileAndAFailedLookup() throws Exception
     {
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, NO_SENDING);
         final FileCache.Entry empty = cache.refresh("/empty", write("empty", new byte[0]), TYPE, 0);
         assertNotNull(empty);
         assertEquals(0, empty.size());
@@ -181,7 +183,7 @@ class FileCacheTest
         {
             final byte[] content = random(1 << 20, 3);
             final Path f = write("t.bin", content);
-            final FileCache cache = new FileCache(8, 4 << 20, 4 << 20, REVALIDATE, false);
+            final FileCache cache = new FileCache(8, 4 << 20, 4 << 20, REVALIDATE, NO_SENDING);
             final FileCache.Entry e = cache.refresh("/t.bin", f, TYPE, 0);
             cache.use(e);
             for (int i = 0; i < warmCopies; i++)
@@ -212,7 +214,7 @@ class FileCacheTest
     void aFileThatShrankEndsBeforeItsEntrysSizeAndLeavesTheCache() throws Exception
     {
         final Path f = write("s.bin", random(64 * 1024, 4));
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, true);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, 0);
         final FileCache.Entry e = cache.refresh("/s.bin", f, TYPE, 0);
         cache.use(e);
         assertFalse(cache.endsBefore(e, e.size()));
@@ -236,7 +238,7 @@ class FileCacheTest
     @Test
     void aSendableEntryNamesOneFileForCopyingAndSendingAndClosesWithItsLastUser() throws Exception
     {
-        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, true);
+        final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, 0);
         final byte[] original = random(10_000, 4);
         final Path f = write("s.bin", original);
         final FileCache.Entry e = cache.refresh("/s.bin", f, TYPE, 0);
@@ -256,18 +258,84 @@ class FileCacheTest
         assertTrue(sendable.isOpen(), "in use");
         cache.release(e);
         assertFalse(sendable.isOpen(), "closed with the last user");
-        assertNull(new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, false).refresh("/s.bin", f, TYPE, 0).sendable());
+        assertNull(new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, NO_SENDING).refresh("/s.bin", f, TYPE, 0).sendable());
+    }
+
+    /** The descriptors of this process that name {@code file} (as the kernel names it: its real path). */
+    private static int descriptorsOf(final Path file) throws Exception
+    {
+        int n = 0;
+        try (var fds = Files.list(Path.of("/proc/self/fd")))
+        {
+            for (final Path fd : (Iterable<Path>)fds::iterator)
+            {
+                try
+                {
+                    final String target = Files.readSymbolicLink(fd).toString();
+                    n += target.equals(file.toString()) || target.equals(file + " (deleted)") ? 1 : 0;
+                }
+                catch (final java.io.IOException gone)
+                {
+                    // Closed since the listing (the listing's own descriptor, or another thread's).
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * One descriptor per cached file, in a sendable cache too: a file the daemon sends (SEND_FILE, from
+     * {@link HttpApp#SEND_FILE_MIN} bytes) needs only the sendable file, a file the app copies only the channel. Before,
+     * every entry of a sendable cache held both, two descriptors per file.
+     */
+    @Test
+    void aSendableCacheHoldsOneDescriptorPerFile() throws Exception
+    {
+        final FileCache cache = new FileCache(64, 16 << 20, 16 << 20, REVALIDATE, HttpApp.SEND_FILE_MIN);
+        final Path[] files = new Path[8];
+        final FileCache.Entry[] entries = new FileCache.Entry[files.length];
+        for (int i = 0; i < files.length; i++)
+        {
+            final int size = i % 2 == 0 ? 1000 : HttpApp.SEND_FILE_MIN + 1000;
+            files[i] = write("f" + i + ".bin", random(size, i));
+            entries[i] = cache.refresh("/f" + i + ".bin", files[i], TYPE, 0);
+            assertEquals(size >= HttpApp.SEND_FILE_MIN, entries[i].sendable() != null, files[i] + " sendable");
+            assertEquals(size < HttpApp.SEND_FILE_MIN, entries[i].channelOpen(), files[i] + " has a channel");
+        }
+        for (final Path f : files)
+        {
+            assertEquals(1, descriptorsOf(f), f + " held by one descriptor");
+        }
+
+        // A file made for sending that is copied after all (the daemon refused) opens its channel then, on that file.
+        assertArrayEquals(random(HttpApp.SEND_FILE_MIN + 1000, 1), read(cache, entries[1]));
+        assertTrue(entries[1].channelOpen());
+        // Refused for good: every file is opened again as a channel only.
+        cache.stopSending();
+        for (int i = 0; i < files.length; i++)
+        {
+            assertFalse(entries[i].open(), files[i] + " closed with its entry");
+            assertEquals(0, descriptorsOf(files[i]), files[i] + " closed with its entry");
+            final FileCache.Entry again = cache.refresh("/f" + i + ".bin", files[i], TYPE, 0);
+            assertNull(again.sendable());
+            assertEquals(1, descriptorsOf(files[i]), files[i] + " held by one descriptor");
+        }
+        cache.clear();
+        for (final Path f : files)
+        {
+            assertEquals(0, descriptorsOf(f), f + " closed with its entry");
+        }
     }
 
     @Test
     void useAndReleaseAreChecked() throws Exception
     {
-        final FileCache cache = new FileCache(1, 1 << 20, 1 << 20, REVALIDATE, false);
+        final FileCache cache = new FileCache(1, 1 << 20, 1 << 20, REVALIDATE, NO_SENDING);
         final FileCache.Entry a = cache.refresh("/a", write("a", new byte[10]), TYPE, 0);
         assertThrows(IllegalStateException.class, () -> cache.release(a));
         cache.refresh("/b", write("b", new byte[10]), TYPE, 0); // evicts and closes a
         assertThrows(IllegalStateException.class, () -> cache.use(a));
-        assertThrows(IllegalArgumentException.class, () -> new FileCache(1, 100, 101, REVALIDATE, false));
+        assertThrows(IllegalArgumentException.class, () -> new FileCache(1, 100, 101, REVALIDATE, NO_SENDING));
     }
 
     /**
@@ -289,7 +357,7 @@ class FileCacheTest
         Files.createSymbolicLink(root.resolve("d"), outside);
         for (final boolean sendable : new boolean[] {false, true})
         {
-            final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, sendable);
+            final FileCache cache = new FileCache(8, 1 << 20, 1 << 20, REVALIDATE, sendable ? 0 : NO_SENDING);
             assertNull(cache.refresh("/d/f.txt", lookup.file(), lookup.contentType(), 0), "sendable " + sendable);
             assertEquals(0, cache.entries());
         }

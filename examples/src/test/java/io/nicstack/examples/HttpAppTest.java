@@ -95,7 +95,7 @@ class HttpAppTest
         final Path f = dir.resolve("page.html");
         Files.writeString(f, "<p>hello</p>\n");
         final HttpApp app = new HttpApp(new StaticFiles(dir), false);
-        final FileCache cache = new FileCache(4, 1 << 20, 1 << 20, 1_000_000, false);
+        final FileCache cache = new FileCache(4, 1 << 20, 1 << 20, 1_000_000, Long.MAX_VALUE);
         final FileCache.Entry e = cache.refresh("/page.html", f.toRealPath(), StaticFiles.contentType("page.html"), 0);
         final byte[] dst = new byte[256];
         for (final boolean keepAlive : new boolean[] {true, false})
@@ -123,7 +123,7 @@ class HttpAppTest
         final Path f = Files.writeString(dir.resolve("future.txt"), "f\n");
         Files.setLastModifiedTime(f, java.nio.file.attribute.FileTime.from(Instant.parse("2100-01-01T00:00:00Z")));
         final HttpApp app = new HttpApp(new StaticFiles(dir), false);
-        final FileCache.Entry e = new FileCache(4, 1 << 20, 1 << 20, 1_000_000, false)
+        final FileCache.Entry e = new FileCache(4, 1 << 20, 1 << 20, 1_000_000, Long.MAX_VALUE)
             .refresh("/future.txt", f.toRealPath(), "text/plain", 0);
         final long now = Instant.parse("2026-11-01T02:03:04.900Z").toEpochMilli();
         final byte[] dst = new byte[512];
