@@ -593,6 +593,11 @@ public final class Main
     {
         try
         {
+            // ASCII digits alone, as the daemon's options: Long.parseLong also takes a plus sign and digits of any script.
+            if (!value.matches("[0-9]{1,18}"))
+            {
+                throw new NumberFormatException(value);
+            }
             final long v = Long.parseLong(value);
             if (v < min || v > max)
             {

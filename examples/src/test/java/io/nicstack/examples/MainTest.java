@@ -44,6 +44,22 @@ class MainTest
         }
     }
 
+    /**
+     * A number option takes ASCII digits alone, as the daemon's (ab2a918): Long.parseLong also took a plus sign and
+     * digits of any script, so {@code --port +7} and Arabic-Indic digits passed.
+     */
+    @Test
+    void aNumberOptionIsAsciiDigitsAlone(@TempDir final Path dir)
+    {
+        for (final String value : new String[] {"+7", "\u0667", "\uFF17", "-0", " 7", "7 "})
+        {
+            final String[] r = run(2, "app", "echo", "--shm", dir.toString(), "--port", value);
+            assertEquals("nicstack app: --port needs a number, not '" + value + "'\n", r[1]);
+        }
+        final String[] r = run(2, "app", "echo", "--shm", dir.toString(), "--port", "7", "--max-connections", "+3");
+        assertEquals("nicstack app: --max-connections needs a number, not '+3'\n", r[1]);
+    }
+
     /** Sizes the app or a default daemon cannot use: exit 2 naming the option, before any attach (no daemon here). */
     @Test
     void layoutThatCannotWorkIsExit2NamingTheOption(@TempDir final Path dir) throws Exception
