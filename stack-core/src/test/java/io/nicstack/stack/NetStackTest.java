@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import io.nicstack.stack.icmp.Icmp;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
@@ -369,6 +370,11 @@ class NetStackTest
         assertEquals(1, counters.get(StackCounter.UDP_DROP_NO_PORT));
     }
 
+    /**
+     * Errors to one peer are limited by its own bucket (Icmp.PEER_BURST at once, one each Icmp.PEER_NANOS_PER_TOKEN),
+     * below the global one: before the per-peer limit, one peer got the whole global burst (50). IcmpRateLimitTest
+     * has the global limit and several peers.
+     */
     @Test
     void icmpErrorsAreRateLimited()
     {
@@ -379,15 +385,16 @@ class NetStackTest
         {
             sent += exchange(frame).size();
         }
-        final int burst = stack.config().icmpErrorBurst();
+        final int burst = Math.min(Icmp.PEER_BURST, stack.config().icmpErrorBurst());
         assertEquals(burst, sent);
-        assertEquals(200 - burst, counters.get(StackCounter.ICMP_OUT_RATE_LIMITED));
-        now += SECOND;
+        assertEquals(200 - burst, counters.get(StackCounter.ICMP_OUT_RATE_LIMITED)
+            + counters.get(StackCounter.ICMP_OUT_RATE_LIMITED_PEER));
+        now += burst * Icmp.PEER_NANOS_PER_TOKEN;
         for (int i = 0; i < 200; i++)
         {
             sent += exchange(frame).size();
         }
-        assertEquals(2 * burst, sent, "one second refills the bucket up to its burst size");
+        assertEquals(2 * burst, sent, "time refills the bucket up to its burst size");
     }
 
     /**

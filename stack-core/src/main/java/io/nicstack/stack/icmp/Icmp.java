@@ -1,6 +1,7 @@
 package io.nicstack.stack.icmp;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 import org.agrona.DirectBuffer;
 import org.agrona.MutableDirectBuffer;
@@ -16,7 +17,8 @@ import io.nicstack.stack.wire.Ipv4Header;
 /**
  * ICMPv4 for a host (RFC 792, RFC 1122 §3.2.2): echo replies (also to reassembled requests; with the request's
  * Record Route and Timestamp options updated, {@link EchoOptions}),
- * rate-limited error messages (destination unreachable, time exceeded), and received error messages
+ * error messages (destination unreachable, time exceeded, parameter problem) rate-limited per peer and in all
+ * ({@link #takePeerToken}), and received error messages
  * passed to the protocol whose datagram they quote ({@link #onErrors}; "fragmentation needed" without a next-hop MTU
  * gets RFC 1191's estimate, {@link #plateauBelow}), and Redirects for datagrams we sent
  * ({@link Ipv4#redirect}). It answers datagrams of a protocol
@@ -26,6 +28,20 @@ public final class Icmp implements IpProtocolHandler
 {
     /** RFC 1812 4.3.2.3: an error quotes as much of the offending datagram as fits in 576 bytes. */
     private static final int MAX_ERROR_DATAGRAM = 576;
+    /**
+     * The per-peer limit, Linux's defaults (icmp_ratelimit of 1000 ms, a burst of XRLIM_BURST_FACTOR 6, per
+     * destination in the inet_peer cache): one error a second to each peer, six at once after a quiet spell.
+     */
+    public static final long PEER_NANOS_PER_TOKEN = 1_000_000_000L;
+    public static final int PEER_BURST = 6;
+    /**
+     * The peers whose buckets are kept: 256 sets of 4 (1,024 peers, 12 KiB), a peer's set chosen by a hash of its
+     * address. A peer not in its set takes the place of the one there with the most tokens.
+     */
+    static final int PEER_SET_BITS = 8;
+    static final int PEER_SETS = 1 << PEER_SET_BITS;
+    static final int PEER_WAYS = 4;
+    private static final long EMPTY_PEER = Long.MIN_VALUE;
 
     private final Ipv4 ip;
     private final StackCounters counters;
@@ -35,6 +51,9 @@ public final class Icmp implements IpProtocolHandler
     private final long nanosPerToken;
     private final long burstNanos;
     private long bucketTime = Long.MIN_VALUE;
+    /** The per-peer token buckets, {@link #takePeerToken}: a peer's address and its bucket's time, or EMPTY_PEER. */
+    private final int[] peerAddresses = new int[PEER_SETS * PEER_WAYS];
+    private final long[] peerBucketTimes = new long[PEER_SETS * PEER_WAYS];
     private final IcmpErrorHandler[] errorHandlers = new IcmpErrorHandler[256];
     private final Ipv4Header quotedIp = new Ipv4Header();
     /** The options of an echo reply (RFC 1122 3.2.2.6, {@link EchoOptions}). */
@@ -126,6 +145,7 @@ public final class Icmp implements IpProtocolHandler
         final int perSecond = ip.config().icmpErrorsPerSecond();
         this.nanosPerToken = 1_000_000_000L / perSecond;
         this.burstNanos = nanosPerToken * ip.config().icmpErrorBurst();
+        Arrays.fill(peerBucketTimes, EMPTY_PEER);
         // RFC 1122 3.2.2.1: a host SHOULD send Protocol Unreachable for a protocol it does not support (Linux does);
         // sendError applies 3.2.2's exclusions (broadcast, non-initial fragment, ICMP error) and the rate limit.
         ip.onUnknownProtocol((header, buffer, offset, length, broadcast, now) -> sendError(
@@ -251,11 +271,20 @@ public final class Icmp implements IpProtocolHandler
         final int quoted,
         final long now)
     {
-        if (!takeToken(now))
+        // Linux's order (icmpv4_global_allow, icmpv4_xrlim_allow, icmp_global_consume): the global budget is looked at
+        // first and spent last, so an error the peer's bucket refuses costs other peers nothing; a noisy peer spends
+        // its own burst and rate, and the global budget stays for the others.
+        if (!globalTokenAvailable(now))
         {
             counters.increment(StackCounter.ICMP_OUT_RATE_LIMITED);
             return;
         }
+        if (!exemptFromPeerLimit(type, code) && !takePeerToken(destination, now))
+        {
+            counters.increment(StackCounter.ICMP_OUT_RATE_LIMITED_PEER);
+            return;
+        }
+        bucketTime += nanosPerToken;
         final int length = IcmpHeader.HEADER_LENGTH + quoted;
         scratch.putBytes(IcmpHeader.HEADER_LENGTH, buffer, offset, quoted);
         reply.wrap(scratch, 0, length).type(type).code(code).checksum(0).restOfHeader(restOfHeader).updateChecksum();
@@ -286,18 +315,85 @@ public final class Icmp implements IpProtocolHandler
         return type != IcmpHeader.TYPE_ECHO_REQUEST && type != IcmpHeader.TYPE_ECHO_REPLY;
     }
 
-    /** Token bucket kept as a single timestamp: the bucket is full when bucketTime <= now - burst. */
-    private boolean takeToken(final long now)
+    /**
+     * The global token bucket, kept as a single timestamp (full when bucketTime <= now - burst): whether it holds a
+     * token. The caller spends it by moving bucketTime on by one token.
+     */
+    private boolean globalTokenAvailable(final long now)
     {
         if (bucketTime == Long.MIN_VALUE || now - bucketTime > burstNanos)
         {
             bucketTime = now - burstNanos;
         }
-        if (now - bucketTime < nanosPerToken)
+        return now - bucketTime >= nanosPerToken;
+    }
+
+    /**
+     * RFC 1191 and RFC 1812 4.3.2.8: rate limiting must not break path MTU discovery, and a "fragmentation needed"
+     * refused to a peer is a black hole to it. Linux's icmpv4_mask_allow exempts it from the per-peer limit (its
+     * icmp_ratemask covers the other errors: unreachable, source quench, time exceeded, parameter problem). This host
+     * forwards nothing and so sends none today; the global limit still bounds it.
+     */
+    private static boolean exemptFromPeerLimit(final int type, final int code)
+    {
+        return type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && code == IcmpHeader.CODE_FRAGMENTATION_NEEDED;
+    }
+
+    /**
+     * Take a token from {@code peer}'s bucket (a timestamp, as the global one), {@link #PEER_BURST} tokens deep, one
+     * each {@link #PEER_NANOS_PER_TOKEN}. The buckets live in a fixed table of {@link #PEER_SETS} sets of
+     * {@link #PEER_WAYS}; a peer absent from its set takes the place of an empty entry, else of the entry with the most
+     * tokens. That entry loses at most the tokens it has above a new, full, bucket: an eviction only ever gives a peer
+     * more tokens, never fewer, so no churn of addresses can starve one; and a peer being limited, near empty, is the
+     * last of its set to go, so churn does not free it either unless its whole set is being limited. The global limit
+     * bounds what all peers get together.
+     */
+    private boolean takePeerToken(final int peer, final long now)
+    {
+        final int base = ((peer * 0x9E37_79B9) >>> (32 - PEER_SET_BITS)) * PEER_WAYS;
+        int entry = -1;
+        long mostCredit = -1;
+        for (int i = base; i < base + PEER_WAYS; i++)
+        {
+            final long time = peerBucketTimes[i];
+            if (time != EMPTY_PEER && peerAddresses[i] == peer)
+            {
+                entry = i;
+                break;
+            }
+            final long credit = time == EMPTY_PEER ? Long.MAX_VALUE : now - time;
+            if (credit > mostCredit)
+            {
+                mostCredit = credit;
+                entry = i;
+            }
+        }
+        final long burst = PEER_NANOS_PER_TOKEN * PEER_BURST;
+        if (peerBucketTimes[entry] == EMPTY_PEER || peerAddresses[entry] != peer)
+        {
+            peerAddresses[entry] = peer;
+            peerBucketTimes[entry] = now - burst;
+        }
+        else if (now - peerBucketTimes[entry] > burst)
+        {
+            peerBucketTimes[entry] = now - burst;
+        }
+        if (now - peerBucketTimes[entry] < PEER_NANOS_PER_TOKEN)
         {
             return false;
         }
-        bucketTime += nanosPerToken;
+        peerBucketTimes[entry] += PEER_NANOS_PER_TOKEN;
         return true;
+    }
+
+    /** How many peers have a bucket in the table (for tests). */
+    int trackedPeers()
+    {
+        int n = 0;
+        for (final long time : peerBucketTimes)
+        {
+            n += time == EMPTY_PEER ? 0 : 1;
+        }
+        return n;
     }
 }

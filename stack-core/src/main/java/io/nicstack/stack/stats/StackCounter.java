@@ -137,7 +137,8 @@ public enum StackCounter
     TCP_BUFFER_BUDGET_EXHAUSTED("tcp buffer memory budget exhausted (cookie or refusal instead)", Kind.INFO),
     TCP_TIMEOUTS("tcp connections timed out", Kind.INFO),
     TCP_TIME_WAIT_REUSED("tcp time-wait connections reopened by a new syn (rfc 6191)", Kind.INFO),
-    TCP_TIME_WAIT_OVERFLOW("tcp time-wait bound full: connection closed without time-wait", Kind.INFO);
+    TCP_TIME_WAIT_OVERFLOW("tcp time-wait bound full: connection closed without time-wait", Kind.INFO),
+    ICMP_OUT_RATE_LIMITED_PEER("icmp errors suppressed by the per-peer rate limit (the global one counted apart)", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */
     public enum Kind
