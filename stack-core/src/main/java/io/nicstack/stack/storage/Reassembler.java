@@ -3,6 +3,8 @@ package io.nicstack.stack.storage;
 import java.nio.ByteBuffer;
 
 import org.agrona.DirectBuffer;
+import org.agrona.collections.Hashing;
+import org.agrona.collections.Int2IntHashMap;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.stack.time.Timers;
@@ -14,8 +16,11 @@ import io.nicstack.stack.wire.Ipv4Header;
  *
  * <p>Defences, in the spirit of Linux after FragmentSmack (CVE-2018-5391):
  * <ul>
- * <li>a bounded number of datagrams in progress, a quarter of them per source address, the oldest given up for a new
- *     one when all are taken;</li>
+ * <li>a bounded number of datagrams in progress, a quarter of them per source address; a source that holds its quarter
+ *     gives up its own oldest for its newest, and when every context is taken, a new datagram takes one from the
+ *     source that holds the most (its oldest), or gives up its own source's oldest if none holds more: a source only
+ *     ever takes a context from one holding more than it does, so no source, flooding or not, can drive out the
+ *     datagrams of sources that hold fewer ({@link #open});</li>
  * <li>a bounded number of fragments per datagram;</li>
  * <li>an overlapping fragment discards the whole datagram (as RFC 5722 requires for IPv6), so overlaps can neither
  *     rewrite accepted bytes nor make the reassembler work harder; an exact duplicate (same range, same MF) is dropped
@@ -69,6 +74,11 @@ public final class Reassembler
     private final Timers.Handler expiry = this::onExpiry;
     private final Ipv4Header ip = new Ipv4Header();
     private final int maxPerSource;
+    /** Datagrams in progress per source address (absent: none); sized so that it never grows. */
+    private final Int2IntHashMap perSource;
+    /** Datagrams given up for a newer one of their own source, and for one of another source, so far. */
+    private long evictedForOwnSource;
+    private long evictedForOtherSource;
     private int bytesHeld;
     private int active;
     private Context completed;
@@ -87,6 +97,7 @@ public final class Reassembler
         this.timeoutListener = timeoutListener;
         this.discardListener = discardListener;
         this.maxPerSource = Math.max(1, maxDatagrams / 4);
+        this.perSource = new Int2IntHashMap(2 * maxDatagrams, Hashing.DEFAULT_LOAD_FACTOR, 0);
         contexts = new Context[maxDatagrams];
         for (int i = 0; i < maxDatagrams; i++)
         {
@@ -235,19 +246,25 @@ public final class Reassembler
     }
 
     /**
-     * A context for a new datagram. A source that has {@link #maxPerSource} in progress gives up its oldest for it; when
-     * every context is in use, the oldest of all is given up (Linux before 4.19 did likewise; it now drops the new fragment):
-     * a flood of first fragments, from one source or many, cannot keep other hosts' datagrams out until it times out,
-     * though under a flood of R new datagrams a second from many sources, one that takes longer than 64 / R s to complete
-     * is given up.
+     * A context for a new datagram. A source that has {@link #maxPerSource} in progress gives up its oldest for it. When
+     * every context is in use, the source holding the most gives up its oldest (the oldest of those holding the most,
+     * when several do), unless the new datagram's own source holds as many: then it gives up its own oldest. So a
+     * source takes contexts only from sources holding more than it does, and a flood, from one source or a few, ends
+     * up replacing its own datagrams while those of sources holding fewer complete. Before, the oldest datagram of all
+     * was given up: five sources flooding at their quarter gave up every other source's datagram (the oldest, as
+     * theirs were renewed) as soon as it was taken. Only when every context is held by a different source (64 sources
+     * flooding one datagram each) is the oldest of all given up, as before: a flood of R new datagrams a second from
+     * that many sources gives up one that takes longer than 64 / R s to complete. Linux since 4.17 refuses new
+     * fragments above its memory threshold instead; that lets a flood keep every other host out until it times out.
      */
     private Context open(final Ipv4Header header, final long now)
     {
         final int source = header.source();
+        final int ofSource = perSource.get(source);
         Context free = null;
-        Context oldest = null;
         Context oldestOfSource = null;
-        int ofSource = 0;
+        Context heaviest = null;
+        int heaviestHolds = 0;
         for (final Context c : contexts)
         {
             if (!c.inUse)
@@ -255,34 +272,64 @@ public final class Reassembler
                 free = free == null ? c : free;
                 continue;
             }
-            if (oldest == null || c.openedAt - oldest.openedAt < 0)
-            {
-                oldest = c;
-            }
             if (c.source == source)
             {
-                ofSource++;
                 if (oldestOfSource == null || c.openedAt - oldestOfSource.openedAt < 0)
                 {
                     oldestOfSource = c;
                 }
+                continue;
+            }
+            final int holds = perSource.get(c.source);
+            if (holds > heaviestHolds || holds == heaviestHolds && c.openedAt - heaviest.openedAt < 0)
+            {
+                heaviest = c;
+                heaviestHolds = holds;
             }
         }
         Context c = free;
         if (ofSource >= maxPerSource || free == null)
         {
-            if (oldest == null)
+            if (ofSource > 0 && (ofSource >= maxPerSource || ofSource >= heaviestHolds))
+            {
+                c = oldestOfSource;
+                evictedForOwnSource++;
+            }
+            else if (heaviest != null)
+            {
+                c = heaviest;
+                evictedForOtherSource++;
+            }
+            else
             {
                 return null; // no contexts at all
             }
-            c = ofSource >= maxPerSource ? oldestOfSource : oldest;
             discard(c);
         }
         c.open(source, header.destination(), header.identification(), header.protocol());
         c.openedAt = now;
         c.timerId = timers.schedule(now + timeoutNanos, expiry);
+        perSource.put(source, perSource.get(source) + 1);
         active++;
         return c;
+    }
+
+    /** Datagrams given up, so far, for a newer datagram of their own source (over its quarter, or the heaviest). */
+    public long evictedForOwnSource()
+    {
+        return evictedForOwnSource;
+    }
+
+    /** Datagrams given up, so far, for a new datagram of another source, when every context was taken. */
+    public long evictedForOtherSource()
+    {
+        return evictedForOtherSource;
+    }
+
+    /** Datagrams in progress from {@code source}. */
+    public int activeFrom(final int source)
+    {
+        return perSource.get(source);
     }
 
     private void discard(final Context c)
@@ -301,6 +348,15 @@ public final class Reassembler
         bytesHeld -= c.bytes;
         c.inUse = false;
         active--;
+        final int left = perSource.get(c.source) - 1;
+        if (left > 0)
+        {
+            perSource.put(c.source, left);
+        }
+        else
+        {
+            perSource.remove(c.source);
+        }
     }
 
     private void onExpiry(final long now, final long timerId)
