@@ -206,7 +206,14 @@ public final class Timers implements DeadlineTimerWheel.TimerHandler
         return wheel.timerCount();
     }
 
-    /** Run every timer whose deadline is at or before {@code nowNanos}; returns how many ran. */
+    /**
+     * Run every timer whose deadline is at or before {@code nowNanos}; returns how many ran. A timer that a handler of
+     * this poll schedules at or before {@code nowNanos} runs in this poll too, after the handler returns, so a handler
+     * that wants to run again later must schedule a deadline after {@code nowNanos}: one that always schedules itself at
+     * {@code nowNanos} is run again and again until the poll's bound of 2^20 rounds (about a million runs) ends it, and
+     * it runs again on the next poll. (No handler in the stack schedules a deadline at or before its {@code now}.) At
+     * most 1,024 timers expire per tick and round; past that, the rest of that tick and later ones run on the next poll.
+     */
     public int poll(final long nowNanos)
     {
         now = nowNanos;

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Random;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** {@link Timers} against a plain model: every timer fires once, at the first poll at or after its deadline. */
 class TimersTest
@@ -64,6 +65,78 @@ class TimersTest
         timers.poll(20 * MS + 200);
         assertEquals(20 * MS + 200, firedAt[1], "the clock within the tick");
         assertEquals(0, timers.count());
+    }
+
+    /**
+     * The contract of {@link Timers#poll}: a chain of timers, each scheduled by the previous one's handler at or before
+     * the poll's time (exactly at it, in an earlier tick, at a tick's first nanosecond), runs whole in that poll; one
+     * scheduled a nanosecond later waits for a poll at its deadline. Whether the poll's time is inside a tick or its
+     * first nanosecond.
+     */
+    @Test
+    void aChainOfDueTimersScheduledFromHandlersRunsInOnePollAndALaterOneWaits()
+    {
+        final long tick = 1L << 20;
+        for (final long pollAt : new long[] {10 * MS + 500_000, 16 * tick})
+        {
+            final Timers timers = new Timers(0);
+            final List<String> ran = new ArrayList<>();
+            timers.schedule(5 * MS, (now, id) ->
+            {
+                ran.add("a@" + now);
+                timers.schedule(now, (n1, i1) ->
+                {
+                    ran.add("b@" + n1);
+                    timers.schedule(n1 - 2 * MS, (n2, i2) ->
+                    {
+                        ran.add("c@" + n2);
+                        timers.schedule(n2 - n2 % tick, (n3, i3) ->
+                        {
+                            ran.add("d@" + n3);
+                            timers.schedule(n3 + 1, (n4, i4) -> ran.add("e@" + n4));
+                        });
+                    });
+                });
+            });
+            assertEquals(4, timers.poll(pollAt), "poll at " + pollAt);
+            assertEquals(List.of("a@" + pollAt, "b@" + pollAt, "c@" + pollAt, "d@" + pollAt), ran);
+            assertEquals(1, timers.count(), "the one a nanosecond later waits");
+            assertEquals(0, timers.poll(pollAt));
+            assertEquals(1, timers.poll(pollAt + 1));
+            assertEquals("e@" + (pollAt + 1), ran.get(4));
+            assertEquals(0, timers.count());
+        }
+    }
+
+    /**
+     * A handler that always schedules itself again at the poll's time runs again in that poll, as the contract says,
+     * but does not hang it: the poll's bound ends it, the timers of other ticks due in that poll still run, and the
+     * timer, still armed, runs on the next poll. (No handler in the stack does this; the bound is what keeps one that
+     * did from stopping the event loop for good.)
+     */
+    @Test
+    @Timeout(60)
+    void aHandlerThatAlwaysReschedulesItselfAtNowDoesNotHangThePoll()
+    {
+        final Timers timers = new Timers(0);
+        final long[] runs = {0};
+        final Timers.Handler[] again = new Timers.Handler[1];
+        again[0] = (now, id) ->
+        {
+            runs[0]++;
+            timers.schedule(now, again[0]);
+        };
+        timers.schedule(5 * MS, again[0]);
+        final boolean[] other = new boolean[1];
+        timers.schedule(7 * MS, (now, id) -> other[0] = true);
+        final int ran = timers.poll(10 * MS);
+        assertTrue(runs[0] > 1, "it ran again in the same poll");
+        assertEquals(runs[0] + 1, ran);
+        assertTrue(other[0], "a timer of a later tick, due, ran in the same poll");
+        assertEquals(1, timers.count(), "still armed");
+        final long before = runs[0];
+        timers.poll(10 * MS + 1);
+        assertTrue(runs[0] > before, "and it runs on the next poll");
     }
 
     @Test
