@@ -81,7 +81,7 @@ public enum StackCounter
     ICMP_OUT_UNREACHABLE("icmp destination unreachable out", Kind.INFO),
     ICMP_OUT_TIME_EXCEEDED("icmp time exceeded out", Kind.INFO),
     ICMP_OUT_PARAMETER_PROBLEM("icmp parameter problem out", Kind.INFO),
-    ICMP_OUT_RATE_LIMITED("icmp errors suppressed by rate limit", Kind.INFO),
+    ICMP_OUT_RATE_LIMITED("icmp errors suppressed by the global rate limit", Kind.INFO),
 
     UDP_IN_DATAGRAMS("udp datagrams delivered", Kind.ACCEPT),
     UDP_DROP_TRUNCATED("udp drop: bad length", Kind.DROP),
@@ -138,7 +138,7 @@ public enum StackCounter
     TCP_TIMEOUTS("tcp connections timed out", Kind.INFO),
     TCP_TIME_WAIT_REUSED("tcp time-wait connections reopened by a new syn (rfc 6191)", Kind.INFO),
     TCP_TIME_WAIT_OVERFLOW("tcp time-wait bound full: connection closed without time-wait", Kind.INFO),
-    ICMP_OUT_RATE_LIMITED_PEER("icmp errors suppressed by the per-peer rate limit (the global one counted apart)", Kind.INFO);
+    ICMP_OUT_RATE_LIMITED_PEER("icmp errors suppressed by the per-peer rate limit", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */
     public enum Kind
