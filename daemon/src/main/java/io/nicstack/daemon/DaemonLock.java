@@ -42,20 +42,39 @@ import static io.nicstack.nic.linux.Linux.S_IFSOCK;
  * <p>Open-file-description locks, not Java's {@link java.nio.channels.FileLock} (classic POSIX locks): a classic lock
  * belongs to the process, is dropped when that process closes any descriptor of the file, and is never reported to
  * its own process, so a reader in the daemon's JVM (the tests) would either not see it or release it.
+ *
+ * <p>The lock on the file tells readers; what keeps a second daemon out is a lock on the directory itself: an exclusive
+ * {@code flock(2)} on a descriptor of the directory, taken first and held as long. A lock belongs to a file, not to its
+ * name: with the file lock alone, a {@code daemon.lock} deleted under a running daemon (by an operator, or a tmp
+ * cleaner where {@code --shm} is under {@code /tmp}) let a second daemon make a new one, lock that, and take the
+ * directory the first one still used. The directory cannot be replaced under its files. (A {@code daemon.lock} so
+ * deleted stays missing while that daemon runs: readers and apps take it for gone until it is restarted.)
  */
 final class DaemonLock implements AutoCloseable
 {
     static final String FILE_NAME = AppFile.DAEMON_LOCK;
     /** The identity is short ASCII; a longer file is not ours. */
     private static final int MAX_LENGTH = 64;
+    /** flock(2): its number differs between x86_64 (73) and aarch64 (32); -1 elsewhere (no directory lock there). */
+    private static final long SYS_FLOCK = switch (System.getProperty("os.arch"))
+    {
+        case "amd64", "x86_64" -> 73;
+        case "aarch64" -> 32;
+        default -> -1;
+    };
+    private static final int LOCK_EX = 2;
+    private static final int LOCK_NB = 4;
 
     private final Path path;
     private int fd;
+    /** The directory, flock'ed; -1 where flock(2) has no known number. */
+    private int directoryFd;
 
-    private DaemonLock(final Path path, final int fd)
+    private DaemonLock(final Path path, final int fd, final int directoryFd)
     {
         this.path = path;
         this.fd = fd;
+        this.directoryFd = directoryFd;
     }
 
     /** This process's identity: its pid and its start in ticks since boot ({@code /proc/self/stat}, field 22). */
@@ -85,8 +104,97 @@ final class DaemonLock implements AutoCloseable
         }
     }
 
-    /** Take the lock in {@code dir} and write this process's identity in it, or say which daemon holds it. */
+    /**
+     * Take the lock of {@code dir} (the directory's, then its file's) and write this process's identity in the file, or
+     * say which daemon holds it.
+     */
     static DaemonLock acquire(final Path dir) throws IOException
+    {
+        final int directoryFd = lockDirectory(dir);
+        try
+        {
+            return acquire(dir, directoryFd);
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            Linux.closeQuietly(directoryFd);
+            throw e;
+        }
+    }
+
+    /**
+     * An exclusive flock(2) of the directory {@code dir} itself, on a descriptor of its own (a lock of the open file,
+     * as the file's: no other descriptor of this process can drop it), or an {@link IOException} naming the daemon that
+     * holds it. The descriptor, or -1 where flock has no known number (then only the file is locked).
+     */
+    private static int lockDirectory(final Path dir) throws IOException
+    {
+        if (SYS_FLOCK < 0)
+        {
+            return -1;
+        }
+        final int fd = open(dir, Linux.O_RDONLY);
+        if (fd < 0)
+        {
+            throw new IOException("cannot open " + dir + ": " + Linux.describe(Linux.errno()));
+        }
+        try
+        {
+            final Object mode = Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:mode");
+            if (((Integer)mode & S_IFMT) != S_IFDIR)
+            {
+                throw new IOException("--shm " + dir + " is not a directory");
+            }
+            if (Linux.syscall(SYS_FLOCK, fd, LOCK_EX | LOCK_NB, 0, 0, 0) != 0)
+            {
+                final int errno = Linux.errno();
+                if (errno != Linux.EAGAIN) // EWOULDBLOCK
+                {
+                    throw new IOException("cannot lock " + dir + ": " + Linux.describe(errno));
+                }
+                throw inUse(dir, holder(dir.resolve(FILE_NAME)));
+            }
+            return fd;
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            Linux.closeQuietly(fd);
+            throw e;
+        }
+    }
+
+    /** The text of the lock file {@code path}, or null if it is missing, not a regular file or not an identity. */
+    private static String holder(final Path path)
+    {
+        final int fd = open(path, Linux.O_RDONLY);
+        if (fd < 0)
+        {
+            return null;
+        }
+        try
+        {
+            checkRegular(path, fd);
+            return read(fd);
+        }
+        catch (final IOException e)
+        {
+            return null;
+        }
+        finally
+        {
+            LIBC.close(fd);
+        }
+    }
+
+    private static IOException inUse(final Path dir, final String holder)
+    {
+        final int space = holder == null ? -1 : holder.indexOf(' ');
+        return new IOException("--shm " + dir + " is in use by another daemon"
+            + (space > 0 ? " (pid " + holder.substring(0, space) + ")" : "") + "; give each daemon its own --shm");
+    }
+
+    /** Take the file's lock in {@code dir}, whose directory lock this process holds as {@code directoryFd}. */
+    private static DaemonLock acquire(final Path dir, final int directoryFd) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
         try
@@ -123,11 +231,9 @@ final class DaemonLock implements AutoCloseable
             {
                 throw new IOException("cannot lock " + path + ": " + Linux.describe(errno));
             }
-            final int space = holder == null ? -1 : holder.indexOf(' ');
-            throw new IOException("--shm " + dir + " is in use by another daemon"
-                + (space > 0 ? " (pid " + holder.substring(0, space) + ")" : "") + "; give each daemon its own --shm");
+            throw inUse(dir, holder); // a daemon of a version that locked the file alone
         }
-        final DaemonLock lock = new DaemonLock(path, fd);
+        final DaemonLock lock = new DaemonLock(path, fd, directoryFd);
         try
         {
             Files.write(path, (identity() + "\n").getBytes(StandardCharsets.US_ASCII),
@@ -138,7 +244,8 @@ final class DaemonLock implements AutoCloseable
         }
         catch (final IOException e)
         {
-            lock.close();
+            lock.fd = -1; // closed here; the directory by the caller
+            LIBC.close(fd);
             throw e;
         }
         return lock;
@@ -287,7 +394,7 @@ final class DaemonLock implements AutoCloseable
         return path;
     }
 
-    /** Release the lock (the file stays; the next daemon takes it over). */
+    /** Release the lock, the file's and then the directory's (the file stays; the next daemon takes it over). */
     @Override
     public void close()
     {
@@ -295,6 +402,11 @@ final class DaemonLock implements AutoCloseable
         {
             LIBC.close(fd);
             fd = -1;
+        }
+        if (directoryFd >= 0)
+        {
+            LIBC.close(directoryFd);
+            directoryFd = -1;
         }
     }
 }

@@ -62,6 +62,29 @@ class DaemonLockTest
         }
     }
 
+    /**
+     * The directory is held, not the name daemon.lock: a second daemon is refused also after daemon.lock was deleted
+     * under the first (an operator, a tmp cleaner where --shm is under /tmp). Before, the lock was on the file alone, so
+     * the second daemon made a new daemon.lock, locked that, and took the directory the first one still used.
+     */
+    @Test
+    void aSecondDaemonIsRefusedEvenAfterTheLockFileWasDeleted() throws Exception
+    {
+        try (DaemonLock first = DaemonLock.acquire(dir))
+        {
+            Files.delete(first.path());
+            final IOException e = assertThrows(IOException.class, () -> DaemonLock.acquire(dir),
+                "a second daemon on a directory the first one holds");
+            assertTrue(e.getMessage().contains("is in use by another daemon"), e.getMessage());
+            Files.writeString(first.path(), "junk\n"); // a daemon.lock someone made anew, that nobody locks
+            assertThrows(IOException.class, () -> DaemonLock.acquire(dir), "nor with a new daemon.lock in its place");
+        }
+        try (DaemonLock next = DaemonLock.acquire(dir))
+        {
+            assertTrue(DaemonLock.heldBy(dir, DaemonLock.identity()), "the first one gone, the next takes the directory");
+        }
+    }
+
     /** A daemon.lock that is a symbolic link is not followed, by the daemon or by readers; readers say what it is. */
     @Test
     void aSymbolicLinkInPlaceOfTheLockFileIsNotFollowed() throws Exception
