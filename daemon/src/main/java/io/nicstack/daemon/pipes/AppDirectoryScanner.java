@@ -45,7 +45,8 @@ import io.nicstack.pipes.AppFileDescriptor;
  * short queue, the users served least lately first and those whose files the loop rejected lately last; what does not
  * fit waits for the next scan without backing off. So no user's flood of ready files queues ahead of another user's
  * app. (A user who controls many uids, subordinate uids say, gets a turn for each.) A file answered REJECTED whose
- * app's process is gone is deleted ({@link #deleteIfAbandoned}).
+ * app's process is gone is deleted ({@link #deleteIfAbandoned}), and so is a file in another final state, ATTACHED
+ * say, that an earlier daemon left and whose app's process is gone: an app that died while no daemon ran.
  *
  * <p>Run by a thread of its own ({@link #startThread}) that scans when the loop asks ({@link #request}, every ~100 ms)
  * and then rests nine times as long as the scan took, up to 1 s, so a large directory costs it about a tenth of a
@@ -92,6 +93,8 @@ final class AppDirectoryScanner implements AutoCloseable
     private final OneToOneConcurrentArrayQueue<Path> found = new OneToOneConcurrentArrayQueue<>(QUEUE_CAPACITY);
     /** An app file's fields from its state to its app heartbeat, as {@link #state} read them last. */
     private final UnsafeBuffer fields = new UnsafeBuffer(ByteBuffer.allocateDirect(FIELDS_LENGTH));
+    /** A {@code struct pollfd} for {@link #processGone}. */
+    private final UnsafeBuffer pollfd = new UnsafeBuffer(ByteBuffer.allocateDirect(Linux.POLLFD_LENGTH));
     /** Scanning thread only. */
     private final Map<Path, Look> looks = new HashMap<>();
     private final Set<Path> listed = new HashSet<>();
@@ -106,8 +109,16 @@ final class AppDirectoryScanner implements AutoCloseable
     private volatile long examinations;
     /** Files taken for new under their names so far. */
     private volatile long newFiles;
-    /** Files of apps gone before their attach deleted so far (the loop counts them: counters have one writer). */
+    /**
+     * Files of apps gone deleted so far, REJECTED ones and those an earlier daemon left (the loop counts them: counters
+     * have one writer).
+     */
     private volatile long abandonedDeleted;
+    /**
+     * What this process's descriptors under {@code /proc/self/fd} name in the directory, as read once in this scan when
+     * first needed ({@link #heldHere}); null before.
+     */
+    private Set<String> heldHere;
     private volatile boolean requested;
     private volatile boolean closed;
     private Thread thread;
@@ -301,6 +312,7 @@ final class AppDirectoryScanner implements AutoCloseable
     {
         final long now = clock.nanoTime();
         listed.clear();
+        heldHere = null;
         try (DirectoryStream<Path> dir = Files.newDirectoryStream(directory, "*" + suffix))
         {
             for (final Path path : dir)
@@ -468,30 +480,69 @@ final class AppDirectoryScanner implements AutoCloseable
                 look.rejected = true;
                 look.rejectedSince = now;
             }
-            else if (now - look.rejectedSince >= ABANDONED_AFTER_NANOS && deleteIfAbandoned(path, fields.getLong(PID_FIELD)))
+            else if (now - look.rejectedSince >= ABANDONED_AFTER_NANOS
+                && deleteIfAbandoned(path, state, fields.getLong(PID_FIELD)))
             {
                 looks.remove(path);
                 return true;
             }
+        }
+        else if (isFinal(state) && !look.handedOver && deleteIfAbandoned(path, state, fields.getLong(PID_FIELD)))
+        {
+            // Not handed over by this scanner: a file an earlier daemon answered (one this daemon attached is the
+            // loop's to delete when it reaps the app), or an app of an older version wrote that state in it.
+            looks.remove(path);
+            return true;
         }
         look.later(now);
         return true;
     }
 
     /**
-     * Delete a file answered REJECTED whose app's process is gone: an app that died before it was attached (or
-     * exited without reading its answer) leaves it behind, and its user may not be able to delete it (the directory is
-     * sticky, the app may have run as another user), so the daemon does. Gone means that the pid it names is no
-     * process of this PID namespace, looked at now, long after the answer; a live app of this namespace therefore
-     * keeps its file, and so does a dead one whose pid was reused (until that process exits too). An app of another
-     * PID namespace cannot be attached at all (its pid names no process here, or another) and has read its answer
-     * long since: the client library keeps its app file open and reads the answer through it, then deletes the file.
-     * The file deleted is the one read, still REJECTED with that pid, and still under its name. Returns whether it was
-     * deleted.
+     * Whether {@code state}, as an app file says it, is one its app no longer changes: ATTACHED, REJECTED (the
+     * daemon's answers), or DETACHED or DAEMON_GONE (which only an app of an older version, whose memory was its app
+     * file, left in its file). Not ATTACHING, nor a state no version writes.
      */
-    private boolean deleteIfAbandoned(final Path path, final long pid)
+    private static boolean isFinal(final int state)
     {
-        if (pid <= 0 || pid > Integer.MAX_VALUE || ProcessHandle.of(pid).isPresent())
+        return state == AppFileDescriptor.STATE_ATTACHED || state == AppFileDescriptor.STATE_REJECTED
+            || state == AppFileDescriptor.STATE_DETACHED || state == AppFileDescriptor.STATE_DAEMON_GONE;
+    }
+
+    private static String stateName(final int state)
+    {
+        return switch (state)
+        {
+            case AppFileDescriptor.STATE_ATTACHED -> "ATTACHED";
+            case AppFileDescriptor.STATE_DETACHED -> "DETACHED";
+            case AppFileDescriptor.STATE_DAEMON_GONE -> "DAEMON_GONE";
+            default -> "in state " + state;
+        };
+    }
+
+    /**
+     * Delete a file in the final state {@code state} whose app's process is gone. An app that died before it was
+     * attached (or exited without reading its answer) leaves its REJECTED file behind, and an app that died while no
+     * daemon ran the file an earlier daemon answered ATTACHED (that daemon left it to the app, which deletes it when it
+     * closes); its user may not be able to delete it (the directory is sticky, the app may have run as another user),
+     * so the daemon does. Gone means that the pid it names is no process of this PID namespace, or a zombie, looked at
+     * now ({@link #processGone}; for REJECTED, long after the answer); a live app of this namespace therefore keeps its
+     * file, and so does a dead one whose pid was reused (until that process exits too). An app of another PID
+     * namespace cannot be attached at all (its pid names no process here, or another) and has read its answer long
+     * since: the client library keeps its app file open and reads the answer through it, then deletes the file. One
+     * an earlier daemon of another PID namespace attached has lost that daemon for good (an app never attaches again
+     * through the same file). The file deleted is the one read, still in that state with that pid, still under its
+     * name, and not held open by this process, as a live session of this daemon holds its app file until the reap
+     * ({@link #heldHere}). Returns whether it was deleted.
+     */
+    private boolean deleteIfAbandoned(final Path path, final int state, final long pid)
+    {
+        if (!processGone(pid))
+        {
+            return false;
+        }
+        final Set<String> held = heldHere(); // before the file is opened below
+        if (held == null || held.contains(path.getFileName().toString()))
         {
             return false;
         }
@@ -502,7 +553,7 @@ final class AppDirectoryScanner implements AutoCloseable
         }
         try
         {
-            if (readFields(fd) != AppFileDescriptor.STATE_REJECTED || fields.getLong(PID_FIELD) != pid
+            if (readFields(fd) != state || fields.getLong(PID_FIELD) != pid
                 || !Objects.equals(Files.readAttributes(Path.of("/proc/self/fd/" + fd), BasicFileAttributes.class).fileKey(),
                     Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).fileKey()))
             {
@@ -510,8 +561,9 @@ final class AppDirectoryScanner implements AutoCloseable
             }
             Files.delete(path);
             abandonedDeleted++; // this thread only
-            log.println("nicstack pipes: deleted " + LogText.untrusted(path.getFileName()) + ": answered REJECTED, and its app "
-                + "(pid " + pid + ") is gone");
+            log.println("nicstack pipes: deleted " + LogText.untrusted(path.getFileName()) + ": "
+                + (state == AppFileDescriptor.STATE_REJECTED ? "answered REJECTED" : "left " + stateName(state))
+                + ", and its app (pid " + pid + ") is gone");
             return true;
         }
         catch (final IOException | RuntimeException e)
@@ -522,6 +574,98 @@ final class AppDirectoryScanner implements AutoCloseable
         {
             Linux.closeQuietly(fd);
         }
+    }
+
+    /**
+     * Whether {@code pid} names no process of this PID namespace, or one that has exited and that its parent has not
+     * waited for (a zombie, which ProcessHandle takes for alive): by a pidfd (pidfd_open(2) fails with ESRCH for no
+     * process; it reads as ready once the process has exited), and by {@code /proc/<pid>/stat} on a kernel without
+     * pidfd_open. False for what is not a pid, and whenever it cannot be told.
+     */
+    private boolean processGone(final long pid)
+    {
+        if (pid <= 0 || pid > Integer.MAX_VALUE)
+        {
+            return false;
+        }
+        final int pidfd = (int)Linux.syscall(Linux.SYS_PIDFD_OPEN, pid, 0, 0, 0, 0);
+        if (pidfd < 0)
+        {
+            final int errno = Linux.errno();
+            return errno == Linux.ESRCH || (errno == Linux.ENOSYS && procSaysGone(pid));
+        }
+        try
+        {
+            pollfd.putInt(0, pidfd);
+            pollfd.putShort(Linux.POLLFD_EVENTS_OFFSET, Linux.POLLIN);
+            pollfd.putShort(Linux.POLLFD_REVENTS_OFFSET, (short)0);
+            return Linux.LIBC.poll(pollfd.addressOffset(), 1, 0) > 0
+                && (pollfd.getShort(Linux.POLLFD_REVENTS_OFFSET) & Linux.POLLIN) != 0;
+        }
+        finally
+        {
+            Linux.closeQuietly(pidfd);
+        }
+    }
+
+    /** Whether {@code /proc/<pid>/stat} is missing or says zombie (Z) or dead (X). */
+    private static boolean procSaysGone(final long pid)
+    {
+        try
+        {
+            final String stat = Files.readString(Path.of("/proc/" + pid + "/stat"), java.nio.charset.StandardCharsets.ISO_8859_1);
+            final char state = stat.substring(stat.lastIndexOf(')') + 1).trim().charAt(0); // the name may hold anything
+            return state == 'Z' || state == 'X';
+        }
+        catch (final java.nio.file.NoSuchFileException e)
+        {
+            return true;
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return false;
+        }
+    }
+
+    /**
+     * The names in the directory that this process holds open now, as what its descriptors name says (readlink of
+     * {@code /proc/self/fd/<n>}, which reaches no file system: a descriptor of a stalled FUSE file cannot block it), read
+     * once a scan: a live session of this daemon holds its app file from the attach until the reap, when the loop
+     * deletes it. Null if it cannot be told.
+     */
+    private Set<String> heldHere()
+    {
+        if (heldHere != null)
+        {
+            return heldHere;
+        }
+        final Set<String> held = new HashSet<>();
+        try (DirectoryStream<Path> fds = Files.newDirectoryStream(Path.of("/proc/self/fd")))
+        {
+            final String prefix = directory.toRealPath() + "/";
+            for (final Path fd : fds)
+            {
+                final String target;
+                try
+                {
+                    target = Files.readSymbolicLink(fd).toString();
+                }
+                catch (final IOException | RuntimeException e)
+                {
+                    continue; // closed meanwhile
+                }
+                if (target.startsWith(prefix) && target.indexOf('/', prefix.length()) < 0)
+                {
+                    held.add(target.substring(prefix.length()));
+                }
+            }
+        }
+        catch (final IOException | RuntimeException e)
+        {
+            return null;
+        }
+        heldHere = held;
+        return held;
     }
 
     private boolean handOver(final Owner o, final Path path, final long now)

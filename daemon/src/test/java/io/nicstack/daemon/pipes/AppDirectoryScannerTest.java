@@ -22,6 +22,8 @@ import io.nicstack.pipes.AppFileDescriptor;
 import io.nicstack.pipes.Protocol.Reason;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -33,6 +35,10 @@ class AppDirectoryScannerTest
 {
     @TempDir
     Path apps;
+
+    /** Forks a child that exits at once, says its pid, and never waits for it (for 30 s, or until killed). */
+    private static final String ZOMBIE_PARENT =
+        "import os, time\npid = os.fork()\nif pid == 0: os._exit(0)\nprint(pid, flush=True)\ntime.sleep(30)";
 
     private long now = 1_000_000_000L;
     private AppDirectoryScanner scanner;
@@ -74,6 +80,42 @@ class AppDirectoryScannerTest
         header.putLong(AppFileDescriptor.MEMORY_INODE_OFFSET, memoryInode);
         header.putLong(AppFileDescriptor.APP_HEARTBEAT_OFFSET, System.currentTimeMillis());
         return bytes;
+    }
+
+    /** An app's file as an earlier daemon left it: in {@code state} from the first look on. */
+    private Path leftIn(final String name, final long pid, final int state) throws IOException
+    {
+        final Path path = appFile(name, pid, 20 + pid);
+        answer(path, state);
+        return path;
+    }
+
+    /** The pid of a process that has exited and been waited for: a pid that names no process now. */
+    private static long deadPid() throws IOException, InterruptedException
+    {
+        final Process p = new ProcessBuilder("true").start();
+        p.waitFor();
+        return p.pid();
+    }
+
+    /** The pid of a zombie: a child of {@code parent} ({@link #ZOMBIE_PARENT}) that exited and that nobody waits for. */
+    private static long zombieOf(final Process parent) throws IOException, InterruptedException
+    {
+        final String line = new java.io.BufferedReader(new java.io.InputStreamReader(parent.getInputStream())).readLine();
+        assertTrue(line != null && line.matches("[0-9]+"), "the shell said " + line);
+        final long pid = Long.parseLong(line);
+        final Path stat = Path.of("/proc/" + pid + "/stat");
+        for (int i = 0; i < 500; i++) // at most 5 s
+        {
+            final String text = Files.exists(stat) ? Files.readString(stat) : "";
+            if (text.substring(text.lastIndexOf(')') + 1).trim().startsWith("Z"))
+            {
+                assertTrue(java.lang.ProcessHandle.of(pid).isPresent(), "the JDK takes a zombie for a process");
+                return pid;
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("pid " + pid + " did not become a zombie");
     }
 
     private static Path ownedBy(final Path path, final int uid) throws IOException
@@ -136,6 +178,95 @@ class AppDirectoryScannerTest
         final Path next = ownedBy(appFile("bad-again", 1003, 13), rejectedUid);
         final Path other = ownedBy(appFile("good-again", 1004, 14), otherUid);
         assertEquals(List.of(other, next), scan(), "the owner the loop rejected comes last");
+    }
+
+    /**
+     * A file an earlier daemon left ATTACHED (or in any state but ATTACHING and REJECTED) whose app's process is gone
+     * is deleted at its first look, and counted: nothing else would delete it (the loop deletes the files of the apps it
+     * attached itself, the client library its own file when it closes, and this app is dead). Before, only a REJECTED
+     * file was ever deleted, so an app killed while no daemon ran left its file for good. One whose app lives is kept,
+     * look after look.
+     */
+    @Test
+    void aFileAnEarlierDaemonLeftWhoseAppIsGoneIsDeleted() throws Exception
+    {
+        final long dead = deadPid();
+        final Path attached = leftIn("attached", dead, AppFileDescriptor.STATE_ATTACHED);
+        final Path detached = leftIn("detached", dead, AppFileDescriptor.STATE_DETACHED);
+        final Path live = leftIn("live", ProcessHandle.current().pid(), AppFileDescriptor.STATE_ATTACHED);
+        assertEquals(List.of(), scan(), "nothing to attach");
+        assertFalse(Files.exists(attached), "an ATTACHED file of a dead app");
+        assertFalse(Files.exists(detached), "a DETACHED one");
+        assertEquals(2, scanner.abandonedDeleted());
+        for (int i = 0; i < 8; i++)
+        {
+            now += AppDirectoryScanner.MAX_RELOOK_NANOS;
+            scan();
+        }
+        assertTrue(Files.exists(live), "a live app's file is kept");
+        assertEquals(2, scanner.abandonedDeleted());
+    }
+
+    /**
+     * A zombie's pid names no app: the JDK's ProcessHandle says it is alive (its /proc entry stays until its parent waits
+     * for it), so a REJECTED file naming one was kept for as long as the zombie lasted; a pidfd tells the truth.
+     */
+    @Test
+    void aFileWhoseAppIsAZombieIsDeleted() throws Exception
+    {
+        final List<String> command = new ArrayList<>(io.nicstack.daemon.Netns.dieWithParent());
+        command.addAll(List.of("/usr/bin/python3", "-c", ZOMBIE_PARENT));
+        final Process parent = new ProcessBuilder(command).start();
+        try
+        {
+            final long zombie = zombieOf(parent);
+            final Path attached = leftIn("attached", zombie, AppFileDescriptor.STATE_ATTACHED);
+            final Path rejected = appFile("rejected", zombie, 31);
+            assertEquals(List.of(rejected), scan());
+            answer(rejected, AppFileDescriptor.STATE_REJECTED);
+            scan();
+            assertFalse(Files.exists(attached), "an ATTACHED file of a zombie");
+            now += AppDirectoryScanner.ABANDONED_AFTER_NANOS;
+            scan();
+            assertFalse(Files.exists(rejected), "a REJECTED one, once its answer is old");
+            assertEquals(2, scanner.abandonedDeleted());
+        }
+        finally
+        {
+            parent.destroyForcibly();
+            parent.waitFor();
+        }
+    }
+
+    /**
+     * A file this daemon holds open, as a live session holds its app file until the reap, is never deleted by the
+     * scanner, whatever pid it names (its app may rewrite it): the loop deletes it when it reaps the app. Nor is one the
+     * scanner handed over to attach and then saw ATTACHED: the loop answered it, and deletes it itself.
+     */
+    @Test
+    void aFileThisDaemonAttachedIsLeftToTheLoop() throws Exception
+    {
+        final long dead = deadPid();
+        final Path held = leftIn("held", dead, AppFileDescriptor.STATE_ATTACHED);
+        final Path handed = appFile("handed", dead, 41);
+        try (FileChannel session = FileChannel.open(held, StandardOpenOption.READ, StandardOpenOption.WRITE))
+        {
+            assertEquals(List.of(handed), scan());
+            answer(handed, AppFileDescriptor.STATE_ATTACHED);
+            for (int i = 0; i < 3; i++)
+            {
+                now += AppDirectoryScanner.MAX_RELOOK_NANOS;
+                scan();
+            }
+            assertTrue(Files.exists(held), "held open by this daemon");
+            assertTrue(Files.exists(handed), "attached by this daemon");
+            assertEquals(0, scanner.abandonedDeleted());
+        }
+        now += AppDirectoryScanner.MAX_RELOOK_NANOS;
+        scan();
+        assertFalse(Files.exists(held), "no longer held: no session of this daemon owns it");
+        assertTrue(Files.exists(handed));
+        assertEquals(1, scanner.abandonedDeleted());
     }
 
     /**
