@@ -55,19 +55,10 @@ final class DaemonLock implements AutoCloseable
     static final String FILE_NAME = AppFile.DAEMON_LOCK;
     /** The identity is short ASCII; a longer file is not ours. */
     private static final int MAX_LENGTH = 64;
-    /** flock(2): its number differs between x86_64 (73) and aarch64 (32); -1 elsewhere (no directory lock there). */
-    private static final long SYS_FLOCK = switch (System.getProperty("os.arch"))
-    {
-        case "amd64", "x86_64" -> 73;
-        case "aarch64" -> 32;
-        default -> -1;
-    };
-    private static final int LOCK_EX = 2;
-    private static final int LOCK_NB = 4;
 
     private final Path path;
     private int fd;
-    /** The directory, flock'ed; -1 where flock(2) has no known number. */
+    /** The directory, flock'ed. */
     private int directoryFd;
 
     private DaemonLock(final Path path, final int fd, final int directoryFd)
@@ -125,14 +116,10 @@ final class DaemonLock implements AutoCloseable
     /**
      * An exclusive flock(2) of the directory {@code dir} itself, on a descriptor of its own (a lock of the open file,
      * as the file's: no other descriptor of this process can drop it), or an {@link IOException} naming the daemon that
-     * holds it. The descriptor, or -1 where flock has no known number (then only the file is locked).
+     * holds it. The descriptor.
      */
     private static int lockDirectory(final Path dir) throws IOException
     {
-        if (SYS_FLOCK < 0)
-        {
-            return -1;
-        }
         final int fd = open(dir, Linux.O_RDONLY);
         if (fd < 0)
         {
@@ -145,7 +132,7 @@ final class DaemonLock implements AutoCloseable
             {
                 throw new IOException("--shm " + dir + " is not a directory");
             }
-            if (Linux.syscall(SYS_FLOCK, fd, LOCK_EX | LOCK_NB, 0, 0, 0) != 0)
+            if (LIBC.flock(fd, Linux.LOCK_EX | Linux.LOCK_NB) != 0)
             {
                 final int errno = Linux.errno();
                 if (errno != Linux.EAGAIN) // EWOULDBLOCK

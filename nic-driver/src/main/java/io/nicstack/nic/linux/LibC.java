@@ -68,6 +68,9 @@ public interface LibC
      */
     int fcntl(int fd, int cmd, @intptr_t long arg);
 
+    /** flock(2): a lock of the open file description, here of a directory ({@link Linux#LOCK_EX}, {@link Linux#LOCK_NB}). */
+    int flock(int fd, int operation);
+
     /** poll(2) over {@code nfds} {@code struct pollfd} at {@code fds}. */
     int poll(@intptr_t long fds, @u_int64_t long nfds, int timeoutMillis);
 

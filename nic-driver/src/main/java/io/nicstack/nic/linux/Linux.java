@@ -76,6 +76,9 @@ public final class Linux
 
     // pidfd_open(2), pidfd_getfd(2), pidfd_send_signal(2): numbers of the unified syscall table (424 and up), the same on x86_64 and aarch64.
     public static final long SYS_PIDFD_OPEN = 434;
+    /** flock(2)'s operations: an exclusive lock, and do not wait for it. */
+    public static final int LOCK_EX = 2;
+    public static final int LOCK_NB = 4;
     public static final long SYS_PIDFD_GETFD = 438;
     public static final long SYS_PIDFD_SEND_SIGNAL = 424;
 
