@@ -63,8 +63,9 @@ public final class Arp
     private int waiting;
 
     // Frames waiting for resolution: fixed slots in one buffer. queueOrder lists the slots in use, oldest first (the
-    // frames for one address leave in the order they came), freeSlots the others; dropping a frame from the middle
-    // moves slot numbers, never frames.
+    // frames for one address leave in the order they came), freeSlots (a stack of freeCount) the unused ones, and
+    // discarded those whose resolution failed, held until they are reported; dropping a frame from the middle moves
+    // slot numbers, never frames.
     private final UnsafeBuffer queue;
     private final int queueSlotLength;
     /** Cache entry each queued frame waits for, by queue slot. */
@@ -72,17 +73,40 @@ public final class Arp
     private final int[] queueLength;
     private final int[] queueOrder;
     private final int[] freeSlots;
+    private int freeCount;
     private int queued;
+    /** Queue slots of frames whose address stopped resolving, a ring: each freed as {@link #reportDiscarded} reaches it. */
+    private final int[] discarded;
+    /** The discarded frame being reported: a copy, so that its slot is free again for what the listener sends. */
+    private final UnsafeBuffer reported;
+    private int discardedFirst;
+    private int discardedCount;
+    private boolean reporting;
     /** Frames queued for each cache entry. */
     private final int[] queuedFor;
 
     private ResolutionFailedListener resolutionFailed;
+    private DiscardedFrameListener discardedFrames;
 
     /** Told when an address stops resolving: its requests (or the polls of its aged entry) went unanswered. */
     @FunctionalInterface
     public interface ResolutionFailedListener
     {
         void onResolutionFailed(int ip, long now);
+    }
+
+    /**
+     * Told of each frame that waited for an address that stopped resolving, as it is discarded (and counted as
+     * {@link StackCounter#ARP_RESOLUTION_FAILED}): Linux's neigh_invalidate hands each such packet to arp_error_report.
+     */
+    @FunctionalInterface
+    public interface DiscardedFrameListener
+    {
+        /**
+         * {@code frame[offset, offset + length)} is the whole Ethernet frame, readable during the call only. The
+         * listener may send (even to the same address: it starts a new resolution).
+         */
+        void onFrameDiscarded(DirectBuffer frame, int offset, int length, long now);
     }
 
     public Arp(final StackConfig config, final Link link, final StackCounters counters, final Timers timers)
@@ -115,14 +139,17 @@ public final class Arp
         final int q = config.arpQueueFrames();
         queueSlotLength = link.device().maxFrameLength();
         queue = new UnsafeBuffer(ByteBuffer.allocateDirect(q * queueSlotLength));
+        reported = new UnsafeBuffer(new byte[queueSlotLength]);
         queueEntry = new int[q];
         queueLength = new int[q];
         queueOrder = new int[q];
         freeSlots = new int[q];
+        discarded = new int[q];
         for (int i = 0; i < q; i++)
         {
             freeSlots[i] = q - 1 - i;
         }
+        freeCount = q;
     }
 
     /** Linux's ARP locktime: another MAC for an entry that changed more recently than this is not taken. */
@@ -225,14 +252,20 @@ public final class Arp
             counters.increment(StackCounter.ARP_QUEUE_OVERFLOW);
             return false;
         }
-        if (queued == queueOrder.length)
+        if (freeCount == 0)
         {
+            if (queued == 0)
+            {
+                // Every slot holds a discarded frame still to be reported (a listener sending again): none gives way.
+                counters.increment(StackCounter.ARP_QUEUE_OVERFLOW);
+                return false;
+            }
             // RFC 1122 2.3.2.2: SHOULD save at least one (the latest) packet of each unresolved address. Spoofed sources
             // make us queue replies that never resolve; they must not starve a new destination, nor one address's burst
             // everyone else. (With more waiting addresses than slots, the oldest frame of all gives way.)
             dropOldestOfBusiest();
         }
-        final int slot = freeSlots[queueOrder.length - 1 - queued];
+        final int slot = freeSlots[--freeCount];
         queue.putBytes(slot * queueSlotLength, frame, 0, length);
         queueEntry[slot] = entry;
         queueLength[slot] = length;
@@ -248,7 +281,7 @@ public final class Arp
      */
     public boolean admitFragments(final int frames)
     {
-        if (frames > queueOrder.length - queued)
+        if (frames > freeCount)
         {
             counters.add(StackCounter.ARP_QUEUE_OVERFLOW, frames);
             return false;
@@ -274,7 +307,7 @@ public final class Arp
         final int slot = queueOrder[at];
         System.arraycopy(queueOrder, at + 1, queueOrder, at, queued - at - 1);
         queued--;
-        freeSlots[queueOrder.length - 1 - queued] = slot;
+        freeSlots[freeCount++] = slot;
         queuedFor[queueEntry[slot]]--;
         counters.increment(StackCounter.ARP_QUEUE_OVERFLOW);
     }
@@ -304,6 +337,15 @@ public final class Arp
     public void onResolutionFailed(final ResolutionFailedListener listener)
     {
         resolutionFailed = listener;
+    }
+
+    /**
+     * Tell {@code listener} of every frame discarded because its address stopped resolving (one listener: the IP layer,
+     * which tells the transport that sent it), after the {@link ResolutionFailedListener}.
+     */
+    public void onFrameDiscarded(final DiscardedFrameListener listener)
+    {
+        discardedFrames = listener;
     }
 
     /** Cached MAC for {@code ip} in any usable state, or -1. */
@@ -422,24 +464,29 @@ public final class Arp
     /** Send every frame waiting for cache entry {@code entry}, now that its MAC is known. */
     private void releaseQueued(final int entry, final long hardwareAddress)
     {
-        takeQueued(entry, hardwareAddress);
+        takeQueued(entry, hardwareAddress, false);
     }
 
-    /** Discard every frame waiting for cache entry {@code entry} (resolution failed or evicted), counting each. */
-    private void dropQueued(final int entry)
+    /**
+     * Discard every frame waiting for cache entry {@code entry}, whose resolution failed, counting each: they are held
+     * for {@link #reportDiscarded}, which tells the listener and frees their slots.
+     */
+    private void failQueued(final int entry)
     {
-        takeQueued(entry, -1);
+        takeQueued(entry, -1, true);
     }
 
-    /** Remove the frames queued for {@code entry}, oldest first: sent to {@code hardwareAddress}, or dropped when -1. */
-    private void takeQueued(final int entry, final long hardwareAddress)
+    /**
+     * Remove the frames queued for {@code entry}, oldest first: sent to {@code hardwareAddress}, or discarded when -1
+     * (counted; held for {@link #reportDiscarded} when {@code report}, else freed at once).
+     */
+    private void takeQueued(final int entry, final long hardwareAddress, final boolean report)
     {
         if (queuedFor[entry] == 0)
         {
             return;
         }
         int kept = 0;
-        int free = queueOrder.length - queued;
         for (int i = 0; i < queued; i++)
         {
             final int slot = queueOrder[i];
@@ -448,10 +495,18 @@ public final class Arp
                 queueOrder[kept++] = slot;
                 continue;
             }
-            freeSlots[free++] = slot;
             if (hardwareAddress < 0)
             {
                 counters.increment(StackCounter.ARP_RESOLUTION_FAILED);
+                if (report)
+                {
+                    // At most every slot is held, and the ring has one place for each.
+                    discarded[(discardedFirst + discardedCount++) % discarded.length] = slot;
+                }
+                else
+                {
+                    freeSlots[freeCount++] = slot;
+                }
             }
             else
             {
@@ -460,10 +515,53 @@ public final class Arp
                 frame.putBytes(0, queue, slot * queueSlotLength, len);
                 eth.wrap(frame, 0, EthernetFrame.HEADER_LENGTH).destination(hardwareAddress);
                 link.commit(len);
+                freeSlots[freeCount++] = slot;
             }
         }
         queued = kept;
         queuedFor[entry] = 0;
+    }
+
+    /**
+     * Hand each discarded frame to the listener, oldest first, its slot freed first (the listener gets a copy). The
+     * listener may send, and so enqueue, even for the same address (Linux's neigh_invalidate warns that its error report
+     * "can hit the same neighbour entry"): the frames are out of the queue's order by then, each held in the ring until
+     * its turn. A nested call returns at once: the outer one reports what it adds. A listener that throws costs the
+     * reports still due, not their slots.
+     */
+    private void reportDiscarded(final long now)
+    {
+        if (reporting)
+        {
+            return;
+        }
+        reporting = true;
+        try
+        {
+            while (discardedCount > 0)
+            {
+                final int slot = discarded[discardedFirst];
+                discardedFirst = (discardedFirst + 1) % discarded.length;
+                discardedCount--;
+                final int length = queueLength[slot];
+                reported.putBytes(0, queue, slot * queueSlotLength, length);
+                freeSlots[freeCount++] = slot;
+                if (discardedFrames != null)
+                {
+                    discardedFrames.onFrameDiscarded(reported, 0, length, now);
+                }
+            }
+        }
+        finally
+        {
+            while (discardedCount > 0)
+            {
+                freeSlots[freeCount++] = discarded[discardedFirst];
+                discardedFirst = (discardedFirst + 1) % discarded.length;
+                discardedCount--;
+            }
+            reporting = false;
+        }
     }
 
     private void armRetry(final int slot, final long now)
@@ -489,13 +587,26 @@ public final class Arp
         timerId[slot] = Timers.NO_TIMER;
         if (++retries[slot] >= config.arpMaxRetries())
         {
-            // RFC 1122 2.3.2.1: give up, flush the entry and whatever waited for it.
+            // RFC 1122 2.3.2.1: give up, flush the entry and whatever waited for it. Each frame discarded is reported,
+            // so its sender hears of it now rather than when its own timers run out: link-layer information that
+            // reliably detects a host failure (RFC 1122 3.3.1.4). Only a resolution left unanswered is reported, never
+            // the mere lack of an entry (2.4: MUST NOT treat that as destination unreachable). No negative entry is
+            // kept (Linux's FAILED neighbour is resolved afresh by the next packet, __neigh_event_send): the next
+            // datagram to ip asks again, at most one request per second all the same, as the last went a retry
+            // interval ago; a host that has just come up is not refused for a while.
             final int ip = address[slot];
-            dropQueued(slot);
+            failQueued(slot);
             free(slot);
-            if (resolutionFailed != null)
+            try
             {
-                resolutionFailed.onResolutionFailed(ip, now);
+                if (resolutionFailed != null)
+                {
+                    resolutionFailed.onResolutionFailed(ip, now);
+                }
+            }
+            finally
+            {
+                reportDiscarded(now);
             }
             return;
         }
@@ -522,7 +633,9 @@ public final class Arp
                 return NONE;
             }
             counters.increment(StackCounter.ARP_CACHE_FULL);
-            dropQueued(slot);
+            // A victim is resolved and never polled (victim()), so no frame waits for it; were one there, it would go
+            // unreported: this runs inside a send, where the sender cannot be told.
+            takeQueued(slot, -1, false);
             free(slot);
         }
         used++;
@@ -616,6 +729,18 @@ public final class Arp
             final int slot = freeEntries[i];
             check(state[slot] == FREE && !seen[slot], "free stack", slot);
             seen[slot] = true;
+        }
+        // The queue's slots: each in exactly one of its order, its free stack, or the discarded frames being reported.
+        final int q = queueOrder.length;
+        check(queued + freeCount + discardedCount == q,
+            "queue slots: " + queued + " queued, " + freeCount + " free, " + discardedCount + " discarded, of " + q, -1);
+        final boolean[] slotSeen = new boolean[q];
+        for (int i = 0; i < queued + freeCount + discardedCount; i++)
+        {
+            final int slot = i < queued ? queueOrder[i] : i < queued + freeCount ? freeSlots[i - queued]
+                : discarded[(discardedFirst + i - queued - freeCount) % q];
+            check(!slotSeen[slot], "queue slot listed twice", slot);
+            slotSeen[slot] = true;
         }
     }
 

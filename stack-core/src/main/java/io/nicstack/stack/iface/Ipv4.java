@@ -36,6 +36,10 @@ public final class Ipv4
     private final StackCounters counters;
     private final Reassembler reassembler;
     private final IpProtocolHandler[] handlers = new IpProtocolHandler[256];
+    /** Told of their datagrams that ARP could not deliver, by protocol ({@link #onLinkFailure}). */
+    private final LinkFailureHandler[] linkFailureHandlers = new LinkFailureHandler[256];
+    /** Over a frame ARP discarded ({@link #onFrameDiscarded}). */
+    private final Ipv4Header discardedHeader = new Ipv4Header();
     /** Told of datagrams for a protocol no handler takes, already counted as dropped (ICMP answers them). */
     private IpProtocolHandler unknownProtocol;
     /** Told of datagrams to us with a malformed option, already counted as dropped (ICMP answers them). */
@@ -85,6 +89,24 @@ public final class Ipv4
             // Every datagram given up, whatever the result code of the fragment that gave it up (timeouts above).
             () -> counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED));
         arp.onResolutionFailed(this::onResolutionFailed);
+        arp.onFrameDiscarded(this::onFrameDiscarded);
+    }
+
+    /**
+     * An upper layer told that a datagram it sent was discarded unsent: ARP gave up on its first hop (Linux's
+     * arp_error_report, which turns it into a host unreachable delivered locally; RFC 1122 3.3.1.4's link-layer
+     * information that reliably detects a host failure).
+     */
+    @FunctionalInterface
+    public interface LinkFailureHandler
+    {
+        /**
+         * @param destination the datagram's destination (the remote end; its first hop may be a gateway).
+         * @param buffer      holds the datagram's upper-layer header and payload, readable during the call only.
+         * @param offset      where the upper-layer header starts.
+         * @param length      the upper-layer header and payload, at least 8 octets (what an ICMP error would quote).
+         */
+        void onLinkFailure(int destination, DirectBuffer buffer, int offset, int length, long now);
     }
 
     /** Told of a datagram for us dropped for a malformed header option (see {@link #onBadOptions}). */
@@ -104,6 +126,15 @@ public final class Ipv4
             throw new IllegalStateException("IP protocol " + protocol + " already has a handler");
         }
         handlers[protocol] = handler;
+    }
+
+    /**
+     * Tell {@code handler} of each datagram of {@code protocol} discarded because ARP gave up on its first hop (one
+     * handler per protocol; TCP and UDP register themselves).
+     */
+    public void onLinkFailure(final int protocol, final LinkFailureHandler handler)
+    {
+        linkFailureHandlers[protocol & 0xFF] = handler;
     }
 
     /**
@@ -526,6 +557,28 @@ public final class Ipv4
     private void onResolutionFailed(final int ip, final long now)
     {
         counters.add(StackCounter.IPV4_REDIRECTS_DROPPED_UNRESOLVED, redirects.forgetGateway(ip));
+    }
+
+    /**
+     * ARP discarded one of our frames, unsent, as its first hop stopped resolving: tell the protocol that sent it, as
+     * Linux's ipv4_link_failure sends the sender a host unreachable. Only a datagram's first fragment holds the
+     * upper-layer header (Linux's icmp_send answers fragment 0 only); ARP's queue holds only frames {@link #emit} wrote.
+     */
+    private void onFrameDiscarded(final DirectBuffer frame, final int offset, final int length, final long now)
+    {
+        final int ipOffset = offset + EthernetFrame.HEADER_LENGTH;
+        final Ipv4Header h = discardedHeader;
+        if (!h.wrapChecked(frame, ipOffset, length - EthernetFrame.HEADER_LENGTH) || h.fragmentOffset() != 0)
+        {
+            return;
+        }
+        final LinkFailureHandler handler = linkFailureHandlers[h.protocol()];
+        final int headerLength = h.headerLength();
+        final int l4Length = Math.min(h.totalLength(), length - EthernetFrame.HEADER_LENGTH) - headerLength;
+        if (handler != null && l4Length >= 8)
+        {
+            handler.onLinkFailure(h.destination(), frame, ipOffset + headerLength, l4Length, now);
+        }
     }
 
     /**

@@ -138,7 +138,8 @@ public enum StackCounter
     TCP_TIMEOUTS("tcp connections timed out", Kind.INFO),
     TCP_TIME_WAIT_REUSED("tcp time-wait connections reopened by a new syn (rfc 6191)", Kind.INFO),
     TCP_TIME_WAIT_OVERFLOW("tcp time-wait bound full: connection closed without time-wait", Kind.INFO),
-    ICMP_OUT_RATE_LIMITED_PEER("icmp errors suppressed by the per-peer rate limit", Kind.INFO);
+    ICMP_OUT_RATE_LIMITED_PEER("icmp errors suppressed by the per-peer rate limit", Kind.INFO),
+    TCP_LINK_FAILURES("tcp segments arp discarded (first hop unanswered), told to their connection: attempts ended as unreachable, else a soft error", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */
     public enum Kind

@@ -121,6 +121,7 @@ public final class Tcp implements IpProtocolHandler
         // An address that is also a broadcast address (the subnet's all-ones one, e.g. 10.0.0.255/24) makes IPv4 hand
         // TCP its datagrams as broadcasts, which TCP drops: no early path around that. The config is read once here.
         this.earlyDemux = !ip.isBroadcast(localAddress);
+        ip.onLinkFailure(Ipv4Header.PROTOCOL_TCP, this::onLinkFailure);
     }
 
     /** The offset of the TCP timestamps of this 4-tuple's connections ({@link IsnGenerator#timestampOffset}). */
@@ -600,6 +601,23 @@ public final class Tcp implements IpProtocolHandler
         }
         now = nowNanos;
         c.onIcmpError(type, code, restOfHeader & 0xFFFF, seq, nowNanos);
+    }
+
+    /**
+     * A segment of ours was discarded unsent: ARP gave up on its first hop (RFC 1122 §3.3.1.4's link-layer report; Linux
+     * delivers a host unreachable to itself, tcp_v4_err). It goes to the connection that sent it, found as an ICMP
+     * error's quote finds it; one that is gone, or whose segment is no longer in flight, is not told.
+     */
+    private void onLinkFailure(
+        final int remoteIp, final DirectBuffer segment, final int offset, final int length, final long nowNanos)
+    {
+        final TcpHeader h = header.wrap(segment, offset, length);
+        final TcpConnection c = connections.get(key(remoteIp, h.destinationPort(), h.sourcePort()));
+        if (c != null)
+        {
+            now = nowNanos;
+            c.onLinkFailure(h.sequenceNumber(), nowNanos);
+        }
     }
 
     /** RFC 9293 §3.10.7.1: no connection. Answer anything but a RST with a RST. */

@@ -1203,6 +1203,42 @@ public final class TcpConnection
         }
     }
 
+    /** {@link #softError()} for a first hop that never answered ARP: destination unreachable, host unreachable. */
+    static final int SOFT_ERROR_HOST_UNREACHABLE = IcmpHeader.TYPE_DESTINATION_UNREACHABLE << 8 | 1;
+
+    /**
+     * Our segment {@code seq} was discarded unsent: ARP gave up on the first hop (its address went unanswered for
+     * about 3 s, StackConfig's ARP retries). A segment no longer in flight tells nothing (an ACK, or one acknowledged
+     * since).
+     *
+     * <ul>
+     * <li>An active open still opening (SYN-SENT, or SYN-RECEIVED of a simultaneous open) ends at once, as timed out
+     *     with the soft error host unreachable, which the pipes report as UNREACHABLE: Linux's tcp_v4_err aborts a
+     *     SYN-SENT socket with EHOSTUNREACH on the host unreachable that arp_error_report delivers to it. A connect to
+     *     an on-link address nobody holds fails in about 3 s, not after R2 for a SYN (MUST-23's 3 minutes, 367 s
+     *     here). RFC 1122 §4.2.3.9 (MUST-56) forbids aborting on a received host unreachable, which a router far away
+     *     may send for a transient condition, or an attacker forge; this one was seen by this host on its own link,
+     *     and the application that would retry can do so (the next attempt asks ARP again). A deviation, listed in
+     *     docs/rfc9293-musts.md at MUST-23 and MUST-56.</li>
+     * <li>A passive open's SYN,ACK, or any synchronized connection, keeps the RFC's behaviour: it retransmits to its
+     *     limit (R2, MUST-20), ARP asking again for each, and the host unreachable is kept as a soft error (SHLD-25), so
+     *     that a timeout is reported as UNREACHABLE rather than TIMED_OUT, as Linux's sk_err_soft is.</li>
+     * </ul>
+     */
+    void onLinkFailure(final int seq, final long now)
+    {
+        if (!(Seq.le(sndUna, seq) && Seq.lt(seq, sndMax)))
+        {
+            return;
+        }
+        tcp.count(StackCounter.TCP_LINK_FAILURES);
+        softError = SOFT_ERROR_HOST_UNREACHABLE;
+        if (!state.isSynchronized() && !passive)
+        {
+            tcp.remove(this, CLOSE_TIMED_OUT);
+        }
+    }
+
     /**
      * RFC 1191: a smaller path MTU; shrink the MSS, or clear DF below the floor, and resend what is in flight in
      * segments that get through.

@@ -87,6 +87,8 @@ final class TcpTestHarness
     TcpConnection conn;
     final Events events = new Events();
     private int ipId = 1;
+    /** False: the peer went silent on ARP, and {@link #advance} no longer refreshes the stack's entry for it. */
+    boolean peerAnswersArp = true;
 
     TcpTestHarness()
     {
@@ -119,7 +121,22 @@ final class TcpTestHarness
         this(config, false, null);
     }
 
+    /**
+     * On a stack with {@code config}; with {@code peerKnown} false the stack has not resolved the peer, which does not
+     * answer ARP ({@link #peerAnswersArp}) until the test says so.
+     */
+    TcpTestHarness(final StackConfig config, final boolean peerKnown)
+    {
+        this(config, false, null, peerKnown);
+    }
+
     private TcpTestHarness(final StackConfig config, final boolean checksumOffload, final long[] secrets)
+    {
+        this(config, checksumOffload, secrets, true);
+    }
+
+    private TcpTestHarness(final StackConfig config, final boolean checksumOffload, final long[] secrets,
+        final boolean peerKnown)
     {
         this.mtu = config.mtu();
         device = new TestDevice(mtu).transmitChecksumOffload(checksumOffload);
@@ -127,7 +144,11 @@ final class TcpTestHarness
         stack = secrets == null ? new NetStack(device, config, counters, now) : new NetStack(device, config, counters, now,
             new IsnGenerator(secrets[0], secrets[1]), new SynCookies(secrets[2], secrets[3]));
         mac = stack.config().mac();
-        learnPeer();
+        peerAnswersArp = peerKnown;
+        if (peerKnown)
+        {
+            learnPeer();
+        }
     }
 
     /** Teach the stack the peer's MAC (an ARP request for us), so TCP never waits on ARP. */
@@ -236,9 +257,12 @@ final class TcpTestHarness
     void advance(final long nanos)
     {
         now += nanos;
-        // The peer keeps answering ARP: refresh the stack's cache entry so long idle periods never wait on ARP.
-        device.inject(Frames.ethernet(MacAddress.BROADCAST, Frames.PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
-            Frames.arp(ArpPacket.OP_REQUEST, Frames.PEER_MAC, PEER_IP, 0, STACK_IP)));
+        if (peerAnswersArp)
+        {
+            // The peer keeps answering ARP: refresh the stack's cache entry so long idle periods never wait on ARP.
+            device.inject(Frames.ethernet(MacAddress.BROADCAST, Frames.PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
+                Frames.arp(ArpPacket.OP_REQUEST, Frames.PEER_MAC, PEER_IP, 0, STACK_IP)));
+        }
         stack.poll(now);
     }
 
