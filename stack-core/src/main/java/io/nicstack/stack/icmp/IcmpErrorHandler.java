@@ -6,6 +6,10 @@ import org.agrona.DirectBuffer;
  * An upper layer that acts on ICMP error messages about datagrams it sent (RFC 1122 §3.2.2, RFC 9293 §3.9.2 MUST-54).
  * {@link Icmp} has already checked that the quoted IPv4 header is well formed, came from this host and quotes at least
  * the first 8 octets of the upper-layer header (all RFC 792 promises).
+ *
+ * <p>UDP's handler also hears, as a host unreachable (type 3, code 1), of a datagram of ours that ARP discarded unsent
+ * because its first hop never answered: the error Linux's arp_error_report delivers to the sending host itself. TCP
+ * hears of those apart ({@code Ipv4.LinkFailureHandler}), as it treats them unlike a received host unreachable.
  */
 @FunctionalInterface
 public interface IcmpErrorHandler

@@ -45,6 +45,7 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         this.ip = ip;
         this.icmp = icmp;
         this.counters = counters;
+        ip.onLinkFailure(Ipv4Header.PROTOCOL_UDP, this::onLinkFailure);
     }
 
     /** Bind {@code port} with an inline handler (port 0: see {@link #bind(int, int)}). */
@@ -185,6 +186,21 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
             counters.increment(StackCounter.UDP_ICMP_IGNORED);
         }
     }
+
+    /**
+     * A datagram of ours was discarded unsent, as ARP gave up on its first hop: the socket hears of it as of a host
+     * unreachable (type 3, code 1) quoting it, the error Linux's arp_error_report delivers to the sending host, and
+     * counted as the ICMP errors are. {@link #send} had reported the datagram sent: it waited for ARP.
+     */
+    private void onLinkFailure(
+        final int destination, final DirectBuffer buffer, final int offset, final int length, final long now)
+    {
+        onIcmpError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, CODE_HOST_UNREACHABLE, 0, destination, buffer, offset, length,
+            now);
+    }
+
+    /** ICMP destination unreachable's code for host unreachable (RFC 792). */
+    private static final int CODE_HOST_UNREACHABLE = 1;
 
     boolean send(
         final int sourcePort,
