@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.OutputStream;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
@@ -39,12 +40,15 @@ import io.nicstack.pipes.Libc;
 import io.nicstack.pipes.PipeDescriptor;
 import io.nicstack.pipes.Protocol;
 import io.nicstack.pipes.Protocol.Reason;
+import io.nicstack.stack.Frames;
 import io.nicstack.stack.NetStack;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpHandler;
 import io.nicstack.stack.tcp.TcpState;
+import io.nicstack.stack.wire.ArpPacket;
+import io.nicstack.stack.wire.EthernetFrame;
 
 /**
  * The daemon's pipe server on stack A, a remote peer on stack B, joined by a memory wire; the app is
@@ -1330,13 +1334,34 @@ class PipeServerTest
         app.close();
     }
 
-    /** Run (the SYN's R2 is minutes of simulated time) until the app gets the ERROR answering {@code requestId}. */
+    /**
+     * Run (the SYN's R2 is minutes of simulated time) until the app gets the ERROR answering {@code requestId}. B's
+     * host still answers ARP while its TCP stays silent (a firewall that drops the port): an address nobody answers ARP
+     * for fails sooner, when ARP gives up (ArpFailureToTcpTest).
+     */
     private TestApp.Event runUntilError(final TestApp app, final long requestId)
     {
         final TestApp.Event[] found = new TestApp.Event[1];
+        final boolean[] arpAsked = new boolean[1];
         runUntil(() ->
         {
-            wire.b().receive((frame, offset, length) -> { }, 64); // retransmitted SYNs go nowhere
+            arpAsked[0] = false;
+            wire.b().receive((frame, offset, length) ->
+            {
+                // Retransmitted SYNs go nowhere; a request for B's address is answered below.
+                arpAsked[0] |= length >= 42 && frame.getShort(offset + 12, ByteOrder.BIG_ENDIAN) == 0x0806
+                    && frame.getShort(offset + 20, ByteOrder.BIG_ENDIAN) == 1
+                    && frame.getInt(offset + 38, ByteOrder.BIG_ENDIAN) == 0xC612_0003;
+            }, 64);
+            if (arpAsked[0])
+            {
+                final byte[] reply = Frames.ethernet(a.config().mac(), b.config().mac(),
+                    EthernetFrame.ETHERTYPE_ARP, Frames.arp(
+                        ArpPacket.OP_REPLY, b.config().mac(), 0xC612_0003, a.config().mac(), A_IP));
+                wire.b().claim().putBytes(0, reply);
+                wire.b().commit(reply.length);
+                wire.b().flush();
+            }
             app.poll();
             final TestApp.Event e = app.take(Protocol.ERROR);
             if (e != null && e.longAt(0) == requestId)
