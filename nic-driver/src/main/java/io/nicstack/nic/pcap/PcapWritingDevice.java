@@ -17,6 +17,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -64,8 +66,8 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  * ({@link #framesNotCaptured()} how many were left out). The file is cut back to the last whole record it holds, so
  * readers take it.
  *
- * <p>A live capture, to a named pipe ({@code tcpdump -r -}, {@code wireshark -k -i}) or another file that is not a
- * regular one, waits for its reader when the device is made and writes the file header, then never waits again: it
+ * <p>The path is never followed if it is a symbolic link, which is refused, as are a block device and a socket. A live
+ * capture, to a named pipe ({@code tcpdump -r -}, {@code wireshark -k -i}) or a character device (a terminal), waits for its reader when the device is made and writes the file header, then never waits again: it
  * writes with O_NONBLOCK, the buffer keeps what the pipe does not take yet, and a frame that finds the buffer full
  * because the reader is behind is left out and counted in {@link #framesNotCaptured()}; the capture goes on once the
  * reader reads. Left out rather than stopped: a pipe holds 64 KiB, which fills in half a millisecond at 1 Gb/s while a
@@ -209,21 +211,59 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     /** Where the records go: a regular file's channel, or a live capture's descriptor. */
     private record Target(FileChannel channel, int fd)
     {
+        /**
+         * Open {@code file} without following a symbolic link at its last component (O_NOFOLLOW): the daemon runs as
+         * root, and a link planted at the path (in /tmp, say) must not get the file it points to truncated, written or
+         * created. A named pipe or a character device (a terminal) is a live capture; any other file that is not a
+         * regular one (a block device, a socket) is refused rather than written over.
+         */
         static Target open(final Path file)
         {
-            if (Files.exists(file) && !Files.isRegularFile(file))
+            final int type = fileType(file);
+            if (type == Linux.S_IFLNK)
+            {
+                throw refused(file, "it is a symbolic link, which the capture does not follow");
+            }
+            if (type == Linux.S_IFIFO || type == Linux.S_IFCHR)
             {
                 return new Target(null, openLiveCapture(file));
             }
+            if (type != 0 && type != Linux.S_IFREG)
+            {
+                throw refused(file, "it is neither a regular file nor a named pipe or terminal");
+            }
             try
             {
-                return new Target(FileChannel.open(
-                    file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE), -1);
+                // NOFOLLOW_LINKS is O_NOFOLLOW: a link planted since the check above fails here with ELOOP.
+                return new Target(FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                    StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS), -1);
             }
             catch (final IOException ex)
             {
-                throw new UncheckedIOException("cannot open pcap file " + file + ": " + ex.getMessage(), ex);
+                throw refused(file, ex.getMessage());
             }
+        }
+
+        /** The file's type (S_IFMT bits) without following a symbolic link, or 0 if there is no such file. */
+        private static int fileType(final Path file)
+        {
+            try
+            {
+                return (Integer)Files.getAttribute(file, "unix:mode", LinkOption.NOFOLLOW_LINKS) & Linux.S_IFMT;
+            }
+            catch (final NoSuchFileException ex)
+            {
+                return 0;
+            }
+            catch (final IOException ex)
+            {
+                throw refused(file, ex.getMessage());
+            }
+        }
+
+        private static UncheckedIOException refused(final Path file, final String reason)
+        {
+            return new UncheckedIOException("cannot open pcap file " + file + ": " + reason, new IOException(reason));
         }
 
         /** Open a named pipe for writing, waiting for its reader as the capture always has (fifo(7)). */
@@ -231,7 +271,7 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         {
             while (true)
             {
-                final int fd = LIBC.open(file.toString(), Linux.O_WRONLY | Linux.O_CLOEXEC);
+                final int fd = LIBC.open(file.toString(), Linux.O_WRONLY | Linux.O_CLOEXEC | Linux.O_NOFOLLOW);
                 if (fd >= 0)
                 {
                     return fd;
@@ -239,8 +279,7 @@ public final class PcapWritingDevice extends NetDeviceDecorator
                 final int errno = Linux.errno();
                 if (errno != Linux.EINTR)
                 {
-                    final String reason = Linux.describe(errno);
-                    throw new UncheckedIOException("cannot open pcap file " + file + ": " + reason, new IOException(reason));
+                    throw refused(file, Linux.describe(errno));
                 }
             }
         }
