@@ -56,15 +56,18 @@ import static io.nicstack.nic.linux.Linux.LIBC;
  *  |                     Original Length                           |
  *  +---------------------------------------------------------------+
  * </pre>
- * The file header is written when the device is made. Records are appended to a preallocated native buffer of 1 MiB
- * and written with a FileChannel when it fills, on {@link #flushCapture()} and on {@link #close()}, which also closes
- * the inner device. Received frames are recorded as
- * they are delivered, transmitted frames when committed.
+ * The file header is written when the device is made. Received frames are recorded as they are delivered, transmitted
+ * frames when committed, each stamped with the clock's time then. A regular file is written by a writer thread
+ * ({@link PcapFileWriter}), never by the caller, so a slow or hung filesystem (NFS, dirty-page throttling) holds up no
+ * frame: the caller copies each record into a ring of 1 MiB, and a record that finds it full (the file has not taken
+ * the last MiB yet) is left out and counted in {@link #framesNotCaptured()}. The writer writes in blocks of up to
+ * 1 MiB, when one is full, after {@link #flushCapture()} and on {@link #close()}, which waits for it to write every
+ * record recorded before, then closes the file and the inner device.
  *
  * <p>A write that fails (a full disk) stops the capture, as tcpdump -w stops, and never the frames: they still pass in
  * both directions, nothing is thrown from the data path, and {@link #captureFailure()} says why the capture stopped
- * ({@link #framesNotCaptured()} how many were left out). The file is cut back to the last whole record it holds, so
- * readers take it.
+ * ({@link #framesNotCaptured()} how many were left out), once the writer has met the failure. The file is cut back to
+ * the last whole record it holds, so readers take it.
  *
  * <p>The path is never followed if it is a symbolic link, which is refused, as are a block device and a socket. A live
  * capture, to a named pipe ({@code tcpdump -r -}, {@code wireshark -k -i}) or a character device (a terminal), waits for its reader when the device is made and writes the file header, then never waits again: it
@@ -103,27 +106,25 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     private final EpochNanoClock clock;
     /** The regular file written to, or null for a live capture ({@link #fd}). */
     private final FileChannel channel;
+    /** The regular file's writer thread, or null for a live capture. */
+    private final PcapFileWriter writer;
     /** The live capture's non-blocking descriptor, or -1. */
     private final int fd;
     /** The pipe's capacity (F_GETPIPE_SZ), or -1 for a live capture to something that is not a pipe (a terminal). */
     private final int pipeCapacity;
     /** FIONREAD's answer (an int), for a live capture. */
     private final UnsafeBuffer queuedBytes;
+    /** A live capture's records not yet in the pipe. */
     private final ByteBuffer byteBuffer;
     private final UnsafeBuffer buffer;
     private int position;
-    /** Records in the buffer, not yet in the file. */
-    private int recordsBuffered;
-    /** Bytes in the file, whole records only. */
-    private long fileBytes;
-    /** How much of the buffer the last write got into the file. */
-    private int bytesWritten;
     /** Live capture: the first byte of the buffer not yet in the pipe; the records before it are. */
     private int head;
     /** Live capture: the end of the record that {@link #head} is inside, or 0 when head is at a record's start. */
     private int tornEnd;
-    /** The write that stopped the capture; null while capturing. */
+    /** The write that stopped a live capture; null while capturing. */
     private IOException failure;
+    /** Frames left out on this side: a live capture's, or those a file's ring had no room for. */
     private long framesNotCaptured;
 
     private MutableDirectBuffer claimed;
@@ -164,7 +165,8 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         this.clock = clock;
         this.channel = target.channel;
         this.fd = target.fd;
-        this.byteBuffer = BufferUtil.allocateDirectAligned(BUFFER_LENGTH, 64);
+        // The file header; a regular file's writer takes its own buffer, a live capture keeps this one.
+        this.byteBuffer = BufferUtil.allocateDirectAligned(fd < 0 ? FILE_HEADER_LENGTH : BUFFER_LENGTH, 64);
         this.buffer = new UnsafeBuffer(byteBuffer);
 
         buffer.putInt(0, MAGIC, ORDER);
@@ -181,13 +183,15 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         {
             if (fd < 0)
             {
-                writeBuffer();
+                writer = new PcapFileWriter(channel, buffer, FILE_HEADER_LENGTH, file.toString());
+                position = 0;
                 pipeCapacity = -1;
                 queuedBytes = null;
             }
             else
             {
                 // The header while the descriptor still blocks: the reader gets it even if something fills the pipe.
+                writer = null;
                 writeHeaderToLiveCapture();
                 if (LIBC.fcntl(fd, Linux.F_SETFL, LIBC.fcntl(fd, Linux.F_GETFL, 0) | Linux.O_NONBLOCK) < 0)
                 {
@@ -311,77 +315,59 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         return file;
     }
 
-    /** Write every buffered record to the file now; a write that fails stops the capture ({@link #captureFailure()}). */
+    /**
+     * Have every recorded frame written to the file, never waiting: a regular file's writer thread writes them soon, a
+     * live capture takes what its pipe takes now. A write that fails stops the capture ({@link #captureFailure()}).
+     */
     public void flushCapture()
     {
+        if (writer != null)
+        {
+            writer.requestFlush();
+            return;
+        }
         if (failure != null)
         {
             return;
         }
-        if (fd >= 0)
-        {
-            try
-            {
-                writeToLiveCapture();
-            }
-            catch (final IOException ex)
-            {
-                failure = ex;
-                framesNotCaptured += recordsNotInThePipe();
-                head = 0;
-                tornEnd = 0;
-                position = 0;
-            }
-            return;
-        }
         try
         {
-            writeBuffer();
+            writeToLiveCapture();
         }
         catch (final IOException ex)
         {
             failure = ex;
-            // Keep the whole records a short write got into the file; cut off the part of the one after them.
-            int kept = 0;
-            int end = 0;
-            while (kept < recordsBuffered)
-            {
-                final int next = end + RECORD_HEADER_LENGTH + buffer.getInt(end + 8, ORDER);
-                if (next > bytesWritten)
-                {
-                    break;
-                }
-                end = next;
-                kept++;
-            }
-            fileBytes += end;
-            framesNotCaptured += recordsBuffered - kept;
-            recordsBuffered = 0;
+            framesNotCaptured += recordsNotInThePipe();
+            head = 0;
+            tornEnd = 0;
             position = 0;
-            try
-            {
-                channel.truncate(fileBytes); // freeing space works on a full disk
-            }
-            catch (final IOException | RuntimeException ignored)
-            {
-                // The records before it are still there; a reader stops at the torn one.
-            }
         }
+    }
+
+    /**
+     * For tests, on the event loop: wait at most {@code timeoutMillis} until a regular file's writer thread has taken
+     * every recorded frame and done the last {@link #flushCapture()}.
+     */
+    boolean awaitWriter(final long timeoutMillis) throws InterruptedException
+    {
+        return writer == null || writer.awaitWriter(timeoutMillis);
     }
 
     /** Why the capture stopped ("cannot write pcap file ...: No space left on device"), or null while it runs. */
     public String captureFailure()
     {
-        return failure == null ? null : "cannot write pcap file " + file + ": " + failure.getMessage();
+        final IOException f = writer == null ? failure : writer.failure();
+        return f == null ? null : "cannot write pcap file " + file + ": " + f.getMessage();
     }
 
     /**
-     * Frames left out of the capture: since it stopped, those lost from its buffer included, and those a live capture's
-     * reader was too far behind to take.
+     * Frames left out of the capture: since it stopped, those lost from its buffer included; those that found a
+     * regular file's buffer full because the file was slow to take the ones before; and those a live capture's reader
+     * was too far behind to take.
      */
     public long framesNotCaptured()
     {
-        return framesNotCaptured;
+        return writer == null ? framesNotCaptured : framesNotCaptured + writer.lost();
     }
 
     /**
@@ -491,26 +477,6 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         }
     }
 
-    private void writeBuffer() throws IOException
-    {
-        byteBuffer.limit(position).position(0);
-        try
-        {
-            while (byteBuffer.hasRemaining())
-            {
-                channel.write(byteBuffer);
-            }
-        }
-        finally
-        {
-            bytesWritten = byteBuffer.position();
-            byteBuffer.clear();
-        }
-        fileBytes += position;
-        position = 0;
-        recordsBuffered = 0;
-    }
-
     @Override
     public int receive(final FrameHandler handler, final int limit)
     {
@@ -571,6 +537,10 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         closed = true;
         try
         {
+            if (writer != null)
+            {
+                writer.close();
+            }
             flushCapture();
             if (fd >= 0 && failure == null)
             {
@@ -600,10 +570,18 @@ public final class PcapWritingDevice extends NetDeviceDecorator
     private void record(final DirectBuffer frame, final int offset, final int length)
     {
         final int captured = Math.min(length, SNAPLEN);
+        if (writer != null)
+        {
+            if (writer.failure() != null || !writer.offer(clock.nanoTime(), frame, offset, captured, length))
+            {
+                framesNotCaptured++;
+            }
+            return;
+        }
         if (failure == null && position + RECORD_HEADER_LENGTH + captured > BUFFER_LENGTH)
         {
             flushCapture();
-            if (fd >= 0 && failure == null)
+            if (failure == null)
             {
                 compactLiveCapture();
             }
@@ -621,6 +599,5 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         buffer.putInt(position + 12, length, ORDER);
         buffer.putBytes(position + RECORD_HEADER_LENGTH, frame, offset, captured);
         position += RECORD_HEADER_LENGTH + captured;
-        recordsBuffered++;
     }
 }

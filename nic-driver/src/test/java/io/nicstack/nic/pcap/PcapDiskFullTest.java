@@ -137,10 +137,12 @@ class PcapDiskFullTest
                 device.commit(FRAME);
             }
             device.flushCapture(); // the daemon's periodic flush
+            assertTrue(device.awaitWriter(10_000), "the writer thread did the flush");
             assertTrue(device.captureFailure().contains("No space left on device"), device.captureFailure());
             // The disk has room again: the capture stays stopped rather than write a torn stream.
             disk.budget = Long.MAX_VALUE;
             device.flushCapture();
+            assertTrue(device.awaitWriter(10_000), "the writer thread did the flush");
             assertEquals(2 * FRAMES, records(file).size() + device.framesNotCaptured(), "every frame captured or counted out");
         }
         assertEquals(FRAMES, received.size(), "every received frame reached the stack");
@@ -163,8 +165,14 @@ class PcapDiskFullTest
             {
                 device.claim().putBytes(0, frame(i));
                 device.commit(FRAME);
+                if (i == FRAMES / 2)
+                {
+                    // The writer thread takes the first half before the second comes: all of them fit in its ring.
+                    assertTrue(device.awaitWriter(10_000), "the writer thread took the first half");
+                }
             }
             device.flushCapture();
+            assertTrue(device.awaitWriter(10_000), "the writer thread did the flush");
             assertNull(device.captureFailure());
             assertEquals(0, device.framesNotCaptured());
         }

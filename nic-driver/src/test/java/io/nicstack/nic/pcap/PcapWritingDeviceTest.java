@@ -98,7 +98,7 @@ class PcapWritingDeviceTest
      * the device is made, records that were still buffered are lost.
      */
     @Test
-    void fileHeaderIsInTheFileAsSoonAsTheDeviceIsMade() throws IOException
+    void fileHeaderIsInTheFileAsSoonAsTheDeviceIsMade() throws IOException, InterruptedException
     {
         final Path file = dir.resolve("open.pcap");
         try (PcapWritingDevice device = new PcapWritingDevice(inner, file, clock))
@@ -112,6 +112,7 @@ class PcapWritingDeviceTest
             assertArrayEquals(FILE_HEADER, Files.readAllBytes(file), "records stay buffered until flushCapture");
 
             device.flushCapture();
+            assertTrue(device.awaitWriter(10_000), "the writer thread wrote the records");
             assertEquals(24 + 10 * (16 + 60), Files.size(file), "the header is not written twice");
         }
 
@@ -153,19 +154,30 @@ class PcapWritingDeviceTest
         assertTrue(inner.committed.isEmpty());
     }
 
+    /**
+     * The writer writes a block as soon as it holds 1 MiB of records, not only when asked to. The frames come in
+     * bursts that fit in the ring, each taken by the writer before the next, so none is left out however slow the
+     * writer thread is.
+     */
     @Test
-    void writesWhenTheBufferFills() throws IOException
+    void writesWhenTheBufferFills() throws IOException, InterruptedException
     {
         final Path file = dir.resolve("big.pcap");
         final int frames = 2_000;
+        final int burst = 500; // 765 KB
         try (PcapWritingDevice device = new PcapWritingDevice(inner, file, clock))
         {
             for (int i = 0; i < frames; i++)
             {
                 device.claim().putInt(0, i);
                 device.commit(1514);
+                if (i % burst == burst - 1)
+                {
+                    assertTrue(device.awaitWriter(10_000), "the writer thread took the burst");
+                }
             }
             assertTrue(Files.size(file) > 1_000_000, "a full buffer is written before close");
+            assertEquals(0, device.framesNotCaptured());
         }
 
         assertEquals(24 + frames * (16 + 1514L), Files.size(file));
