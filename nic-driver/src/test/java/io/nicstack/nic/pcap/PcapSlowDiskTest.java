@@ -192,6 +192,60 @@ class PcapSlowDiskTest
     }
 
     /**
+     * The event loop and the writer thread really race over the ring: many small frames, flushes at uneven intervals,
+     * and a wait for the writer now and then so that both a full and an empty ring occur. Every frame ends up in the
+     * file, in order and with its own timestamp, or counted out; the file ends at a record's end.
+     */
+    @Test
+    void theEventLoopAndTheWriterRaceWithoutLosingOrReorderingARecord() throws Exception
+    {
+        final Path file = dir.resolve("race.pcap");
+        final int frames = 300_000;
+        final MemoryWire wire = MemoryWire.pair(1500, 256);
+        final FrameHandler sink = (buffer, offset, length) -> { };
+        try (PcapWritingDevice capture = new PcapWritingDevice(wire.a(), file, clock))
+        {
+            for (int i = 0; i < frames; i++)
+            {
+                capture.claim().putInt(0, i, ByteOrder.BIG_ENDIAN);
+                capture.commit(60 + (i % 7) * 200);
+                capture.flush();
+                wire.b().receive(sink, NetDevice.BURST);
+                if (i % 977 == 0)
+                {
+                    capture.flushCapture();
+                }
+                if (i % 50_021 == 0)
+                {
+                    assertTrue(capture.awaitWriter(BOUND_MS), "the writer thread caught up");
+                }
+            }
+            capture.close();
+            final List<Integer> captured = records(file);
+            assertEquals(frames, captured.size() + capture.framesNotCaptured(), "every frame captured or counted out");
+            for (int i = 1; i < captured.size(); i++)
+            {
+                assertTrue(captured.get(i) > captured.get(i - 1), "in order, each once, at record " + i);
+            }
+            assertTimestampsRise(file);
+        }
+    }
+
+    /** Each record's timestamp is the clock's at record time: the test clock moves 1 us a frame, so they rise. */
+    private static void assertTimestampsRise(final Path file) throws IOException
+    {
+        final ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(file)).order(ByteOrder.LITTLE_ENDIAN);
+        long previous = -1;
+        for (int at = PcapWritingDevice.FILE_HEADER_LENGTH; at < b.limit();
+            at += PcapWritingDevice.RECORD_HEADER_LENGTH + b.getInt(at + 8))
+        {
+            final long micros = (b.getInt(at) & 0xFFFF_FFFFL) * 1_000_000L + b.getInt(at + 4);
+            assertTrue(micros > previous, "timestamps rise, at " + at);
+            previous = micros;
+        }
+    }
+
+    /**
      * The event loop's side of a capture to a file allocates nothing per frame after a warm-up (a memory wire, which
      * allocates nothing either, beneath it): the ring's claim and commit, the flush request.
      */
