@@ -7,6 +7,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -353,6 +354,12 @@ final class DaemonCommand
     /** That {@code --pcap FILE} can be created or written (it is opened for good, and truncated, later). */
     static void checkWritable(final Path file) throws IOException
     {
+        // First, and never followed: root's daemon would create a dangling link's target, or truncate a live one, at a
+        // path such as /tmp/lab.pcap that any local user can plant. The capture refuses links too (O_NOFOLLOW).
+        if (Files.isSymbolicLink(file))
+        {
+            throw new IOException("--pcap " + file + " is a symbolic link, which the capture does not follow");
+        }
         if (Files.isDirectory(file))
         {
             throw new IOException("--pcap " + file + " is a directory");
@@ -368,7 +375,8 @@ final class DaemonCommand
             // reader an end of file before the pcap header. The real open reports what is wrong with it.
             return;
         }
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE))
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+            LinkOption.NOFOLLOW_LINKS))
         {
             // Opened: writable.
         }

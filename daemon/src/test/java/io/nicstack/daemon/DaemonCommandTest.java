@@ -82,6 +82,32 @@ class DaemonCommandTest
     }
 
     /**
+     * A --pcap that is a symbolic link is refused before anything is opened: root's daemon followed a link planted at
+     * /tmp/lab.pcap and created (a dangling link) or truncated its target. The capture itself refuses links
+     * (PcapSymlinkTest); this check runs first, before the tap exists.
+     */
+    @Test
+    void pcapThatIsASymbolicLinkIsRefusedAndItsTargetUntouched() throws Exception
+    {
+        final Path victim = dir.resolve("victim");
+        final Path dangling = Files.createSymbolicLink(dir.resolve("dangling.pcap"), victim);
+        String[] r = daemon("--shm", dir.resolve("shm").toString(), "--pcap", dangling.toString());
+        assertEquals("1", r[0], r[2]);
+        assertOneLine(r[2]);
+        assertTrue(r[2].contains("symbolic link"), r[2]);
+        assertFalse(Files.exists(victim), "the dangling link's target was created");
+        assertFalse(linkOpened);
+
+        Files.writeString(victim, "keep");
+        final Path link = Files.createSymbolicLink(dir.resolve("link.pcap"), victim);
+        r = daemon("--shm", dir.resolve("shm").toString(), "--pcap", link.toString());
+        assertEquals("1", r[0], r[2]);
+        assertTrue(r[2].contains("symbolic link"), r[2]);
+        assertEquals("keep", Files.readString(victim));
+        assertFalse(linkOpened);
+    }
+
+    /**
      * A named pipe (a live capture: tcpdump -r, wireshark -k -i) is not opened by the up-front check: without a reader
      * that open would block the daemon's start, and with one it would end the reader's capture before the pcap header.
      */
