@@ -14,6 +14,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -130,9 +131,10 @@ final class InProcessDaemon implements AutoCloseable
     }
 
     /**
-     * Run {@code action} on the loop thread (stack B is its) and wait for its result; what it throws is thrown here.
+     * Run {@code action} on the loop thread (stack B is its) and wait for its result; what it throws is thrown here. A
+     * loop that does not run it within 20 s fails the test.
      */
-    <T> T onLoop(final Supplier<T> action) throws Exception
+    <T> T onLoop(final Supplier<T> action)
     {
         final CompletableFuture<T> result = new CompletableFuture<>();
         onLoop.add(() ->
@@ -156,8 +158,41 @@ final class InProcessDaemon implements AutoCloseable
             {
                 throw (Error)e.getCause();
             }
-            throw e.getCause() instanceof Exception ? (Exception)e.getCause() : e;
+            if (e.getCause() instanceof RuntimeException)
+            {
+                throw (RuntimeException)e.getCause();
+            }
+            throw new IllegalStateException(e.getCause());
         }
+        catch (final TimeoutException e)
+        {
+            return fail("the daemon's loop did not run an action in 20 s");
+        }
+        catch (final InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** As {@link #onLoop(Supplier)}, for an action that returns nothing. */
+    void onLoop(final Runnable action)
+    {
+        onLoop(() ->
+        {
+            action.run();
+            return null;
+        });
+    }
+
+    /**
+     * Returns once the loop has gone round twice: what stack B sent in the first round (an acknowledgement, say),
+     * stack A has taken in the second (it polls before stack B).
+     */
+    void awaitTwoRounds()
+    {
+        onLoop(() -> null);
+        onLoop(() -> null);
     }
 
     /** Block the daemon's loop (its heartbeat stops, and stack B with it) until {@link #resume()}; returns once it is. */
