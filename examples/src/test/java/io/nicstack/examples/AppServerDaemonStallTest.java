@@ -7,16 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BooleanSupplier;
 
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import io.nicstack.pipes.client.ClientOptions;
 import io.nicstack.pipes.client.DaemonGoneException;
-import io.nicstack.pipes.client.NicstackClient;
 
 /**
  * The echo app over an in-process daemon whose loop the test blocks (a stall, as a SIGSTOP of the daemon would be),
@@ -34,56 +32,27 @@ class AppServerDaemonStallTest
 
     /** The client's clock, by which it times the daemon's heartbeat. */
     private final AtomicLong clientNow = new AtomicLong(1_000 * S);
-    private InProcessDaemon daemon;
-    private NicstackClient client;
-    private AppServer app;
+    /** Closed after each test, a stalled daemon resumed first. */
+    @AutoClose
+    private InProcessApp app;
 
     @BeforeEach
     void setUp() throws Exception
     {
-        daemon = new InProcessDaemon(tmp);
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 16;
-        options.pipeCapacity = 64 * 1024;
+        final ClientOptions options = InProcessApp.options(16, 64 * 1024);
         options.clock = clientNow::get;
-        client = daemon.attach("echo", options);
-        app = new AppServer(client, client.listen(PORT, 16), EchoApp::handler);
-    }
-
-    @AfterEach
-    void tearDown() throws Exception
-    {
-        if (daemon != null)
-        {
-            daemon.resume();
-        }
-        if (client != null)
-        {
-            client.close();
-        }
-        if (daemon != null)
-        {
-            daemon.close();
-        }
-    }
-
-    private void spinUntil(final String what, final BooleanSupplier done) throws Exception
-    {
-        InProcessDaemon.spinUntil(what, done, app::doWork);
+        app = new InProcessApp(tmp, "echo", options);
+        app.serve(PORT, 16, EchoApp::handler);
     }
 
     /** A peer connected to the echo app, which has echoed its first words. */
     private InProcessDaemon.Peer echoingPeer() throws Exception
     {
         final InProcessDaemon.Peer peer = new InProcessDaemon.Peer(null, true);
-        daemon.connect(PORT, peer);
-        spinUntil("one connection", () -> app.connections() == 1 && peer.connection != null);
-        daemon.onLoop(() ->
-        {
-            peer.write("before ");
-            return null;
-        });
-        spinUntil("the first echo", () -> peer.received().equals("before "));
+        app.daemon.connect(PORT, peer);
+        app.spinUntil("one connection", () -> app.connections() == 1 && peer.connection != null);
+        app.daemon.onLoop(() -> peer.write("before "));
+        app.spinUntil("the first echo", () -> peer.received().equals("before "));
         return peer;
     }
 
@@ -97,21 +66,17 @@ class AppServerDaemonStallTest
     {
         final InProcessDaemon.Peer peer = echoingPeer();
 
-        daemon.stall();
+        app.daemon.stall();
         clientNow.addAndGet(3 * S); // past the 2 s daemon timeout, well within the 10 s loss bound
         for (int pass = 0; pass < 10; pass++)
         {
-            assertEquals(0, app.doWork(), "nothing moves while the daemon stalls");
+            assertEquals(0, app.server.doWork(), "nothing moves while the daemon stalls");
         }
         assertEquals(1, app.connections(), "the connection is kept through the stall");
 
-        daemon.resume();
-        daemon.onLoop(() ->
-        {
-            peer.write("after");
-            return null;
-        });
-        spinUntil("the echo after the stall", () -> peer.received().equals("before after") || peer.ended());
+        app.daemon.resume();
+        app.daemon.onLoop(() -> peer.write("after"));
+        app.spinUntil("the echo after the stall", () -> peer.received().equals("before after") || peer.ended());
         assertEquals("before after", peer.received());
         assertFalse(peer.ended(), "neither FIN nor reset: the connection goes on");
         assertEquals(1, app.connections());
@@ -123,12 +88,12 @@ class AppServerDaemonStallTest
     {
         echoingPeer();
 
-        daemon.stall();
+        app.daemon.stall();
         clientNow.addAndGet(3 * S);
-        assertEquals(0, app.doWork());
+        assertEquals(0, app.server.doWork());
         clientNow.addAndGet(10 * S);
-        assertThrows(DaemonGoneException.class, app::doWork);
-        assertThrows(DaemonGoneException.class, app::doWork, "and stays lost");
+        assertThrows(DaemonGoneException.class, app.server::doWork);
+        assertThrows(DaemonGoneException.class, app.server::doWork, "and stays lost");
     }
 
     @Test
@@ -136,7 +101,7 @@ class AppServerDaemonStallTest
     {
         echoingPeer();
 
-        daemon.close(); // DAEMON_GONE
-        assertThrows(DaemonGoneException.class, app::doWork);
+        app.daemon.close(); // DAEMON_GONE
+        assertThrows(DaemonGoneException.class, app.server::doWork);
     }
 }

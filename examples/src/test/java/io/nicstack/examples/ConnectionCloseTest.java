@@ -6,13 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import io.nicstack.pipes.client.ClientOptions;
-import io.nicstack.pipes.client.NicstackClient;
 import io.nicstack.pipes.client.PipeConnection;
 import io.nicstack.pipes.client.PipeListener;
 import io.nicstack.stack.tcp.TcpConnection;
@@ -31,45 +29,25 @@ class ConnectionCloseTest
     @TempDir
     Path tmp;
 
-    private InProcessDaemon daemon;
-    private NicstackClient client;
+    /** The test's own code is the app: it drives the client and the listener itself. */
+    @AutoClose
+    private InProcessApp app;
     private PipeListener listener;
 
     @BeforeEach
     void setUp() throws Exception
     {
-        daemon = new InProcessDaemon(tmp);
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 8;
-        options.pipeCapacity = 64 * 1024;
-        client = daemon.attach("closer", options);
-        listener = client.listen(PORT, 8);
-    }
-
-    @AfterEach
-    void tearDown() throws Exception
-    {
-        if (client != null)
-        {
-            client.close();
-        }
-        if (daemon != null)
-        {
-            daemon.close();
-        }
+        app = new InProcessApp(tmp, "closer", InProcessApp.options(8, 64 * 1024));
+        listener = app.client.listen(PORT, 8);
     }
 
     /** A peer connected to the app, which has sent it {@code question}; returns the app's side once it holds it all. */
     private PipeConnection questioned(final InProcessDaemon.Peer peer, final String question) throws Exception
     {
-        daemon.connect(PORT, peer);
+        app.daemon.connect(PORT, peer);
         final PipeConnection c = listener.accept();
-        InProcessDaemon.spinUntil("the peer's connection", () -> peer.connection != null, client::poll);
-        daemon.onLoop(() ->
-        {
-            peer.write(question);
-            return null;
-        });
+        InProcessDaemon.spinUntil("the peer's connection", () -> peer.connection != null, app.client::poll);
+        app.daemon.onLoop(() -> peer.write(question));
         final int[] readable = {0};
         InProcessDaemon.spinUntil("the question in the RX pipe", () -> readable[0] == question.length(),
             () -> readable[0] = c.awaitReadable(10));
@@ -79,7 +57,7 @@ class ConnectionCloseTest
     private void awaitTheEnd(final InProcessDaemon.Peer peer) throws Exception
     {
         InProcessDaemon.spinUntil("the end of the peer's connection", () -> peer.closedReason != -1 || peer.finReceived,
-            client::poll);
+            app.client::poll);
     }
 
     @Test
@@ -101,7 +79,7 @@ class ConnectionCloseTest
         final InProcessDaemon.Peer peer = new InProcessDaemon.Peer(null, true);
         final PipeConnection c = questioned(peer, "question");
         c.outputStream().write(ANSWER);
-        client.close();
+        app.client.close();
 
         InProcessDaemon.spinUntil("the end of the peer's connection", () -> peer.closedReason != -1 || peer.finReceived,
             () -> { });
@@ -119,7 +97,8 @@ class ConnectionCloseTest
         c.close();
 
         awaitTheEnd(peer);
-        InProcessDaemon.spinUntil("the whole answer", () -> peer.received().length() == ANSWER.length, client::poll);
+        InProcessDaemon.spinUntil("the whole answer", () -> peer.received().length() == ANSWER.length,
+            app.client::poll);
         assertEquals(new String(ANSWER, StandardCharsets.US_ASCII), peer.received());
         assertEquals(true, peer.finReceived, "a FIN after the answer");
         assertEquals(-1, peer.closedReason, "not reset");
@@ -133,17 +112,16 @@ class ConnectionCloseTest
         final PipeConnection c = questioned(peer, "question");
         c.outputStream().write(ANSWER);
         c.shutdownOutput();
-        InProcessDaemon.spinUntil("the answer and its FIN", () -> peer.finReceived, client::poll);
-        daemon.onLoop(() ->
+        InProcessDaemon.spinUntil("the answer and its FIN", () -> peer.finReceived, app.client::poll);
+        app.daemon.onLoop(() ->
         {
             peer.write(" and more");
             peer.connection.close();
-            return null;
         });
         assertEquals("question and more", new String(c.inputStream().readAllBytes(), StandardCharsets.US_ASCII));
         c.close();
 
-        InProcessDaemon.spinUntil("the peer's connection closed", () -> peer.closedReason != -1, client::poll);
+        InProcessDaemon.spinUntil("the peer's connection closed", () -> peer.closedReason != -1, app.client::poll);
         assertEquals(TcpConnection.CLOSE_NORMAL, peer.closedReason);
         assertEquals(new String(ANSWER, StandardCharsets.US_ASCII), peer.received());
     }

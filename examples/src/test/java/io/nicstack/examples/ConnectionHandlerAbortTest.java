@@ -8,12 +8,10 @@ import java.nio.file.Path;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import io.nicstack.pipes.client.ClientOptions;
-import io.nicstack.pipes.client.NicstackClient;
 import io.nicstack.pipes.client.NicstackException;
 import io.nicstack.pipes.client.PipeConnection;
 import io.nicstack.stack.tcp.TcpConnection;
@@ -31,54 +29,27 @@ class ConnectionHandlerAbortTest
     @TempDir
     Path tmp;
 
-    private InProcessDaemon daemon;
-    private NicstackClient client;
-    private AppServer app;
-
-    @AfterEach
-    void tearDown() throws Exception
-    {
-        if (client != null)
-        {
-            client.close();
-        }
-        if (daemon != null)
-        {
-            daemon.close();
-        }
-    }
+    @AutoClose
+    private InProcessApp app;
 
     private void start(final Function<PipeConnection, ConnectionHandler> factory) throws Exception
     {
-        daemon = new InProcessDaemon(tmp);
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 16;
-        options.pipeCapacity = 64 * 1024;
-        client = daemon.attach("abort", options);
-        app = new AppServer(client, client.listen(PORT, 16), factory);
+        app = new InProcessApp(tmp, "abort", InProcessApp.options(16, 64 * 1024));
+        app.serve(PORT, 16, factory);
     }
 
     /** Until {@code done}, with app passes while {@code serving}; bounded in real time. */
     private void spinUntil(final String what, final boolean serving, final BooleanSupplier done) throws Exception
     {
-        InProcessDaemon.spinUntil(what, done, serving ? app::doWork : () -> { });
+        InProcessDaemon.spinUntil(what, done, serving ? app.server::doWork : () -> { });
     }
 
     private InProcessDaemon.Peer connect() throws Exception
     {
         final InProcessDaemon.Peer peer = new InProcessDaemon.Peer(null, true);
-        daemon.connect(PORT, peer);
+        app.daemon.connect(PORT, peer);
         spinUntil("the connection", true, () -> app.connections() == 1 && peer.connection != null);
         return peer;
-    }
-
-    private void write(final InProcessDaemon.Peer peer, final String text) throws Exception
-    {
-        daemon.onLoop(() ->
-        {
-            peer.write(text);
-            return null;
-        });
     }
 
     /** A handler that reads the first bytes, commits part of an answer, then fails. */
@@ -131,7 +102,7 @@ class ConnectionHandlerAbortTest
         start(FailingHandler::new);
         final InProcessDaemon.Peer peer = connect();
 
-        write(peer, "question");
+        app.daemon.onLoop(() -> peer.write("question"));
         spinUntil("the end of the connection", true, peer::ended);
         assertFalse(peer.finReceived, "no FIN after a stream cut short: " + peer.received());
         spinUntil("the connection closed", true, () -> peer.closedReason != -1);
@@ -145,11 +116,11 @@ class ConnectionHandlerAbortTest
     {
         start(EchoApp::handler);
         final InProcessDaemon.Peer peer = connect();
-        write(peer, "ping");
+        app.daemon.onLoop(() -> peer.write("ping"));
         spinUntil("the echo", true, () -> peer.received().equals("ping"));
 
-        app.stop();
-        app.run(); // returns at once: the loop ends every connection
+        app.server.stop();
+        app.server.run(); // returns at once: the loop ends every connection
         spinUntil("the end of the connection", false, peer::ended);
         assertFalse(peer.finReceived, "no FIN: the server stopped, the stream did not end");
         spinUntil("the connection closed", false, () -> peer.closedReason != -1);
@@ -165,14 +136,10 @@ class ConnectionHandlerAbortTest
         spinUntil("the answer and its FIN", true, () -> peer.finReceived);
         assertEquals("the whole answer", peer.received());
 
-        app.stop();
-        app.run();
+        app.server.stop();
+        app.server.run();
         assertEquals(0, app.connections());
-        daemon.onLoop(() ->
-        {
-            peer.connection.close();
-            return null;
-        });
+        app.daemon.onLoop(() -> peer.connection.close());
         spinUntil("the connection closed", false, () -> peer.closedReason != -1);
         assertEquals(TcpConnection.CLOSE_NORMAL, peer.closedReason, "an orderly close, no reset");
     }

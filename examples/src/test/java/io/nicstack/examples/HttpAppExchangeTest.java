@@ -13,13 +13,9 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-
-import io.nicstack.pipes.client.ClientOptions;
-import io.nicstack.pipes.client.NicstackClient;
-import io.nicstack.pipes.client.PipeListener;
 
 /**
  * Whole requests through the HTTP app over an in-process daemon ({@link InProcessDaemon}, no kernel interface): a
@@ -31,53 +27,26 @@ class HttpAppExchangeTest
     @TempDir
     Path tmp;
 
-    private InProcessDaemon daemon;
-    private NicstackClient client;
+    @AutoClose
+    private InProcessApp app;
     private HttpApp http;
-    private AppServer app;
-
-    @AfterEach
-    void tearDown() throws Exception
-    {
-        if (app != null)
-        {
-            app.stop();
-        }
-        if (client != null)
-        {
-            client.close();
-        }
-        if (daemon != null)
-        {
-            daemon.close();
-        }
-    }
 
     /** The app serving {@code root} (bodies copied), 64 KiB pipes. */
     private void start(final Path root) throws Exception
     {
-        daemon = new InProcessDaemon(tmp);
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 4;
-        options.pipeCapacity = 64 * 1024;
-        client = daemon.attach("http", options);
-        final PipeListener listener = client.listen(8080, 4);
+        app = new InProcessApp(tmp, "http", InProcessApp.options(4, 64 * 1024));
         http = new HttpApp(new StaticFiles(root), false);
-        app = new AppServer(client, listener, http::handler);
+        app.serve(8080, 4, http::handler);
     }
 
     /** What the peer received for {@code requests}, written at once on one connection, until the app ended it. */
     private String exchange(final String requests) throws Exception
     {
         final InProcessDaemon.Peer peer = new InProcessDaemon.Peer(null, true);
-        daemon.connect(8080, peer);
-        InProcessDaemon.spinUntil("connected", () -> peer.connection != null, app::doWork);
-        daemon.onLoop(() ->
-        {
-            peer.write(requests);
-            return null;
-        });
-        InProcessDaemon.spinUntil("the app to end the stream", peer::ended, app::doWork);
+        app.daemon.connect(8080, peer);
+        app.spinUntil("connected", () -> peer.connection != null);
+        app.daemon.onLoop(() -> peer.write(requests));
+        app.spinUntil("the app to end the stream", peer::ended);
         return peer.received();
     }
 

@@ -10,17 +10,14 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.BooleanSupplier;
 
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import io.nicstack.daemon.pipes.PipeCounter;
 import io.nicstack.daemon.pipes.PipeCounters;
-import io.nicstack.pipes.client.ClientOptions;
-import io.nicstack.pipes.client.NicstackClient;
 import io.nicstack.pipes.client.PipeListener;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpHandler;
@@ -41,10 +38,9 @@ class HttpSlowClientTest
     Path tmp;
 
     private final AtomicLong appNow = new AtomicLong(1_000 * S);
-    private InProcessDaemon daemon;
+    @AutoClose
+    private InProcessApp app;
     private PipeCounters counters;
-    private NicstackClient client;
-    private AppServer app;
 
     static final class Client implements TcpHandler
     {
@@ -80,47 +76,6 @@ class HttpSlowClientTest
         }
     }
 
-    @AfterEach
-    void tearDown() throws Exception
-    {
-        if (app != null)
-        {
-            app.stop();
-        }
-        if (client != null)
-        {
-            client.close();
-        }
-        if (daemon != null)
-        {
-            daemon.close();
-        }
-    }
-
-    /** App passes at the frozen hand clock until {@code done} holds (real time bounded: the daemon's thread works). */
-    private void spinUntil(final String what, final BooleanSupplier done) throws Exception
-    {
-        InProcessDaemon.spinUntil(what, done, app::doWork);
-    }
-
-    /** Until the app found nothing to do for 200 passes in a row: every byte that could move has. */
-    private void spinUntilQuiet() throws Exception
-    {
-        final int[] quiet = {0};
-        spinUntil("the app to go quiet", () ->
-        {
-            try
-            {
-                quiet[0] = app.doWork() == 0 ? quiet[0] + 1 : 0;
-            }
-            catch (final Exception e)
-            {
-                throw new IllegalStateException(e);
-            }
-            return quiet[0] >= 200;
-        });
-    }
-
     /** The app serving a root that holds a.txt ("hello\n"), bodies copied. */
     private void startWithOneSmallFile() throws Exception
     {
@@ -132,9 +87,9 @@ class HttpSlowClientTest
     /** {@code client} connects, and the app has it and has done all it can with what the client sent. */
     private void connectAndSettle(final Client client) throws Exception
     {
-        daemon.connect(8080, client, null);
-        spinUntil("one connection", () -> app.connections() == 1);
-        spinUntilQuiet();
+        app.daemon.connect(8080, client, null);
+        app.spinUntil("one connection", () -> app.connections() == 1);
+        app.spinUntilQuiet();
     }
 
     /**
@@ -143,42 +98,22 @@ class HttpSlowClientTest
      */
     private void start(final Path root, final boolean sendFiles) throws Exception
     {
-        daemon = new InProcessDaemon(tmp);
-        counters = daemon.counters();
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 16;
-        options.pipeCapacity = 64 * 1024;
-        client = daemon.attach("http", options);
-        final PipeListener listener = client.listen(8080, 16);
+        app = new InProcessApp(tmp, "http", InProcessApp.options(16, 64 * 1024));
+        counters = app.daemon.counters();
         final HttpApp http = new HttpApp(new StaticFiles(root), sendFiles);
-        app = new AppServer(client, listener, http::handler, appNow::get);
+        app.serve(8080, 16, http::handler, appNow::get);
     }
 
     /** Whether the daemon has acknowledged every byte {@code c} sent (its SYN counts one, as in bytesAcked). */
     private boolean acknowledgedAll(final Client c)
     {
-        try
-        {
-            return c.connection != null
-                && daemon.onLoop(() -> c.connection.bytesAcked()) == 1 + c.initial.length();
-        }
-        catch (final Exception e)
-        {
-            throw new IllegalStateException(e);
-        }
+        return c.connection != null && app.daemon.onLoop(() -> c.connection.bytesAcked()) == 1 + c.initial.length();
     }
 
     /** The bytes the client on stack B has received and not read. */
     private long unread(final Client c)
     {
-        try
-        {
-            return daemon.onLoop(() -> (long)c.connection.readable());
-        }
-        catch (final Exception e)
-        {
-            throw new IllegalStateException(e);
-        }
+        return app.daemon.onLoop(() -> (long)c.connection.readable());
     }
 
     @Test
@@ -190,34 +125,34 @@ class HttpSlowClientTest
 
         final Client loris = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\nX-A: ");
         final Client reader = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        daemon.connect(8080, loris, null);
-        daemon.connect(8080, reader, readerSettings());
-        spinUntil("two connections", () -> app.connections() == 2);
+        app.daemon.connect(8080, loris, null);
+        app.daemon.connect(8080, reader, readerSettings());
+        app.spinUntil("two connections", () -> app.connections() == 2);
         // Both stuck, proved rather than waited for, clock still at t0: the loris's head bytes in the app's RX pipe (the
         // daemon acknowledged them), the reader's window full and its last acknowledgement taken by the daemon, so
         // nothing moves until the reader reads; then the app's passes until quiet read the head and see the last release
         // at t0. Before, the reader had a 256 KiB window and a delayed ACK (40 ms on the daemon thread's real clock), and
         // under load its last acknowledgement came after 200 quiet passes: the release was stamped at t0 + 29 s or
         // t0 + 59 s, and t0 + 61 s was no longer past the send deadline.
-        spinUntil("the loris's head acknowledged", () -> acknowledgedAll(loris));
+        app.spinUntil("the loris's head acknowledged", () -> acknowledgedAll(loris));
         windowFull(reader);
         final long t0 = appNow.get();
 
         appNow.set(t0 + HttpDeadlines.HEADER_TIMEOUT_NANOS - S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(2, app.connections(), "a deadline passed early");
 
         appNow.set(t0 + HttpDeadlines.HEADER_TIMEOUT_NANOS + S);
-        spinUntil("the slowloris reset", () -> loris.closedReason != -1);
+        app.spinUntil("the slowloris reset", () -> loris.closedReason != -1);
         assertEquals(1, app.connections());
         assertEquals(-1, reader.closedReason);
 
         appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS - S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(1, app.connections(), "the send deadline passed early");
 
         appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
-        spinUntil("the reader reset", () -> reader.closedReason != -1);
+        app.spinUntil("the reader reset", () -> reader.closedReason != -1);
         assertEquals(0, app.connections());
         assertTrue(loris.closedReason != 0, "reset, not closed: " + loris.closedReason);
     }
@@ -236,9 +171,9 @@ class HttpSlowClientTest
 
         final Client stuck = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
         final Client slow = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        daemon.connect(8080, stuck, readerSettings());
-        daemon.connect(8080, slow, readerSettings());
-        spinUntil("two connections", () -> app.connections() == 2);
+        app.daemon.connect(8080, stuck, readerSettings());
+        app.daemon.connect(8080, slow, readerSettings());
+        app.spinUntil("two connections", () -> app.connections() == 2);
         // Both windows closed on bodies the daemon is sending, every byte acknowledged: the clock has not moved yet.
         windowFull(stuck);
         windowFull(slow);
@@ -250,11 +185,11 @@ class HttpSlowClientTest
         readSome(slow, t0 + 40 * S);
 
         appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS - S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(2, app.connections(), "the send deadline passed early");
 
         appNow.set(t0 + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
-        spinUntil("the reader of nothing reset", () -> stuck.closedReason != -1);
+        app.spinUntil("the reader of nothing reset", () -> stuck.closedReason != -1);
         assertTrue(stuck.closedReason != 0, "reset, not closed: " + stuck.closedReason);
         assertEquals(1, app.connections());
 
@@ -262,14 +197,14 @@ class HttpSlowClientTest
         readSome(slow, t0 + 80 * S);
         readSome(slow, t0 + 120 * S);
         appNow.set(t0 + 120 * S + HttpDeadlines.SEND_TIMEOUT_NANOS - S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(1, app.connections(), "the slow reader kept its connection");
         assertEquals(-1, slow.closedReason);
         assertEquals(0, counters.get(PipeCounter.FILES_SENT), "still sending its file");
 
         // Until it stops reading too.
         appNow.set(t0 + 120 * S + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
-        spinUntil("the slow reader reset", () -> slow.closedReason != -1);
+        app.spinUntil("the slow reader reset", () -> slow.closedReason != -1);
         assertEquals(0, app.connections());
     }
 
@@ -285,19 +220,19 @@ class HttpSlowClientTest
         Files.write(root.resolve("big.bin"), new byte[16 << 20]);
         start(root, false);
         final Client slow = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        daemon.connect(8080, slow, readerSettings());
-        spinUntil("one connection", () -> app.connections() == 1);
+        app.daemon.connect(8080, slow, readerSettings());
+        app.spinUntil("one connection", () -> app.connections() == 1);
         windowFull(slow);
         final long t0 = appNow.get();
         readN(slow, t0 + 40 * S, 8 * 1024);
         readN(slow, t0 + 55 * S, 4 * 1024);
         appNow.set(t0 + 61 * S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(1, app.connections(), "reset while the reader was moving");
         assertEquals(-1, slow.closedReason);
 
         appNow.set(t0 + 55 * S + HttpDeadlines.SEND_TIMEOUT_NANOS + S);
-        spinUntil("the reader reset once it stopped", () -> slow.closedReason != -1);
+        app.spinUntil("the reader reset once it stopped", () -> slow.closedReason != -1);
         assertEquals(0, app.connections());
     }
 
@@ -312,13 +247,13 @@ class HttpSlowClientTest
         startWithOneSmallFile();
         final Client plain = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
         final Client crlf = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n\r\n");
-        daemon.connect(8080, plain, null);
-        daemon.connect(8080, crlf, null);
-        spinUntil("two connections", () -> app.connections() == 2);
-        spinUntilQuiet();
+        app.daemon.connect(8080, plain, null);
+        app.daemon.connect(8080, crlf, null);
+        app.spinUntil("two connections", () -> app.connections() == 2);
+        app.spinUntilQuiet();
         final long t0 = appNow.get();
         appNow.set(t0 + HttpDeadlines.HEADER_TIMEOUT_NANOS + S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(2, app.connections(), "the stray CRLF's connection was reset: " + crlf.closedReason);
         assertEquals(-1, crlf.closedReason);
     }
@@ -340,14 +275,14 @@ class HttpSlowClientTest
         for (long t = 20 * S; t <= HttpApp.IDLE_TIMEOUT_NANOS; t += 20 * S)
         {
             appNow.set(t0 + t);
-            assertEquals(2, (int)daemon.onLoop(() -> drip.connection.write(crlf, 0, 2)));
-            spinUntilQuiet();
+            assertEquals(2, (int)app.daemon.onLoop(() -> drip.connection.write(crlf, 0, 2)));
+            app.spinUntilQuiet();
         }
         assertEquals(1, app.connections(), "closed before the idle timeout passed");
         assertFalse(drip.peerClosed, "closed before the idle timeout passed");
 
         appNow.set(t0 + HttpApp.IDLE_TIMEOUT_NANOS + S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertTrue(drip.peerClosed, "the drip of empty lines kept the connection open past the idle timeout");
         assertEquals(-1, drip.closedReason, "an idle close is a FIN, not a reset");
     }
@@ -370,15 +305,15 @@ class HttpSlowClientTest
         for (long t = 10 * S; t < HttpDeadlines.BODY_TIMEOUT_NANOS; t += 10 * S)
         {
             appNow.set(t0 + t);
-            assertEquals(1, (int)daemon.onLoop(() -> drip.connection.write(one, 0, 1)));
-            spinUntilQuiet();
+            assertEquals(1, (int)app.daemon.onLoop(() -> drip.connection.write(one, 0, 1)));
+            app.spinUntilQuiet();
         }
         appNow.set(t0 + HttpDeadlines.BODY_TIMEOUT_NANOS - S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(1, app.connections(), "the body deadline passed early");
 
         appNow.set(t0 + HttpDeadlines.BODY_TIMEOUT_NANOS + S);
-        spinUntil("the dripper reset", () -> drip.closedReason != -1);
+        app.spinUntil("the dripper reset", () -> drip.closedReason != -1);
         assertTrue(drip.closedReason != 0, "reset, not closed: " + drip.closedReason);
         assertEquals(0, app.connections());
     }
@@ -395,7 +330,7 @@ class HttpSlowClientTest
         assertEquals(2, responses.split("HTTP/1.1 200 OK\r\n", -1).length - 1, responses);
 
         appNow.set(appNow.get() + HttpDeadlines.BODY_TIMEOUT_NANOS + S);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertEquals(1, app.connections(), "reset: " + c.closedReason);
         assertEquals(-1, c.closedReason);
     }
@@ -409,8 +344,8 @@ class HttpSlowClientTest
     {
         startWithOneSmallFile();
         final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000000\r\n\r\nxyz");
-        daemon.connect(8080, c, null);
-        spinUntil("the app's FIN", () -> c.peerClosed);
+        app.daemon.connect(8080, c, null);
+        app.spinUntil("the app's FIN", () -> c.peerClosed);
         final String response = received(c);
         assertTrue(response.startsWith("HTTP/1.1 413 Content Too Large\r\n"), response);
         assertTrue(response.contains("\r\nConnection: close\r\n"), response);
@@ -426,8 +361,8 @@ class HttpSlowClientTest
         startWithOneSmallFile();
         final Client c = new Client("GET /a.txt HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" +
             "5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n");
-        daemon.connect(8080, c, null);
-        spinUntil("the app's FIN", () -> c.peerClosed);
+        app.daemon.connect(8080, c, null);
+        app.spinUntil("the app's FIN", () -> c.peerClosed);
         final String response = received(c);
         assertTrue(response.startsWith("HTTP/1.1 200 OK\r\n"), response);
         assertTrue(response.contains("\r\nConnection: close\r\n"), response);
@@ -466,21 +401,21 @@ class HttpSlowClientTest
         final Path big = Files.write(root.resolve("big.bin"), content);
         start(root, true);
         final Client first = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        daemon.connect(8080, first, null);
-        spinUntil("the first body sent by the daemon", () -> counters.get(PipeCounter.FILES_SENT) == 1);
-        spinUntilQuiet();
+        app.daemon.connect(8080, first, null);
+        app.spinUntil("the first body sent by the daemon", () -> counters.get(PipeCounter.FILES_SENT) == 1);
+        app.spinUntilQuiet();
 
         Files.write(big, new byte[0]); // truncated in place while its cache entry is trusted
         final Client second = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        daemon.connect(8080, second, null);
-        spinUntil("the second response reset", () -> second.closedReason != -1);
+        app.daemon.connect(8080, second, null);
+        app.spinUntil("the second response reset", () -> second.closedReason != -1);
         assertTrue(second.closedReason != 0, "reset, not closed: " + second.closedReason);
 
         Files.write(big, content);
         appNow.addAndGet(HttpApp.CACHE_REVALIDATE_NANOS + S);
         final Client third = new Client("GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n");
-        daemon.connect(8080, third, null);
-        spinUntil("the third response", () -> third.connection != null && unread(third) > content.length);
+        app.daemon.connect(8080, third, null);
+        app.spinUntil("the third response", () -> third.connection != null && unread(third) > content.length);
         assertEquals(2, counters.get(PipeCounter.FILES_SENT), "the third body goes by SEND_FILE");
     }
 
@@ -488,7 +423,7 @@ class HttpSlowClientTest
     private String received(final Client c) throws Exception
     {
         final UnsafeBuffer sink = new UnsafeBuffer(new byte[64 * 1024]);
-        final int n = daemon.onLoop(() -> c.connection.read(sink, 0, sink.capacity()));
+        final int n = app.daemon.onLoop(() -> c.connection.read(sink, 0, sink.capacity()));
         return new String(sink.byteArray(), 0, Math.max(n, 0), StandardCharsets.ISO_8859_1);
     }
 
@@ -496,7 +431,7 @@ class HttpSlowClientTest
     {
         appNow.set(now);
         final UnsafeBuffer sink = new UnsafeBuffer(new byte[n]);
-        assertEquals(n, (int)daemon.onLoop(() -> c.connection.read(sink, 0, n)));
+        assertEquals(n, (int)app.daemon.onLoop(() -> c.connection.read(sink, 0, n)));
         windowFull(c);
     }
 
@@ -514,7 +449,7 @@ class HttpSlowClientTest
         new java.util.Random(81).nextBytes(content);
         final Path big = Files.write(root.resolve("big.bin"), content);
         start(root, true);
-        final PipeListener raw = client.listen(8081, 4);
+        final PipeListener raw = app.client.listen(8081, 4);
         final java.security.MessageDigest digest = java.security.MessageDigest.getInstance("SHA-256");
         final AtomicLong received = new AtomicLong();
         final java.util.concurrent.atomic.AtomicBoolean fin = new java.util.concurrent.atomic.AtomicBoolean();
@@ -547,9 +482,9 @@ class HttpSlowClientTest
                 closedReason.set(reason);
             }
         };
-        daemon.connect(8081, peer, null);
+        app.daemon.connect(8081, peer, null);
         final io.nicstack.pipes.client.PipeConnection[] accepted = new io.nicstack.pipes.client.PipeConnection[1];
-        spinUntil("the raw connection", () ->
+        app.spinUntil("the raw connection", () ->
         {
             try
             {
@@ -564,10 +499,8 @@ class HttpSlowClientTest
         {
             accepted[0].sendFile(file, 0, content.length);
         }
-        app.stop();
-        app = null;
-        client.close();
-        client = null;
+        app.server.stop();
+        app.client.close();
         final long giveUp = System.nanoTime() + 60 * S;
         while (!fin.get() && closedReason.get() == -1)
         {
@@ -597,10 +530,8 @@ class HttpSlowClientTest
     private void windowFull(final Client c) throws Exception
     {
         // The last bytes may wait for the daemon's SWS override timeout (200 ms, RFC 9293 §3.8.6.2.1).
-        spinUntil("a full window", () -> c.connection != null && unread(c) == READER_WINDOW);
-        daemon.onLoop(() -> null);
-        daemon.onLoop(() -> null); // the ACK sent, and the daemon's round that took it (stack A polls before stack B)
-        spinUntilQuiet();
+        app.spinUntil("a full window", () -> c.connection != null && unread(c) == READER_WINDOW);
+        app.settle(); // the ACK sent, and the daemon's round that took it
     }
 
     /** At {@code now} on the app's clock, {@code c} reads half its window; until the daemon has filled it again. */
@@ -608,7 +539,7 @@ class HttpSlowClientTest
     {
         appNow.set(now);
         final UnsafeBuffer sink = new UnsafeBuffer(new byte[READER_WINDOW / 2]);
-        assertEquals(sink.capacity(), (int)daemon.onLoop(() -> c.connection.read(sink, 0, sink.capacity())));
+        assertEquals(sink.capacity(), (int)app.daemon.onLoop(() -> c.connection.read(sink, 0, sink.capacity())));
         windowFull(c);
     }
 }

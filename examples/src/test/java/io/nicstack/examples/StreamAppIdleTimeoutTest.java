@@ -10,16 +10,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import io.nicstack.pipes.client.ClientOptions;
-import io.nicstack.pipes.client.NicstackClient;
 import io.nicstack.pipes.client.PipeConnection;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.TcpSettings;
@@ -43,31 +40,13 @@ class StreamAppIdleTimeoutTest
 
     private final AtomicLong appNow = new AtomicLong(1_000 * S);
     private final ByteArrayOutputStream report = new ByteArrayOutputStream();
-    private InProcessDaemon daemon;
-    private NicstackClient client;
-    private AppServer app;
-
-    @AfterEach
-    void tearDown() throws Exception
-    {
-        if (client != null)
-        {
-            client.close();
-        }
-        if (daemon != null)
-        {
-            daemon.close();
-        }
-    }
+    @AutoClose
+    private InProcessApp app;
 
     private void start(final Function<PipeConnection, ConnectionHandler> factory) throws Exception
     {
-        daemon = new InProcessDaemon(tmp);
-        final ClientOptions options = new ClientOptions();
-        options.maxConnections = 4;
-        options.pipeCapacity = PIPE;
-        client = daemon.attach("stream", options);
-        app = new AppServer(client, client.listen(PORT, 4), factory, appNow::get);
+        app = new InProcessApp(tmp, "stream", InProcessApp.options(4, PIPE));
+        app.serve(PORT, 4, factory, appNow::get);
     }
 
     private void startBulk(final boolean source, final long pauseMillis) throws Exception
@@ -75,29 +54,6 @@ class StreamAppIdleTimeoutTest
         final BulkApp.Config config = new BulkApp.Config(source, 0, pauseMillis, false, TIMEOUT,
             new PrintStream(report, true, StandardCharsets.UTF_8));
         start(c -> BulkApp.handler(c, config));
-    }
-
-    private void spinUntil(final String what, final BooleanSupplier done) throws Exception
-    {
-        InProcessDaemon.spinUntil(what, done, app::doWork);
-    }
-
-    /** Until the app found nothing to do for 200 passes in a row. */
-    private void spinUntilQuiet() throws Exception
-    {
-        final int[] quiet = {0};
-        spinUntil("the app to go quiet", () ->
-        {
-            try
-            {
-                quiet[0] = app.doWork() == 0 ? quiet[0] + 1 : 0;
-            }
-            catch (final Exception e)
-            {
-                throw new IllegalStateException(e);
-            }
-            return quiet[0] >= 200;
-        });
     }
 
     /** A peer on stack B that acknowledges at once; {@code reads}: whether it reads what it receives. */
@@ -111,67 +67,43 @@ class StreamAppIdleTimeoutTest
 
     private void connect(final InProcessDaemon.Peer peer) throws Exception
     {
-        daemon.connect(PORT, peer);
-        spinUntil("the connection", () -> peer.connection != null && app.connections() == 1);
-        settle();
+        app.daemon.connect(PORT, peer);
+        app.spinUntil("the connection", () -> peer.connection != null && app.connections() == 1);
+        app.settle();
     }
 
-    /** Every acknowledgement sent and taken by the daemon's next round (stack A polls first); the app goes quiet. */
-    private void settle() throws Exception
+    private int write(final InProcessDaemon.Peer peer, final byte[] bytes)
     {
-        daemon.onLoop(() -> null);
-        daemon.onLoop(() -> null);
-        spinUntilQuiet();
-    }
-
-    private int write(final InProcessDaemon.Peer peer, final byte[] bytes) throws Exception
-    {
-        return daemon.onLoop(() -> peer.connection.write(new UnsafeBuffer(bytes), 0, bytes.length));
-    }
-
-    private <T> T onLoop(final java.util.function.Supplier<T> action)
-    {
-        try
-        {
-            return daemon.onLoop(action);
-        }
-        catch (final Exception e)
-        {
-            throw new IllegalStateException(e);
-        }
+        return app.daemon.onLoop(() -> peer.connection.write(new UnsafeBuffer(bytes), 0, bytes.length));
     }
 
     /** Still open at exactly the timeout after {@code last}, closed with a FIN (not a reset) just past it. */
     private void closedWithFinJustPastTheTimeout(final InProcessDaemon.Peer peer, final long last) throws Exception
     {
         appNow.set(last + TIMEOUT);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertFalse(peer.ended(), "closed before the idle timeout passed");
         assertEquals(1, app.connections());
 
         appNow.set(last + TIMEOUT + 1);
-        spinUntil("the idle connection's FIN", peer::ended);
+        app.spinUntil("the idle connection's FIN", peer::ended);
         assertTrue(peer.finReceived, "a FIN, not a reset: " + peer.closedReason);
         assertEquals(-1, peer.closedReason, "a FIN, not a reset");
         // The app lingers for the peer's FIN, then lets the connection go.
-        onLoop(() ->
-        {
-            peer.connection.close();
-            return null;
-        });
-        spinUntil("the app to let the connection go", () -> app.connections() == 0);
+        app.daemon.onLoop(() -> peer.connection.close());
+        app.spinUntil("the app to let the connection go", () -> app.connections() == 0);
     }
 
     /** Still open at exactly the timeout after {@code last}, reset just past it. */
     private void resetJustPastTheTimeout(final InProcessDaemon.Peer peer, final long last) throws Exception
     {
         appNow.set(last + TIMEOUT);
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertFalse(peer.ended(), "closed before the idle timeout passed");
         assertEquals(1, app.connections());
 
         appNow.set(last + TIMEOUT + 1);
-        spinUntil("the idle connection's reset", () -> peer.closedReason != -1);
+        app.spinUntil("the idle connection's reset", () -> peer.closedReason != -1);
         assertEquals(TcpConnection.CLOSE_RESET, peer.closedReason, "a reset");
         assertEquals(0, app.connections());
     }
@@ -200,8 +132,8 @@ class StreamAppIdleTimeoutTest
             final String line = "ping " + k + "\n";
             said.append(line);
             assertEquals(line.length(), write(talker, line.getBytes(StandardCharsets.ISO_8859_1)));
-            spinUntil("the echo of " + line.strip(), () -> talker.received().contentEquals(said));
-            settle();
+            app.spinUntil("the echo of " + line.strip(), () -> talker.received().contentEquals(said));
+            app.settle();
             assertFalse(talker.ended(), "cut while talking, at " + k + " half timeouts");
         }
         closedWithFinJustPastTheTimeout(talker, t0 + 8 * TIMEOUT / 2);
@@ -222,9 +154,10 @@ class StreamAppIdleTimeoutTest
         // acknowledged, and the rest of its bytes in the RX pipe, unread, every one acknowledged by the daemon.
         final int sent = PEER_WINDOW + 2 * PIPE - 4096;
         assertEquals(sent, write(deaf, new byte[sent]));
-        spinUntil("every byte of the peer's taken by the daemon, its window full", () ->
-            onLoop(() -> deaf.connection.bytesAcked() == 1 + sent && deaf.connection.readable() == PEER_WINDOW));
-        settle();
+        app.spinUntil("every byte of the peer's taken by the daemon, its window full", () ->
+            app.daemon.onLoop(() -> deaf.connection.bytesAcked() == 1 + sent
+                && deaf.connection.readable() == PEER_WINDOW));
+        app.settle();
         resetJustPastTheTimeout(deaf, appNow.get());
     }
 
@@ -237,7 +170,7 @@ class StreamAppIdleTimeoutTest
         final long t0 = appNow.get();
         appNow.set(t0 + TIMEOUT / 2);
         assertEquals(1000, write(peer, new byte[1000]));
-        settle();
+        app.settle();
         closedWithFinJustPastTheTimeout(peer, t0 + TIMEOUT / 2);
         final String line = report.toString(StandardCharsets.UTF_8).strip();
         assertTrue(line.startsWith("bulk sink ") && line.contains(" bytes=1000 ") && line.endsWith(" ended=idle"), line);
@@ -255,14 +188,14 @@ class StreamAppIdleTimeoutTest
         connect(peer);
         final long t0 = appNow.get();
         assertEquals(1000, write(peer, new byte[1000]));
-        settle();
+        app.settle();
         appNow.set(t0 + 3 * TIMEOUT - S); // the peer silent for longer than the timeout, the app still paused
-        spinUntilQuiet();
+        app.spinUntilQuiet();
         assertFalse(peer.ended(), "closed while the app paused");
         assertEquals("", report.toString(StandardCharsets.UTF_8));
 
         appNow.set(t0 + 3 * TIMEOUT + S); // the pause over: it reads
-        settle();
+        app.settle();
         closedWithFinJustPastTheTimeout(peer, t0 + 3 * TIMEOUT + S);
         final String line = report.toString(StandardCharsets.UTF_8).strip();
         assertTrue(line.contains(" bytes=1000 ") && line.endsWith(" ended=idle"), line);
@@ -274,10 +207,10 @@ class StreamAppIdleTimeoutTest
     {
         startBulk(true, 0);
         final InProcessDaemon.Peer peer = peer(false, PEER_WINDOW);
-        daemon.connect(PORT, peer);
-        spinUntil("the peer's window full", () -> peer.connection != null
-            && onLoop(() -> peer.connection.readable()) == PEER_WINDOW);
-        settle();
+        app.daemon.connect(PORT, peer);
+        app.spinUntil("the peer's window full", () -> peer.connection != null
+            && app.daemon.onLoop(() -> peer.connection.readable()) == PEER_WINDOW);
+        app.settle();
         resetJustPastTheTimeout(peer, appNow.get());
         final String line = report.toString(StandardCharsets.UTF_8).strip();
         assertTrue(line.startsWith("bulk source ") && line.contains(" acked=" + PEER_WINDOW + " ")
