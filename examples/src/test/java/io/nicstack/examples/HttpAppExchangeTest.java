@@ -50,7 +50,8 @@ class HttpAppExchangeTest
         return peer.received();
     }
 
-    private static int count(final String s, final String what)
+    /** How many times {@code what} stands in {@code s}. */
+    static int count(final String s, final String what)
     {
         int n = 0;
         for (int i = s.indexOf(what); i >= 0; i = s.indexOf(what, i + 1))
@@ -58,6 +59,26 @@ class HttpAppExchangeTest
             n++;
         }
         return n;
+    }
+
+    /** Four requests for /x.txt on one connection, each by another name of it, the last closing. */
+    static final String ALIASED_REQUESTS = "GET /x.txt HTTP/1.1\r\nHost: h\r\n\r\n"
+        + "GET //x.txt HTTP/1.1\r\nHost: h\r\n\r\n"
+        + "GET /./x.txt HTTP/1.1\r\nHost: h\r\n\r\n"
+        + "GET /a/../x.txt HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
+
+    /** A root for {@link #ALIASED_REQUESTS}: x.txt ("x\n") and a directory a; returns x.txt. */
+    static Path aliasedFile(final Path root) throws Exception
+    {
+        Files.createDirectory(root.resolve("a"));
+        return Files.writeString(root.resolve("x.txt"), "x\n");
+    }
+
+    /** What {@link #ALIASED_REQUESTS} must get: the file, four times. */
+    static void checkAliasedResponses(final String received)
+    {
+        assertEquals(4, count(received, "HTTP/1.1 200 OK\r\n"), received);
+        assertEquals(4, count(received, "\r\n\r\nx\n"), received);
     }
 
     /**
@@ -69,15 +90,9 @@ class HttpAppExchangeTest
     void aliasesOfOneFileShareOneCacheEntry() throws Exception
     {
         final Path root = Files.createDirectory(tmp.resolve("root"));
-        Files.writeString(root.resolve("x.txt"), "x\n");
-        Files.createDirectory(root.resolve("a"));
+        aliasedFile(root);
         start(root);
-        final String r = exchange("GET /x.txt HTTP/1.1\r\nHost: h\r\n\r\n"
-            + "GET //x.txt HTTP/1.1\r\nHost: h\r\n\r\n"
-            + "GET /./x.txt HTTP/1.1\r\nHost: h\r\n\r\n"
-            + "GET /a/../x.txt HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
-        assertEquals(4, count(r, "HTTP/1.1 200 OK\r\n"), r);
-        assertEquals(4, count(r, "\r\n\r\nx\n"), r);
+        checkAliasedResponses(exchange(ALIASED_REQUESTS));
         assertEquals(1, http.cachedFiles(), "one file, one entry");
     }
 
@@ -140,6 +155,14 @@ class HttpAppExchangeTest
             + "If-Modified-Since: Tue, 05 Mar 2024 06:07:08 GMT\r\nConnection: close\r\n\r\n"; // twice: ignored
     }
 
+    /** What {@link #conditionalRequests()} must get: 200 or 304, each with Last-Modified, the file with the 200s. */
+    static void checkConditionalResponses(final String received)
+    {
+        assertEquals(List.of(200, 304, 304, 200, 200, 200, 200), statuses(received), received);
+        assertEquals(7, count(received, "\r\nLast-Modified: Tue, 05 Mar 2024 06:07:08 GMT\r\n"), received);
+        assertEquals(5, count(received, "\r\n\r\nx\n"), "the 200s have the file, the 304s nothing: " + received);
+    }
+
     /** A file whose modification time is 2024-03-05T06:07:08.5Z. */
     static Path modifiedFile(final Path root) throws Exception
     {
@@ -161,9 +184,7 @@ class HttpAppExchangeTest
         modifiedFile(root);
         start(root);
         final String r = exchange(conditionalRequests());
-        assertEquals(List.of(200, 304, 304, 200, 200, 200, 200), statuses(r), r);
-        assertEquals(7, count(r, "\r\nLast-Modified: Tue, 05 Mar 2024 06:07:08 GMT\r\n"), r);
-        assertEquals(5, count(r, "\r\n\r\nx\n"), "the 200s have the file, the 304s nothing: " + r);
+        checkConditionalResponses(r);
         final String notModified = r.substring(r.indexOf("HTTP/1.1 304"), r.indexOf("HTTP/1.1 304") + 200);
         assertFalse(notModified.substring(0, notModified.indexOf("\r\n\r\n")).contains("Content-Length"), notModified);
     }
