@@ -52,24 +52,15 @@ class BodyFileTest
     @Test
     void aLinkSwappedOntoThePathAfterTheLookupIsRefused() throws Exception
     {
-        final Path root = Files.createDirectory(dir.resolve("root"));
-        final Path outside = Files.createDirectory(dir.resolve("outside"));
-        Files.writeString(outside.resolve("f.txt"), "SECRET");
-        Files.createDirectory(root.resolve("d"));
-        Files.writeString(root.resolve("d").resolve("f.txt"), "public");
-        final StaticFiles.Lookup lookup = new StaticFiles(root).lookup("/d/f.txt");
+        final SwappedDirectory swapped = new SwappedDirectory(dir);
+        final StaticFiles.Lookup lookup = swapped.lookup;
         assertEquals(200, lookup.status());
-        // The race, made deterministic: d becomes a link to outside/ after the lookup.
-        Files.move(root.resolve("d"), dir.resolve("d-old"));
-        Files.createSymbolicLink(root.resolve("d"), outside);
         for (final boolean sendable : new boolean[] {false, true})
         {
             assertThrows(AccessDeniedException.class, () -> BodyFile.open(lookup.file(), sendable).close(),
                 "sendable " + sendable);
         }
-        // Put back, the path names the file looked up again.
-        Files.delete(root.resolve("d"));
-        Files.move(dir.resolve("d-old"), root.resolve("d"));
+        swapped.putBack();
         try (BodyFile body = BodyFile.open(lookup.file(), true))
         {
             assertEquals(6, body.channel().size());

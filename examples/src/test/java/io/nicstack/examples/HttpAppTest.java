@@ -74,19 +74,12 @@ class HttpAppTest
     @Test
     void aFileOpenedThroughASwappedLinkIs403(@TempDir final Path dir) throws Exception
     {
-        final Path root = Files.createDirectory(dir.resolve("root"));
-        final Path outside = Files.createDirectory(dir.resolve("outside"));
-        Files.writeString(outside.resolve("f.txt"), "SECRET");
-        Files.createDirectory(root.resolve("d"));
-        Files.writeString(root.resolve("d").resolve("f.txt"), "public");
-        final StaticFiles files = new StaticFiles(root);
-        final StaticFiles.Lookup lookup = files.lookup("/d/f.txt");
-        Files.move(root.resolve("d"), dir.resolve("d-old"));
-        Files.createSymbolicLink(root.resolve("d"), outside);
+        final SwappedDirectory swapped = new SwappedDirectory(dir);
+        final StaticFiles.Lookup lookup = swapped.lookup;
         final java.io.IOException refused = assertThrows(java.nio.file.AccessDeniedException.class,
             () -> BodyFile.open(lookup.file(), false));
         assertEquals(403, HttpApp.unopenedFileStatus(lookup.file(), refused));
-        assertEquals(403, files.lookup("/d/f.txt").status(), "what the lookup answers now");
+        assertEquals(403, swapped.files.lookup("/d/f.txt").status(), "what the lookup answers now");
     }
 
     @Test
