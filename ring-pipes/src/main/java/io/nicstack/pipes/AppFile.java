@@ -52,8 +52,8 @@ import static io.nicstack.pipes.AppFileDescriptor.VERSION_OFFSET;
  * {@link #open opens} the app file and maps the memory it names. Gives the three rings, the per-slot pipes and the
  * header fields of the memory.
  *
- * <p>Who writes what: the app writes the header, {@code APP_HEARTBEAT}, the control ring and the TX pipes' tails and
- * data; the daemon writes {@code DAEMON_PID}, {@code DAEMON_VERSION}, {@code DAEMON_HEARTBEAT}, the slot headers,
+ * <p>Who writes what: the app writes the header, {@code APP_HEARTBEAT}, the control ring, the TX pipes' tails and
+ * data and the RX pipes' heads, and sets doorbell bits (the daemon clears them); the daemon writes {@code DAEMON_PID}, {@code DAEMON_VERSION}, {@code DAEMON_HEARTBEAT}, the slot headers,
  * the event and notification rings and the RX pipes' tails and data. {@code STATE} is written by both, in turns
  * (ATTACHING and DETACHED by the app, ATTACHED, REJECTED and DAEMON_GONE by the daemon), always with a release store
  * after the fields it publishes. A rejection is written in the app file; the app's {@link #state()} copies it into its
@@ -549,6 +549,16 @@ public final class AppFile implements AutoCloseable
     {
         checkSlot(slot);
         return pipe.wrap(buffer, (int)AppFileDescriptor.txPipeOffset(ringCapacity, pipeCapacity, slot), pipeCapacity);
+    }
+
+    /**
+     * Offset in {@link #buffer()} of the long that holds the slot's doorbell ({@link AppFileDescriptor#doorbellBit}):
+     * the app's pipes ring it ({@link Pipe#doorbell}).
+     */
+    public int doorbellOffset(final int slot)
+    {
+        checkSlot(slot);
+        return AppFileDescriptor.doorbellOffset(ringCapacity, slot);
     }
 
     /** Slot state (daemon writes, app reads): {@code SLOT_FREE} or {@code SLOT_IN_USE}. */

@@ -31,6 +31,10 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *  +-------------------------------------------------------------+ notificationRingOffset()
  *  | notification ring: OneToOneRingBuffer, daemon -> app          |
  *  |   (connection id, new RX tail), reactively paced              |
+ *  +-------------------------------------------------------------+ doorbellsOffset()
+ *  | doorbells: DOORBELLS_LENGTH bytes, one bit per slot (slot s is |
+ *  |   bit s & 63 of the long at 8 * (s >>> 6)); app sets, daemon   |
+ *  |   takes                                                       |
  *  +-------------------------------------------------------------+ slotOffset(0)
  *  | slot 0: SLOT_HEADER_LENGTH bytes, then RX pipe, then TX pipe  |
  *  | slot 1 ...                                                    |
@@ -43,15 +47,25 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  * checks {@link #VERSION} of the file it made against what the daemon wrote in {@link #DAEMON_VERSION_OFFSET}; the
  * daemon refuses a file of another version. The fields up to {@link #DAEMON_VERSION_OFFSET} keep their places in every
  * version, so a daemon can answer an app of another version with REJECTED and VERSION_MISMATCH.
+ *
+ * <p><b>Doorbells</b> (a readiness hint, so that the daemon need not read every connection's positions every round):
+ * after each store of a slot's TX tail or RX head the app sets the slot's bit with a compare-and-set (other slots share
+ * the word, and the daemon clears it concurrently); the CAS is a volatile write, so the bit is never visible before
+ * the position it announces. Each round the daemon swaps every non-zero word to 0 ({@code getAndSet}) and only then
+ * reads the positions of the slots whose bits it found: a position stored before the bit that the swap saw is visible
+ * to those reads, and a bit set after the swap stays set for the next round, so no doorbell is lost (reading the
+ * positions first and clearing after could clear a bit whose position it read too early). The daemon trusts nothing
+ * in it: a bit of a slot it does not serve is ignored (counted), a missing bit is found by a slower full scan
+ * (counted), and all bits set cost what reading every slot costs.
  */
 public final class AppFileDescriptor
 {
     public static final long MAGIC = 0x3150_5041_4349_4E4EL; // "NNICAPP1" little endian
     /**
-     * 3: the memory is a sealed memfd named by the app file (version 2 mapped the app file itself, which its app could
+     * 4: the doorbell bitmap ({@link #doorbellsOffset}) before the slots. 3: the memory is a sealed memfd named by the app file (version 2 mapped the app file itself, which its app could
      * truncate under the daemon). 2: SEND_FILE / FILE_SENT, ABORT, and CLOSED's ICMP error.
      */
-    public static final int VERSION = 3;
+    public static final int VERSION = 4;
 
     public static final int STATE_ATTACHING = 1;
     public static final int STATE_ATTACHED = 2;
@@ -86,6 +100,8 @@ public final class AppFileDescriptor
     public static final int SLOT_REMOTE_PORT_OFFSET = 20;
     public static final int SLOT_LOCAL_PORT_OFFSET = 24;
     public static final int SLOT_HEADER_LENGTH = 4 * CACHE_LINE_LENGTH;
+    /** The doorbell bitmap: one bit for each of the most slots a layout may have (65,536), whatever it has. */
+    public static final int DOORBELLS_LENGTH = (1 << 16) / Byte.SIZE;
     public static final int SLOT_FREE = 0;
     public static final int SLOT_IN_USE = 1;
 
@@ -114,10 +130,28 @@ public final class AppFileDescriptor
         return eventRingOffset(ringCapacity) + ringLength(ringCapacity);
     }
 
-    /** Slots start page aligned after the three rings. */
-    public static long slotsOffset(final int ringCapacity)
+    /** The doorbell bitmap starts page aligned after the three rings. */
+    public static int doorbellsOffset(final int ringCapacity)
     {
         return BitUtil.align(notificationRingOffset(ringCapacity) + ringLength(ringCapacity), 4096);
+    }
+
+    /** Offset of the long that holds {@code slot}'s doorbell, {@link #doorbellBit} in it. */
+    public static int doorbellOffset(final int ringCapacity, final int slot)
+    {
+        return doorbellsOffset(ringCapacity) + (slot >>> 6) * Long.BYTES;
+    }
+
+    /** {@code slot}'s bit in the long at {@link #doorbellOffset}. */
+    public static long doorbellBit(final int slot)
+    {
+        return 1L << (slot & 63);
+    }
+
+    /** Slots start page aligned after the doorbells. */
+    public static long slotsOffset(final int ringCapacity)
+    {
+        return doorbellsOffset(ringCapacity) + DOORBELLS_LENGTH;
     }
 
     public static long slotLength(final int pipeCapacity)

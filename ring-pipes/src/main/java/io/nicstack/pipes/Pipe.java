@@ -34,7 +34,7 @@ import static io.nicstack.pipes.PipeDescriptor.TAIL_OFFSET;
  * head finds the pipe corrupt ({@link #isCorrupt}): it reads nothing more from it, so a producer that takes bytes back
  * cannot pass off a short stream as a whole one, nor one that runs ahead stale ring contents as new bytes. A flyweight
  * kept over a pipe that is {@link #reset} through another must be wrapped again. One flyweight is used by one thread;
- * nothing allocates after {@link #wrap}.
+ * nothing allocates after {@link #wrap}. With a {@link #doorbell} every position it publishes rings it.
  */
 public final class Pipe
 {
@@ -56,6 +56,9 @@ public final class Pipe
      */
     private boolean corrupt;
     private int offset;
+    /** Where this pipe's doorbell is in {@link #buffer} (see {@link #doorbell}), -1 when it has none. */
+    private int doorbellOffset = -1;
+    private long doorbellBit;
 
     /**
      * Wrap the pipe that starts at {@code offset} of {@code buffer} and has {@code capacity} data bytes.
@@ -84,7 +87,51 @@ public final class Pipe
         this.headCache = head;
         this.tailCache = buffer.getLongVolatile(offset + TAIL_OFFSET);
         this.corrupt = false;
+        this.doorbellOffset = -1;
         return this;
+    }
+
+    /**
+     * Ring the doorbell at {@code wordOffset} of the buffer (bit {@code bit} of that long) after each position this
+     * flyweight publishes: the app's end of a pipe, so that the daemon reads the pipe's positions only when told to
+     * ({@link AppFileDescriptor#doorbellOffset}). Until the next {@link #wrap}.
+     *
+     * @return this.
+     */
+    public Pipe doorbell(final int wordOffset, final long bit)
+    {
+        if (wordOffset < 0 || (wordOffset & 7) != 0 || wordOffset > buffer.capacity() - Long.BYTES || bit == 0)
+        {
+            throw new IllegalArgumentException(
+                "doorbell at " + wordOffset + " (bits " + Long.toHexString(bit) + ") in a buffer of " + buffer.capacity());
+        }
+        this.doorbellOffset = wordOffset;
+        this.doorbellBit = bit;
+        return this;
+    }
+
+    /**
+     * Store {@code position} at {@code field} (a release store), then ring the doorbell, if any. The compare-and-set
+     * that sets the bit is a volatile write, so the bit never becomes visible before the position: the daemon, which
+     * swaps the word to 0 before it reads the positions, either sees this position or leaves the bit set for its next
+     * round. A CAS even when the bit is set already: skipping it would take a load of the word, which without a
+     * StoreLoad fence (as dear as the CAS on a line this thread owns) may be satisfied before the position store is
+     * visible and see a bit the daemon is about to clear with the old position: a lost doorbell.
+     */
+    private void publish(final int field, final long position)
+    {
+        buffer.putLongRelease(offset + field, position);
+        final int at = doorbellOffset;
+        if (at >= 0)
+        {
+            final long bit = doorbellBit;
+            long word;
+            do
+            {
+                word = buffer.getLongVolatile(at);
+            }
+            while (!buffer.compareAndSetLong(at, word, word | bit));
+        }
     }
 
     /** Wrap a buffer that holds exactly one pipe ({@link PipeDescriptor#length} of its capacity). */
@@ -168,7 +215,7 @@ public final class Pipe
         {
             throw new IllegalArgumentException("commit of " + length + " bytes with " + free() + " free");
         }
-        buffer.putLongRelease(offset + TAIL_OFFSET, tail + length);
+        publish(TAIL_OFFSET, tail + length);
     }
 
     /** Producer: copy as much of {@code src[index, index + length)} as fits, publish it, return the bytes taken. */
@@ -177,7 +224,7 @@ public final class Pipe
         final long tail = tail();
         final int count = Math.min(length, free());
         putAt(tail, src, index, count);
-        buffer.putLongRelease(offset + TAIL_OFFSET, tail + count);
+        publish(TAIL_OFFSET, tail + count);
         return count;
     }
 
@@ -187,7 +234,7 @@ public final class Pipe
         final long tail = tail();
         final int count = Math.min(length, free());
         putAt(tail, src, index, count);
-        buffer.putLongRelease(offset + TAIL_OFFSET, tail + count);
+        publish(TAIL_OFFSET, tail + count);
         return count;
     }
 
@@ -213,7 +260,7 @@ public final class Pipe
     /** Producer (daemon, RX): publish every byte before {@code position} (a release store of the tail). */
     public void publishTail(final long position)
     {
-        buffer.putLongRelease(offset + TAIL_OFFSET, position);
+        publish(TAIL_OFFSET, position);
     }
 
     /** Producer side, while no consumer uses the pipe (a fresh or reused slot): both positions back to zero. */
@@ -297,7 +344,7 @@ public final class Pipe
             throw new IllegalArgumentException("release of " + length + " bytes with " + readable() + " readable");
         }
         head += length;
-        buffer.putLongRelease(offset + HEAD_OFFSET, head);
+        publish(HEAD_OFFSET, head);
     }
 
     /** Consumer (daemon, TX): consume everything before {@code position} (acknowledged bytes). */
@@ -308,7 +355,7 @@ public final class Pipe
             throw new IllegalArgumentException("releaseTo " + position + " outside [" + head + ", tail]");
         }
         head = position;
-        buffer.putLongRelease(offset + HEAD_OFFSET, position);
+        publish(HEAD_OFFSET, position);
     }
 
     /** Consumer: copy up to {@code length} readable bytes into {@code dst}, consume them, return the count. */
@@ -317,7 +364,7 @@ public final class Pipe
         final int count = Math.min(length, readable());
         getAt(head, dst, index, count);
         head += count;
-        buffer.putLongRelease(offset + HEAD_OFFSET, head);
+        publish(HEAD_OFFSET, head);
         return count;
     }
 

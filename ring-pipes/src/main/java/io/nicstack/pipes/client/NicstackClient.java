@@ -1763,8 +1763,13 @@ public final class NicstackClient implements AutoCloseable
                 + "with its RX pipe's head at " + rx.head() + ", not 0: the session is lost");
             return null;
         }
+        // Each head the app releases and tail it commits rings the slot's doorbell: the daemon reads the pipes' positions
+        // only for slots whose bit it finds (AppFileDescriptor).
+        final int doorbell = file.doorbellOffset(slot);
+        final long bit = AppFileDescriptor.doorbellBit(slot);
+        rx.doorbell(doorbell, bit);
         final PipeConnection connection = new PipeConnection(
-            this, connectionId, localPort, remoteAddress, remotePort, rx, file.tx(slot));
+            this, connectionId, localPort, remoteAddress, remotePort, rx, file.tx(slot).doorbell(doorbell, bit));
         connections[slot] = connection;
         return connection;
     }
