@@ -58,6 +58,12 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
      * every port of the dynamic range from the others.
      */
     static final int MAX_LISTENERS = 64;
+    /**
+     * Words of the slots' bitmaps (64 slots each) the safety net sweeps per round: 1,024 slots, some 50 µs of reads where
+     * one round's sweep of 15,000 slots took 0.7 ms, a hiccup every tick for every connection of the loop.
+     */
+    static final int SWEEP_WORDS = 16;
+    private static final int SWEEP_DONE = Integer.MAX_VALUE;
     /** Descriptors taken from the app (SEND_FILE) per round at most: each costs a pidfd_getfd and a /proc read. */
     static final int TAKES_PER_ROUND = 16;
     /** A listener's accept queue at most, whatever backlog the app asks for (as Linux's somaxconn). */
@@ -110,9 +116,29 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     /** Built slots free again, the last freed on top: taken before another slot is built. */
     private final int[] freeSlots;
     private int freeCount;
-    private final PipeSlot[] active;
-    private int activeCount;
-    /** Where the next round's scan of {@link #active} starts: after the slot that spent the last of the fill budget. */
+    /** Offset of the doorbell bitmap in {@link #file} ({@link AppFileDescriptor#doorbellsOffset}). */
+    private final int doorbells;
+    /** Slots served each round they are due (announced, or closed behind a file being sent): one bit per slot. */
+    private final long[] activeBits;
+    /**
+     * Slots due in the next round, one bit per slot: the doorbells the app rang, taken from its bitmap, and the slots the
+     * daemon marked itself (a file being sent, a NOTIFY the full ring held back, a connection just announced).
+     */
+    private final long[] pending;
+    /**
+     * Slots whose positions the safety net's last sweep found moved without their doorbell: counted as
+     * {@link PipeCounter#DOORBELLS_MISSED} by the next sweep unless the bit came meanwhile (the app sets it just
+     * after the position, so the scan may fall between the two).
+     */
+    private final long[] suspects;
+    /**
+     * The safety net's sweep ({@link #scanAll}): the next word of {@link #activeBits} it serves unrung, or
+     * {@link #SWEEP_DONE}; this round's sweep covers the words {@code [sweptFrom, sweptTo)}.
+     */
+    private int sweepNext = SWEEP_DONE;
+    private int sweptFrom;
+    private int sweptTo;
+    /** Where the next round's visit of the due slots starts: after the slot that spent the last of the fill budget. */
     private int scanStart;
     private final Int2ObjectHashMap<TcpListener> listeners = new Int2ObjectHashMap<>();
     private final UnsafeBuffer scratch = new UnsafeBuffer(new byte[Protocol.EVENT_LENGTH]);
@@ -158,7 +184,11 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         notifications = new CheckedRingWriter(new UnsafeBuffer(file, AppFileDescriptor.notificationRingOffset(ringCapacity), ringLength));
         slots = new PipeSlot[maxConnections];
         freeSlots = new int[maxConnections];
-        active = new PipeSlot[maxConnections];
+        doorbells = AppFileDescriptor.doorbellsOffset(ringCapacity);
+        final int words = (maxConnections + 63) >>> 6;
+        activeBits = new long[words];
+        pending = new long[words];
+        suspects = new long[words];
         backlogLimit = backlogLimit(maxConnections, ringCapacity);
     }
 
@@ -247,32 +277,162 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 }
             }
         }
+        takeDoorbells();
         // From where the last round's fill budget ran out: when the budget cannot serve every file, the connections
         // it passed over go first next round. Always from the first, the first four files took it every round at
         // 2 GB/s and the rest waited; the HTTP benchmark's 1 MiB responses timed out after 2 s.
-        final int n = activeCount;
+        final int n = builtSlots;
         final int start = scanStart < n ? scanStart : 0;
-        boolean budgetSpent = false;
-        scanStart = 0;
-        for (int k = 0; k < n; k++)
+        scanStart = -1;
+        work += visit(start, n);
+        work += visit(0, start);
+        if (scanStart < 0)
         {
-            final int i = start + k < n ? start + k : start + k - n;
-            if (i < activeCount) // a slot deactivated meanwhile moved the last one into its place
+            scanStart = 0;
+        }
+        return work;
+    }
+
+    /**
+     * Take the doorbells the app rang into {@link #pending}: each non-zero word of its bitmap is swapped to 0 before any
+     * position of its slots is read ({@link #visit}). That order loses no doorbell: the app sets a bit (a CAS, a volatile
+     * write) after it stores the position, so a swap that finds the bit also makes that position visible to the reads
+     * after it, and a bit set after the swap stays for the next round. Read first and cleared after, a bit set between
+     * the two would be cleared with its position unread. Bits of slots not active are dropped (counted).
+     *
+     * <p>While the safety net sweeps ({@link #scanAll}), the words it reaches this round make every active slot of
+     * theirs due, note those not rung as suspects ({@link #pollSlot} keeps those whose positions moved), and count the
+     * suspects of the sweep before that were never rung since; at its end it clears and counts the bits past the built
+     * slots, which no round reads.
+     */
+    private void takeDoorbells()
+    {
+        final int words = (builtSlots + 63) >>> 6;
+        sweptFrom = Math.min(sweepNext, words);
+        sweptTo = Math.min(words, sweptFrom + SWEEP_WORDS);
+        long ignored = 0;
+        for (int w = 0; w < words; w++)
+        {
+            final int at = doorbells + (w << 3);
+            long rung = file.getLongVolatile(at);
+            if (rung != 0)
             {
-                work += pollSlot(active[i]);
-                if (!budgetSpent && fillBudget == 0)
+                rung = file.getAndSetLong(at, 0);
+                final long served = rung & activeBits[w];
+                ignored += Long.bitCount(rung & ~served);
+                pending[w] |= served;
+                suspects[w] &= ~served; // rung after all: the sweep read the position before its bit came
+            }
+            if (w >= sweptFrom && w < sweptTo)
+            {
+                final long missed = suspects[w] & activeBits[w];
+                if (missed != 0)
                 {
-                    budgetSpent = true;
-                    scanStart = i + 1;
+                    counters.add(PipeCounter.DOORBELLS_MISSED, Long.bitCount(missed));
+                }
+                suspects[w] = activeBits[w] & ~rung; // served unrung: suspects while their positions moved (pollSlot)
+                pending[w] |= activeBits[w];
+            }
+        }
+        if (sweepNext != SWEEP_DONE)
+        {
+            sweepNext = sweptTo;
+            if (sweptTo >= words)
+            {
+                sweepNext = SWEEP_DONE;
+                // Bits of slots never built: nothing reads them each round, and an app may set any of them.
+                final int allWords = AppFileDescriptor.DOORBELLS_LENGTH / Long.BYTES;
+                for (int w = words; w < allWords; w++)
+                {
+                    final int at = doorbells + (w << 3);
+                    if (file.getLongVolatile(at) != 0)
+                    {
+                        ignored += Long.bitCount(file.getAndSetLong(at, 0));
+                    }
+                }
+            }
+        }
+        if (ignored != 0)
+        {
+            counters.add(PipeCounter.DOORBELLS_IGNORED, ignored);
+        }
+    }
+
+    /**
+     * Serve the due slots of {@code [from, to)} in order ({@link #pollSlot}), each bit cleared before its slot is served
+     * (what marks it again meanwhile is for the next round); notes in {@link #scanStart} where the fill budget ran out.
+     */
+    private int visit(final int from, final int to)
+    {
+        int work = 0;
+        for (int base = from & ~63; base < to; base += 64)
+        {
+            final int w = base >>> 6;
+            long mask = -1L;
+            if (base < from)
+            {
+                mask &= -1L << (from - base);
+            }
+            if (to - base < 64)
+            {
+                mask &= (1L << (to - base)) - 1;
+            }
+            long due = pending[w] & mask;
+            if (due == 0)
+            {
+                continue;
+            }
+            pending[w] &= ~due;
+            while (due != 0)
+            {
+                final int bit = Long.numberOfTrailingZeros(due);
+                due &= due - 1;
+                final PipeSlot s = slots[base + bit];
+                if (!s.active)
+                {
+                    continue; // deactivated since it was marked
+                }
+                final boolean unrung = w >= sweptFrom && w < sweptTo && (suspects[w] & (1L << bit)) != 0;
+                work += pollSlot(s, unrung);
+                if (scanStart < 0 && fillBudget == 0)
+                {
+                    scanStart = base + bit + 1;
+                }
+                if (s.active && s.fileFd >= 0)
+                {
+                    mark(s); // a file being sent goes on each round, at the pace of its acknowledgements
                 }
             }
         }
         return work;
     }
 
-    /** Doorbells (TX tail, RX head moved) and the reactive NOTIFY pacing of one announced connection. */
-    private int pollSlot(final PipeSlot s)
+    /** The slot is due next round, whether the app rings or not. */
+    private void mark(final PipeSlot s)
     {
+        pending[s.index >>> 6] |= 1L << (s.index & 63);
+    }
+
+    /**
+     * The doorbells' safety net: from the next round on, a sweep serves every active slot, rung or not,
+     * {@link #SWEEP_WORDS} words of them per round, and counts what it finds moved without a bit and never rung after
+     * ({@link PipeCounter#DOORBELLS_MISSED}). A sweep still going on starts again.
+     */
+    void scanAll()
+    {
+        sweepNext = 0;
+    }
+
+    /**
+     * Doorbells (TX tail, RX head moved) and the reactive NOTIFY pacing of one announced connection. {@code unrung}: the
+     * safety net's sweep reads it without a doorbell; a position found moved makes it a suspect ({@link #suspects}).
+     */
+    private int pollSlot(final PipeSlot s, final boolean unrung)
+    {
+        if (unrung)
+        {
+            suspects[s.index >>> 6] &= ~(1L << (s.index & 63)); // again below if a position moved
+        }
         final TcpConnection c = s.connection;
         if (c == null || s.tcpGone)
         {
@@ -284,6 +444,11 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             return work; // closed behind its file: only the file goes on
         }
         final long txTail = s.tx.tailVolatile();
+        final long rxHead = s.rx.headVolatile();
+        if (unrung && (txTail != s.lastTxTail || rxHead != s.lastRxHead))
+        {
+            suspects[s.index >>> 6] |= 1L << (s.index & 63); // counted by the next sweep unless its bit comes
+        }
         if (txTail != s.lastTxTail)
         {
             s.lastTxTail = txTail;
@@ -292,7 +457,6 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
             server.flushStack(); // the segment leaves now, before the rest of the round
             work++;
         }
-        final long rxHead = s.rx.headVolatile();
         if (rxHead != s.lastRxHead)
         {
             s.lastRxHead = rxHead;
@@ -325,6 +489,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 return 1;
             }
             // Ring full: the app is behind on notifications; it will see this tail on a later round.
+            mark(s);
         }
         return 0;
     }
@@ -705,6 +870,10 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         s.fileAppended = 0;
         s.tx.beginFill();
         fillFile(s);
+        if (s.fileFd >= 0)
+        {
+            mark(s); // the rest in the next rounds
+        }
     }
 
     /**
@@ -1017,25 +1186,26 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
         freeSlots[freeCount++] = s.index;
     }
 
+    /** Serve the slot from now on: when rung, when marked, and once at once (what came before the announcement). */
     private void activate(final PipeSlot s)
     {
-        if (s.activeIndex < 0)
+        if (!s.active)
         {
-            s.activeIndex = activeCount;
-            active[activeCount++] = s;
+            s.active = true;
+            activeBits[s.index >>> 6] |= 1L << (s.index & 63);
+            mark(s);
         }
     }
 
     private void deactivate(final PipeSlot s)
     {
-        final int i = s.activeIndex;
-        if (i >= 0)
+        if (s.active)
         {
-            final PipeSlot last = active[--activeCount];
-            active[i] = last;
-            last.activeIndex = i;
-            active[activeCount] = null;
-            s.activeIndex = -1;
+            s.active = false;
+            final long bit = 1L << (s.index & 63);
+            activeBits[s.index >>> 6] &= ~bit;
+            pending[s.index >>> 6] &= ~bit;
+            suspects[s.index >>> 6] &= ~bit;
         }
     }
 

@@ -17,6 +17,13 @@ public enum PipeCounter
     EVENTS_DEFERRED("pipes: events deferred (event ring full)"),
     NOTIFICATIONS_SENT("pipes: notifications sent"),
     DOORBELLS("pipes: doorbells"),
+    /** Doorbell bits an app set for a slot the daemon does not serve (not in use, or beyond its slots): ignored. */
+    DOORBELLS_IGNORED("pipes: doorbell bits ignored (slot not in use)"),
+    /**
+     * Positions (TX tail, RX head) the safety net's full scan found moved without their doorbell bit, and no bit came
+     * by the next full scan: an app that does not ring. 0 with the client library.
+     */
+    DOORBELLS_MISSED("pipes: doorbells missed (found by the full scan)"),
     CONNECTIONS_ACCEPTED("pipes: connections accepted"),
     CONNECTIONS_OPENED("pipes: connections opened"),
     SLOTS_EXHAUSTED("pipes: no free slot"),

@@ -33,12 +33,13 @@ import io.nicstack.stack.tcp.Tcp;
 /**
  * The daemon end of the shared-memory pipes: finds app files under {@code <shm>/apps}, attaches them,
  * and every event-loop round serves each attached app (control ring, events, accepts, doorbells,
- * paced notifications; see {@link AppSession}). Every {@link #HOUSEKEEPING_NANOS} it writes each app's
- * daemon heartbeat and, every other time, asks for a directory scan ({@link AppDirectoryScanner}, on a thread of its
- * own) and reaps apps whose process died or that detached: the connections they closed send what they committed and
- * then their FIN, the others are reset, their listeners closed, their file deleted, and their memory unmapped once
- * drained. Files the scan found are attached in slices of the loop's time ({@link #ATTACH_SLICE_NANOS}), half of it at
- * most.
+ * paced notifications; see {@link AppSession}: a round reads the pipe positions only of the slots whose doorbell bit
+ * the app set, or that the daemon itself has business with). Every {@link #HOUSEKEEPING_NANOS} it writes each app's
+ * daemon heartbeat, starts a sweep that reads every slot over the next rounds (the doorbells' safety net) and, every
+ * other time, asks for a directory scan ({@link AppDirectoryScanner}, on a thread of its own) and reaps apps whose
+ * process died or that detached: the connections they closed send what they committed and then their FIN, the others
+ * are reset, their listeners closed, their file deleted, and their memory unmapped once drained. Files the scan found
+ * are attached in slices of the loop's time ({@link #ATTACH_SLICE_NANOS}), half of it at most.
  *
  * <p>Nothing an app writes can throw out of {@link #run()}: bad files are rejected, bad messages get
  * ERROR events and counters, a broken ring gets the app reaped. Event loop thread only.
@@ -353,6 +354,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
             try
             {
                 s.heartbeat(epochMillis);
+                s.scanAll(); // the doorbells' safety net: positions moved without a bit are served within a tick
                 state = s.state();
             }
             catch (final RuntimeException e)

@@ -35,8 +35,8 @@ final class PipeSlot implements BufferProvider.ConnectionBuffers
     boolean tcpGone;
     boolean appClosed;
     TcpConnection connection;
-    /** Position in the session's dense list of slots to poll each round, -1 when not in it. */
-    int activeIndex = -1;
+    /** Served by the session's rounds (its bit in the session's active set): announced, or closed behind a file. */
+    boolean active;
     long lastTxTail;
     long lastRxHead;
     long lastNotifiedTail;

@@ -59,6 +59,8 @@ final class TestApp implements AutoCloseable
     final OneToOneRingBuffer notifications;
     final List<Event> received = new ArrayList<>();
     final List<Event> notified = new ArrayList<>();
+    /** Whether {@link #read} and {@link #write} ring the doorbell, as the client library does (a hostile app does not). */
+    boolean rings = true;
     private final UnsafeBuffer message = new UnsafeBuffer(new byte[64]);
     /** This process's memfd, or -1 when a {@link Holder} holds the memory. */
     final int memoryFd;
@@ -270,6 +272,7 @@ final class TestApp implements AutoCloseable
         if (n > 0)
         {
             pipe.putLongRelease(PipeDescriptor.HEAD_OFFSET, head + n);
+            ringIfRinging(slot);
         }
         return n;
     }
@@ -288,8 +291,36 @@ final class TestApp implements AutoCloseable
         if (n > 0)
         {
             pipe.putLongRelease(PipeDescriptor.TAIL_OFFSET, tail + n);
+            ringIfRinging(slot);
         }
         return n;
+    }
+
+    private void ringIfRinging(final int slot)
+    {
+        if (rings)
+        {
+            ring(slot);
+        }
+    }
+
+    /** Set the slot's doorbell bit (a CAS: the daemon clears the word concurrently), after the position it announces. */
+    void ring(final int slot)
+    {
+        final int at = AppFileDescriptor.doorbellOffset(ringCapacity, slot);
+        final long bit = AppFileDescriptor.doorbellBit(slot);
+        long word;
+        do
+        {
+            word = file.getLongVolatile(at);
+        }
+        while (!file.compareAndSetLong(at, word, word | bit));
+    }
+
+    /** The doorbell word that holds {@code slot}'s bit, as it is now. */
+    long doorbellWord(final int slot)
+    {
+        return file.getLongVolatile(AppFileDescriptor.doorbellOffset(ringCapacity, slot));
     }
 
     @Override
