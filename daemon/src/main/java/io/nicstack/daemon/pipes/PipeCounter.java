@@ -17,7 +17,10 @@ public enum PipeCounter
     EVENTS_DEFERRED("pipes: events deferred (event ring full)"),
     NOTIFICATIONS_SENT("pipes: notifications sent"),
     DOORBELLS("pipes: doorbells"),
-    /** Doorbell bits an app set for a slot the daemon does not serve (not in use, or beyond its slots): ignored. */
+    /**
+     * Doorbell bits an app set for a slot the daemon does not serve (not in use, or beyond its slots): ignored. Not only
+     * hostile apps: one that reads what is left in a connection's RX pipe after CLOSED rings a slot no longer served.
+     */
     DOORBELLS_IGNORED("pipes: doorbell bits ignored (slot not in use)"),
     /**
      * Positions (TX tail, RX head) the safety net's full scan found moved without their doorbell bit, and no bit came
