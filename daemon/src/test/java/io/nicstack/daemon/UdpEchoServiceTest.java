@@ -2,6 +2,9 @@ package io.nicstack.daemon;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.nio.ByteOrder;
+
+import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 
@@ -11,6 +14,10 @@ import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
 import io.nicstack.stack.udp.UdpSocket;
+import io.nicstack.stack.wire.EthernetFrame;
+import io.nicstack.stack.wire.Ipv4Header;
+import io.nicstack.stack.wire.MacAddress;
+import io.nicstack.stack.wire.UdpHeader;
 
 /**
  * RFC 862 over UDP, the CVE-1999-0103 loop between two services that answer automatically, and the "fraggle" reflector
@@ -92,5 +99,41 @@ class UdpEchoServiceTest
         client.send(A, UdpEchoService.PORT, new UnsafeBuffer(new byte[512]), 0, 512, now);
         run(100);
         assertEquals(1, echoed[0], "a datagram to our own address is echoed");
+    }
+
+    /**
+     * RFC 1122 §3.3.6: a datagram to the subnet's network address {subnet, 0}, the old broadcast form, is a broadcast
+     * for IPv4, so not echoed either. UdpSocket cannot send to it (only the standard forms), so b's side of the wire
+     * carries a hand-built Ethernet broadcast frame from b:40000. Before, it was echoed: the guard asked only about
+     * 255.255.255.255 and the all-ones address, and every daemon on the link answered the (possibly forged) source.
+     */
+    @Test
+    void aDatagramToTheSubnetsNetworkAddressIsNotEchoed()
+    {
+        a.udp().bind(UdpEchoService.PORT, new UdpEchoService(() -> dropped[0]++, () -> broadcastDropped[0]++));
+        final int[] echoed = {0};
+        b.udp().bind(40000, (s, src, srcPort, buf, off, len, t) -> echoed[0]++);
+        final int subnetZero = 0xC612_0000;
+        final int payload = 64;
+        final int udpLength = UdpHeader.HEADER_LENGTH + payload;
+        final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + udpLength;
+        final MutableDirectBuffer frame = wire.b().claim();
+        frame.setMemory(0, EthernetFrame.HEADER_LENGTH + totalLength, (byte)0);
+        MacAddress.write(frame, 0, MacAddress.BROADCAST);
+        MacAddress.write(frame, 6, b.config().mac());
+        frame.putShort(12, (short)EthernetFrame.ETHERTYPE_IPV4, ByteOrder.BIG_ENDIAN);
+        new Ipv4Header().wrap(frame, EthernetFrame.HEADER_LENGTH, totalLength).versionAndIhl(5).tos(0)
+            .totalLength(totalLength).identification(1).flagsAndFragmentOffset(false, false, 0).ttl(64)
+            .protocol(Ipv4Header.PROTOCOL_UDP).source(B).destination(subnetZero).updateChecksum();
+        new UdpHeader().wrap(frame, EthernetFrame.HEADER_LENGTH + Ipv4Header.MIN_HEADER_LENGTH, udpLength).sourcePort(40000)
+            .destinationPort(UdpEchoService.PORT).datagramLength(udpLength).checksum(0).updateChecksum(B, subnetZero);
+        wire.b().commit(EthernetFrame.HEADER_LENGTH + totalLength);
+        wire.b().flush();
+        run(100);
+        assertEquals(1, a.counters().get(StackCounter.UDP_IN_DATAGRAMS), "it reached the echo service");
+        assertEquals(0, a.counters().get(StackCounter.UDP_OUT_DATAGRAMS));
+        assertEquals(0, echoed[0]);
+        assertEquals(1, broadcastDropped[0], "counted by the fraggle guard");
+        assertEquals(0, dropped[0]);
     }
 }

@@ -107,11 +107,6 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         sockets.remove(port);
     }
 
-    boolean isBroadcast(final int address)
-    {
-        return ip.isBroadcast(address);
-    }
-
     @Override
     public void onDatagram(
         final Ipv4Header header,
@@ -151,7 +146,7 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
             icmp.sendError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PORT_UNREACHABLE, header, broadcast, now);
             return;
         }
-        if (socket.deliver(header, in.sourcePort(), buffer, offset + UdpHeader.HEADER_LENGTH, udpLength - UdpHeader.HEADER_LENGTH, now))
+        if (socket.deliver(header, broadcast, in.sourcePort(), buffer, offset + UdpHeader.HEADER_LENGTH, udpLength - UdpHeader.HEADER_LENGTH, now))
         {
             counters.increment(StackCounter.UDP_IN_DATAGRAMS);
         }

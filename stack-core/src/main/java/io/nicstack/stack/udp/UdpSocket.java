@@ -21,14 +21,15 @@ public final class UdpSocket
 {
     private static final int MSG_TYPE = 1;
     /**
-     * A queued datagram: source address, source port, destination address and IP options length, an int each at these
-     * offsets, then its IP options, then its bytes.
+     * A queued datagram: source address, source port, destination address, IP options length and whether the
+     * destination is a broadcast (1 or 0), an int each at these offsets, then its IP options, then its bytes.
      */
     private static final int SOURCE_AT = 0;
     private static final int SOURCE_PORT_AT = 4;
     private static final int DESTINATION_AT = 8;
     private static final int OPTIONS_LENGTH_AT = 12;
-    private static final int META_LENGTH = 16;
+    private static final int BROADCAST_AT = 16;
+    private static final int META_LENGTH = 20;
     /** A queued ICMP error: destination address and port, type, code, next-hop MTU, an int each at these offsets. */
     private static final int MSG_TYPE_ICMP_ERROR = 2;
     private static final int ERROR_DESTINATION_AT = 0;
@@ -47,13 +48,14 @@ public final class UdpSocket
     private boolean open = true;
     private long now;
     private int destination;
+    private boolean broadcast;
     private DirectBuffer options = new UnsafeBuffer(new byte[0]);
     private int optionsOffset;
     private int optionsLength;
 
     /**
-     * The least queue: eight times the largest queued datagram (its addresses, port and options length, then up to
-     * 65,507 bytes of IP options and payload: a datagram's options take room from its payload).
+     * The least queue: eight times the largest queued datagram (its addresses, port, options length and broadcast
+     * flag, then up to 65,507 bytes of IP options and payload: a datagram's options take room from its payload).
      */
     /** Largest receive queue: a ring's capacity is a power of two that fits an int. */
     public static final int MAX_QUEUE_BYTES = 1 << 30;
@@ -93,8 +95,10 @@ public final class UdpSocket
 
     /**
      * The destination address of the datagram being handed to {@link UdpHandler#onDatagram}, valid during that call:
-     * our address, the subnet's broadcast address or 255.255.255.255 (RFC 1122 §4.1.3.5: the specific destination
-     * MUST be passed up, so that an application can tell a broadcast from a datagram to it, as IP_PKTINFO does).
+     * our address, or a broadcast address ({@link #destinationIsBroadcast}): 255.255.255.255, the subnet's broadcast
+     * address, or its old form, the subnet's network address {subnet, 0}, which IPv4 accepts on input (RFC 1122
+     * §3.3.6). RFC 1122 §4.1.3.5: the specific destination MUST be passed up, so that an application can tell a
+     * broadcast from a datagram to it, as IP_PKTINFO does.
      */
     public int destinationAddress()
     {
@@ -102,13 +106,14 @@ public final class UdpSocket
     }
 
     /**
-     * True when the datagram being handed to {@link UdpHandler#onDatagram} was sent to a broadcast address (the
-     * subnet's or 255.255.255.255), valid during that call: a service that answers automatically should not answer it
-     * (its source may be forged, and every host on the link would answer together).
+     * True when the datagram being handed to {@link UdpHandler#onDatagram} was sent to a broadcast address, valid
+     * during that call: whatever IPv4 took as one on input (255.255.255.255, the subnet's broadcast address, or the
+     * subnet's network address, RFC 1122 §3.3.6), so that the two never disagree. A service that answers
+     * automatically should not answer it (its source may be forged, and every host on the link would answer together).
      */
     public boolean destinationIsBroadcast()
     {
-        return udp.isBroadcast(destination);
+        return broadcast;
     }
 
     /**
@@ -149,6 +154,7 @@ public final class UdpSocket
             return;
         }
         destination = buffer.getInt(index + DESTINATION_AT);
+        broadcast = buffer.getInt(index + BROADCAST_AT) != 0;
         options = buffer;
         optionsOffset = index + META_LENGTH;
         optionsLength = buffer.getInt(index + OPTIONS_LENGTH_AT);
@@ -166,15 +172,19 @@ public final class UdpSocket
         }
     }
 
-    /** Called by {@link Udp} for a datagram with the IP header {@code ip}; false when the receive queue is full. */
-    boolean deliver(final Ipv4Header ip, final int sourcePort, final DirectBuffer buffer, final int offset, final int length,
-        final long nowNanos)
+    /**
+     * Called by {@link Udp} for a datagram with the IP header {@code ip}, {@code toBroadcast} when IPv4 took its
+     * destination as a broadcast; false when the receive queue is full.
+     */
+    boolean deliver(final Ipv4Header ip, final boolean toBroadcast, final int sourcePort, final DirectBuffer buffer,
+        final int offset, final int length, final long nowNanos)
     {
         final int ipOptionsLength = ip.headerLength() - Ipv4Header.MIN_HEADER_LENGTH;
         final int ipOptionsOffset = ip.offset() + Ipv4Header.MIN_HEADER_LENGTH;
         if (handler != null)
         {
             destination = ip.destination();
+            broadcast = toBroadcast;
             options = ip.buffer();
             optionsOffset = ipOptionsOffset;
             optionsLength = ipOptionsLength;
@@ -191,6 +201,7 @@ public final class UdpSocket
         b.putInt(index + SOURCE_PORT_AT, sourcePort);
         b.putInt(index + DESTINATION_AT, ip.destination());
         b.putInt(index + OPTIONS_LENGTH_AT, ipOptionsLength);
+        b.putInt(index + BROADCAST_AT, toBroadcast ? 1 : 0);
         b.putBytes(index + META_LENGTH, ip.buffer(), ipOptionsOffset, ipOptionsLength);
         b.putBytes(index + META_LENGTH + ipOptionsLength, buffer, offset, length);
         queue.commit(index);

@@ -124,6 +124,45 @@ class UdpReceiveTest
     }
 
     /**
+     * RFC 1122 §3.3.6: IPv4 accepts the old broadcast form {subnet, 0} as a broadcast, so the socket must say so too,
+     * inline and queued (a reassembled datagram keeps its flag), or an echo service answers it ("fraggle"). Before,
+     * {@link UdpSocket#destinationIsBroadcast} asked only for 255.255.255.255 and the subnet's all-ones address.
+     */
+    @Test
+    void aDatagramToTheSubnetsNetworkAddressIsReportedAsBroadcastInlineAndQueued()
+    {
+        final int subnetZero = 0xC612_0000;
+        final java.util.List<String> inline = new java.util.ArrayList<>();
+        stack.udp().bind(PORT + 1, (s, src, srcPort, buffer, offset, length, t) ->
+            inline.add(Integer.toHexString(s.destinationAddress()) + " " + s.destinationIsBroadcast()));
+        final UdpSocket queued = stack.udp().bind(PORT + 2, 1 << 16);
+        for (final int destination : new int[] {subnetZero, 0xC612_00FF, 0xFFFF_FFFF, STACK_IP})
+        {
+            final long frameMac = destination == STACK_IP ? mac : MacAddress.BROADCAST;
+            for (final int port : new int[] {PORT + 1, PORT + 2})
+            {
+                exchange(ethernet(frameMac, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4, ipv4(PEER_IP, destination,
+                    Ipv4Header.PROTOCOL_UDP, ++ipId, false, 0, udp(PEER_IP, destination, 4000, port, new byte[4]))));
+            }
+        }
+        // The same in two fragments: reassembly passes the first fragment's broadcast flag on.
+        final byte[] big = udp(PEER_IP, subnetZero, 4000, PORT + 2, new byte[2000]);
+        exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4, ipv4(PEER_IP, subnetZero,
+            Ipv4Header.PROTOCOL_UDP, 4242, true, 0, java.util.Arrays.copyOfRange(big, 0, 1480))));
+        exchange(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_IPV4, ipv4(PEER_IP, subnetZero,
+            Ipv4Header.PROTOCOL_UDP, 4242, false, 1480, java.util.Arrays.copyOfRange(big, 1480, big.length))));
+        final java.util.List<String> drained = new java.util.ArrayList<>();
+        assertEquals(5, queued.receive((s, src, srcPort, buffer, offset, length, t) ->
+            drained.add(Integer.toHexString(s.destinationAddress()) + " " + s.destinationIsBroadcast()), 10, now));
+        final List<String> expected = List.of("c6120000 true", "c61200ff true", "ffffffff true", "c6120002 false");
+        assertEquals(expected, inline, "inline");
+        final List<String> expectedQueued = new java.util.ArrayList<>(expected);
+        expectedQueued.add("c6120000 true");
+        assertEquals(expectedQueued, drained, "queued");
+        assertEquals(9, counters.get(StackCounter.UDP_IN_DATAGRAMS));
+    }
+
+    /**
      * A receive queue larger than a ring can be (2^30 bytes) is refused with a message naming the size and the limit,
      * and the port stays free. Before, the power-of-two rounding overflowed and Agrona threw "capacity < 0".
      */
