@@ -90,7 +90,7 @@ public enum StackCounter
     UDP_DROP_RECEIVE_QUEUE_FULL("udp drop: receive queue full", Kind.DROP),
     UDP_OUT_DATAGRAMS("udp datagrams out", Kind.INFO),
     UDP_ICMP_ERRORS("udp icmp errors passed to the socket that sent the quoted datagram (rfc 1122 s4.1.3.3)", Kind.INFO),
-    UDP_ICMP_IGNORED("udp icmp errors ignored (no socket on the quoted port, or its receive queue full)", Kind.INFO),
+    UDP_ICMP_IGNORED("udp icmp errors ignored: no socket on the quoted port", Kind.INFO),
 
     TCP_SEGMENTS_IN("tcp segments in", Kind.ACCEPT),
     TCP_DROP_TRUNCATED("tcp drop: truncated or bad data offset", Kind.DROP),
@@ -139,7 +139,8 @@ public enum StackCounter
     TCP_TIME_WAIT_REUSED("tcp time-wait connections reopened by a new syn (rfc 6191)", Kind.INFO),
     TCP_TIME_WAIT_OVERFLOW("tcp time-wait bound full: connection closed without time-wait", Kind.INFO),
     ICMP_OUT_RATE_LIMITED_PEER("icmp errors suppressed by the per-peer rate limit", Kind.INFO),
-    TCP_LINK_FAILURES("tcp segments arp discarded (first hop unanswered), told to their connection: attempts ended as unreachable, else a soft error", Kind.INFO);
+    TCP_LINK_FAILURES("tcp segments arp discarded (first hop unanswered), told to their connection: attempts ended as unreachable, else a soft error", Kind.INFO),
+    UDP_ICMP_QUEUE_FULL("udp icmp errors lost: the receive queue of the socket on the quoted port was full", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */
     public enum Kind

@@ -172,13 +172,17 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         // RFC 1191 §4: the next-hop MTU is the low 16 bits of fragmentation needed's rest of header; other errors have none.
         final int nextHopMtu = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && code == IcmpHeader.CODE_FRAGMENTATION_NEEDED
             ? restOfHeader & 0xFFFF : 0;
-        if (socket != null && socket.deliverIcmpError(type, code, quotedDestination, quoted.destinationPort(), nextHopMtu, now))
+        if (socket == null)
+        {
+            counters.increment(StackCounter.UDP_ICMP_IGNORED);
+        }
+        else if (socket.deliverIcmpError(type, code, quotedDestination, quoted.destinationPort(), nextHopMtu, now))
         {
             counters.increment(StackCounter.UDP_ICMP_ERRORS);
         }
         else
         {
-            counters.increment(StackCounter.UDP_ICMP_IGNORED);
+            counters.increment(StackCounter.UDP_ICMP_QUEUE_FULL);
         }
     }
 

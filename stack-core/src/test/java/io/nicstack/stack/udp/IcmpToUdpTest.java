@@ -154,18 +154,22 @@ class IcmpToUdpTest
         assertEquals(1, counters.get(StackCounter.UDP_ICMP_ERRORS));
     }
 
-    /** An error that finds its socket's queue full is lost as a datagram would be, and counted as ignored. */
+    /**
+     * An error that finds its socket's queue full is lost as a datagram would be, and counted as such: not as ignored
+     * for want of a socket (one counter meant both before).
+     */
     @Test
-    void anErrorThatFindsTheQueueFullIsCountedAsIgnored()
+    void anErrorThatFindsTheQueueFullIsCountedAsLostToTheFullQueue()
     {
         final UdpSocket socket = stack.udp().bind(LOCAL_PORT, 1 << 16);
         final byte[] error = icmpError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PORT_UNREACHABLE, 0,
             sentBy(socket));
-        for (int i = 0; i < 20_000 && counters.get(StackCounter.UDP_ICMP_IGNORED) == 0; i++)
+        for (int i = 0; i < 20_000 && counters.get(StackCounter.UDP_ICMP_QUEUE_FULL) == 0; i++)
         {
             receive(error);
         }
-        assertEquals(1, counters.get(StackCounter.UDP_ICMP_IGNORED), "the queue fills before 20,000 errors");
+        assertEquals(1, counters.get(StackCounter.UDP_ICMP_QUEUE_FULL), "the queue fills before 20,000 errors");
+        assertEquals(0, counters.get(StackCounter.UDP_ICMP_IGNORED), "there was a socket");
         final long queued = counters.get(StackCounter.UDP_ICMP_ERRORS);
         assertEquals(queued, socket.receive(recorder, Integer.MAX_VALUE, now), "every error counted as passed on was queued");
         assertEquals(0, counters.unaccountedFrames());
@@ -182,6 +186,7 @@ class IcmpToUdpTest
         receive(icmpError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_PORT_UNREACHABLE, 0, ours));
         assertEquals(List.of(), errors);
         assertEquals(1, counters.get(StackCounter.UDP_ICMP_IGNORED));
+        assertEquals(0, counters.get(StackCounter.UDP_ICMP_QUEUE_FULL), "no queue was full");
         assertEquals(0, counters.get(StackCounter.UDP_ICMP_ERRORS));
         assertEquals(0, counters.unaccountedFrames());
     }
