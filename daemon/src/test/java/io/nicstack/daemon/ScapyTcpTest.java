@@ -233,7 +233,10 @@ class ScapyTcpTest
         final long passive = after.get(StackCounter.TCP_PASSIVE_OPENS) - before.get(StackCounter.TCP_PASSIVE_OPENS);
         System.out.println("[scapy tcp synflood] cookies sent " + cookiesSent + ", accepted " + cookiesAccepted
             + ", passive opens " + passive + ", device drops " + after.get(StackCounter.DEVICE_DROPS)
-            + ", listen overflows " + after.get(StackCounter.TCP_LISTEN_OVERFLOWS));
+            + ", listener: syns refused " + after.get(StackCounter.TCP_LISTEN_OVERFLOWS)
+            + ", syns dropped " + after.get(StackCounter.TCP_LISTEN_SYN_DROPPED)
+            + ", cookie acks dropped " + after.get(StackCounter.TCP_LISTEN_COOKIE_ACK_DROPPED)
+            + ", final acks dropped " + after.get(StackCounter.TCP_LISTEN_ACK_DROPPED));
         assertTrue(cookiesSent > 0, "syn cookies sent once the backlog of 1024 filled: " + after);
         // The backlog stays full of half-open connections to spoofed hosts, so the kernel client got in by a cookie.
         assertTrue(cookiesAccepted >= 1, "the kernel client's cookie was accepted: " + cookiesAccepted);

@@ -132,7 +132,7 @@ public enum StackCounter
     TCP_SYN_COOKIES_SENT("tcp syn cookies sent", Kind.INFO),
     TCP_SYN_COOKIES_ACCEPTED("tcp syn cookies accepted", Kind.INFO),
     TCP_SYN_COOKIES_FAILED("tcp syn cookies rejected", Kind.INFO),
-    TCP_LISTEN_OVERFLOWS("tcp listener full: connection refused", Kind.INFO),
+    TCP_LISTEN_OVERFLOWS("tcp listener full: connection refused (syn answered with a reset at the connection limit)", Kind.INFO),
     TCP_HALF_OPEN_EVICTED("tcp half-open connections reset to admit a completed syn cookie handshake (listener limit or buffers)", Kind.INFO),
     TCP_BUFFER_BUDGET_EXHAUSTED("tcp buffer memory budget exhausted (cookie or refusal instead)", Kind.INFO),
     TCP_TIMEOUTS("tcp connections timed out", Kind.INFO),
@@ -140,7 +140,11 @@ public enum StackCounter
     TCP_TIME_WAIT_OVERFLOW("tcp time-wait bound full: connection closed without time-wait", Kind.INFO),
     ICMP_OUT_RATE_LIMITED_PEER("icmp errors suppressed by the per-peer rate limit", Kind.INFO),
     TCP_LINK_FAILURES("tcp segments arp discarded (first hop unanswered), told to their connection: attempts ended as unreachable, else a soft error", Kind.INFO),
-    UDP_ICMP_QUEUE_FULL("udp icmp errors lost: the receive queue of the socket on the quoted port was full", Kind.INFO);
+    UDP_ICMP_QUEUE_FULL("udp icmp errors lost: the receive queue of the socket on the quoted port was full", Kind.INFO),
+    TCP_LISTEN_SYN_DROPPED("tcp listener: syn dropped unanswered, accept queue full (no cookie either)", Kind.INFO),
+    TCP_LISTEN_COOKIE_ACK_DROPPED("tcp listener: valid syn cookie ack dropped, accept queue full or connection limit held by synchronized connections (the cookie stays valid)", Kind.INFO),
+    TCP_LISTEN_ACK_DROPPED("tcp listener: handshake's final ack dropped, accept queue full (the connection stays half-open)", Kind.INFO),
+    TCP_LISTEN_ESTABLISHED_RESET("tcp listener: established connection reset, its listener could not queue it for accept", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */
     public enum Kind

@@ -691,7 +691,7 @@ public final class Tcp implements IpProtocolHandler
         {
             if (listener.acceptQueueFull())
             {
-                counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
+                counters.increment(StackCounter.TCP_LISTEN_SYN_DROPPED);
                 return;
             }
             sendCookie(listener, localIp, remoteIp, nowNanos);
@@ -822,7 +822,7 @@ public final class Tcp implements IpProtocolHandler
         }
         if (listener.acceptQueueFull() || !makeRoomForCookie(listener))
         {
-            counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
+            counters.increment(StackCounter.TCP_LISTEN_COOKIE_ACK_DROPPED);
             return true;
         }
         final BufferProvider provider = listener.bufferProvider();
@@ -923,7 +923,7 @@ public final class Tcp implements IpProtocolHandler
         listener.removeHalfOpen(c);
         if (!listener.enqueue(c))
         {
-            counters.increment(StackCounter.TCP_LISTEN_OVERFLOWS);
+            counters.increment(StackCounter.TCP_LISTEN_ESTABLISHED_RESET);
             c.abort();
         }
     }

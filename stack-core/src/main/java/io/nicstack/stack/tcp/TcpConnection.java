@@ -954,7 +954,7 @@ public final class TcpConnection
                     // No room to queue it for accept (connections from SYN cookies may have filled the queue while this
                     // one was half-open): the ACK is dropped and the connection stays SYN-RECEIVED, as Linux does with
                     // tcp_abort_on_overflow off. The SYN,ACK's retransmission, or the peer's next segment, tries again.
-                    tcp.count(StackCounter.TCP_LISTEN_OVERFLOWS);
+                    tcp.count(StackCounter.TCP_LISTEN_ACK_DROPPED);
                     return;
                 }
                 establish(seg, now);

@@ -2540,7 +2540,7 @@ class TcpExtensionsTest
         t.tsOn = true;
         t.send(t.in());
         t.recvNothing();
-        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_ACK_DROPPED));
         assertEquals(1, t.listener.synReceived(), "A is still half-open");
 
         // The application takes B; A's SYN,ACK goes again at its timeout, and A's answer completes A.
@@ -2551,7 +2551,7 @@ class TcpExtensionsTest
         final TcpConnection a = t.listener.accept();
         assertNotNull(a, "A's handshake completed once there was room");
         assertEquals(TcpState.ESTABLISHED, a.state());
-        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_ACK_DROPPED));
     }
 
     @Test
@@ -2594,7 +2594,7 @@ class TcpExtensionsTest
         t.peerPort = PEER_PORT + 3;
         t.send(t.peerSyn());
         t.recvNothing();
-        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_SYN_DROPPED));
         final List<TcpConnection> accepted = List.of(t.listener.accept(), t.listener.accept());
         assertEquals(2, accepted.size());
         assertNull(t.listener.accept());

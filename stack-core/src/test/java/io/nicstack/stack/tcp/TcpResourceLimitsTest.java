@@ -262,7 +262,7 @@ class TcpResourceLimitsTest
         t.iss = issC;
         t.send(t.in().flags(ACK | PSH).payload(TcpTestHarness.bytes(10, 3)));
         t.recvNothing();
-        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_OVERFLOWS));
+        assertEquals(1, t.counter(StackCounter.TCP_LISTEN_COOKIE_ACK_DROPPED));
         assertEquals(0, t.counter(StackCounter.TCP_HALF_OPEN_EVICTED));
         assertEquals(0, t.counter(StackCounter.TCP_SYN_COOKIES_ACCEPTED));
         assertEquals(2, t.listener.liveConnections());
