@@ -58,6 +58,9 @@ public final class Ipv4
     private int datagramSource;
     private final Identifications identifications;
     private final Redirects redirects = new Redirects();
+    /** The Reassembler's eviction counts already added to the stack's counters. */
+    private long evictedForOwnSourceSeen;
+    private long evictedForOtherSourceSeen;
 
     public Ipv4(
         final StackConfig config,
@@ -87,9 +90,30 @@ public final class Ipv4
                 reassemblyTimeout.onTimeout(buffer, offset, length, now);
             },
             // Every datagram given up, whatever the result code of the fragment that gave it up (timeouts above).
-            () -> counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED));
+            this::onReassemblyDiscarded);
         arp.onResolutionFailed(this::onResolutionFailed);
         arp.onFrameDiscarded(this::onFrameDiscarded);
+    }
+
+    /**
+     * The Reassembler gave up a datagram in progress (other than by a timeout): counted once, and, when it made room
+     * for a new datagram, by which source's (the Reassembler counts the reason just before it tells us).
+     */
+    private void onReassemblyDiscarded()
+    {
+        counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
+        final long own = reassembler.evictedForOwnSource();
+        final long other = reassembler.evictedForOtherSource();
+        if (own != evictedForOwnSourceSeen)
+        {
+            counters.add(StackCounter.IPV4_REASSEMBLY_EVICTED_OWN_SOURCE, own - evictedForOwnSourceSeen);
+            evictedForOwnSourceSeen = own;
+        }
+        if (other != evictedForOtherSourceSeen)
+        {
+            counters.add(StackCounter.IPV4_REASSEMBLY_EVICTED_OTHER_SOURCE, other - evictedForOtherSourceSeen);
+            evictedForOtherSourceSeen = other;
+        }
     }
 
     /**

@@ -144,7 +144,9 @@ public enum StackCounter
     TCP_LISTEN_SYN_DROPPED("tcp listener: syn dropped unanswered, accept queue full (no cookie either)", Kind.INFO),
     TCP_LISTEN_COOKIE_ACK_DROPPED("tcp listener: valid syn cookie ack dropped, accept queue full or connection limit held by synchronized connections (the cookie stays valid)", Kind.INFO),
     TCP_LISTEN_ACK_DROPPED("tcp listener: handshake's final ack dropped, accept queue full (the connection stays half-open)", Kind.INFO),
-    TCP_LISTEN_ESTABLISHED_RESET("tcp listener: established connection reset, its listener could not queue it for accept", Kind.INFO);
+    TCP_LISTEN_ESTABLISHED_RESET("tcp listener: established connection reset, its listener could not queue it for accept", Kind.INFO),
+    IPV4_REASSEMBLY_EVICTED_OWN_SOURCE("ipv4 reassembly: datagrams given up for a newer one from their own source (in discarded)", Kind.INFO),
+    IPV4_REASSEMBLY_EVICTED_OTHER_SOURCE("ipv4 reassembly: datagrams given up for a new one from another source, every context taken (in discarded)", Kind.INFO);
 
     /** How a counter takes part in the frame accounting. */
     public enum Kind
