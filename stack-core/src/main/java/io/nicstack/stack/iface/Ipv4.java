@@ -470,6 +470,28 @@ public final class Ipv4
         final int tos,
         final long now)
     {
+        return send(destination, protocol, options, optionsLength, payload, offset, length, dontFragment, tos,
+            config.defaultTtl(), now);
+    }
+
+    /**
+     * As {@link #send(int, int, DirectBuffer, int, DirectBuffer, int, int, boolean, int, long)}, every fragment
+     * carrying {@code ttl} (1..255) rather than the configured default: RFC 1122 §4.1.4, an application MUST be able
+     * to set the TTL of the UDP datagrams it sends.
+     */
+    public boolean send(
+        final int destination,
+        final int protocol,
+        final DirectBuffer options,
+        final int optionsLength,
+        final DirectBuffer payload,
+        final int offset,
+        final int length,
+        final boolean dontFragment,
+        final int tos,
+        final int ttl,
+        final long now)
+    {
         if (length > MAX_PAYLOAD)
         {
             counters.increment(StackCounter.IPV4_OUT_TOO_BIG);
@@ -488,7 +510,7 @@ public final class Ipv4
             final int keptOptions = length <= maxPayload - optionsLength ? optionsLength : 0;
             // A frame that waits for ARP may be refused (Arp.enqueue): then the datagram was not sent.
             if (!emit(mac, nextHop, destination, protocol, identifications.next(destination, protocol), dontFragment,
-                false, 0, tos, options, keptOptions, payload, offset, length))
+                false, 0, tos, ttl, options, keptOptions, payload, offset, length))
             {
                 return false;
             }
@@ -507,7 +529,7 @@ public final class Ipv4
         for (int sent = 0; sent < length; sent += chunk)
         {
             final int n = Math.min(chunk, length - sent);
-            all &= emit(mac, nextHop, destination, protocol, id, false, sent + n < length, sent, tos, null, 0, payload,
+            all &= emit(mac, nextHop, destination, protocol, id, false, sent + n < length, sent, tos, ttl, null, 0, payload,
                 offset + sent, n);
             counters.increment(StackCounter.IPV4_OUT_FRAGMENTS);
         }
@@ -657,6 +679,18 @@ public final class Ipv4
         final int destination, final int protocol, final int l4Length, final boolean dontFragment,
         final long identificationKey, final int tos, final long now)
     {
+        return claimDatagram(destination, protocol, l4Length, dontFragment, identificationKey, tos, config.defaultTtl(),
+            now);
+    }
+
+    /**
+     * As {@link #claimDatagram(int, int, int, boolean, long, int, long)}, the header carrying {@code ttl} (1..255)
+     * rather than the configured default (RFC 1122 §4.1.4).
+     */
+    public MutableDirectBuffer claimDatagram(
+        final int destination, final int protocol, final int l4Length, final boolean dontFragment,
+        final long identificationKey, final int tos, final int ttl, final long now)
+    {
         final int nextHop = nextHop(destination, now);
         if (l4Length > mtu - Ipv4Header.MIN_HEADER_LENGTH || nextHop == 0)
         {
@@ -670,7 +704,7 @@ public final class Ipv4
         final MutableDirectBuffer frame = link.claim(mac, EthernetFrame.ETHERTYPE_IPV4);
         final int totalLength = Ipv4Header.MIN_HEADER_LENGTH + l4Length;
         writeHeader(frame, totalLength, destination, protocol, identifications.next(identificationKey),
-            dontFragment, false, 0, tos);
+            dontFragment, false, 0, tos, ttl);
         claimedFrame = frame;
         claimedLength = EthernetFrame.HEADER_LENGTH + totalLength;
         return frame;
@@ -686,9 +720,9 @@ public final class Ipv4
         final boolean dontFragment,
         final boolean moreFragments,
         final int fragmentOffset,
-        final int tos)
+        final int tos,
+        final int ttl)
     {
-        final int ttl = config.defaultTtl();
         final int source = config.address();
         final int flagsAndFragment = Ipv4Header.flagsAndFragmentOffsetField(dontFragment, moreFragments, fragmentOffset);
         // RFC 1071 over the ten 16-bit words of this header, summed from the values instead of read back.
@@ -783,6 +817,7 @@ public final class Ipv4
         final boolean moreFragments,
         final int fragmentOffset,
         final int tos,
+        final int ttl,
         final DirectBuffer options,
         final int optionsLength,
         final DirectBuffer payload,
@@ -793,7 +828,7 @@ public final class Ipv4
         final int ipOffset = EthernetFrame.HEADER_LENGTH;
         final int headerLength = Ipv4Header.MIN_HEADER_LENGTH + optionsLength;
         final int totalLength = headerLength + length;
-        writeHeader(frame, totalLength, destination, protocol, id, dontFragment, moreFragments, fragmentOffset, tos);
+        writeHeader(frame, totalLength, destination, protocol, id, dontFragment, moreFragments, fragmentOffset, tos, ttl);
         if (optionsLength > 0)
         {
             frame.putBytes(ipOffset + Ipv4Header.MIN_HEADER_LENGTH, options, 0, optionsLength);

@@ -201,6 +201,13 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
     /** ICMP destination unreachable's code for host unreachable (RFC 792). */
     private static final int CODE_HOST_UNREACHABLE = 1;
 
+    /** The TTL of our datagrams unless a socket sets its own. */
+    int defaultTtl()
+    {
+        return ip.config().defaultTtl();
+    }
+
+    /** One datagram from {@code sourcePort}, its IPv4 header carrying {@code tos} and {@code ttl} (RFC 1122 §4.1.4). */
     boolean send(
         final int sourcePort,
         final int address,
@@ -208,6 +215,8 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         final DirectBuffer buffer,
         final int offset,
         final int length,
+        final int tos,
+        final int ttl,
         final long now)
     {
         if (length < 0 || length > MAX_PAYLOAD)
@@ -234,7 +243,8 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         }
         final int datagramLength = UdpHeader.HEADER_LENGTH + length;
         // One copy when the datagram fits a frame and the peer's MAC is known: straight into the frame.
-        final MutableDirectBuffer frame = ip.claimDatagram(address, Ipv4Header.PROTOCOL_UDP, datagramLength, false, now);
+        final MutableDirectBuffer frame = ip.claimDatagram(address, Ipv4Header.PROTOCOL_UDP, datagramLength, false,
+            ip.identificationKey(address, Ipv4Header.PROTOCOL_UDP), tos, ttl, now);
         final boolean sent;
         if (frame != null)
         {
@@ -260,7 +270,7 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
         else
         {
             build(scratch, 0, sourcePort, address, port, buffer, offset, length, false);
-            sent = ip.send(address, Ipv4Header.PROTOCOL_UDP, scratch, 0, datagramLength, now);
+            sent = ip.send(address, Ipv4Header.PROTOCOL_UDP, null, 0, scratch, 0, datagramLength, false, tos, ttl, now);
         }
         if (sent)
         {

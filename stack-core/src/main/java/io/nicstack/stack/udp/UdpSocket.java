@@ -49,6 +49,9 @@ public final class UdpSocket
     private long now;
     private int destination;
     private boolean broadcast;
+    /** The TOS octet and TTL of the datagrams this socket sends; a TTL of 0 means the stack's default. */
+    private int typeOfService;
+    private int timeToLive;
     private DirectBuffer options = new UnsafeBuffer(new byte[0]);
     private int optionsOffset;
     private int optionsLength;
@@ -90,7 +93,54 @@ public final class UdpSocket
         {
             throw new IllegalStateException("socket closed: udp port " + port);
         }
-        return udp.send(port, address, destinationPort, buffer, offset, length, nowNanos);
+        return udp.send(port, address, destinationPort, buffer, offset, length, typeOfService,
+            timeToLive != 0 ? timeToLive : udp.defaultTtl(), nowNanos);
+    }
+
+    /**
+     * Set the TOS octet (the DS field and ECN bits, RFC 2474, RFC 3168) of every datagram this socket sends from now
+     * on, as IP_TOS does; 0, the default class, unless set. RFC 1122 §4.1.4: an application MUST be able to choose
+     * the TOS of the datagrams it sends (§3.2.1.6).
+     *
+     * @throws IllegalArgumentException outside 0..255.
+     */
+    public UdpSocket typeOfService(final int tos)
+    {
+        if (tos < 0 || tos > 255)
+        {
+            throw new IllegalArgumentException("udp TOS must be 0..255: " + tos);
+        }
+        typeOfService = tos;
+        return this;
+    }
+
+    /** The TOS octet of the datagrams this socket sends. */
+    public int typeOfService()
+    {
+        return typeOfService;
+    }
+
+    /**
+     * Set the TTL of every datagram this socket sends from now on, 1..255 (a host MUST NOT send TTL 0, RFC 1122
+     * §3.2.1.7), or -1 for the stack's default again, as IP_TTL does. RFC 1122 §4.1.4: an application MUST be able to
+     * choose the TTL of the datagrams it sends (e.g. a traceroute).
+     *
+     * @throws IllegalArgumentException for any other value.
+     */
+    public UdpSocket timeToLive(final int ttl)
+    {
+        if (ttl != -1 && (ttl < 1 || ttl > 255))
+        {
+            throw new IllegalArgumentException("udp TTL must be 1..255, or -1 for the default: " + ttl);
+        }
+        timeToLive = ttl == -1 ? 0 : ttl;
+        return this;
+    }
+
+    /** The TTL of the datagrams this socket sends: its own, or the stack's default. */
+    public int timeToLive()
+    {
+        return timeToLive != 0 ? timeToLive : udp.defaultTtl();
     }
 
     /**

@@ -216,4 +216,65 @@ class UdpSendTest
         assertEquals(1, counters.get(StackCounter.IPV4_OUT_DATAGRAMS));
         assertEquals(1, counters.get(StackCounter.UDP_OUT_DATAGRAMS));
     }
+
+    /** The TOS and TTL of every IPv4 header sent since the last call, as "tos/ttl" strings. */
+    private List<String> sentTosAndTtl()
+    {
+        stack.poll(now);
+        final List<String> out = new java.util.ArrayList<>();
+        for (final byte[] frame : device.takeSent())
+        {
+            final Ipv4Header ip = new Ipv4Header();
+            assertTrue(ip.wrapChecked(new UnsafeBuffer(frame), EthernetFrame.HEADER_LENGTH,
+                frame.length - EthernetFrame.HEADER_LENGTH));
+            assertTrue(ip.checksumValid(), "header checksum");
+            out.add(Integer.toHexString(ip.tos()) + "/" + ip.ttl());
+        }
+        return out;
+    }
+
+    /**
+     * RFC 1122 §4.1.4 (and §4.1.3.2's TTL and TOS): an application MUST be able to set the TTL and TOS of the UDP
+     * datagrams it sends, as IP_TTL and IP_TOS do; both the frame written in place and every fragment of a larger
+     * datagram carry them, and -1 gives the TTL back to the stack's default. Before, every datagram went with TOS 0
+     * and the stack's TTL.
+     */
+    @Test
+    void rfc1122_4_1_4_aSocketSetsTheTtlAndTosOfItsDatagrams()
+    {
+        final int defaultTtl = stack.config().defaultTtl();
+        socket.send(PEER_IP, 7, payload, 0, payload.capacity(), now);
+        assertEquals(List.of("0/" + defaultTtl), sentTosAndTtl(), "unset: the default class and TTL");
+
+        socket.typeOfService(0xB9).timeToLive(3);
+        assertEquals(0xB9, socket.typeOfService());
+        assertEquals(3, socket.timeToLive());
+        socket.send(PEER_IP, 7, payload, 0, payload.capacity(), now);
+        assertEquals(List.of("b9/3"), sentTosAndTtl(), "one frame, written in place");
+        final UnsafeBuffer large = new UnsafeBuffer(new byte[3000]);
+        socket.send(PEER_IP, 7, large, 0, large.capacity(), now);
+        assertEquals(List.of("b9/3", "b9/3", "b9/3"), sentTosAndTtl(), "every fragment");
+
+        socket.timeToLive(-1).typeOfService(0);
+        assertEquals(defaultTtl, socket.timeToLive());
+        socket.send(PEER_IP, 7, payload, 0, payload.capacity(), now);
+        assertEquals(List.of("0/" + defaultTtl), sentTosAndTtl(), "back to the defaults");
+    }
+
+    /** A TTL of 0 (RFC 1122 §3.2.1.7: MUST NOT be sent) or outside an octet, or a TOS outside one, is refused. */
+    @Test
+    void aTtlOrTosOutsideItsRangeIsRefused()
+    {
+        for (final int ttl : new int[] {0, 256, -2})
+        {
+            final IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> socket.timeToLive(ttl));
+            assertTrue(e.getMessage().contains(Integer.toString(ttl)), e.getMessage());
+        }
+        for (final int tos : new int[] {-1, 256})
+        {
+            assertThrows(IllegalArgumentException.class, () -> socket.typeOfService(tos));
+        }
+        assertEquals(stack.config().defaultTtl(), socket.timeToLive(), "unchanged");
+        assertEquals(0, socket.typeOfService(), "unchanged");
+    }
 }
