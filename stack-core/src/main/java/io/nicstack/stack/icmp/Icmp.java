@@ -35,12 +35,14 @@ public final class Icmp implements IpProtocolHandler
     public static final long PEER_NANOS_PER_TOKEN = 1_000_000_000L;
     public static final int PEER_BURST = 6;
     /**
-     * The peers whose buckets are kept: 256 sets of 4 (1,024 peers, 12 KiB), a peer's set chosen by a hash of its
-     * address. A peer not in its set takes the place of the one there with the most tokens.
+     * The peers whose buckets are kept: 256 sets of 4 (1,024 peers, 12 KiB), a peer's set chosen by a keyed hash of its
+     * address ({@link #peerSet}). A peer not in its set takes the place, and the bucket, of the one there with the most
+     * tokens.
      */
     static final int PEER_SET_BITS = 8;
     static final int PEER_SETS = 1 << PEER_SET_BITS;
     static final int PEER_WAYS = 4;
+    private static final int PEER_SET_SHIFT = 16;
     private static final long EMPTY_PEER = Long.MIN_VALUE;
 
     private final Ipv4 ip;
@@ -342,15 +344,17 @@ public final class Icmp implements IpProtocolHandler
     /**
      * Take a token from {@code peer}'s bucket (a timestamp, as the global one), {@link #PEER_BURST} tokens deep, one
      * each {@link #PEER_NANOS_PER_TOKEN}. The buckets live in a fixed table of {@link #PEER_SETS} sets of
-     * {@link #PEER_WAYS}; a peer absent from its set takes the place of an empty entry, else of the entry with the most
-     * tokens. That entry loses at most the tokens it has above a new, full, bucket: an eviction only ever gives a peer
-     * more tokens, never fewer, so no churn of addresses can starve one; and a peer being limited, near empty, is the
-     * last of its set to go, so churn does not free it either unless its whole set is being limited. The global limit
-     * bounds what all peers get together.
+     * {@link #PEER_WAYS}; a peer absent from its set takes an empty entry, which starts full, else the entry with the
+     * most tokens, whose bucket it takes over as it is. An eviction changes a bucket's owner, never its tokens, so the
+     * peers that share a set, however many take turns in it, get together no more than its four buckets give: 4 x 6 at
+     * once and 4 a second after. A peer being limited, near empty, is the last of its set to go. Which peers share a set is a
+     * keyed hash, so no one can pick addresses that do; a flood from addresses enough to cover every set spends the
+     * global limit first, which bounds what all peers get together. (Linux keeps a bucket per address, in the
+     * inet_peer cache, and evicts by age.)
      */
     private boolean takePeerToken(final int peer, final long now)
     {
-        final int base = ((peer * 0x9E37_79B9) >>> (32 - PEER_SET_BITS)) * PEER_WAYS;
+        final int base = peerSet(peer) * PEER_WAYS;
         int entry = -1;
         long mostCredit = -1;
         for (int i = base; i < base + PEER_WAYS; i++)
@@ -369,12 +373,8 @@ public final class Icmp implements IpProtocolHandler
             }
         }
         final long burst = PEER_NANOS_PER_TOKEN * PEER_BURST;
-        if (peerBucketTimes[entry] == EMPTY_PEER || peerAddresses[entry] != peer)
-        {
-            peerAddresses[entry] = peer;
-            peerBucketTimes[entry] = now - burst;
-        }
-        else if (now - peerBucketTimes[entry] > burst)
+        peerAddresses[entry] = peer;
+        if (peerBucketTimes[entry] == EMPTY_PEER || now - peerBucketTimes[entry] > burst)
         {
             peerBucketTimes[entry] = now - burst;
         }
@@ -384,6 +384,16 @@ public final class Icmp implements IpProtocolHandler
         }
         peerBucketTimes[entry] += PEER_NANOS_PER_TOKEN;
         return true;
+    }
+
+    /**
+     * The set of {@code peer}'s bucket: bits 16 to 23 of the keyed hash (SipHash under the stack's per-boot secret)
+     * that IPv4 identifications take for the peer and ICMP ({@link Ipv4#identificationKey}), which no identification
+     * shows (they use bits 0 to 9 and 48 to 63); the error sent next finds the same hash in their cache.
+     */
+    int peerSet(final int peer)
+    {
+        return (int)(ip.identificationKey(peer, Ipv4Header.PROTOCOL_ICMP) >>> PEER_SET_SHIFT) & (PEER_SETS - 1);
     }
 
     /** How many peers have a bucket in the table (for tests). */

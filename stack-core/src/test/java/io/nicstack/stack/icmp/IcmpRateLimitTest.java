@@ -26,6 +26,8 @@ import io.nicstack.stack.TestDevice;
 import io.nicstack.stack.iface.StackConfig;
 import io.nicstack.stack.stats.StackCounter;
 import io.nicstack.stack.stats.StackCounters;
+import io.nicstack.stack.tcp.isn.IsnGenerator;
+import io.nicstack.stack.tcp.isn.SynCookies;
 import io.nicstack.stack.wire.ArpPacket;
 import io.nicstack.stack.wire.EthernetFrame;
 import io.nicstack.stack.wire.IcmpHeader;
@@ -55,8 +57,9 @@ class IcmpRateLimitTest
     {
         device = new TestDevice(1500);
         counters = StackCounters.inMemory();
+        // The fixed secrets of repeatable runs: which peers share a set is the same every run.
         stack = new NetStack(device, StackConfig.of("198.18.0.2/24").gateway(PEER_IP).icmpErrorRate(perSecond, burst),
-            counters, now);
+            counters, now, new IsnGenerator(1, 2), new SynCookies(3, 4));
         mac = stack.config().mac();
         device.inject(ethernet(MacAddress.BROADCAST, PEER_MAC, EthernetFrame.ETHERTYPE_ARP,
             arp(ArpPacket.OP_REQUEST, PEER_MAC, PEER_IP, 0, STACK_IP)));
@@ -182,23 +185,29 @@ class IcmpRateLimitTest
     }
 
     /**
-     * Many more peers than the table holds: its size stays fixed, every new peer gets its burst, and a peer being
-     * limited stays limited however many others pass (only the entry with the most tokens of a set makes room).
+     * Many more peers than the table holds, one a millisecond (about 16 to a set over 4 s, fewer than its four buckets
+     * hold and refill): its size stays fixed, every new peer gets its first error, and a peer being limited stays
+     * limited however many others pass (only the entry with the most tokens of a set makes room, and the newcomer takes
+     * over that bucket, not a fresh one): one error a second, as its own bucket gives.
      */
     @Test
     void evictionUnderManyPeersKeepsTheTableBoundedAndLimitedPeersLimited()
     {
         start(1_000_000, 1_000_000);
         assertEquals(Icmp.PEER_BURST, provoke(NOISY, 50));
+        final long drainedAt = now;
+        int noisyAnswered = 0;
         final int capacity = Icmp.PEER_SETS * Icmp.PEER_WAYS;
         for (int peer = 0; peer < 4 * capacity; peer++)
         {
-            now += 10;
+            now += MS;
             assertEquals(1, provoke(0xC613_1000 + peer), "a new peer gets its first error");
+            noisyAnswered += provoke(NOISY);
             assertTrue(stack.icmp().trackedPeers() <= capacity);
         }
         assertEquals(capacity, stack.icmp().trackedPeers());
-        assertEquals(0, provoke(NOISY, 10), "the churn did not free the noisy peer");
+        assertEquals((now - drainedAt) / Icmp.PEER_NANOS_PER_TOKEN, noisyAnswered, "the churn did not free the noisy peer");
+        assertEquals(0, provoke(NOISY, 10));
         assertEquals(0, counters.unaccountedFrames());
     }
 
@@ -230,8 +239,8 @@ class IcmpRateLimitTest
         final int noisyBase = 0xC613_0000 | random.nextInt((1 << 16) - noisy.length);
         for (int i = 0; i < noisy.length; i++)
         {
-            // Consecutive addresses, which the multiplicative hash puts in different sets: the passing peers, whose
-            // buckets hold more tokens, make room before any of them.
+            // Eight addresses, in eight sets or a few sharing one: the passing peers, whose buckets hold more tokens,
+            // make room before any of them.
             noisy[i] = noisyBase + i;
         }
         final Map<Integer, Long> firstSeen = new HashMap<>();
@@ -246,8 +255,9 @@ class IcmpRateLimitTest
             answered += got;
             final int total = answeredTo.merge(peer, got, Integer::sum);
             final long allowed = Icmp.PEER_BURST + (now - firstSeen.get(peer)) / Icmp.PEER_NANOS_PER_TOKEN;
-            // An evicted peer comes back with a full bucket: bounded per stay in the table, so check the noisy ones,
-            // which (limited, near empty) the passing peers do not evict.
+            // An evicted peer comes back with the bucket of the one it displaces, perhaps fuller than its own was:
+            // bounded per stay in the table, so check the noisy ones, which (limited, near empty) the passing peers
+            // do not evict.
             if (peer - noisyBase >= 0 && peer - noisyBase < noisy.length)
             {
                 assertTrue(total <= allowed, "peer " + Integer.toHexString(peer) + " got " + total + " > " + allowed);
