@@ -355,8 +355,10 @@ public final class Icmp implements IpProtocolHandler
     private boolean takePeerToken(final int peer, final long now)
     {
         final int base = peerSet(peer) * PEER_WAYS;
-        int entry = -1;
-        long mostCredit = -1;
+        // Credit is negative when the clock is behind a bucket (an embedder's clock stepping back): the search starts
+        // from the set's first entry and below any credit, so it always names an entry, whatever the clock says.
+        int entry = base;
+        long mostCredit = Long.MIN_VALUE;
         for (int i = base; i < base + PEER_WAYS; i++)
         {
             final long time = peerBucketTimes[i];

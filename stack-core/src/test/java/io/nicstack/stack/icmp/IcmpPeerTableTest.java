@@ -135,4 +135,33 @@ class IcmpPeerTableTest
         // Two random secrets place all 64 alike with probability 256^-64.
         assertNotEquals(64, placedAlike, "two stacks with their own secrets place 64 addresses alike");
     }
+
+    /**
+     * A clock that steps back behind every bucket of a full set (NetStack.poll(now) is public and the clock injected: an
+     * embedder's clock, or two time sources a tick apart): the newcomer takes one of them over and gets no token until
+     * its time comes, and nothing throws. Before, no entry had more than the -1 tokens the search started from, and it
+     * threw ArrayIndexOutOfBoundsException (index -1).
+     */
+    @Test
+    void aClockBehindEveryBucketOfAFullSetNeitherThrowsNorGrants()
+    {
+        final Icmp icmp = start();
+        final int[] peers = sharingASet(icmp, 5);
+        for (int i = 0; i < Icmp.PEER_WAYS; i++)
+        {
+            ask(icmp, peers[i], Icmp.PEER_BURST, T);
+        }
+        assertEquals(Icmp.PEER_WAYS * Icmp.PEER_BURST, allowed(), "four full buckets, each now empty as of T");
+        ask(icmp, peers[4], 1, T - 1);
+        assertEquals(Icmp.PEER_WAYS * Icmp.PEER_BURST, allowed(), "a bucket empty as of T has nothing at T - 1");
+        ask(icmp, peers[4], 1, T + Icmp.PEER_NANOS_PER_TOKEN);
+        assertEquals(Icmp.PEER_WAYS * Icmp.PEER_BURST + 1, allowed(), "a token a second after");
+        for (final long now : new long[] {0, -1, Long.MIN_VALUE, Long.MAX_VALUE, Long.MIN_VALUE + 1, T})
+        {
+            for (final int peer : sharingASet(icmp, 8))
+            {
+                ask(icmp, peer, 1, now);
+            }
+        }
+    }
 }
