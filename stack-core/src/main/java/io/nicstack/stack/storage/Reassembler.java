@@ -263,34 +263,39 @@ public final class Reassembler
         final int ofSource = perSource.get(source);
         Context free = null;
         Context oldestOfSource = null;
-        Context heaviest = null;
-        int heaviestHolds = 0;
         for (final Context c : contexts)
         {
             if (!c.inUse)
             {
                 free = free == null ? c : free;
-                continue;
             }
-            if (c.source == source)
+            else if (c.source == source && (oldestOfSource == null || c.openedAt - oldestOfSource.openedAt < 0))
             {
-                if (oldestOfSource == null || c.openedAt - oldestOfSource.openedAt < 0)
-                {
-                    oldestOfSource = c;
-                }
-                continue;
-            }
-            final int holds = perSource.get(c.source);
-            if (holds > heaviestHolds || holds == heaviestHolds && c.openedAt - heaviest.openedAt < 0)
-            {
-                heaviest = c;
-                heaviestHolds = holds;
+                oldestOfSource = c;
             }
         }
         Context c = free;
         if (ofSource >= maxPerSource || free == null)
         {
-            if (ofSource > 0 && (ofSource >= maxPerSource || ofSource >= heaviestHolds))
+            final boolean overQuarter = ofSource > 0 && ofSource >= maxPerSource;
+            // The heaviest other source, only when it may give up one: a map lookup per context in use.
+            Context heaviest = null;
+            int heaviestHolds = 0;
+            for (int i = 0; !overQuarter && i < contexts.length; i++)
+            {
+                final Context other = contexts[i];
+                if (!other.inUse || other.source == source)
+                {
+                    continue;
+                }
+                final int holds = perSource.get(other.source);
+                if (holds > heaviestHolds || holds == heaviestHolds && other.openedAt - heaviest.openedAt < 0)
+                {
+                    heaviest = other;
+                    heaviestHolds = holds;
+                }
+            }
+            if (overQuarter || ofSource > 0 && ofSource >= heaviestHolds)
             {
                 c = oldestOfSource;
                 evictedForOwnSource++;
