@@ -275,7 +275,7 @@ public final class ConnectionsFile implements AutoCloseable
     {
         final Path path = dir.resolve(FILE_NAME);
         // No least length here: a short file is "not a nicstack connections file", below.
-        final MappedByteBuffer mapped = CountersFile.mapForReading(dir, FILE_NAME, "connections", 0);
+        final MappedByteBuffer mapped = CountersFile.mapForReading(dir, FILE_NAME, "connections", 0, Integer.MAX_VALUE);
         try
         {
             final UnsafeBuffer b = new UnsafeBuffer(mapped);

@@ -6,6 +6,7 @@ import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -66,7 +67,7 @@ public final class CountersFile implements AutoCloseable
     public static CountersFile open(final Path dir) throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
-        final MappedByteBuffer mapped = mapForReading(dir, FILE_NAME, "counters", HEADER_LENGTH);
+        final MappedByteBuffer mapped = mapForReading(dir, FILE_NAME, "counters", HEADER_LENGTH, Integer.MAX_VALUE);
         final UnsafeBuffer header = new UnsafeBuffer(mapped, 0, HEADER_LENGTH);
         final String problem = checkHeader(header, mapped.capacity());
         if (problem != null)
@@ -79,11 +80,12 @@ public final class CountersFile implements AutoCloseable
 
     /**
      * Map {@code dir/fileName}, a file the daemon writes and another process reads, read-only; an {@link IOException}
-     * saying what is wrong when the directory or the file is missing or not what it should be, unreadable, shorter
-     * than {@code minLength} or larger than a mapping can be. {@code what} names the file ("counters").
+     * saying what is wrong when the directory or the file is missing or not what it should be (a named pipe, a
+     * symbolic link: never followed nor waited on, see {@link NoFollowFiles}), unreadable, shorter than
+     * {@code minLength} or longer than {@code maxLength}. {@code what} names the file ("counters").
      */
-    static MappedByteBuffer mapForReading(final Path dir, final String fileName, final String what, final int minLength)
-        throws IOException
+    static MappedByteBuffer mapForReading(final Path dir, final String fileName, final String what, final int minLength,
+        final int maxLength) throws IOException
     {
         final Path path = dir.resolve(fileName);
         if (!Files.isDirectory(dir))
@@ -91,26 +93,13 @@ public final class CountersFile implements AutoCloseable
             throw new IOException(Files.exists(dir) ? dir + " is not a directory (--shm names the daemon's directory)"
                 : "no directory " + dir + " (is the daemon running with --shm " + dir + "?)");
         }
-        if (!Files.exists(path))
+        try
+        {
+            return NoFollowFiles.mapReadOnly(path, what, minLength, maxLength);
+        }
+        catch (final NoSuchFileException e)
         {
             throw new IOException("no " + what + " file at " + path + " (is the daemon running with --shm " + dir + "?)");
-        }
-        if (!Files.isRegularFile(path))
-        {
-            throw new IOException(path + " is not a regular file: not a nicstack " + what + " file");
-        }
-        try (FileChannel channel = FileChannel.open(path, StandardOpenOption.READ))
-        {
-            final long size = channel.size();
-            if (size < minLength)
-            {
-                throw new IOException(what + " file too short (" + size + " bytes): " + path);
-            }
-            if (size > Integer.MAX_VALUE)
-            {
-                throw new IOException(what + " file too large (" + size + " bytes): " + path);
-            }
-            return channel.map(FileChannel.MapMode.READ_ONLY, 0, size);
         }
         catch (final AccessDeniedException e)
         {
