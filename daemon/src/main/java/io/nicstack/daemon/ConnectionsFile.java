@@ -61,6 +61,11 @@ public final class ConnectionsFile implements AutoCloseable
     static final int LENGTH_OFFSET = SEQUENCE_OFFSET + 8;
     static final int TEXT_OFFSET = 2 * BitUtil.CACHE_LINE_LENGTH;
     static final int DEFAULT_CAPACITY = 8 << 20;
+    /**
+     * The largest text a reader takes: eight times the daemon's. A forged file's capacity or length (the mapped size
+     * may be up to 2 GiB) cannot make a reader allocate more than this, once.
+     */
+    static final int MAX_CAPACITY = 64 << 20;
     /** How long a reader retries for a consistent copy (a multi-MiB publish takes milliseconds). */
     static final long READ_BUDGET_NANOS = 1_000_000_000L;
     private static final long RETRY_PARK_NANOS = 100_000L;
@@ -97,10 +102,10 @@ public final class ConnectionsFile implements AutoCloseable
     /** A file whose text holds {@code capacity} bytes, at least {@link #MIN_CAPACITY} (tests use a small one). */
     static ConnectionsFile create(final Path dir, final int capacity) throws IOException
     {
-        if (capacity < MIN_CAPACITY)
+        if (capacity < MIN_CAPACITY || capacity > MAX_CAPACITY)
         {
-            throw new IllegalArgumentException("connections file capacity " + capacity + " < " + MIN_CAPACITY
-                + ": no room for the table's header and the note that it is full");
+            throw new IllegalArgumentException("connections file capacity " + capacity + " not in " + MIN_CAPACITY + ".."
+                + MAX_CAPACITY + ": room for the table's header and the note that it is full, and no more than readers take");
         }
         final Path path = dir.resolve(FILE_NAME);
         Files.deleteIfExists(path);
@@ -275,7 +280,7 @@ public final class ConnectionsFile implements AutoCloseable
     {
         final Path path = dir.resolve(FILE_NAME);
         // No least length here: a short file is "not a nicstack connections file", below.
-        final MappedByteBuffer mapped = CountersFile.mapForReading(dir, FILE_NAME, "connections", 0, Integer.MAX_VALUE);
+        final MappedByteBuffer mapped = CountersFile.mapForReading(dir, FILE_NAME, "connections", 0, TEXT_OFFSET + MAX_CAPACITY);
         try
         {
             final UnsafeBuffer b = new UnsafeBuffer(mapped);
@@ -287,6 +292,12 @@ public final class ConnectionsFile implements AutoCloseable
             {
                 throw new IOException("connections file layout version " + b.getInt(VERSION_OFFSET) + ", this build reads "
                     + VERSION + ": " + path);
+            }
+            final int capacity = b.getInt(CAPACITY_OFFSET);
+            if (capacity < MIN_CAPACITY || capacity > MAX_CAPACITY || capacity != b.capacity() - TEXT_OFFSET)
+            {
+                throw new IOException("connections file inconsistent (capacity " + capacity + " in a file of " + b.capacity()
+                    + " bytes): " + path);
             }
             final long pid = b.getLong(PID_OFFSET);
             if (b.getIntVolatile(STATE_OFFSET) == STATE_STOPPED)
@@ -301,24 +312,30 @@ public final class ConnectionsFile implements AutoCloseable
                     : "without stopping, and its last table is stale") + " (" + path + ")");
             }
             final long deadline = clock.nanoTime() + budgetNanos;
+            // One copy buffer for every retry, grown to the longest length seen, at most the capacity.
+            byte[] text = new byte[0];
             while (true)
             {
                 final long before = b.getLongVolatile(SEQUENCE_OFFSET);
                 if ((before & 1) == 0)
                 {
                     final int length = b.getInt(LENGTH_OFFSET);
-                    final boolean lengthFits = length >= 0 && TEXT_OFFSET + (long)length <= b.capacity();
-                    final byte[] text = new byte[lengthFits ? length : 0];
-                    b.getBytes(TEXT_OFFSET, text);
+                    final boolean lengthFits = length >= 0 && length <= capacity;
+                    if (lengthFits && text.length < length)
+                    {
+                        text = new byte[length];
+                    }
+                    b.getBytes(TEXT_OFFSET, text, 0, lengthFits ? length : 0);
                     VarHandle.loadLoadFence();
                     if (b.getLongVolatile(SEQUENCE_OFFSET) == before)
                     {
                         if (!lengthFits)
                         {
-                            throw new IOException("connections file inconsistent (text length " + length + " in a file of "
-                                + b.capacity() + " bytes): " + path);
+                            throw new IOException("connections file inconsistent (text length " + length + ", capacity "
+                                + capacity + "): " + path);
                         }
-                        return before == 0 ? "no snapshot published yet\n" : printable(new String(text, StandardCharsets.UTF_8));
+                        return before == 0 ? "no snapshot published yet\n"
+                            : printable(new String(text, 0, length, StandardCharsets.UTF_8));
                     }
                 }
                 if (clock.nanoTime() - deadline >= 0)

@@ -224,4 +224,48 @@ class ConnectionsFileTest
             }
         }
     }
+
+    /**
+     * The review's probe (ConnsForgedProbeTest): a sparse file near the mapping limit whose length field spans it. The
+     * reader allocated the length, then a String and a printable copy, on every retry: OutOfMemoryError in a -Xmx1g
+     * JVM. Now the file's size is bounded before anything is read.
+     */
+    @Test
+    void aForgedFileTooLargeForAnyTableIsRefusedBeforeItIsRead() throws Exception
+    {
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        fileWithOneConnection(shm);
+        final long size = Math.max(ConnectionsFile.TEXT_OFFSET + ConnectionsFile.MAX_CAPACITY + 1L,
+            Math.min(Integer.MAX_VALUE, Runtime.getRuntime().maxMemory() * 3 / 5));
+        try (RandomAccessFile raf = new RandomAccessFile(shm.resolve(ConnectionsFile.FILE_NAME).toFile(), "rw"))
+        {
+            raf.setLength(size);
+            raf.seek(ConnectionsFile.LENGTH_OFFSET);
+            raf.writeInt(Integer.reverseBytes((int)(size - ConnectionsFile.TEXT_OFFSET)));
+        }
+        final IOException e = assertThrows(IOException.class, () -> ConnectionsFile.read(shm, System::nanoTime, 0));
+        assertEquals("connections file too large (" + size + " bytes, at most "
+            + (ConnectionsFile.TEXT_OFFSET + ConnectionsFile.MAX_CAPACITY) + "): " + shm.resolve(ConnectionsFile.FILE_NAME),
+            e.getMessage());
+    }
+
+    /** A capacity field that is not the file's: before, only the file's size bounded the text, whatever it said. */
+    @Test
+    void aCapacityFieldThatIsNotTheFilesIsRefused() throws Exception
+    {
+        final Path shm = Files.createDirectory(dir.resolve("shm"));
+        lock = DaemonLock.acquire(shm);
+        ConnectionsFile.create(shm, ConnectionsFile.MIN_CAPACITY); // left open: a running daemon's
+        final long size = ConnectionsFile.TEXT_OFFSET + 4096;
+        try (RandomAccessFile raf = new RandomAccessFile(shm.resolve(ConnectionsFile.FILE_NAME).toFile(), "rw"))
+        {
+            raf.setLength(size);
+            raf.seek(ConnectionsFile.LENGTH_OFFSET);
+            raf.writeInt(Integer.reverseBytes(4000));
+        }
+        putLong(shm, ConnectionsFile.SEQUENCE_OFFSET, 2);
+        final IOException e = assertThrows(IOException.class, () -> ConnectionsFile.read(shm, System::nanoTime, 0));
+        assertEquals("connections file inconsistent (capacity " + ConnectionsFile.MIN_CAPACITY + " in a file of " + size
+            + " bytes): " + shm.resolve(ConnectionsFile.FILE_NAME), e.getMessage());
+    }
 }
