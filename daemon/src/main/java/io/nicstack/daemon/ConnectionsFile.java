@@ -2,52 +2,73 @@ package io.nicstack.daemon;
 
 import java.io.IOException;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 import org.agrona.BitUtil;
+import org.agrona.BufferUtil;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.NanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import io.nicstack.daemon.pipes.LogText;
+import io.nicstack.nic.linux.Linux;
 import io.nicstack.stack.tcp.Tcp;
 import io.nicstack.stack.tcp.TcpConnection;
 import io.nicstack.stack.tcp.cc.CongestionControls;
 import io.nicstack.stack.wire.Ipv4Address;
 
+import static io.nicstack.nic.linux.Linux.LIBC;
+
 /**
- * A snapshot of the TCP connection table in shared memory, {@code <shm>/conns.dat}, published by the
- * daemon twice a second and read by {@code nicstack conns} (like {@code ss -tin}, cwnd and ssthresh in segments).
+ * A snapshot of the TCP connection table in shared memory, {@code <shm>/conns.dat}, published by the daemon when
+ * {@code nicstack conns} asks for one (like {@code ss -tin}, cwnd and ssthresh in segments).
  *
  * <pre>
- *   0        8        12       16       24         32      36        64                 72        128
- *  +--------+--------+--------+--------+----------+-------+-- ... --+--------------------+--------+---- ... ----+
- *  | magic  |version |capacity|  pid   |start time| state |  pad    | sequence (seqlock) | length | UTF-8 text  |
- *  +--------+--------+--------+--------+----------+-------+-- ... --+--------------------+--------+---- ... ----+
+ *   0        8        12       16       24         32      36        64                 72       80        88        96      128
+ *  +--------+--------+--------+--------+----------+-------+-- ... --+--------------------+--------+---------+---------+-- ... -+---- ... ----+
+ *  | magic  |version |capacity|  pid   |start time| state |  pad    | sequence (seqlock) | length |answered |published|  pad   | UTF-8 text  |
+ *  +--------+--------+--------+--------+----------+-------+-- ... --+--------------------+--------+---------+---------+-- ... -+---- ... ----+
  * </pre>
  *
  * The pid and start time (in clock ticks since boot) say which daemon writes the file, and state becomes
  * {@link #STATE_STOPPED} when it closes it: a reader tells a running daemon's table from a stale one as {@code stats}
  * does, by the {@link DaemonLock} that daemon holds.
  *
- * <p>One writer (the daemon's event loop): the sequence is made odd, a store-store fence keeps the text and length
- * writes after it, they are written, then the sequence made even again with release semantics. Readers read the
- * sequence (acquire), copy, fence (load-load), read the sequence again, and retry until both are the same even
- * value (a seqlock), so they never block the daemon. A reader retries for up to {@link #READ_BUDGET_NANOS}; a
- * sequence odd for good with its daemon gone means the daemon died while publishing.
+ * <p>On demand: building the table costs the event loop some 2 us a connection (100 ms and more at 100,000), frames
+ * unpolled all that time, so the daemon builds it only when asked. A reader writes a random nonzero request word into
+ * {@code <shm>/conns.request} ({@link #REQUEST_FILE_NAME}, 8 bytes, writable by every user, never mapped: whoever
+ * truncates it makes the daemon's pread(2) short, not fault); {@link #publish(Tcp, int)}, called by the event loop
+ * twice a second, reads the word (one pread, nothing allocated) and returns at once unless it differs from the one its
+ * last table answered. The table carries the request it answers ("answered") and when it was published (epoch ms).
+ * The reader waits, up to {@link #READ_BUDGET_NANOS}, for a table that answers its request or a later one (a request
+ * word another reader wrote after its own: that table was built after its request too); a daemon that does not answer
+ * in time gets its last table shown, with a note of its age, or an error if it never published one.
+ *
+ * <p>One writer (the daemon's event loop): the sequence is made odd, a store-store fence keeps the text, length,
+ * answered and published writes after it, they are written, then the sequence made even again with release semantics.
+ * Readers read the sequence (acquire), copy, fence (load-load), read the sequence again, and accept the copy only when
+ * both are the same even value (a seqlock), so they never block the daemon. A sequence odd for good with its daemon
+ * gone means the daemon died while publishing.
  */
 public final class ConnectionsFile implements AutoCloseable
 {
     public static final String FILE_NAME = "conns.dat";
     public static final long MAGIC = 0x534E_4E4F_434E_494EL; // "NICONNS" little endian, roughly
-    public static final int VERSION = 1;
+    /** 2: the request word ({@link #REQUEST_FILE_NAME}), the answered and published fields; tables on demand. */
+    public static final int VERSION = 2;
+    /** Where readers ask for a table: 8 bytes, a request word in native byte order. */
+    public static final String REQUEST_FILE_NAME = "conns.request";
     static final int MAGIC_OFFSET = 0;
     static final int VERSION_OFFSET = 8;
     static final int CAPACITY_OFFSET = 12;
@@ -59,6 +80,10 @@ public final class ConnectionsFile implements AutoCloseable
     static final int STATE_STOPPED = 2;
     static final int SEQUENCE_OFFSET = BitUtil.CACHE_LINE_LENGTH;
     static final int LENGTH_OFFSET = SEQUENCE_OFFSET + 8;
+    /** The request word this table answers (0: none yet). */
+    static final int ANSWERED_OFFSET = LENGTH_OFFSET + 8;
+    /** When this table was published, epoch milliseconds (the reader says how old a table it shows unasked is). */
+    static final int PUBLISHED_AT_OFFSET = ANSWERED_OFFSET + 8;
     static final int TEXT_OFFSET = 2 * BitUtil.CACHE_LINE_LENGTH;
     static final int DEFAULT_CAPACITY = 8 << 20;
     /**
@@ -66,9 +91,12 @@ public final class ConnectionsFile implements AutoCloseable
      * may be up to 2 GiB) cannot make a reader allocate more than this, once.
      */
     static final int MAX_CAPACITY = 64 << 20;
-    /** How long a reader retries for a consistent copy (a multi-MiB publish takes milliseconds). */
-    static final long READ_BUDGET_NANOS = 1_000_000_000L;
-    private static final long RETRY_PARK_NANOS = 100_000L;
+    /**
+     * How long a reader waits for the daemon's answer (it looks twice a second) and a consistent copy (a multi-MiB
+     * publish takes milliseconds).
+     */
+    static final long READ_BUDGET_NANOS = 2_000_000_000L;
+    private static final long POLL_PARK_NANOS = 200_000L;
     /** Room kept for the note that ends a table too long for the file: its text and the largest count. */
     private static final int TRUNCATED_NOTE_ROOM = 64;
     /** Room for the count line, the column header and the note, with some to spare. */
@@ -86,12 +114,19 @@ public final class ConnectionsFile implements AutoCloseable
     /** Connections of this publication whose lines did not fit. */
     private int omitted;
     private byte[] bytes = new byte[1 << 16];
+    /** {@link #REQUEST_FILE_NAME} open read-only, and where its word is read to (native memory, kept). */
+    private final int requestFd;
+    private final ByteBuffer request = ByteBuffer.allocateDirect(Long.BYTES).order(ByteOrder.nativeOrder());
+    private final long requestAddress = BufferUtil.address(request);
+    /** The request word the last table answered. */
+    private long answered;
 
-    private ConnectionsFile(final MappedByteBuffer mapped, final int capacity)
+    private ConnectionsFile(final MappedByteBuffer mapped, final int capacity, final int requestFd)
     {
         this.mapped = mapped;
         this.capacity = capacity;
         this.buffer = new UnsafeBuffer(mapped);
+        this.requestFd = requestFd;
     }
 
     static ConnectionsFile create(final Path dir) throws IOException
@@ -108,13 +143,24 @@ public final class ConnectionsFile implements AutoCloseable
                 + MAX_CAPACITY + ": room for the table's header and the note that it is full, and no more than readers take");
         }
         final Path path = dir.resolve(FILE_NAME);
+        final Path requestPath = dir.resolve(REQUEST_FILE_NAME);
+        Files.deleteIfExists(requestPath);
+        Files.write(requestPath, new byte[Long.BYTES], StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        // Every user who may read the table may ask for one, whatever the umask.
+        Files.setAttribute(requestPath, "unix:mode", 0666, LinkOption.NOFOLLOW_LINKS);
+        final int requestFd = NoFollowFiles.openRegular(requestPath, Linux.O_RDONLY, "connections request");
         Files.deleteIfExists(path);
         final MappedByteBuffer mapped;
         try (FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE))
         {
             mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, TEXT_OFFSET + capacity);
         }
-        final ConnectionsFile file = new ConnectionsFile(mapped, capacity);
+        catch (final IOException | RuntimeException e)
+        {
+            LIBC.close(requestFd);
+            throw e;
+        }
+        final ConnectionsFile file = new ConnectionsFile(mapped, capacity, requestFd);
         file.buffer.putLong(MAGIC_OFFSET, MAGIC);
         file.buffer.putInt(CAPACITY_OFFSET, capacity);
         file.buffer.putLong(PID_OFFSET, ProcessHandle.current().pid());
@@ -125,14 +171,21 @@ public final class ConnectionsFile implements AutoCloseable
     }
 
     /**
-     * Publish the table. Runs on the event loop twice a second, for every connection: no String.format and no
-     * string per line (a formatted line cost 3-8 us, tens of milliseconds of stalled packets at 10k connections);
+     * Publish the table if a reader asked for one since the last: the event loop calls this twice a second, and
+     * without a request it costs one pread(2) of 8 bytes, nothing built and nothing allocated. A table is built for
+     * every connection: no String.format and no string per line (a formatted line cost 3-8 us, tens of milliseconds of stalled packets at 10k connections);
      * one builder and one byte array, kept and grown, make the text. A table longer than the file (some 40,000
      * connections in 8 MiB) shows the whole lines that fit and then says how many connections it leaves out; lines
      * past the file are not built.
      */
     void publish(final Tcp tcp, final int localAddress)
     {
+        final long request = pendingRequest();
+        if (request == answered)
+        {
+            return;
+        }
+        answered = request;
         final StringBuilder sb = text;
         sb.setLength(0);
         sb.append(tcp.connectionCount()).append(" connections\n").append(HEADER).append('\n');
@@ -162,7 +215,13 @@ public final class ConnectionsFile implements AutoCloseable
             final char c = sb.charAt(i);
             bytes[i] = c < 0x80 ? (byte)c : (byte)'?'; // ASCII by construction
         }
-        publish(bytes, length);
+        write(bytes, length, request);
+    }
+
+    /** The request word readers wrote last, or the one last answered when it cannot be read (a file cut short). */
+    private long pendingRequest()
+    {
+        return LIBC.pread(requestFd, requestAddress, Long.BYTES, 0) == Long.BYTES ? request.getLong(0) : answered;
     }
 
     private void lineIfRoom(final TcpConnection c)
@@ -175,8 +234,15 @@ public final class ConnectionsFile implements AutoCloseable
         line(text, localPrefix, c);
     }
 
-    /** Publish {@code length} bytes of {@code text} under the seqlock. */
+    /** Publish {@code length} bytes of {@code text} now, asked or not, as the answer to the pending request (tests). */
     void publish(final byte[] text, final int length)
+    {
+        answered = pendingRequest();
+        write(text, length, answered);
+    }
+
+    /** Write {@code length} bytes of {@code text}, the answer to request word {@code request}, under the seqlock. */
+    private void write(final byte[] text, final int length, final long request)
     {
         final long sequence = buffer.getLong(SEQUENCE_OFFSET);
         buffer.putLong(SEQUENCE_OFFSET, sequence + 1);
@@ -184,6 +250,8 @@ public final class ConnectionsFile implements AutoCloseable
         // comes before it.
         VarHandle.storeStoreFence();
         buffer.putInt(LENGTH_OFFSET, length);
+        buffer.putLong(ANSWERED_OFFSET, request);
+        buffer.putLong(PUBLISHED_AT_OFFSET, System.currentTimeMillis());
         buffer.putBytes(TEXT_OFFSET, text, 0, length);
         buffer.putLongRelease(SEQUENCE_OFFSET, sequence + 2);
     }
@@ -265,23 +333,31 @@ public final class ConnectionsFile implements AutoCloseable
         }
     }
 
-    /** Read a consistent snapshot from a running daemon's file, retrying for up to {@link #READ_BUDGET_NANOS}. */
+    /** Ask the daemon on {@code dir} for its table and read it, waiting up to {@link #READ_BUDGET_NANOS}. */
     static String read(final Path dir) throws IOException
     {
         return read(dir, System::nanoTime, READ_BUDGET_NANOS);
     }
 
-    /**
-     * Read a consistent snapshot; an {@link IOException} saying why there is none: the daemon stopped or died (then
-     * its last table is stale and not shown), it died mid-publish, the file is inconsistent, or no consistent copy
-     * came within {@code budgetNanos} of {@code clock}.
-     */
     static String read(final Path dir, final NanoClock clock, final long budgetNanos) throws IOException
+    {
+        return read(dir, clock, budgetNanos, () -> { });
+    }
+
+    /**
+     * Ask for a table and read it: the table that answers the request, or when none comes within {@code budgetNanos}
+     * of {@code clock}, the last one with a first line saying how old it is. An {@link IOException} saying why there is
+     * none: the daemon stopped or died (then its last table is stale and not shown), it died mid-publish, the file is
+     * inconsistent, it never published a table, or no consistent copy came in time. {@code whileWaiting} runs between
+     * looks (tests: the daemon's event loop).
+     */
+    static String read(final Path dir, final NanoClock clock, final long budgetNanos, final Runnable whileWaiting)
+        throws IOException
     {
         final Path path = dir.resolve(FILE_NAME);
         // No least length here: a short file is "not a nicstack connections file", below.
         final MappedByteBuffer mapped = CountersFile.mapForReading(dir, FILE_NAME, "connections", 0, TEXT_OFFSET + MAX_CAPACITY);
-        try
+        try (Request request = Request.send(dir))
         {
             final UnsafeBuffer b = new UnsafeBuffer(mapped);
             if (b.capacity() < TEXT_OFFSET || b.getLong(MAGIC_OFFSET) != MAGIC)
@@ -312,47 +388,183 @@ public final class ConnectionsFile implements AutoCloseable
                     : "without stopping, and its last table is stale") + " (" + path + ")");
             }
             final long deadline = clock.nanoTime() + budgetNanos;
-            // One copy buffer for every retry, grown to the longest length seen, at most the capacity.
-            byte[] text = new byte[0];
+            final Snapshot snapshot = new Snapshot();
             while (true)
             {
-                final long before = b.getLongVolatile(SEQUENCE_OFFSET);
-                if ((before & 1) == 0)
+                final boolean late = clock.nanoTime() - deadline >= 0;
+                if (late || request.answeredBy(answered(b)))
                 {
-                    final int length = b.getInt(LENGTH_OFFSET);
-                    final boolean lengthFits = length >= 0 && length <= capacity;
-                    if (lengthFits && text.length < length)
+                    if (snapshot.copy(b, capacity, path) && request.answeredBy(snapshot.answered))
                     {
-                        text = new byte[length];
+                        return printable(snapshot.text());
                     }
-                    b.getBytes(TEXT_OFFSET, text, 0, lengthFits ? length : 0);
-                    VarHandle.loadLoadFence();
-                    if (b.getLongVolatile(SEQUENCE_OFFSET) == before)
+                    if (late)
                     {
-                        if (!lengthFits)
-                        {
-                            throw new IOException("connections file inconsistent (text length " + length + ", capacity "
-                                + capacity + "): " + path);
-                        }
-                        return before == 0 ? "no snapshot published yet\n"
-                            : printable(new String(text, 0, length, StandardCharsets.UTF_8));
+                        break;
                     }
                 }
-                if (clock.nanoTime() - deadline >= 0)
-                {
-                    if (!DaemonLock.heldBy(dir, daemon))
-                    {
-                        throw new IOException("the daemon (pid " + pid + ") died while publishing its table: no complete table");
-                    }
-                    throw new IOException("no consistent table within " + budgetNanos / 1_000_000 + " ms: the daemon (pid "
-                        + pid + ") " + ((before & 1) != 0 ? "has been publishing all that time (stuck?)" : "publishes without pause"));
-                }
-                LockSupport.parkNanos(RETRY_PARK_NANOS);
+                request.follow();
+                whileWaiting.run();
+                LockSupport.parkNanos(POLL_PARK_NANOS);
             }
+            final long budgetMillis = budgetNanos / 1_000_000;
+            if (!snapshot.consistent)
+            {
+                if (!DaemonLock.heldBy(dir, daemon))
+                {
+                    throw new IOException("the daemon (pid " + pid + ") died while publishing its table: no complete table");
+                }
+                throw new IOException("no consistent table within " + budgetMillis + " ms: the daemon (pid " + pid + ") "
+                    + ((b.getLongVolatile(SEQUENCE_OFFSET) & 1) != 0 ? "has been publishing all that time (stuck?)"
+                    : "publishes without pause"));
+            }
+            final String why = request.problem == null ? "did not answer within " + budgetMillis + " ms (busy?)"
+                : "was not asked (" + request.problem + ")";
+            if (snapshot.sequence == 0)
+            {
+                throw new IOException("no table: the daemon (pid " + pid + ") " + why + " and has published none (" + path + ")");
+            }
+            final long ageMillis = Math.max(0, System.currentTimeMillis() - snapshot.publishedAt);
+            return printable("(the daemon, pid " + pid + ", " + why + "; its last table, published "
+                + ageMillis / 1000 + "." + ageMillis % 1000 / 100 + " s ago:)\n" + snapshot.text());
         }
         finally
         {
             IoUtil.unmap(mapped);
+        }
+    }
+
+    /** The request word the table in {@code b} answers, or 0 while it is being published. */
+    private static long answered(final UnsafeBuffer b)
+    {
+        final long sequence = b.getLongVolatile(SEQUENCE_OFFSET);
+        final long answered = b.getLong(ANSWERED_OFFSET);
+        VarHandle.loadLoadFence();
+        return (sequence & 1) == 0 && b.getLongVolatile(SEQUENCE_OFFSET) == sequence ? answered : 0;
+    }
+
+    /** A reader's copy of a table: one buffer for every attempt, grown to the longest length seen, at most the capacity. */
+    private static final class Snapshot
+    {
+        private byte[] bytes = new byte[0];
+        private int length;
+        private long sequence;
+        private long answered;
+        private long publishedAt;
+        /** Whether a copy was consistent (the last such stays when a later attempt is not). */
+        private boolean consistent;
+
+        /** One attempt at a consistent copy of the table in {@code b}; an {@link IOException} for an impossible length. */
+        boolean copy(final UnsafeBuffer b, final int capacity, final Path path) throws IOException
+        {
+            final long before = b.getLongVolatile(SEQUENCE_OFFSET);
+            if ((before & 1) != 0)
+            {
+                return false;
+            }
+            final int length = b.getInt(LENGTH_OFFSET);
+            final long answered = b.getLong(ANSWERED_OFFSET);
+            final long publishedAt = b.getLong(PUBLISHED_AT_OFFSET);
+            final boolean lengthFits = length >= 0 && length <= capacity;
+            if (lengthFits && bytes.length < length)
+            {
+                bytes = new byte[length];
+            }
+            b.getBytes(TEXT_OFFSET, bytes, 0, lengthFits ? length : 0);
+            VarHandle.loadLoadFence();
+            if (b.getLongVolatile(SEQUENCE_OFFSET) != before)
+            {
+                return false;
+            }
+            if (!lengthFits)
+            {
+                throw new IOException("connections file inconsistent (text length " + length + ", capacity " + capacity
+                    + "): " + path);
+            }
+            this.length = length;
+            this.sequence = before;
+            this.answered = answered;
+            this.publishedAt = publishedAt;
+            this.consistent = true;
+            return true;
+        }
+
+        String text()
+        {
+            return new String(bytes, 0, length, StandardCharsets.UTF_8);
+        }
+    }
+
+    /**
+     * A reader's request: a random nonzero word written to {@link #REQUEST_FILE_NAME}. Another reader may overwrite it
+     * before the daemon looks; then the word there now is followed instead (written after ours, so its answer was built
+     * after our request too). {@link #problem} says why no request could be made (nothing to answer then).
+     */
+    private static final class Request implements AutoCloseable
+    {
+        private final int fd;
+        private final ByteBuffer word = ByteBuffer.allocateDirect(Long.BYTES).order(ByteOrder.nativeOrder());
+        private long target;
+        private final String problem;
+
+        private Request(final int fd, final String problem)
+        {
+            this.fd = fd;
+            this.problem = problem;
+        }
+
+        static Request send(final Path dir)
+        {
+            final Path path = dir.resolve(REQUEST_FILE_NAME);
+            final int fd;
+            try
+            {
+                fd = NoFollowFiles.openRegular(path, Linux.O_RDWR, "connections request");
+            }
+            catch (final IOException e)
+            {
+                return new Request(-1, DaemonCommand.describe(e));
+            }
+            final Request request = new Request(fd, null);
+            long token;
+            do
+            {
+                token = ThreadLocalRandom.current().nextLong();
+            }
+            while (token == 0);
+            request.word.putLong(0, token);
+            final long written = LIBC.pwrite(fd, BufferUtil.address(request.word), Long.BYTES, 0);
+            if (written != Long.BYTES)
+            {
+                request.close();
+                return new Request(-1, "cannot write " + path + ": " + (written < 0 ? Linux.describe(Linux.errno()) : "short write"));
+            }
+            request.target = token;
+            return request;
+        }
+
+        boolean answeredBy(final long answered)
+        {
+            return target != 0 && answered == target;
+        }
+
+        /** Follow a request word written after ours. */
+        void follow()
+        {
+            if (fd >= 0 && LIBC.pread(fd, BufferUtil.address(word), Long.BYTES, 0) == Long.BYTES)
+            {
+                final long now = word.getLong(0);
+                if (now != 0)
+                {
+                    target = now;
+                }
+            }
+        }
+
+        @Override
+        public void close()
+        {
+            Linux.closeQuietly(fd);
         }
     }
 
@@ -384,5 +596,6 @@ public final class ConnectionsFile implements AutoCloseable
     {
         buffer.putIntRelease(STATE_OFFSET, STATE_STOPPED);
         IoUtil.unmap(mapped);
+        LIBC.close(requestFd);
     }
 }

@@ -12,7 +12,8 @@ final class ConnsCommand
 {
     static final String USAGE = "usage: nicstack conns [--shm DIR]\n"
         + "  lists the TCP connections of the daemon on DIR (default " + StatsCommand.DEFAULT_SHM + "), like ss -tin\n"
-        + "  (cwnd and ssthresh in segments of the MSS)";
+        + "  (cwnd and ssthresh in segments of the MSS); the daemon builds the table when asked, and one that does not\n"
+        + "  answer within 2 s gets its last table shown, with its age";
 
     private ConnsCommand()
     {
@@ -23,7 +24,7 @@ final class ConnsCommand
         return run(args, out, err, System::nanoTime, ConnectionsFile.READ_BUDGET_NANOS);
     }
 
-    /** Tests: the clock and the time the reader retries for a consistent table. */
+    /** Tests: the clock and the time the reader waits for the daemon's table. */
     static int run(final String[] args, final PrintStream out, final PrintStream err, final NanoClock clock, final long budgetNanos)
     {
         final Options options = new Options("conns", args, 1, Set.of("--shm"), Set.of());

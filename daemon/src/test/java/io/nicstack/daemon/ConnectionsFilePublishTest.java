@@ -95,8 +95,7 @@ class ConnectionsFilePublishTest
         final Path shm = Files.createDirectory(dir.resolve("shm"));
         try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm))
         {
-            file.publish(a.tcp(), 0xC612_0002);
-            assertEquals(expected.toString(), ConnectionsFile.read(shm));
+            assertEquals(expected.toString(), served(shm, file, a));
         }
         for (final long srtt : new long[] {0, 1, 499, 500, 1_000_500, 1_234_567, 99_999_999_999L})
         {
@@ -120,8 +119,7 @@ class ConnectionsFilePublishTest
         final String text;
         try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm, capacity))
         {
-            file.publish(a.tcp(), 0xC612_0002);
-            text = ConnectionsFile.read(shm);
+            text = served(shm, file, a);
         }
         assertTrue(text.length() <= capacity, text.length() + " bytes");
         final String[] lines = text.split("\n", -1);
@@ -149,9 +147,8 @@ class ConnectionsFilePublishTest
         assertThrows(IllegalArgumentException.class, () -> ConnectionsFile.create(shm, ConnectionsFile.MIN_CAPACITY - 1));
         try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm, ConnectionsFile.MIN_CAPACITY))
         {
-            file.publish(a.tcp(), 0xC612_0002);
             assertEquals(CONNECTIONS + " connections\n" + ConnectionsFile.HEADER + "\n... " + CONNECTIONS
-                + " more connections not shown: the table is full\n", ConnectionsFile.read(shm));
+                + " more connections not shown: the table is full\n", served(shm, file, a));
         }
     }
 
@@ -162,12 +159,14 @@ class ConnectionsFilePublishTest
         final com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
         final long thread = Thread.currentThread().getId();
         final Path shm = Files.createDirectory(dir.resolve("shm"));
-        try (ConnectionsFile file = ConnectionsFile.create(shm))
+        try (ConnectionsFile file = ConnectionsFile.create(shm); ConnsRequester requester = new ConnsRequester(shm))
         {
             for (int i = 0; i < 3; i++)
             {
+                requester.ask();
                 file.publish(a.tcp(), 0xC612_0002);
             }
+            requester.ask();
             final long before = threads.getThreadAllocatedBytes(thread);
             file.publish(a.tcp(), 0xC612_0002);
             final long allocated = threads.getThreadAllocatedBytes(thread) - before;
@@ -240,8 +239,14 @@ class ConnectionsFilePublishTest
         final Path shm = Files.createDirectories(dir.resolve("table"));
         try (DaemonLock lock = DaemonLock.acquire(shm); ConnectionsFile file = ConnectionsFile.create(shm))
         {
-            file.publish(stack.tcp(), 0xC612_0002);
-            return ConnectionsFile.read(shm);
+            return served(shm, file, stack);
         }
+    }
+
+    /** What {@code conns} reads from {@code file} when the event loop answers it (publish runs while the reader waits). */
+    static String served(final Path shm, final ConnectionsFile file, final NetStack stack) throws Exception
+    {
+        return ConnectionsFile.read(shm, System::nanoTime, ConnectionsFile.READ_BUDGET_NANOS,
+            () -> file.publish(stack.tcp(), 0xC612_0002));
     }
 }

@@ -53,7 +53,10 @@ class ConnectionsFileTest
         return new String[] {String.valueOf(status), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8)};
     }
 
-    private ConnectionsFile fileWithOneConnection(final Path shm) throws IOException
+    /** The stack of {@link #fileWithOneConnection}. */
+    private NetStack stack;
+
+    private ConnectionsFile fileWithOneConnection(final Path shm) throws Exception
     {
         final MemoryWire wire = MemoryWire.pair(1500, 4096);
         long now = 1_000_000_000L;
@@ -69,7 +72,8 @@ class ConnectionsFileTest
         }
         lock = DaemonLock.acquire(shm);
         final ConnectionsFile file = ConnectionsFile.create(shm);
-        file.publish(a.tcp(), 0xC612_0002);
+        stack = a;
+        assertTrue(ConnectionsFilePublishTest.served(shm, file, a).startsWith("1 connections\n"));
         return file;
     }
 
@@ -88,7 +92,27 @@ class ConnectionsFileTest
         final Path shm = Files.createDirectory(dir.resolve("shm"));
         try (ConnectionsFile file = fileWithOneConnection(shm))
         {
-            final String[] r = conns(shm);
+            // The daemon's event loop, answering while conns waits.
+            final AtomicBoolean stop = new AtomicBoolean();
+            final Thread loop = new Thread(() ->
+            {
+                while (!stop.get())
+                {
+                    file.publish(stack.tcp(), 0xC612_0002);
+                    java.util.concurrent.locks.LockSupport.parkNanos(1_000_000L);
+                }
+            }, "event-loop");
+            loop.start();
+            final String[] r;
+            try
+            {
+                r = conns(shm);
+            }
+            finally
+            {
+                stop.set(true);
+                loop.join();
+            }
             assertEquals("0", r[0], r[2]);
             assertTrue(r[1].startsWith("1 connections\n") && r[1].contains("ESTABLISHED"), r[1]);
         }
@@ -171,7 +195,8 @@ class ConnectionsFileTest
             final long[] now = {0};
             final IOException e = assertThrows(IOException.class,
                 () -> ConnectionsFile.read(shm, () -> now[0] += 10_000_000L, ConnectionsFile.READ_BUDGET_NANOS));
-            assertTrue(e.getMessage().contains("no consistent table within 1000 ms") && e.getMessage().contains("stuck"),
+            assertTrue(e.getMessage().contains("no consistent table within " + ConnectionsFile.READ_BUDGET_NANOS / 1_000_000
+                + " ms") && e.getMessage().contains("stuck"),
                 e.getMessage());
             assertTrue(now[0] >= ConnectionsFile.READ_BUDGET_NANOS, "gave up early: " + now[0]);
         }

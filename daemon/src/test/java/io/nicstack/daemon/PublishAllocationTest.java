@@ -36,7 +36,7 @@ class PublishAllocationTest
             (com.sun.management.ThreadMXBean)ManagementFactory.getThreadMXBean();
         final Path shm = Files.createDirectory(dir.resolve("shm"));
         try (DaemonLock lock = DaemonLock.acquire(shm); CountersFile counters = CountersFile.create(shm);
-            ConnectionsFile file = ConnectionsFile.create(shm))
+            ConnectionsFile file = ConnectionsFile.create(shm); ConnsRequester requester = new ConnsRequester(shm))
         {
             // One manager for both, as DaemonCommand has: each manager() allocates counter ids from the first.
             final CountersManager manager = counters.manager();
@@ -46,6 +46,7 @@ class PublishAllocationTest
             final long framesIn = stackCounters.get(StackCounter.FRAMES_IN);
             for (int i = 0; i < 2000; i++)
             {
+                requester.ask(); // every publication builds the table, as when conns asks for each
                 file.publish(a.tcp(), 0xC612_0002);
                 stackCounters.add(StackCounter.FRAMES_IN, 1);
                 pipeCounters.increment(PipeCounter.APPS_ATTACHED);
@@ -53,12 +54,14 @@ class PublishAllocationTest
             final long before = threads.getCurrentThreadAllocatedBytes();
             for (int i = 0; i < 200; i++)
             {
+                requester.ask();
                 file.publish(a.tcp(), 0xC612_0002);
                 stackCounters.add(StackCounter.FRAMES_IN, 1);
                 pipeCounters.increment(PipeCounter.APPS_ATTACHED);
             }
             final long allocated = threads.getCurrentThreadAllocatedBytes() - before;
-            assertTrue(ConnectionsFile.read(shm).startsWith(CONNECTIONS + " connections\n"), "the table is published");
+            assertTrue(ConnectionsFilePublishTest.served(shm, file, a).startsWith(CONNECTIONS + " connections\n"),
+                "the table is published");
             assertEquals(framesIn + 2200, stackCounters.get(StackCounter.FRAMES_IN), "the counters count");
             assertTrue(allocated < 1024, () -> allocated + " B for 200 publications of " + CONNECTIONS
                 + " connections and as many counter updates");

@@ -178,10 +178,9 @@ class ShmFilesFuzzTest
         // Left open: a running daemon's file. Small, so that the mutated copy below is the whole file (a reader refuses a
         // file whose capacity field is not its size).
         final ConnectionsFile f = ConnectionsFile.create(shm, 4096 - ConnectionsFile.TEXT_OFFSET);
-        f.publish(a.tcp(), 0xC612_0002);
         final Path file = shm.resolve(ConnectionsFile.FILE_NAME);
-        final String[] published = run("conns", "--shm", shm.toString());
-        assertTrue(published[1].contains("ESTABLISHED"), String.join("|", published));
+        final String published = ConnectionsFilePublishTest.served(shm, f, a);
+        assertTrue(published.contains("ESTABLISHED"), published);
         final byte[] good = Files.readAllBytes(file);
         assertEquals(4096, good.length);
         final long seed = Long.getLong("fuzz.seed", System.nanoTime());
@@ -197,7 +196,7 @@ class ShmFilesFuzzTest
             {
                 final ByteArrayOutputStream out = new ByteArrayOutputStream();
                 final ByteArrayOutputStream err = new ByteArrayOutputStream();
-                // No retry budget: nobody writes the file, and an odd sequence would cost a second a round.
+                // No budget: nobody answers, and waiting would cost two seconds a round (the last table is shown).
                 final int status = ConnsCommand.run(new String[] {"conns", "--shm", shm.toString()},
                     new PrintStream(out, true), new PrintStream(err, true), System::nanoTime, 0);
                 assertCleanOutcome("conns", new String[] {String.valueOf(status), out.toString(StandardCharsets.UTF_8),
