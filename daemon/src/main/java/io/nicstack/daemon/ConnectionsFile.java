@@ -357,7 +357,7 @@ public final class ConnectionsFile implements AutoCloseable
         final Path path = dir.resolve(FILE_NAME);
         // No least length here: a short file is "not a nicstack connections file", below.
         final MappedByteBuffer mapped = CountersFile.mapForReading(dir, FILE_NAME, "connections", 0, TEXT_OFFSET + MAX_CAPACITY);
-        try (Request request = Request.send(dir))
+        try (Request request = new Request())
         {
             final UnsafeBuffer b = new UnsafeBuffer(mapped);
             if (b.capacity() < TEXT_OFFSET || b.getLong(MAGIC_OFFSET) != MAGIC)
@@ -387,6 +387,7 @@ public final class ConnectionsFile implements AutoCloseable
                     + ((b.getLongVolatile(SEQUENCE_OFFSET) & 1) != 0 ? "while publishing its table: no complete table"
                     : "without stopping, and its last table is stale") + " (" + path + ")");
             }
+            request.send(dir); // asked only now: a running daemon's file, of this layout
             final long deadline = clock.nanoTime() + budgetNanos;
             final Snapshot snapshot = new Snapshot();
             while (true)
@@ -502,45 +503,38 @@ public final class ConnectionsFile implements AutoCloseable
      */
     private static final class Request implements AutoCloseable
     {
-        private final int fd;
         private final ByteBuffer word = ByteBuffer.allocateDirect(Long.BYTES).order(ByteOrder.nativeOrder());
+        private int fd = -1;
         private long target;
-        private final String problem;
+        private String problem;
 
-        private Request(final int fd, final String problem)
-        {
-            this.fd = fd;
-            this.problem = problem;
-        }
-
-        static Request send(final Path dir)
+        /** Write the request into {@code dir}'s request file, or say in {@link #problem} why it cannot be. */
+        void send(final Path dir)
         {
             final Path path = dir.resolve(REQUEST_FILE_NAME);
-            final int fd;
             try
             {
                 fd = NoFollowFiles.openRegular(path, Linux.O_RDWR, "connections request");
             }
             catch (final IOException e)
             {
-                return new Request(-1, DaemonCommand.describe(e));
+                problem = DaemonCommand.describe(e);
+                return;
             }
-            final Request request = new Request(fd, null);
             long token;
             do
             {
                 token = ThreadLocalRandom.current().nextLong();
             }
             while (token == 0);
-            request.word.putLong(0, token);
-            final long written = LIBC.pwrite(fd, BufferUtil.address(request.word), Long.BYTES, 0);
+            word.putLong(0, token);
+            final long written = LIBC.pwrite(fd, BufferUtil.address(word), Long.BYTES, 0);
             if (written != Long.BYTES)
             {
-                request.close();
-                return new Request(-1, "cannot write " + path + ": " + (written < 0 ? Linux.describe(Linux.errno()) : "short write"));
+                problem = "cannot write " + path + ": " + (written < 0 ? Linux.describe(Linux.errno()) : "short write");
+                return;
             }
-            request.target = token;
-            return request;
+            target = token;
         }
 
         boolean answeredBy(final long answered)
@@ -551,7 +545,7 @@ public final class ConnectionsFile implements AutoCloseable
         /** Follow a request word written after ours. */
         void follow()
         {
-            if (fd >= 0 && LIBC.pread(fd, BufferUtil.address(word), Long.BYTES, 0) == Long.BYTES)
+            if (target != 0 && LIBC.pread(fd, BufferUtil.address(word), Long.BYTES, 0) == Long.BYTES)
             {
                 final long now = word.getLong(0);
                 if (now != 0)
