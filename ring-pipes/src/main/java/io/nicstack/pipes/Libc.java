@@ -9,7 +9,8 @@ import jnr.ffi.types.intptr_t;
 /**
  * The libc calls the client library makes, bound with jnr-ffi on first use: the app memory's memfd (memfd_create(2),
  * ftruncate(2), fcntl(2) seals; pidfd_getfd(2) for {@link AppFile#open}), the descriptors named in SEND_FILE, and the
- * look at the daemon's lock (fcntl(2) F_OFD_GETLK). Constants are the Linux ABI's, the same on x86_64 and aarch64 but
+ * look at the daemon's lock (fcntl(2) F_OFD_GETLK), and the watch on the daemon's process (pidfd_open(2), poll(2)).
+ * Constants are the Linux ABI's, the same on x86_64 and aarch64 but
  * where said.
  *
  * <p>fcntl, variadic, is bound with a fixed arity, as nic-driver's LibC binds it (its Javadoc says why that is
@@ -62,6 +63,15 @@ public final class Libc
     /** pidfd_open(2), pidfd_getfd(2): numbers of the unified syscall table, the same on x86_64 and aarch64. */
     public static final long SYS_PIDFD_OPEN = 434;
     public static final long SYS_PIDFD_GETFD = 438;
+    /** ESRCH: pidfd_open(2) of a pid that names no process. */
+    public static final int ESRCH = 3;
+
+    /** poll(2): {@code struct pollfd { int fd; short events; short revents; }}. */
+    public static final int POLLFD_LENGTH = 8;
+    public static final int POLLFD_EVENTS_OFFSET = 4;
+    public static final int POLLFD_REVENTS_OFFSET = 6;
+    /** A pidfd polls readable once its process has exited, zombie or reaped (Linux 5.3). */
+    public static final short POLLIN = 0x1;
 
     /** The calls. */
     public interface Calls
@@ -83,6 +93,9 @@ public final class Libc
         /** syscall(2) with three int arguments (pass 0 for those a call does not take). */
         @Variadic(fixedCount = 1)
         long syscall(long number, int arg1, int arg2, int arg3);
+
+        /** poll(2) of {@code nfds} {@code struct pollfd}s at native address {@code fds}; timeout 0 does not wait. */
+        int poll(@intptr_t long fds, int nfds, int timeout);
 
         String strerror(int errnum);
     }

@@ -3,7 +3,8 @@ package io.nicstack.pipes.client;
 import io.nicstack.pipes.Protocol;
 
 /**
- * The daemon stopped: it wrote DAEMON_GONE, or its process is dead ({@link #reason()} NONE), or its heartbeat has not
+ * The daemon stopped: it wrote DAEMON_GONE, or its process is dead (a zombie too) or nobody holds its daemon.lock any
+ * more ({@link #reason()} NONE), or its heartbeat has not
  * moved for the daemon timeout (NONE too; while its process lives this one is not final until the heartbeat has not
  * moved for {@link ClientOptions#daemonLossMillis}, see {@link NicstackClient#poll()}); or it reaped this app, writing REJECTED with the {@link #reason()} (BAD_MESSAGE: the app
  * broke the ring protocol, or fell so far behind on its event ring that the events owed it overflowed); or a ring

@@ -13,14 +13,12 @@ import org.agrona.collections.Int2ObjectHashMap;
 import org.agrona.concurrent.AtomicBuffer;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.NanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.ringbuffer.OneToOneRingBuffer;
 
 import java.io.IOException;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.lang.ref.Reference;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -86,6 +84,9 @@ public final class NicstackClient implements AutoCloseable
     private static final long HEARTBEAT_PERIOD_MILLIS = 50;
     private static final long PROCESS_CHECK_PERIOD_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long REQUEST_ID_FLAG = Long.MIN_VALUE;
+    /** {@link #watch}: a struct pollfd at 0, a struct flock at {@link #WATCH_FLOCK}. */
+    private static final int WATCH_FLOCK = 8;
+    private static final int WATCH_LENGTH = WATCH_FLOCK + Libc.FLOCK_LENGTH;
     /** One deferred control message: its type, then its {@link Protocol#CONTROL_LENGTH} bytes. */
     private static final int DEFERRED_RECORD = 4 + Protocol.CONTROL_LENGTH;
     /** The daemon's limit of listeners per app: at most one UNLISTEN each can be owed. */
@@ -136,6 +137,7 @@ public final class NicstackClient implements AutoCloseable
     }
 
     private final AppFile file;
+    private final Path dir;
     private final String appName;
     private final IdleStrategy idleStrategy;
     private final long daemonTimeoutNanos;
@@ -203,6 +205,19 @@ public final class NicstackClient implements AutoCloseable
      */
     private boolean stallReported;
     private long lastProcessCheckNanos;
+    /**
+     * The daemon's process, taken at attach (pidfd_open(2), close-on-exec): it polls readable once the process has
+     * exited, a zombie its parent has not waited for too, and never names another process (a pid may be reused); or -1
+     * where it could not be taken (a kernel before 5.3), when the pid is looked up instead.
+     */
+    private int daemonPidfd = -1;
+    /**
+     * The directory's daemon.lock, open since attach (close-on-exec), or -1 where there is none (a pipe server without
+     * one): nobody holding it means the daemon has stopped, which its pid cannot tell from another PID namespace.
+     */
+    private int daemonLockFd = -1;
+    /** A struct pollfd, then a struct flock, for the process checks: native memory taken once. */
+    private final UnsafeBuffer watch = new UnsafeBuffer(BufferUtil.allocateDirectAligned(WATCH_LENGTH, Long.BYTES));
     private DaemonGoneException gone;
     /** Whether {@link #gone} was declared because the heartbeat stopped for the loss bound, its process alive or not. */
     private boolean silent;
@@ -220,9 +235,10 @@ public final class NicstackClient implements AutoCloseable
     /** Whether the holder is closing what other threads asked (closeAskedOnes). */
     private boolean closingAsked;
 
-    private NicstackClient(final AppFile file, final String appName, final ClientOptions options)
+    private NicstackClient(final AppFile file, final Path dir, final String appName, final ClientOptions options)
     {
         this.file = file;
+        this.dir = dir;
         this.appName = appName;
         this.idleStrategy = options.idleStrategy;
         this.daemonTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(options.daemonTimeoutMillis);
@@ -311,11 +327,12 @@ public final class NicstackClient implements AutoCloseable
                 "cannot create the app file in " + dir.resolve(AppFile.APPS_DIRECTORY) + ": " + ex.getMessage(), ex);
         }
 
-        final NicstackClient client = new NicstackClient(file, appName, options);
+        final NicstackClient client = new NicstackClient(file, dir, appName, options);
         client.heartbeatThread.start();
         try
         {
             client.awaitAttached(options.attachTimeoutMillis);
+            client.watchDaemon();
         }
         catch (final NicstackException | RuntimeException ex)
         {
@@ -368,24 +385,94 @@ public final class NicstackClient implements AutoCloseable
         {
             return null;
         }
-        // Whole file (l_whence, l_start, l_len 0), l_pid 0 as F_OFD_GETLK requires.
-        final ByteBuffer query = ByteBuffer.allocateDirect(Libc.FLOCK_LENGTH).order(ByteOrder.nativeOrder());
-        query.putShort(Libc.FLOCK_TYPE_OFFSET, Libc.F_RDLCK);
+        final UnsafeBuffer query = new UnsafeBuffer(BufferUtil.allocateDirectAligned(Libc.FLOCK_LENGTH, Long.BYTES));
         try
         {
-            if (libc.fcntl(fd, Libc.F_OFD_GETLK, BufferUtil.address(query)) != 0
-                || query.getShort(Libc.FLOCK_TYPE_OFFSET) != Libc.F_UNLCK)
-            {
-                return null; // held: a daemon runs (or, the call failing, who knows)
-            }
-            return "no nicstack daemon runs in " + dir + " (nobody holds its " + AppFile.DAEMON_LOCK
-                + ": the daemon that used it has stopped)";
+            // Held: a daemon runs (or, the call failing, who knows).
+            return lockReleased(fd, query, 0) ? stopped(dir) : null;
         }
         finally
         {
-            Reference.reachabilityFence(query);
             libc.close(fd);
         }
+    }
+
+    private static String stopped(final Path dir)
+    {
+        return "no nicstack daemon runs in " + dir + " (nobody holds its " + AppFile.DAEMON_LOCK
+            + ": the daemon that used it has stopped)";
+    }
+
+    /**
+     * Whether nobody holds a lock on the file open as {@code fd}: F_OFD_GETLK with the struct flock at {@code offset}
+     * of {@code query}; false when it cannot be told. No allocation.
+     */
+    private static boolean lockReleased(final int fd, final UnsafeBuffer query, final int offset)
+    {
+        // Whole file (l_whence, l_start, l_len 0), l_pid 0 as F_OFD_GETLK requires; the call writes a conflict over it.
+        query.setMemory(offset, Libc.FLOCK_LENGTH, (byte)0);
+        query.putShort(offset + Libc.FLOCK_TYPE_OFFSET, Libc.F_RDLCK);
+        return Libc.calls().fcntl(fd, Libc.F_OFD_GETLK, query.addressOffset() + offset) == 0
+            && query.getShort(offset + Libc.FLOCK_TYPE_OFFSET) == Libc.F_UNLCK;
+    }
+
+    /**
+     * Once attached: take a pidfd of the daemon's process and open the directory's daemon.lock, for the process checks
+     * ({@link #daemonExited()}). A daemon that died and whose pid was reused between its ATTACHED and the pidfd_open
+     * here is not seen by the pidfd; the lock, released as it died, still tells.
+     */
+    private void watchDaemon()
+    {
+        final Libc.Calls libc = Libc.calls();
+        final long pid = file.daemonPid();
+        if (pid > 0 && pid <= Integer.MAX_VALUE)
+        {
+            daemonPidfd = (int)libc.syscall(Libc.SYS_PIDFD_OPEN, (int)pid, 0, 0); // close-on-exec, as pidfds always are
+        }
+        final Path lock = dir.resolve(AppFile.DAEMON_LOCK);
+        try
+        {
+            if (Files.readAttributes(lock, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).isRegularFile())
+            {
+                // Without waiting: a named pipe put in its place since would wait for a writer.
+                daemonLockFd =
+                    libc.open(lock.toString(), Libc.O_RDONLY | Libc.O_NONBLOCK | Libc.O_NOFOLLOW | Libc.O_CLOEXEC);
+            }
+        }
+        catch (final IOException ex)
+        {
+            // None (a pipe server without a lock), or not readable: the pid alone tells.
+        }
+    }
+
+    /**
+     * Why the daemon is known to have stopped, or null: its pidfd polls readable (it exited, reaped or not), or without
+     * one the pid names no live process, or nobody holds daemon.lock any more. One poll(2) and one fcntl(2), no
+     * allocation with a pidfd: made at the process check cadence only, and by a closing client.
+     */
+    private String daemonExited()
+    {
+        final long pid = file.daemonPid();
+        if (daemonPidfd >= 0)
+        {
+            watch.putInt(0, daemonPidfd);
+            watch.putShort(Libc.POLLFD_EVENTS_OFFSET, Libc.POLLIN);
+            watch.putShort(Libc.POLLFD_REVENTS_OFFSET, (short)0);
+            if (Libc.calls().poll(watch.addressOffset(), 1, 0) > 0
+                && (watch.getShort(Libc.POLLFD_REVENTS_OFFSET) & Libc.POLLIN) != 0)
+            {
+                return "the daemon process " + pid + " is dead";
+            }
+        }
+        else if (processDead(pid))
+        {
+            return "the daemon process " + pid + " is dead";
+        }
+        if (daemonLockFd >= 0 && lockReleased(daemonLockFd, watch, WATCH_FLOCK))
+        {
+            return "the daemon process " + pid + " is gone: nobody holds " + dir.resolve(AppFile.DAEMON_LOCK);
+        }
+        return null;
     }
 
     private void awaitAttached(final long timeoutMillis) throws NicstackException
@@ -521,7 +608,8 @@ public final class NicstackClient implements AutoCloseable
      * Drain events and notifications, write the app heartbeat, and check that the daemon is alive.
      *
      * @return how many events and notifications were handled (for an idle strategy).
-     * @throws DaemonGoneException if the daemon wrote DAEMON_GONE or its process is dead, or it reaped this app
+     * @throws DaemonGoneException if the daemon wrote DAEMON_GONE or its process is dead (a zombie too) or nobody holds
+     *                             its daemon.lock any more (looked at every 100 ms), or it reaped this app
      *                             (REJECTED: the exception's reason says why), or the event or notification ring,
      *                             or an RX pipe {@link PipeConnection#peek()} read, is corrupt (reason BAD_MESSAGE):
      *                             the session is lost, every connection with it, and
@@ -600,7 +688,9 @@ public final class NicstackClient implements AutoCloseable
     }
 
     /**
-     * The daemon is gone for good when it says so (DAEMON_GONE, REJECTED) or its process is dead: the session is lost.
+     * The daemon is gone for good when it says so (DAEMON_GONE, REJECTED) or its process is dead (its pidfd polls
+     * readable: it exited, whether its parent has waited for it or not), or nobody holds daemon.lock any more, each
+     * looked at every {@link #PROCESS_CHECK_PERIOD_NANOS}: the session is lost.
      * A heartbeat that does not move for the daemon timeout while the process lives (a stall: a blocked event loop,
      * a long pause) fails this poll, so no blocking call waits for ever, but the session is kept: a later poll finds
      * the daemon again once its heartbeat moves. A stall that lasts past the loss bound is a loss too: a pid that lives
@@ -633,14 +723,10 @@ public final class NicstackClient implements AutoCloseable
                 daemonHeartbeatSeenAtNanos = now;
                 stallReported = false;
             }
-            final long pid = file.daemonPid();
             if (now - lastProcessCheckNanos >= PROCESS_CHECK_PERIOD_NANOS)
             {
                 lastProcessCheckNanos = now;
-                if (processDead(pid))
-                {
-                    why = "the daemon process " + pid + " is dead";
-                }
+                why = daemonExited();
             }
             final long stalledNanos = now - daemonHeartbeatSeenAtNanos;
             if (why == null && stallReported && stalledNanos > daemonLossNanos)
@@ -654,7 +740,7 @@ public final class NicstackClient implements AutoCloseable
             {
                 stallReported = true;
                 throw new DaemonGoneException("the daemon's heartbeat has not moved for " +
-                    TimeUnit.NANOSECONDS.toMillis(stalledNanos) + " ms (its process " + pid +
+                    TimeUnit.NANOSECONDS.toMillis(stalledNanos) + " ms (its process " + file.daemonPid() +
                     " lives: the session is kept, and a later poll goes on once the heartbeat moves within " +
                     TimeUnit.NANOSECONDS.toMillis(daemonLossNanos) + " ms of its last move)");
             }
@@ -861,7 +947,7 @@ public final class NicstackClient implements AutoCloseable
         {
             return true;
         }
-        return processDead(file.daemonPid());
+        return daemonExited() != null;
     }
 
     /** Whether the daemon's process {@code pid} (0 or less: not known) is gone. */
@@ -893,6 +979,17 @@ public final class NicstackClient implements AutoCloseable
         if (!file.isClosed())
         {
             file.state(finalState);
+        }
+        final Libc.Calls libc = daemonPidfd >= 0 || daemonLockFd >= 0 ? Libc.calls() : null;
+        if (daemonPidfd >= 0)
+        {
+            libc.close(daemonPidfd);
+            daemonPidfd = -1;
+        }
+        if (daemonLockFd >= 0)
+        {
+            libc.close(daemonLockFd);
+            daemonLockFd = -1;
         }
         closed = true;
         hold = CLOSED;

@@ -47,6 +47,8 @@ final class FakeDaemon implements AutoCloseable
     final ConcurrentLinkedQueue<Control> controls = new ConcurrentLinkedQueue<>();
     private volatile boolean running = true;
     volatile boolean heartbeat = true;
+    /** The daemon pid written at the attach: this JVM's, or another process a test plays the daemon's process with. */
+    volatile long pid = ProcessHandle.current().pid();
     /** While false, TX pipes are not read: committed bytes stay unreleased (a peer that acknowledges nothing). */
     private volatile boolean drainTx = true;
     /** While false, the control ring is not read (a daemon behind on this app). */
@@ -390,7 +392,7 @@ final class FakeDaemon implements AutoCloseable
                 }
                 switch (mode)
                 {
-                    case ATTACH -> file.markAttached(ProcessHandle.current().pid(), System.currentTimeMillis());
+                    case ATTACH -> file.markAttached(pid, System.currentTimeMillis());
                     case REJECT_VERSION -> file.markRejected(ProcessHandle.current().pid(), Protocol.Reason.VERSION_MISMATCH);
                     case IGNORE ->
                     {
