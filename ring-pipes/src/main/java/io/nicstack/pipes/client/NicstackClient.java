@@ -28,6 +28,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -120,6 +121,12 @@ public final class NicstackClient implements AutoCloseable
     private static final int CLOSE_NOW = 0;
     private static final int CLOSE_HELD = 1;
     private static final int CLOSE_LEFT = 2;
+
+    /**
+     * The clients of this process not closed yet, by app file path: an attach refused because the file exists tells
+     * whether the client that has it lost its daemon (close it first), or is in use.
+     */
+    private static final ConcurrentHashMap<String, NicstackClient> OPEN = new ConcurrentHashMap<>();
 
     static
     {
@@ -264,6 +271,10 @@ public final class NicstackClient implements AutoCloseable
      * holds {@code <dir>/daemon.lock}: there is none, or the daemon that held it stopped) it fails at once and makes
      * nothing; it does not wait for a daemon that starts later.
      *
+     * <p>An app file, and so an app name, is this process's until its client is closed. A client never reconnects by
+     * itself: after a {@link DaemonGoneException} that lost the session ({@link #isGone()}), {@link #close()} the lost
+     * client, then attach again, to the same daemon or a new one.
+     *
      * @throws DaemonNotRunningException if {@code dir} is missing or not a directory, no daemon runs there, or the
      *                                   daemon did not answer within {@link ClientOptions#attachTimeoutMillis}.
      * @throws VersionMismatchException  if the daemon runs another layout version.
@@ -316,7 +327,7 @@ public final class NicstackClient implements AutoCloseable
             // AppFile.create refuses a second app of one name and pid, which would share its file.
             throw new NicstackException(Protocol.Reason.NONE,
                 AppFile.appFilePath(dir, appName, ProcessHandle.current().pid()).toString().equals(ex.getFile())
-                    ? "an app named " + appName + " is already running in this process"
+                    ? alreadyRunning(appName, ex.getFile())
                     : "cannot create the app file in " + dir.resolve(AppFile.APPS_DIRECTORY) + ": " + ex.getFile()
                     + " already exists", ex);
         }
@@ -328,6 +339,7 @@ public final class NicstackClient implements AutoCloseable
         }
 
         final NicstackClient client = new NicstackClient(file, dir, appName, options);
+        OPEN.put(file.path().toString(), client);
         client.heartbeatThread.start();
         try
         {
@@ -414,6 +426,19 @@ public final class NicstackClient implements AutoCloseable
         query.putShort(offset + Libc.FLOCK_TYPE_OFFSET, Libc.F_RDLCK);
         return Libc.calls().fcntl(fd, Libc.F_OFD_GETLK, query.addressOffset() + offset) == 0
             && query.getShort(offset + Libc.FLOCK_TYPE_OFFSET) == Libc.F_UNLCK;
+    }
+
+    /** The message of an attach that found the app file of {@code appName} in this process taken, {@code path}. */
+    private static String alreadyRunning(final String appName, final String path)
+    {
+        final NicstackClient other = OPEN.get(path);
+        final DaemonGoneException lost = other == null ? null : other.gone;
+        if (lost == null)
+        {
+            return "an app named " + appName + " is already running in this process";
+        }
+        return "an app named " + appName + " is already running in this process, its client lost with its daemon (" +
+            lost.getMessage() + "): close the lost client first, then attach again";
     }
 
     /**
@@ -991,6 +1016,7 @@ public final class NicstackClient implements AutoCloseable
             libc.close(daemonLockFd);
             daemonLockFd = -1;
         }
+        OPEN.remove(file.path().toString(), this);
         closed = true;
         hold = CLOSED;
         HOLDER.setRelease(this, null);

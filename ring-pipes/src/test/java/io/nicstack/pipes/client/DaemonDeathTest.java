@@ -168,4 +168,41 @@ class DaemonDeathTest
             dir.resolve("daemon.lock"), e.getMessage());
         assertTrue(client.isGone());
     }
+
+    /**
+     * A client whose daemon is gone keeps its app file, and its name, until it is closed: an attach of that name before
+     * says to close the lost client first; after the close, the attach works. Before, it said only that an app of that
+     * name was already running.
+     */
+    @Test
+    void anAttachOfALostClientsNameSaysToCloseItFirst() throws Exception
+    {
+        final FakeDaemon daemon = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+        final NicstackClient lost = NicstackClient.attach(dir, "app", options());
+        try
+        {
+            daemon.call(d ->
+            {
+                d.file().state(AppFileDescriptor.STATE_DAEMON_GONE);
+                return null;
+            });
+            assertEquals("the daemon shut down", assertThrows(DaemonGoneException.class, lost::poll).getMessage());
+
+            final NicstackException e =
+                assertThrows(NicstackException.class, () -> NicstackClient.attach(dir, "app", options()));
+            assertEquals("an app named app is already running in this process, its client lost with its daemon (the " +
+                "daemon shut down): close the lost client first, then attach again", e.getMessage());
+        }
+        finally
+        {
+            lost.close();
+            daemon.close();
+        }
+        try (FakeDaemon again = new FakeDaemon(dir, FakeDaemon.Mode.ATTACH);
+             NicstackClient client = NicstackClient.attach(dir, "app", options()))
+        {
+            client.poll();
+            assertFalse(client.isGone());
+        }
+    }
 }
