@@ -269,7 +269,8 @@ public final class NicstackClient implements AutoCloseable
     /**
      * Create the app file in {@code <dir>/apps}, and wait until the daemon attaches it. Where no daemon runs (none
      * holds {@code <dir>/daemon.lock}: there is none, or the daemon that held it stopped) it fails at once and makes
-     * nothing; it does not wait for a daemon that starts later.
+     * nothing; it does not wait for a daemon that starts later. Nor, while it waits for the answer, for one that stops
+     * meanwhile (it was shutting down, or its start failed): the lock is looked at again every 100 ms.
      *
      * <p>An app file, and so an app name, is this process's until its client is closed. A client never reconnects by
      * itself: after a {@link DaemonGoneException} that lost the session ({@link #isGone()}), {@link #close()} the lost
@@ -505,6 +506,7 @@ public final class NicstackClient implements AutoCloseable
         // On the monotonic clock, as the heartbeat: a wall clock stepping back would stretch the wait by as much.
         final long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
         final long start = clock.nanoTime();
+        long lockCheckNanos = start;
         idleStrategy.reset();
         while (true)
         {
@@ -532,7 +534,18 @@ public final class NicstackClient implements AutoCloseable
                 default:
                     break;
             }
-            if (clock.nanoTime() - start >= timeoutNanos)
+            final long now = clock.nanoTime();
+            if (now - lockCheckNanos >= PROCESS_CHECK_PERIOD_NANOS)
+            {
+                // A daemon that stops meanwhile (it was shutting down, or failed to start) will never answer.
+                lockCheckNanos = now;
+                final String noDaemon = noDaemon(dir);
+                if (noDaemon != null)
+                {
+                    throw new DaemonNotRunningException(noDaemon);
+                }
+            }
+            if (now - start >= timeoutNanos)
             {
                 throw new DaemonNotRunningException(
                     "no nicstack daemon attached " + file.path() + " within " + timeoutMillis + " ms");

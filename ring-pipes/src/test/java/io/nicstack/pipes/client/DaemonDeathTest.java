@@ -170,6 +170,57 @@ class DaemonDeathTest
     }
 
     /**
+     * An attach that waits for the daemon's answer ends once the daemon.lock is released (the daemon was shutting down,
+     * or failed to start), saying the daemon stopped. Before, it waited its whole attach timeout, then said that no
+     * daemon had answered within it.
+     */
+    @Test
+    void anAttachEndsWhenTheDaemonLockIsReleasedMidWait() throws Exception
+    {
+        final BufferedReader[] out = new BufferedReader[1];
+        final Process holder = lockHolder(out);
+        closing(new FakeDaemon(dir, FakeDaemon.Mode.IGNORE)); // a daemon that never answers
+        final ClientOptions options = options();
+        options.attachTimeoutMillis = TimeUnit.MINUTES.toMillis(1);
+        final int[] idles = {0};
+        options.idleStrategy = new IdleStrategy()
+        {
+            @Override
+            public void idle(final int workCount)
+            {
+                idle();
+            }
+
+            @Override
+            public void idle()
+            {
+                if (idles[0]++ == 0)
+                {
+                    try
+                    {
+                        release(holder);
+                    }
+                    catch (final Exception ex)
+                    {
+                        throw new AssertionError(ex);
+                    }
+                }
+                advance(10);
+            }
+
+            @Override
+            public void reset()
+            {
+            }
+        };
+        final DaemonNotRunningException e =
+            assertThrows(DaemonNotRunningException.class, () -> NicstackClient.attach(dir, "app", options));
+        assertEquals("no nicstack daemon runs in " + dir + " (nobody holds its daemon.lock: the daemon that used it has"
+            + " stopped)", e.getMessage());
+        assertFalse(Files.exists(AppFile.appFilePath(dir, "app", ProcessHandle.current().pid())), "no app file left");
+    }
+
+    /**
      * A client whose daemon is gone keeps its app file, and its name, until it is closed: an attach of that name before
      * says to close the lost client first; after the close, the attach works. Before, it said only that an app of that
      * name was already running.
