@@ -416,11 +416,16 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     /**
      * The doorbells' safety net: from the next round on, a sweep serves every active slot, rung or not,
      * {@link #SWEEP_WORDS} words of them per round, and counts what it finds moved without a bit and never rung after
-     * ({@link PipeCounter#DOORBELLS_MISSED}). A sweep still going on starts again.
+     * ({@link PipeCounter#DOORBELLS_MISSED}). A sweep still going on is left to finish: restarted at every tick, one
+     * that a tick's rounds cannot finish (many slots, slow rounds) never reached its last words, nor its end, which
+     * clears the bits of slots never built.
      */
     void scanAll()
     {
-        sweepNext = 0;
+        if (sweepNext == SWEEP_DONE)
+        {
+            sweepNext = 0;
+        }
     }
 
     /**

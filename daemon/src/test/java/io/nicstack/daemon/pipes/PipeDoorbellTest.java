@@ -226,6 +226,24 @@ class PipeDoorbellTest
     @Test
     void sweepReachesTheSlotsPastItsFirstRound() throws IOException
     {
+        sweepOverManySlots(false);
+    }
+
+    /**
+     * A tick that comes while a sweep is still going on (rounds slower than a tick over the slots, or more slots than a
+     * tick's rounds can sweep) lets that sweep finish. It restarted it from word 0, so with a tick every round the
+     * words past the first round's share were never swept, and the sweep's end, which clears the bits of slots never
+     * built, never came (a review's finding). Here a tick's scanAll comes before every round, and a bit far past the
+     * built slots must still be cleared and counted.
+     */
+    @Test
+    void aSweepStillGoingOnIsNotRestartedByTheNextTick() throws IOException
+    {
+        sweepOverManySlots(true);
+    }
+
+    private void sweepOverManySlots(final boolean tickEveryRound) throws IOException
+    {
         final int connections = AppSession.SWEEP_WORDS * 64 + 10;
         final TestApp app = attach("many", connections);
         b.tcp().defaults().sendBufferBytes = 1024;
@@ -271,6 +289,22 @@ class PipeDoorbellTest
         assertTrue(last >= AppSession.SWEEP_WORDS * 64, "a slot past the first round's share: " + last);
         final TcpConnection remote = byLocalPort.get(lastPort);
         twoFullScans();
+        if (tickEveryRound)
+        {
+            final int lastWord = AppFileDescriptor.doorbellsOffset(RING) + AppFileDescriptor.DOORBELLS_LENGTH - Long.BYTES;
+            app.file.putLongVolatile(lastWord, 1L);
+            final long ignoredBefore = counters.get(PipeCounter.DOORBELLS_IGNORED);
+            final AppSession session = server.session(app.path);
+            for (int round = 0; round < 4 * connections / (AppSession.SWEEP_WORDS * 64) + 4; round++)
+            {
+                session.scanAll();
+                server.doWork();
+            }
+            assertEquals(0L, app.file.getLongVolatile(lastWord), "the sweep reached its end and cleared the stray bit");
+            assertEquals(ignoredBefore + 1, counters.get(PipeCounter.DOORBELLS_IGNORED));
+            app.close();
+            return;
+        }
         final long missedBefore = counters.get(PipeCounter.DOORBELLS_MISSED);
 
         app.rings = false;
