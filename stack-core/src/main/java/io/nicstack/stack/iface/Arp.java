@@ -536,6 +536,7 @@ public final class Arp
             return;
         }
         reporting = true;
+        RuntimeException failed = null;
         try
         {
             while (discardedCount > 0)
@@ -548,7 +549,16 @@ public final class Arp
                 freeSlots[freeCount++] = slot;
                 if (discardedFrames != null)
                 {
-                    discardedFrames.onFrameDiscarded(reported, 0, length, now);
+                    try
+                    {
+                        discardedFrames.onFrameDiscarded(reported, 0, length, now);
+                    }
+                    catch (final RuntimeException e)
+                    {
+                        // An application's handler that throws (its onClosed, as its attempt ends) costs the other
+                        // frames nothing: each is still reported, and the first exception goes on afterwards.
+                        failed = failed == null ? e : failed;
+                    }
                 }
             }
         }
@@ -561,6 +571,10 @@ public final class Arp
                 discardedCount--;
             }
             reporting = false;
+        }
+        if (failed != null)
+        {
+            throw failed;
         }
     }
 

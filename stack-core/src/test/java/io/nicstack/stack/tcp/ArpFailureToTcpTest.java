@@ -213,4 +213,41 @@ class ArpFailureToTcpTest
         assertEquals(giveUp, advanceUntilClosed(t, third, again, 10_000));
         assertEquals(HOST_UNREACHABLE, third.softError());
     }
+
+    /**
+     * An application's handler that throws from inside ARP's report (its onClosed, as its attempt ends) costs no other
+     * connection its report: the second attempt to the same silent host ends at the same give-up. Before, the
+     * throw ended the report loop and the remaining discarded frames were freed unreported: the second attempt ran on
+     * to a later give-up (10 s; a second-review probe).
+     */
+    @Test
+    void aHandlerThatThrowsInTheReportCostsNoOtherAttemptItsReport()
+    {
+        final TcpTestHarness t = new TcpTestHarness();
+        final long start = t.now;
+        t.stack.tcp().connect(SILENT, 80, new TcpHandler()
+        {
+            @Override
+            public void onClosed(final TcpConnection c, final int reason)
+            {
+                throw new IllegalStateException("an application's bug");
+            }
+        }, null);
+        final TcpConnection second = t.stack.tcp().connect(SILENT, 81, null, null);
+        t.poll();
+        for (int i = 0; i < 200 && second.state() != TcpState.CLOSED; i++)
+        {
+            try
+            {
+                t.advanceMs(STEP_MS);
+            }
+            catch (final RuntimeException e)
+            {
+                // Wherever the application's exception surfaces, the report must have gone on.
+            }
+        }
+        assertEquals(TcpState.CLOSED, second.state());
+        assertEquals(3_000_000_000L, t.now - start, "the second attempt ends at the same give-up");
+        assertEquals(HOST_UNREACHABLE, second.softError());
+    }
 }
