@@ -19,14 +19,8 @@ import io.nicstack.nic.linux.Linux;
 import io.nicstack.pipes.AppFile;
 
 import static io.nicstack.nic.linux.Linux.LIBC;
-import static io.nicstack.nic.linux.Linux.S_IFBLK;
-import static io.nicstack.nic.linux.Linux.S_IFCHR;
 import static io.nicstack.nic.linux.Linux.S_IFDIR;
-import static io.nicstack.nic.linux.Linux.S_IFIFO;
-import static io.nicstack.nic.linux.Linux.S_IFLNK;
 import static io.nicstack.nic.linux.Linux.S_IFMT;
-import static io.nicstack.nic.linux.Linux.S_IFREG;
-import static io.nicstack.nic.linux.Linux.S_IFSOCK;
 
 /**
  * {@code daemon.lock} in the shared-memory directory: held by the running daemon for its whole life, and naming it.
@@ -256,7 +250,7 @@ final class DaemonLock implements AutoCloseable
         {
             return false;
         }
-        final String kind = kind((Integer)attributes.get("mode"));
+        final String kind = NoFollowFiles.kind((Integer)attributes.get("mode"));
         if (kind != null)
         {
             throw notRegular(path, kind);
@@ -312,27 +306,11 @@ final class DaemonLock implements AutoCloseable
         {
             return;
         }
-        final String kind = kind((Integer)mode);
+        final String kind = NoFollowFiles.kind((Integer)mode);
         if (kind != null)
         {
             throw notRegular(path, kind);
         }
-    }
-
-    /** What a file of {@code mode} (st_mode, inode(7)) is, or null for a regular file. */
-    private static String kind(final int mode)
-    {
-        return switch (mode & S_IFMT)
-        {
-            case S_IFREG -> null;
-            case S_IFIFO -> "a named pipe";
-            case S_IFLNK -> "a symbolic link";
-            case S_IFDIR -> "a directory";
-            case S_IFSOCK -> "a socket";
-            case S_IFCHR -> "a character device";
-            case S_IFBLK -> "a block device";
-            default -> "not a regular file (mode " + Integer.toOctalString(mode) + ")";
-        };
     }
 
     private static IOException notRegular(final Path path, final String kind)
