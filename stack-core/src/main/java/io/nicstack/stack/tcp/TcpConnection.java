@@ -1204,7 +1204,7 @@ public final class TcpConnection
     }
 
     /** {@link #softError()} for a first hop that never answered ARP: destination unreachable, host unreachable. */
-    static final int SOFT_ERROR_HOST_UNREACHABLE = IcmpHeader.TYPE_DESTINATION_UNREACHABLE << 8 | 1;
+    static final int SOFT_ERROR_HOST_UNREACHABLE = IcmpHeader.TYPE_DESTINATION_UNREACHABLE << 8 | IcmpHeader.CODE_HOST_UNREACHABLE;
 
     /**
      * Our segment {@code seq} was discarded unsent: ARP gave up on the first hop (its address went unanswered for

@@ -194,12 +194,9 @@ public final class Udp implements IpProtocolHandler, IcmpErrorHandler
     private void onLinkFailure(
         final int destination, final DirectBuffer buffer, final int offset, final int length, final long now)
     {
-        onIcmpError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, CODE_HOST_UNREACHABLE, 0, destination, buffer, offset, length,
-            now);
+        onIcmpError(IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.CODE_HOST_UNREACHABLE, 0, destination, buffer,
+            offset, length, now);
     }
-
-    /** ICMP destination unreachable's code for host unreachable (RFC 792). */
-    private static final int CODE_HOST_UNREACHABLE = 1;
 
     /** The TTL of our datagrams unless a socket sets its own. */
     int defaultTtl()

@@ -52,6 +52,9 @@ public final class IcmpHeader extends HeaderView<IcmpHeader>
     /** Parameter problem. */
     public static final int TYPE_PARAMETER_PROBLEM = 12;
 
+    /** Destination unreachable: host unreachable (also what a first hop that never answers ARP is told as). */
+    public static final int CODE_HOST_UNREACHABLE = 1;
+
     /** Destination unreachable: protocol unreachable. */
     public static final int CODE_PROTOCOL_UNREACHABLE = 2;
 
