@@ -388,7 +388,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 final int bit = Long.numberOfTrailingZeros(due);
                 due &= due - 1;
                 final PipeSlot s = slots[base + bit];
-                if (!s.active)
+                if (!isActive(s))
                 {
                     continue; // deactivated since it was marked
                 }
@@ -398,7 +398,7 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
                 {
                     scanStart = base + bit + 1;
                 }
-                if (s.active && s.fileFd >= 0)
+                if (isActive(s) && s.fileFd >= 0)
                 {
                     mark(s); // a file being sent goes on each round, at the pace of its acknowledgements
                 }
@@ -1194,19 +1194,23 @@ final class AppSession implements BufferProvider, TcpHandler, CheckedRingReader.
     /** Serve the slot from now on: when rung, when marked, and once at once (what came before the announcement). */
     private void activate(final PipeSlot s)
     {
-        if (!s.active)
+        if (!isActive(s))
         {
-            s.active = true;
             activeBits[s.index >>> 6] |= 1L << (s.index & 63);
             mark(s);
         }
     }
 
+    /** Whether the rounds serve the slot: its bit in {@link #activeBits}. */
+    private boolean isActive(final PipeSlot s)
+    {
+        return (activeBits[s.index >>> 6] & 1L << (s.index & 63)) != 0;
+    }
+
     private void deactivate(final PipeSlot s)
     {
-        if (s.active)
+        if (isActive(s))
         {
-            s.active = false;
             final long bit = 1L << (s.index & 63);
             activeBits[s.index >>> 6] &= ~bit;
             pending[s.index >>> 6] &= ~bit;

@@ -35,8 +35,6 @@ final class PipeSlot implements BufferProvider.ConnectionBuffers
     boolean tcpGone;
     boolean appClosed;
     TcpConnection connection;
-    /** Served by the session's rounds (its bit in the session's active set): announced, or closed behind a file. */
-    boolean active;
     long lastTxTail;
     long lastRxHead;
     long lastNotifiedTail;
