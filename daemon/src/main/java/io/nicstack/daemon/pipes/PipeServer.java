@@ -487,15 +487,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
             sessions.remove(s);
             byPath.remove(s.path, s);
             heapPromised -= s.heapBytes();
-            try
-            {
-                reset = s.teardown(finalState, reason);
-            }
-            catch (final RuntimeException e)
-            {
-                log.println("nicstack pipes: tearing down " + LogText.untrusted(s.path.getFileName()) + ": "
-                    + LogText.untrusted(e, LogText.MAX_MESSAGE));
-            }
+            reset = teardown(s, finalState, reason);
         }
         for (int i = 0; i < reset; i++)
         {
@@ -506,6 +498,25 @@ public final class PipeServer implements LoopTask, AutoCloseable
         s.closeAppFile(); // only now may its inode, and with it its file key, go to another file
         log.println("nicstack pipes: app " + LogText.untrusted(s.path.getFileName()) + " "
             + why.label().substring("pipes: apps ".length()) + ", " + reset + " connections reset");
+    }
+
+    /**
+     * The session's teardown ({@link AppSession#teardown}): its connections reset (how many is returned), listeners
+     * closed, memory unmapped. A bug that throws in it is logged, not let out: the daemon goes on, and so does the
+     * caller's clean-up of the rest.
+     */
+    private int teardown(final AppSession s, final int finalState, final int reason)
+    {
+        try
+        {
+            return s.teardown(finalState, reason);
+        }
+        catch (final RuntimeException e)
+        {
+            log.println("nicstack pipes: tearing down " + LogText.untrusted(s.path.getFileName()) + ": "
+                + LogText.untrusted(e, LogText.MAX_MESSAGE));
+            return 0;
+        }
     }
 
     /**
@@ -948,15 +959,7 @@ public final class PipeServer implements LoopTask, AutoCloseable
         for (final AppSession s : sessions)
         {
             tellGone(s); // also when the loop's thread got here before a close on another thread told the apps
-            try
-            {
-                s.teardown(0, 0); // the state stays DAEMON_GONE
-            }
-            catch (final RuntimeException e)
-            {
-                log.println("nicstack pipes: tearing down " + LogText.untrusted(s.path.getFileName()) + ": "
-                    + LogText.untrusted(e, LogText.MAX_MESSAGE));
-            }
+            teardown(s, 0, 0); // the state stays DAEMON_GONE
             s.closeAppFile();
         }
         sessions.clear();
