@@ -596,11 +596,7 @@ final class AppDirectoryScanner implements AutoCloseable
         }
         try
         {
-            pollfd.putInt(0, pidfd);
-            pollfd.putShort(Linux.POLLFD_EVENTS_OFFSET, Linux.POLLIN);
-            pollfd.putShort(Linux.POLLFD_REVENTS_OFFSET, (short)0);
-            return Linux.LIBC.poll(pollfd.addressOffset(), 1, 0) > 0
-                && (pollfd.getShort(Linux.POLLFD_REVENTS_OFFSET) & Linux.POLLIN) != 0;
+            return AppFiles.pidfdReady(pollfd, pidfd, Linux.POLLIN);
         }
         finally
         {

@@ -405,11 +405,19 @@ final class AppFiles implements AutoCloseable
         {
             return false;
         }
+        return pidfdReady(pollfd, pidfd, (short)(Linux.POLLIN | Linux.POLLHUP));
+    }
+
+    /**
+     * Whether {@code pidfd} polls (without waiting) with any of {@code events} in its revents: a pidfd reads as ready
+     * (POLLIN) once its process has exited, zombie included. {@code pollfd} is a {@code struct pollfd} of the caller's.
+     */
+    static boolean pidfdReady(final org.agrona.concurrent.UnsafeBuffer pollfd, final int pidfd, final short events)
+    {
         pollfd.putInt(0, pidfd);
         pollfd.putShort(Linux.POLLFD_EVENTS_OFFSET, Linux.POLLIN);
         pollfd.putShort(Linux.POLLFD_REVENTS_OFFSET, (short)0);
-        return LIBC.poll(pollfd.addressOffset(), 1, 0) > 0
-            && (pollfd.getShort(Linux.POLLFD_REVENTS_OFFSET) & (Linux.POLLIN | Linux.POLLHUP)) != 0;
+        return LIBC.poll(pollfd.addressOffset(), 1, 0) > 0 && (pollfd.getShort(Linux.POLLFD_REVENTS_OFFSET) & events) != 0;
     }
 
     /**
