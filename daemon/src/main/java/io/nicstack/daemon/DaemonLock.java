@@ -114,15 +114,14 @@ final class DaemonLock implements AutoCloseable
      */
     private static int lockDirectory(final Path dir) throws IOException
     {
-        final int fd = open(dir, Linux.O_RDONLY);
+        final int fd = NoFollowFiles.open(dir, Linux.O_RDONLY);
         if (fd < 0)
         {
             throw new IOException("cannot open " + dir + ": " + Linux.describe(Linux.errno()));
         }
         try
         {
-            final Object mode = Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:mode");
-            if (((Integer)mode & S_IFMT) != S_IFDIR)
+            if ((NoFollowFiles.mode(fd, dir) & S_IFMT) != S_IFDIR)
             {
                 throw new IOException("--shm " + dir + " is not a directory");
             }
@@ -147,7 +146,7 @@ final class DaemonLock implements AutoCloseable
     /** The text of the lock file {@code path}, or null if it is missing, not a regular file or not an identity. */
     private static String holder(final Path path)
     {
-        final int fd = open(path, Linux.O_RDONLY);
+        final int fd = NoFollowFiles.open(path, Linux.O_RDONLY);
         if (fd < 0)
         {
             return null;
@@ -186,7 +185,7 @@ final class DaemonLock implements AutoCloseable
         {
             // An earlier daemon's: taken over below if nobody holds it.
         }
-        final int fd = open(path, Linux.O_RDWR);
+        final int fd = NoFollowFiles.open(path, Linux.O_RDWR);
         if (fd < 0)
         {
             throw new IOException("cannot open " + path + ": " + Linux.describe(Linux.errno()));
@@ -256,7 +255,7 @@ final class DaemonLock implements AutoCloseable
             throw notRegular(path, kind);
         }
         // Checked again on the descriptor (checkRegular): the file may have been replaced since.
-        final int fd = open(path, Linux.O_RDONLY);
+        final int fd = NoFollowFiles.open(path, Linux.O_RDONLY);
         if (fd < 0)
         {
             return false;
@@ -282,31 +281,22 @@ final class DaemonLock implements AutoCloseable
     }
 
     /**
-     * Open without following a symbolic link and without blocking: open(2) of a named pipe for reading waits for a
-     * writer (fifo(7)), and of some devices for the device.
-     */
-    private static int open(final Path path, final int flags)
-    {
-        return LIBC.open(path.toString(), flags | Linux.O_NONBLOCK | Linux.O_NOFOLLOW | Linux.O_CLOEXEC);
-    }
-
-    /**
      * That {@code fd}, opened on {@code path}, is a regular file: fstat(2) of the descriptor (stat of its
      * {@code /proc/self/fd} link), not of the path, which may name another file by now. Without {@code /proc} this
      * check is skipped: a read of anything but a file then fails (pread(2): ESPIPE, EISDIR) rather than blocks.
      */
     private static void checkRegular(final Path path, final int fd) throws IOException
     {
-        final Object mode;
+        final int mode;
         try
         {
-            mode = Files.getAttribute(Path.of("/proc/self/fd/" + fd), "unix:mode");
+            mode = NoFollowFiles.mode(fd, path);
         }
-        catch (final IOException | UnsupportedOperationException e)
+        catch (final IOException e)
         {
             return;
         }
-        final String kind = NoFollowFiles.kind((Integer)mode);
+        final String kind = NoFollowFiles.kind(mode);
         if (kind != null)
         {
             throw notRegular(path, kind);

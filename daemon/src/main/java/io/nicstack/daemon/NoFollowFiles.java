@@ -43,6 +43,16 @@ final class NoFollowFiles
     }
 
     /**
+     * open(2) of {@code path} with {@code flags} and {@code O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC}, unchecked: a
+     * descriptor, or -1 with errno set. Without following a symbolic link and without blocking: open(2) of a named pipe
+     * for reading waits for a writer (fifo(7)), and of some devices for the device.
+     */
+    static int open(final Path path, final int flags)
+    {
+        return LIBC.open(path.toString(), flags | Linux.O_NOFOLLOW | Linux.O_NONBLOCK | Linux.O_CLOEXEC);
+    }
+
+    /**
      * The descriptor of {@code path} opened with {@code flags} ({@link Linux#O_RDONLY}, {@link Linux#O_WRONLY}, ...)
      * and {@code O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC}, checked to be a regular file; the caller closes it. A missing
      * file is a {@link NoSuchFileException}, a refused one an {@link AccessDeniedException}, anything but a regular
@@ -50,7 +60,7 @@ final class NoFollowFiles
      */
     static int openRegular(final Path path, final int flags, final String what) throws IOException
     {
-        final int fd = LIBC.open(path.toString(), flags | Linux.O_NOFOLLOW | Linux.O_NONBLOCK | Linux.O_CLOEXEC);
+        final int fd = open(path, flags);
         if (fd < 0)
         {
             final int errno = Linux.errno();
@@ -125,7 +135,7 @@ final class NoFollowFiles
     }
 
     /** st_mode of the file open as {@code fd}; {@code path} names it in an error. */
-    private static int mode(final int fd, final Path path) throws IOException
+    static int mode(final int fd, final Path path) throws IOException
     {
         final Map<String, Object> attributes;
         try
