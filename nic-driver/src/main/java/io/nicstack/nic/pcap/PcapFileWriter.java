@@ -182,11 +182,15 @@ final class PcapFileWriter implements Runnable
             final boolean last = closing;
             final long request = flushRequested;
             int read = 0;
-            int n;
-            while ((n = ring.read(stage)) > 0)
+            long head;
+            do
             {
-                read += n;
+                // Until the head stops moving, not until a read returns 0: a read that meets the padding before the
+                // ring's wrap handles no message yet moves the head, and the records after the wrap wait behind it.
+                head = ring.consumerPosition();
+                read += ring.read(stage);
             }
+            while (ring.consumerPosition() != head);
             final boolean flush = request != flushesDone;
             if (stagingPosition > 0 && (flush || last))
             {

@@ -192,6 +192,44 @@ class PcapSlowDiskTest
     }
 
     /**
+     * A close that finds the writer's head on the padding before the ring's wrap: every record after the wrap still
+     * reaches the file. Agrona's read returns the messages it handled, not counting padding, and stops at the ring's
+     * end, so a read that took only the padding returned 0 with the head moved; the writer took that for an empty
+     * ring and, closing, returned with a ring's worth of records neither written nor counted (the race test's
+     * 1,525 records under load). The writer is held in a write while the ring fills past the wrap.
+     */
+    @Test
+    void aCloseAfterTheRingWrappedPastItsPaddingLosesNoRecord() throws Exception
+    {
+        final Path file = dir.resolve("wrap.pcap");
+        final StuckChannel channel = stuck(file);
+        final PcapWritingDevice device = new PcapWritingDevice(inner, file, channel, clock);
+        final Thread closer = new Thread(device::close, "close");
+        // 1200-byte frames take 1224 ring bytes a record: 856 of them end 784 bytes short of the ring's end.
+        for (int i = 0; i < 856; i++)
+        {
+            device.claim().putInt(0, i, ByteOrder.BIG_ENDIAN);
+            device.commit(1200);
+        }
+        device.flushCapture();
+        assertTrue(channel.entered.await(BOUND_MS, TimeUnit.MILLISECONDS), "the writer is in its write");
+        for (int i = 856; i < 956; i++)
+        {
+            device.claim().putInt(0, i, ByteOrder.BIG_ENDIAN);
+            device.commit(1200);
+        }
+        closer.start();
+        final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(BOUND_MS);
+        while (closer.getState() != Thread.State.WAITING && System.nanoTime() - deadline < 0)
+        {
+            Thread.sleep(1);
+        }
+        channel.release.countDown();
+        closer.join(BOUND_MS);
+        assertEquals(956, records(file).size() + device.framesNotCaptured(), "every frame captured or counted out");
+    }
+
+    /**
      * The event loop and the writer thread really race over the ring: many small frames, flushes at uneven intervals,
      * and a wait for the writer now and then so that both a full and an empty ring occur. Every frame ends up in the
      * file, in order and with its own timestamp, or counted out; the file ends at a record's end.
