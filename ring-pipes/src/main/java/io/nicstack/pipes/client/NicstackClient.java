@@ -123,10 +123,11 @@ public final class NicstackClient implements AutoCloseable
     private static final int CLOSE_LEFT = 2;
 
     /**
-     * The clients of this process not closed yet, by app file path: an attach refused because the file exists tells
+     * The clients of this process not closed yet, by app file path (absolute, normalized, as AppFile keeps the ones
+     * open here, so a directory named another way finds them): an attach refused because the file exists tells
      * whether the client that has it lost its daemon (close it first), or is in use.
      */
-    private static final ConcurrentHashMap<String, NicstackClient> OPEN = new ConcurrentHashMap<>();
+    private static final ConcurrentHashMap<Path, NicstackClient> OPEN = new ConcurrentHashMap<>();
 
     static
     {
@@ -340,7 +341,7 @@ public final class NicstackClient implements AutoCloseable
         }
 
         final NicstackClient client = new NicstackClient(file, dir, appName, options);
-        OPEN.put(file.path().toString(), client);
+        OPEN.put(file.path().toAbsolutePath().normalize(), client);
         client.heartbeatThread.start();
         try
         {
@@ -432,7 +433,7 @@ public final class NicstackClient implements AutoCloseable
     /** The message of an attach that found the app file of {@code appName} in this process taken, {@code path}. */
     private static String alreadyRunning(final String appName, final String path)
     {
-        final NicstackClient other = OPEN.get(path);
+        final NicstackClient other = OPEN.get(Path.of(path).toAbsolutePath().normalize());
         final DaemonGoneException lost = other == null ? null : other.gone;
         if (lost == null)
         {
@@ -1029,7 +1030,7 @@ public final class NicstackClient implements AutoCloseable
             libc.close(daemonLockFd);
             daemonLockFd = -1;
         }
-        OPEN.remove(file.path().toString(), this);
+        OPEN.remove(file.path().toAbsolutePath().normalize(), this);
         closed = true;
         hold = CLOSED;
         HOLDER.setRelease(this, null);

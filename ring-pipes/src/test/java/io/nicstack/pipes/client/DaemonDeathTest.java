@@ -243,6 +243,11 @@ class DaemonDeathTest
                 assertThrows(NicstackException.class, () -> NicstackClient.attach(dir, "app", options()));
             assertEquals("an app named app is already running in this process, its client lost with its daemon (the " +
                 "daemon shut down): close the lost client first, then attach again", e.getMessage());
+            // The same directory named another way (relative to the working directory) is the same app file.
+            final Path relative = Path.of("").toAbsolutePath().relativize(dir.toAbsolutePath());
+            final NicstackException again =
+                assertThrows(NicstackException.class, () -> NicstackClient.attach(relative, "app", options()));
+            assertEquals(e.getMessage(), again.getMessage());
         }
         finally
         {
