@@ -172,9 +172,7 @@ public record FaultConfig(
     {
         // Plain decimals only: Double.parseDouble also takes a sign (dup=-0 was -0.0, unequal to its own replay), an
         // exponent, an f or d suffix, hexadecimal, NaN, Infinity and digits of any script.
-        final int point = value.indexOf('.');
-        if (!AsciiDigits.isDigits(value, 0, point < 0 ? value.length() : point)
-            || point >= 0 && !AsciiDigits.isDigits(value, point + 1, value.length()))
+        if (!isPlainDecimal(value, 0, value.length()))
         {
             throw new IllegalArgumentException("fault " + key + " must be a probability in [0, 1]: '" + value + "'");
         }
