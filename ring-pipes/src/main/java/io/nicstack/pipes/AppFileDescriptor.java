@@ -100,8 +100,8 @@ public final class AppFileDescriptor
     public static final int SLOT_REMOTE_PORT_OFFSET = 20;
     public static final int SLOT_LOCAL_PORT_OFFSET = 24;
     public static final int SLOT_HEADER_LENGTH = 4 * CACHE_LINE_LENGTH;
-    /** The doorbell bitmap: one bit for each of the most slots a layout may have (65,536), whatever it has. */
-    public static final int DOORBELLS_LENGTH = (1 << 16) / Byte.SIZE;
+    /** The doorbell bitmap: one bit for each of the most slots a layout may have, whatever it has. */
+    public static final int DOORBELLS_LENGTH = AppFile.MAX_CONNECTIONS / Byte.SIZE;
     public static final int SLOT_FREE = 0;
     public static final int SLOT_IN_USE = 1;
 

@@ -63,8 +63,6 @@ public final class Libc
     /** pidfd_open(2), pidfd_getfd(2): numbers of the unified syscall table, the same on x86_64 and aarch64. */
     public static final long SYS_PIDFD_OPEN = 434;
     public static final long SYS_PIDFD_GETFD = 438;
-    /** ESRCH: pidfd_open(2) of a pid that names no process. */
-    public static final int ESRCH = 3;
 
     /** poll(2): {@code struct pollfd { int fd; short events; short revents; }}. */
     public static final int POLLFD_LENGTH = 8;
