@@ -59,8 +59,6 @@ public final class Ipv4
     private final Identifications identifications;
     private final Redirects redirects = new Redirects();
     /** The Reassembler's eviction counts already added to the stack's counters. */
-    private long evictedForOwnSourceSeen;
-    private long evictedForOtherSourceSeen;
 
     public Ipv4(
         final StackConfig config,
@@ -97,22 +95,18 @@ public final class Ipv4
 
     /**
      * The Reassembler gave up a datagram in progress (other than by a timeout): counted once, and, when it made room
-     * for a new datagram, by which source's (the Reassembler counts the reason just before it tells us).
+     * for a new datagram, by which source's.
      */
-    private void onReassemblyDiscarded()
+    private void onReassemblyDiscarded(final int why)
     {
         counters.increment(StackCounter.IPV4_REASSEMBLY_DISCARDED);
-        final long own = reassembler.evictedForOwnSource();
-        final long other = reassembler.evictedForOtherSource();
-        if (own != evictedForOwnSourceSeen)
+        if (why == Reassembler.DiscardListener.EVICTED_OWN_SOURCE)
         {
-            counters.add(StackCounter.IPV4_REASSEMBLY_EVICTED_OWN_SOURCE, own - evictedForOwnSourceSeen);
-            evictedForOwnSourceSeen = own;
+            counters.increment(StackCounter.IPV4_REASSEMBLY_EVICTED_OWN_SOURCE);
         }
-        if (other != evictedForOtherSourceSeen)
+        else if (why == Reassembler.DiscardListener.EVICTED_OTHER_SOURCE)
         {
-            counters.add(StackCounter.IPV4_REASSEMBLY_EVICTED_OTHER_SOURCE, other - evictedForOtherSourceSeen);
-            evictedForOtherSourceSeen = other;
+            counters.increment(StackCounter.IPV4_REASSEMBLY_EVICTED_OTHER_SOURCE);
         }
     }
 

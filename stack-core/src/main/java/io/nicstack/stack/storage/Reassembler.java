@@ -46,6 +46,20 @@ public final class Reassembler
     public static final int DROP_OVERFLOW = 4;
     public static final int DROP_MALFORMED = 5;
 
+    /** Told when a datagram in progress is given up other than by a timeout, and why. */
+    @FunctionalInterface
+    public interface DiscardListener
+    {
+        /** A datagram given up: a bad or conflicting fragment, too many fragments, too long ({@link #DISCARDED}). */
+        int DISCARDED = 0;
+        /** Given up for a newer datagram of its own source (over its quarter, or the heaviest). */
+        int EVICTED_OWN_SOURCE = 1;
+        /** Given up for a new datagram of another source, when every context was taken. */
+        int EVICTED_OTHER_SOURCE = 2;
+
+        void onDiscarded(int why);
+    }
+
     /** Told when a datagram times out (for ICMP time exceeded, RFC 1122 §3.3.2). */
     @FunctionalInterface
     public interface TimeoutListener
@@ -69,7 +83,7 @@ public final class Reassembler
      * told of): for an overlap or conflict, the fragment limit, a whole longer than 65,535 bytes, or room for a newer
      * datagram. A fragment refused while no datagram of its own is in progress gives nothing up.
      */
-    private final Runnable discardListener;
+    private final DiscardListener discardListener;
     private final Context[] contexts;
     private final Timers.Handler expiry = this::onExpiry;
     private final Ipv4Header ip = new Ipv4Header();
@@ -89,7 +103,7 @@ public final class Reassembler
         final long timeoutNanos,
         final Timers timers,
         final TimeoutListener timeoutListener,
-        final Runnable discardListener)
+        final DiscardListener discardListener)
     {
         this.maxFragments = maxFragments;
         this.timeoutNanos = timeoutNanos;
@@ -299,17 +313,18 @@ public final class Reassembler
             {
                 c = oldestOfSource;
                 evictedForOwnSource++;
+                discard(c, DiscardListener.EVICTED_OWN_SOURCE);
             }
             else if (heaviest != null)
             {
                 c = heaviest;
                 evictedForOtherSource++;
+                discard(c, DiscardListener.EVICTED_OTHER_SOURCE);
             }
             else
             {
                 return null; // no contexts at all
             }
-            discard(c);
         }
         c.open(source, header.destination(), header.identification(), header.protocol());
         c.openedAt = now;
@@ -339,8 +354,13 @@ public final class Reassembler
 
     private void discard(final Context c)
     {
+        discard(c, DiscardListener.DISCARDED);
+    }
+
+    private void discard(final Context c, final int why)
+    {
         free(c);
-        discardListener.run();
+        discardListener.onDiscarded(why);
     }
 
     private void free(final Context c)

@@ -60,7 +60,7 @@ class ReassemblerRandomizedTest
     private static void rounds(final Random random)
     {
         final Timers timers = new Timers(0);
-        final Reassembler reassembler = new Reassembler(64, 4096, TIMEOUT, timers, (b, o, l, n) -> { }, () -> { });
+        final Reassembler reassembler = new Reassembler(64, 4096, TIMEOUT, timers, (b, o, l, n) -> { }, why -> { });
         final Ipv4Header header = new Ipv4Header();
         long now = 0;
         for (int round = 0; round < ROUNDS; round++)
