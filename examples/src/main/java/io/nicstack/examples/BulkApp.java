@@ -71,7 +71,6 @@ final class BulkApp
     {
         final Config config;
         final long started = System.nanoTime();
-        final IdleTimeout idle;
         /** Bytes read by a sink; bytes committed to the TX pipe by a source. */
         long bytes;
         boolean reported;
@@ -81,9 +80,8 @@ final class BulkApp
 
         Bulk(final PipeConnection conn, final Config config)
         {
-            super(conn);
+            super(conn, config.idleTimeoutNanos());
             this.config = config;
-            this.idle = new IdleTimeout(config.idleTimeoutNanos());
         }
 
         String extra()
@@ -152,13 +150,12 @@ final class BulkApp
         @Override
         protected int serviceOpen(final long nowNanos) throws NicstackException
         {
-            idle.released(conn.txReleased(), nowNanos); // the peer taking the stream
             int work = 0;
             int n;
             while ((n = conn.peek()) > 0)
             {
                 conn.release(n); // whatever the peer sends is discarded
-                idle.activity(nowNanos);
+                idleActivity(nowNanos);
                 work++;
             }
             if (n < 0 || conn.isPeerClosed())
@@ -187,11 +184,6 @@ final class BulkApp
                 bytes += writable;
                 work++;
                 hurry(); // a stream: park only briefly while bytes flow
-            }
-            if (work == 0 && idle.expired(nowNanos))
-            {
-                closeIdle(nowNanos);
-                return 1;
             }
             return work;
         }
@@ -242,7 +234,6 @@ final class BulkApp
         @Override
         protected int serviceOpen(final long nowNanos) throws NicstackException
         {
-            idle.released(conn.txReleased(), nowNanos); // starts the clock: a sink sends nothing
             final long since = sinceFirstTurn(nowNanos);
             int work = 0;
             for (int turn = 0; turn < 64; turn++)
@@ -262,7 +253,7 @@ final class BulkApp
                 final long readingNanos = since - config.pauseMillis() * 1_000_000L;
                 if (readingNanos < 0)
                 {
-                    idle.activity(nowNanos); // the app holds the input back, not the peer
+                    idleActivity(nowNanos); // the app holds the input back, not the peer
                     break; // still "stalled"
                 }
                 if (config.rate() > 0)
@@ -270,7 +261,7 @@ final class BulkApp
                     final long allowed = (long)(readingNanos / 1e9 * config.rate()) - bytes;
                     if (allowed <= 0)
                     {
-                        idle.activity(nowNanos); // the app holds the input back, not the peer
+                        idleActivity(nowNanos); // the app holds the input back, not the peer
                         break; // a slow reader: leave the bytes in the pipe, the window shrinks
                     }
                     n = (int)Math.min(n, allowed);
@@ -289,14 +280,9 @@ final class BulkApp
                 }
                 conn.release(n);
                 bytes += n;
-                idle.activity(nowNanos);
+                idleActivity(nowNanos);
                 work++;
                 hurry(); // a stream: park only briefly while bytes flow
-            }
-            if (work == 0 && idle.expired(nowNanos))
-            {
-                closeIdle(nowNanos);
-                return 1;
             }
             return work;
         }

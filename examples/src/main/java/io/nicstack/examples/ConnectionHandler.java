@@ -24,10 +24,20 @@ abstract class ConnectionHandler
     private boolean hurry;
     private boolean idleClosed;
     private long lingerDeadline;
+    /** The idle timeout of a stream app's connection (echo, bulk), or null: the HTTP apps keep their own deadlines. */
+    private final IdleTimeout idle;
 
     ConnectionHandler(final PipeConnection conn)
     {
         this.conn = conn;
+        this.idle = null;
+    }
+
+    /** A handler whose open connection is closed when idle for {@code idleTimeoutNanos} ({@link IdleTimeout}; 0: never). */
+    ConnectionHandler(final PipeConnection conn, final long idleTimeoutNanos)
+    {
+        this.conn = conn;
+        this.idle = new IdleTimeout(idleTimeoutNanos);
     }
 
     /** Make progress without blocking; returns the amount of work done (0 when idle). */
@@ -48,11 +58,31 @@ abstract class ConnectionHandler
         {
             return linger(nowNanos);
         }
-        return serviceOpen(nowNanos);
+        if (idle == null)
+        {
+            return serviceOpen(nowNanos);
+        }
+        idle.released(conn.txReleased(), nowNanos); // the peer taking what was sent; the first turn starts the clock
+        final int work = serviceOpen(nowNanos);
+        if (work == 0 && idle.expired(nowNanos))
+        {
+            closeIdle(nowNanos);
+            return 1;
+        }
+        return work;
     }
 
-    /** Protocol work for an open connection. */
+    /**
+     * Protocol work for an open connection. A handler with an idle timeout tells of input it took, or held back on
+     * purpose, with {@link #idleActivity}; a turn that does no work past the timeout closes the connection.
+     */
     protected abstract int serviceOpen(long nowNanos) throws NicstackException;
+
+    /** Something moved on an open connection at {@code nowNanos}: input read, or held back by the app on purpose. */
+    protected final void idleActivity(final long nowNanos)
+    {
+        idle.activity(nowNanos);
+    }
 
     /**
      * Called when the connection ends; {@code abnormal} when it was reset/aborted rather than finished. A connection that
@@ -92,7 +122,7 @@ abstract class ConnectionHandler
      * take would hold the connection, and its pipes in the daemon, until the daemon's own no-progress reset. Either
      * way {@link #onEnd} learns of the end at once, and {@link #idleClosed()} is true from then on.
      */
-    protected final void closeIdle(final long nowNanos) throws NicstackException
+    private void closeIdle(final long nowNanos) throws NicstackException
     {
         idleClosed = true;
         if (conn.peek() > 0 || conn.txFree() < conn.txCapacity())

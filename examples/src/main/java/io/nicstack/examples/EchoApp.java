@@ -30,18 +30,14 @@ final class EchoApp
     static final class Handler extends ConnectionHandler
     {
         long echoed;
-        private final IdleTimeout idle;
-
         Handler(final PipeConnection conn, final long idleTimeoutNanos)
         {
-            super(conn);
-            idle = new IdleTimeout(idleTimeoutNanos);
+            super(conn, idleTimeoutNanos);
         }
 
         @Override
         protected int serviceOpen(final long nowNanos) throws NicstackException
         {
-            idle.released(conn.txReleased(), nowNanos); // the peer taking its echo
             int work = 0;
             for (int turn = 0; turn < 16; turn++)
             {
@@ -65,14 +61,9 @@ final class EchoApp
                 conn.commit(n);
                 conn.release(n);
                 echoed += n;
-                idle.activity(nowNanos);
+                idleActivity(nowNanos);
                 work++;
                 hurry(); // a stream: park only briefly while bytes flow
-            }
-            if (work == 0 && idle.expired(nowNanos))
-            {
-                closeIdle(nowNanos);
-                return 1;
             }
             return work;
         }
