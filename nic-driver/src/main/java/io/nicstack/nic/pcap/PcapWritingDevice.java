@@ -539,9 +539,12 @@ public final class PcapWritingDevice extends NetDeviceDecorator
         {
             if (writer != null)
             {
-                writer.close();
+                writer.close(); // writes every record offered before it
             }
-            flushCapture();
+            else
+            {
+                flushCapture();
+            }
             if (fd >= 0 && failure == null)
             {
                 // What the reader did not make room for stays out: close never waits on it.
